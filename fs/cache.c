@@ -1,0 +1,282 @@
+/* The block cache of metadata units: lookup by (chunk, block), LRU eviction
+ * within a memory bound, verified reads that heal a bad copy from its mirror,
+ * and write-back of dirty units to both copies. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+static uint32_t hash_of(uint32_t chunk, uint32_t block, uint32_t size)
+{
+	uint64_t k = ((uint64_t)chunk << 32) | block;
+
+	k *= 0x9E3779B97F4A7C15ull;
+	return (uint32_t)(k >> 32) & (size - 1);
+}
+
+int cache_init(struct fs_volume *v, uint64_t limit)
+{
+	v->hash_size = 1u << 16;
+	v->hash = calloc(v->hash_size, sizeof(*v->hash));
+	if (!v->hash)
+		return -ENOMEM;
+	v->lru.lru_next = v->lru.lru_prev = &v->lru;
+	v->cache_limit = limit;
+	return 0;
+}
+
+static void lru_unlink(struct buf *b)
+{
+	b->lru_prev->lru_next = b->lru_next;
+	b->lru_next->lru_prev = b->lru_prev;
+}
+
+static void lru_push_front(struct fs_volume *v, struct buf *b)
+{
+	b->lru_next = v->lru.lru_next;
+	b->lru_prev = &v->lru;
+	v->lru.lru_next->lru_prev = b;
+	v->lru.lru_next = b;
+}
+
+static void hash_unlink(struct fs_volume *v, struct buf *b)
+{
+	struct buf **pp = &v->hash[hash_of(b->c->index, b->block, v->hash_size)];
+
+	while (*pp != b)
+		pp = &(*pp)->hnext;
+	*pp = b->hnext;
+}
+
+static void buf_destroy(struct fs_volume *v, struct buf *b)
+{
+	hash_unlink(v, b);
+	lru_unlink(b);
+	v->cache_bytes -= (uint64_t)b->units * OD_BLOCK_SIZE;
+	free(b->data);
+	free(b);
+}
+
+void cache_destroy(struct fs_volume *v)
+{
+	while (v->lru.lru_next != &v->lru)
+		buf_destroy(v, v->lru.lru_next);
+	free(v->hash);
+	v->hash = NULL;
+}
+
+static struct buf *cache_find(struct chunk *c, uint32_t block)
+{
+	struct fs_volume *v = c->vol;
+	struct buf *b = v->hash[hash_of(c->index, block, v->hash_size)];
+
+	while (b && (b->c != c || b->block != block))
+		b = b->hnext;
+	return b;
+}
+
+/* Drop clean, unreferenced units from the cold end until under the bound. */
+static void cache_shrink(struct fs_volume *v)
+{
+	struct buf *b = v->lru.lru_prev;
+
+	while (v->cache_bytes > v->cache_limit && b != &v->lru) {
+		struct buf *prev = b->lru_prev;
+		if (!b->dirty && b->refs == 0)
+			buf_destroy(v, b);
+		b = prev;
+	}
+}
+
+static int buf_insert(struct chunk *c, uint32_t block, uint32_t units, struct buf **out)
+{
+	struct fs_volume *v = c->vol;
+	struct buf *b;
+	uint32_t h;
+
+	if (v->cache_bytes > v->cache_limit)
+		cache_shrink(v);
+	b = calloc(1, sizeof(*b));
+	if (!b)
+		return -ENOMEM;
+	b->data = malloc((size_t)units * OD_BLOCK_SIZE);
+	if (!b->data) {
+		free(b);
+		return -ENOMEM;
+	}
+	b->c = c;
+	b->block = block;
+	b->units = units;
+	b->refs = 1;
+	h = hash_of(c->index, block, v->hash_size);
+	b->hnext = v->hash[h];
+	v->hash[h] = b;
+	lru_push_front(v, b);
+	v->cache_bytes += (uint64_t)units * OD_BLOCK_SIZE;
+	*out = b;
+	return 0;
+}
+
+static int unit_matches(const struct chunk *c, const uint8_t *data, uint32_t block, uint32_t units)
+{
+	struct od_mb_header h;
+
+	if (od_verify(data, (size_t)units * OD_BLOCK_SIZE) < 0)
+		return 0;
+	od_get_mb_header(data, &h);
+	return h.chunk == c->index && h.block == block;
+}
+
+int buf_read(struct chunk *c, uint32_t block, uint32_t units, struct buf **out)
+{
+	size_t len = (size_t)units * OD_BLOCK_SIZE;
+	struct buf *b = cache_find(c, block);
+	int ret;
+
+	if (b) {
+		if (b->units != units)
+			return -EUCLEAN;
+		b->refs++;
+		lru_unlink(b);
+		lru_push_front(c->vol, b);
+		*out = b;
+		return 0;
+	}
+	if (c->offline)
+		return -EIO;
+	if ((uint64_t)block + units > c->half)
+		return -EUCLEAN;
+	ret = buf_insert(c, block, units, &b);
+	if (ret < 0)
+		return ret;
+	ret = store_pread(c->store, b->data, len, (uint64_t)block * OD_BLOCK_SIZE);
+	if (ret == 0 && unit_matches(c, b->data, block, units))
+		goto ok;
+	if (c->hdr.flags & OD_CHF_SINGLE_COPY)
+		goto bad;
+	/* The first copy is unreadable or fails its checksum: try the mirror,
+	 * and if it is good, write it back over the bad one at the next sync. */
+	ret = store_pread(c->store, b->data, len, (uint64_t)chunk_mirror(c, block) * OD_BLOCK_SIZE);
+	if (ret == 0 && unit_matches(c, b->data, block, units)) {
+		c->healed++;
+		buf_dirty(b);
+		goto ok;
+	}
+bad:
+	c->bad_both++;
+	c->hdr.state = OD_STATE_NEEDS_REPAIR;
+	c->header_dirty = 1;
+	b->refs = 0;
+	buf_destroy(c->vol, b);
+	return -EIO;
+ok:
+	*out = b;
+	return 0;
+}
+
+int buf_fresh(struct chunk *c, uint32_t block, uint32_t units, uint16_t type, uint64_t owner,
+	      struct buf **out)
+{
+	struct od_mb_header h = {
+		.magic = OD_MB_MAGIC,
+		.type = type,
+		.units = (uint16_t)units,
+		.chunk = c->index,
+		.block = block,
+		.owner = owner,
+	};
+	struct buf *b = cache_find(c, block);
+	int ret;
+
+	if (b) {
+		/* A unit freed and reused within one sync interval. */
+		if (b->refs)
+			return -EUCLEAN;
+		buf_destroy(c->vol, b);
+	}
+	ret = buf_insert(c, block, units, &b);
+	if (ret < 0)
+		return ret;
+	memset(b->data, 0, (size_t)units * OD_BLOCK_SIZE);
+	od_put_mb_header(b->data, &h);
+	buf_dirty(b);
+	*out = b;
+	return 0;
+}
+
+void buf_dirty(struct buf *b)
+{
+	if (!b->dirty) {
+		b->dirty = 1;
+		b->c->vol->ndirty++;
+	}
+}
+
+void buf_put(struct buf *b)
+{
+	if (b)
+		b->refs--;
+}
+
+/* A unit that was freed: its cached copy must not be written back. */
+void buf_forget(struct chunk *c, uint32_t block)
+{
+	struct buf *b = cache_find(c, block);
+
+	if (!b)
+		return;
+	if (b->dirty)
+		c->vol->ndirty--;
+	b->dirty = 0;
+	if (b->refs == 0)
+		buf_destroy(c->vol, b);
+}
+
+static int write_unit(struct buf *b, uint32_t block)
+{
+	return store_pwrite(b->c->store, b->data, (size_t)b->units * OD_BLOCK_SIZE,
+			    (uint64_t)block * OD_BLOCK_SIZE);
+}
+
+/* Write every dirty unit: all first copies, a flush, then all mirrors.
+ * (The transaction protocol with dirty lists replaces this ordering.) */
+int cache_write_dirty(struct fs_volume *v)
+{
+	struct buf *b;
+	int ret = 0;
+
+	if (v->ndirty == 0)
+		return 0;
+	v->txid++;
+	for (b = v->lru.lru_next; b != &v->lru; b = b->lru_next) {
+		struct od_mb_header h;
+		if (!b->dirty)
+			continue;
+		od_get_mb_header(b->data, &h);
+		h.txid = v->txid;
+		od_put_mb_header(b->data, &h);
+		od_seal(b->data, (size_t)b->units * OD_BLOCK_SIZE);
+		ret = write_unit(b, b->block);
+		if (ret < 0)
+			return ret;
+	}
+	ret = vol_flush(v);
+	if (ret < 0)
+		return ret;
+	for (b = v->lru.lru_next; b != &v->lru; b = b->lru_next) {
+		if (!b->dirty)
+			continue;
+		if (!(b->c->hdr.flags & OD_CHF_SINGLE_COPY)) {
+			ret = write_unit(b, chunk_mirror(b->c, b->block));
+			if (ret < 0)
+				return ret;
+		}
+		b->dirty = 0;
+	}
+	v->ndirty = 0;
+	cache_shrink(v);
+	return 0;
+}

@@ -1,0 +1,345 @@
+/* One chunk: its geometry, header validation, the block bitmap and block
+ * allocation. Keeps invariant 1 at the source: blocks are handed out only
+ * to inodes of this chunk, and metadata units always with their mirror. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+#define BITS_PER_BITMAP_BLOCK (OD_MB_PAYLOAD * 8u)
+
+static uint32_t div_up(uint64_t a, uint64_t b)
+{
+	return (uint32_t)((a + b - 1) / b);
+}
+
+void chunk_geometry(struct od_chunk_header *h, uint32_t nblocks, uint32_t bytes_per_inode)
+{
+	uint64_t max_inodes = (uint64_t)nblocks * OD_BLOCK_SIZE / bytes_per_inode;
+	uint32_t islots;
+
+	if (max_inodes < 16)
+		max_inodes = 16;
+	if (max_inodes > 0x7fffffffu)
+		max_inodes = 0x7fffffffu;
+	islots = (uint32_t)(max_inodes / 4);
+	if (islots < OD_ISLOTS_PER_BLOCK)
+		islots = OD_ISLOTS_PER_BLOCK;
+	islots = div_up(islots, OD_ISLOTS_PER_BLOCK) * OD_ISLOTS_PER_BLOCK;
+
+	h->block_size = OD_BLOCK_SIZE;
+	h->nblocks = nblocks;
+	h->dir_unit = OD_DEFAULT_DIR_UNIT;
+	h->max_inodes = (uint32_t)max_inodes;
+	h->islots = islots;
+	h->dirty_start = 1;
+	h->dirty_blocks = OD_DIRTY_LIST_BLOCKS;
+	h->bitmap_start = h->dirty_start + h->dirty_blocks;
+	h->bitmap_blocks = div_up(nblocks, BITS_PER_BITMAP_BLOCK);
+	h->map_start = h->bitmap_start + h->bitmap_blocks;
+	h->map_blocks = div_up(max_inodes, OD_MAP_PER_BLOCK);
+	h->itable_start = h->map_start + h->map_blocks;
+	h->itable_blocks = islots / OD_ISLOTS_PER_BLOCK;
+	h->data_start = h->itable_start + h->itable_blocks;
+	/* Both halves lose the fixed metadata region: primaries and mirrors. */
+	h->free_blocks = nblocks - 2 * h->data_start;
+}
+
+int chunk_check_header(const struct od_chunk_header *h, uint32_t index, char *why, size_t n)
+{
+	struct od_chunk_header g = *h;
+
+	if (h->version != OD_FORMAT_VERSION) {
+		snprintf(why, n, "format version %u (this build reads %u)", h->version,
+			 OD_FORMAT_VERSION);
+		return -EPROTONOSUPPORT;
+	}
+	if (h->feature_incompat & ~OD_FEATURE_INCOMPAT_SUPP) {
+		snprintf(why, n, "unknown incompatible features 0x%x", h->feature_incompat);
+		return -EPROTONOSUPPORT;
+	}
+	if (h->chunk_index != index) {
+		snprintf(why, n, "header says chunk %u, found at position %u", h->chunk_index,
+			 index);
+		return -EUCLEAN;
+	}
+	if (h->block_size != OD_BLOCK_SIZE || h->nblocks < OD_MIN_CHUNK_SIZE / OD_BLOCK_SIZE ||
+	    (uint64_t)h->nblocks > OD_MAX_CHUNK_SIZE / OD_BLOCK_SIZE ||
+	    (h->nblocks & (h->nblocks - 1))) {
+		snprintf(why, n, "bad geometry: block size %u, %u blocks", h->block_size,
+			 h->nblocks);
+		return -EUCLEAN;
+	}
+	if (h->dir_unit == 0 || h->dir_unit > 8 || h->kind > FS_KIND_LARGE ||
+	    h->state > OD_STATE_NEEDS_REPAIR) {
+		snprintf(why, n, "bad dir unit %u, kind %u or state %u", h->dir_unit, h->kind,
+			 h->state);
+		return -EUCLEAN;
+	}
+	/* The layout must be the one the geometry implies. */
+	chunk_geometry(&g, h->nblocks, 4096);
+	if (h->dirty_start != g.dirty_start || h->bitmap_start != g.bitmap_start ||
+	    h->bitmap_blocks != g.bitmap_blocks || h->map_start != g.map_start ||
+	    (uint64_t)h->map_blocks * OD_MAP_PER_BLOCK < h->max_inodes ||
+	    h->itable_start != h->map_start + h->map_blocks ||
+	    (uint64_t)h->itable_blocks * OD_ISLOTS_PER_BLOCK < h->islots ||
+	    h->data_start != h->itable_start + h->itable_blocks ||
+	    h->data_start + h->dir_unit >= h->nblocks / 2 || h->map_watermark > h->max_inodes ||
+	    h->islot_watermark > h->islots) {
+		snprintf(why, n, "inconsistent layout (map %u+%u, inode area %u+%u, data %u)",
+			 h->map_start, h->map_blocks, h->itable_start, h->itable_blocks,
+			 h->data_start);
+		return -EUCLEAN;
+	}
+	return 0;
+}
+
+int bitmap_test(const struct chunk *c, uint32_t block)
+{
+	return (c->bitmap[block >> 3] >> (block & 7)) & 1;
+}
+
+static void bitmap_set(struct chunk *c, uint32_t block, int used)
+{
+	uint8_t bit = (uint8_t)(1u << (block & 7));
+
+	if (used)
+		c->bitmap[block >> 3] |= bit;
+	else
+		c->bitmap[block >> 3] &= (uint8_t)~bit;
+	c->bitmap_dirty[block / BITS_PER_BITMAP_BLOCK] = 1;
+}
+
+static void mark_range(struct chunk *c, uint32_t start, uint32_t len, int used)
+{
+	for (uint32_t b = start; b < start + len; b++)
+		bitmap_set(c, b, used);
+	if (used)
+		c->hdr.free_blocks -= len;
+	else
+		c->hdr.free_blocks += len;
+	c->header_dirty = 1;
+}
+
+static int load_bitmap(struct chunk *c)
+{
+	const struct od_chunk_header *h = &c->hdr;
+	size_t bytes = (size_t)h->bitmap_blocks * OD_MB_PAYLOAD;
+
+	c->bitmap = calloc(1, bytes);
+	c->bitmap_dirty = calloc(h->bitmap_blocks, 1);
+	if (!c->bitmap || !c->bitmap_dirty)
+		return -ENOMEM;
+	if (h->flags & OD_CHF_BITMAP_UNINIT) {
+		/* Never written: the fixed metadata of both halves is used,
+		 * everything else free. Written out at the next sync. */
+		for (uint32_t b = 0; b < h->data_start; b++) {
+			bitmap_set(c, b, 1);
+			bitmap_set(c, chunk_mirror(c, b), 1);
+		}
+		c->hdr.flags &= ~OD_CHF_BITMAP_UNINIT;
+		c->header_dirty = 1;
+		return 0;
+	}
+	for (uint32_t i = 0; i < h->bitmap_blocks; i++) {
+		struct buf *b;
+		int ret = buf_read(c, h->bitmap_start + i, 1, &b);
+		if (ret < 0)
+			return ret;
+		memcpy(c->bitmap + (size_t)i * OD_MB_PAYLOAD, b->data + OD_MB_HEADER_SIZE,
+		       OD_MB_PAYLOAD);
+		buf_put(b);
+	}
+	return 0;
+}
+
+static int push_u32(uint32_t **arr, uint32_t *n, uint32_t *cap, uint32_t v)
+{
+	if (*n == *cap) {
+		uint32_t ncap = *cap ? *cap * 2 : 64;
+		uint32_t *p = realloc(*arr, ncap * sizeof(*p));
+		if (!p)
+			return -ENOMEM;
+		*arr = p;
+		*cap = ncap;
+	}
+	(*arr)[(*n)++] = v;
+	return 0;
+}
+
+/* Free map entries and inode slots below the watermarks. Pushed in reverse
+ * so that the lowest index is handed out first. */
+static int load_free_lists(struct chunk *c)
+{
+	const struct od_chunk_header *h = &c->hdr;
+	int ret = 0;
+
+	for (uint32_t i = h->map_watermark; i-- > 0 && ret == 0;) {
+		struct od_map_entry e;
+		struct buf *b;
+		ret = buf_read(c, h->map_start + i / OD_MAP_PER_BLOCK, 1, &b);
+		if (ret < 0)
+			break;
+		od_get_map_entry(b->data + OD_MB_HEADER_SIZE + (i % OD_MAP_PER_BLOCK) *
+						    OD_MAP_ENTRY_SIZE, &e);
+		buf_put(b);
+		if (!(e.flags & OD_MAPF_USED))
+			ret = push_u32(&c->free_map, &c->nfree_map, &c->cap_free_map, i);
+	}
+	for (uint32_t i = h->islot_watermark; i-- > 0 && ret == 0;) {
+		struct od_inode ino;
+		struct buf *b;
+		ret = buf_read(c, h->itable_start + i / OD_ISLOTS_PER_BLOCK, 1, &b);
+		if (ret < 0)
+			break;
+		od_get_inode(b->data + OD_MB_HEADER_SIZE + (i % OD_ISLOTS_PER_BLOCK) *
+							   OD_INODE_SIZE, &ino);
+		buf_put(b);
+		if (ino.mode == 0)
+			ret = push_u32(&c->free_slots, &c->nfree_slots, &c->cap_free_slots, i);
+	}
+	return ret;
+}
+
+int chunk_load(struct chunk *c)
+{
+	int ret;
+
+	if (c->loaded)
+		return 0;
+	if (c->offline)
+		return -EIO;
+	ret = load_bitmap(c);
+	if (ret == 0)
+		ret = load_free_lists(c);
+	if (ret < 0) {
+		free(c->bitmap);
+		free(c->bitmap_dirty);
+		free(c->free_map);
+		free(c->free_slots);
+		c->bitmap = c->bitmap_dirty = NULL;
+		c->free_map = c->free_slots = NULL;
+		c->nfree_map = c->cap_free_map = c->nfree_slots = c->cap_free_slots = 0;
+		return ret;
+	}
+	c->alloc_hint_meta = c->hdr.data_start;
+	c->alloc_hint_data = c->half + c->hdr.data_start;
+	c->loaded = 1;
+	return 0;
+}
+
+int chunk_write_header(struct chunk *c)
+{
+	struct buf *b;
+	int ret = buf_fresh(c, 0, 1, OD_MB_CHUNK_HEADER, 0, &b);
+
+	if (ret < 0)
+		return ret;
+	od_put_chunk_header(b->data, &c->hdr);
+	buf_put(b);
+	c->header_dirty = 0;
+	return 0;
+}
+
+int chunk_write_bitmap(struct chunk *c)
+{
+	if (!c->loaded)
+		return 0;
+	for (uint32_t i = 0; i < c->hdr.bitmap_blocks; i++) {
+		struct buf *b;
+		int ret;
+		if (!c->bitmap_dirty[i])
+			continue;
+		ret = buf_fresh(c, c->hdr.bitmap_start + i, 1, OD_MB_BITMAP, 0, &b);
+		if (ret < 0)
+			return ret;
+		memcpy(b->data + OD_MB_HEADER_SIZE, c->bitmap + (size_t)i * OD_MB_PAYLOAD,
+		       OD_MB_PAYLOAD);
+		buf_put(b);
+		c->bitmap_dirty[i] = 0;
+	}
+	return 0;
+}
+
+uint32_t chunk_free_blocks(const struct chunk *c)
+{
+	return c->hdr.free_blocks;
+}
+
+/* Blocks a data allocation may use: anything outside the fixed metadata of
+ * either half. A free block in the lower half is also a potential metadata
+ * primary; data prefers the upper half to keep those pairs available. */
+static int data_usable(const struct chunk *c, uint32_t b)
+{
+	return !(b < c->hdr.data_start) && !(b >= c->half && b < c->half + c->hdr.data_start);
+}
+
+int alloc_data(struct chunk *c, uint32_t goal, uint32_t want, uint32_t *start, uint32_t *got)
+{
+	uint32_t n = c->hdr.nblocks;
+	int ret = chunk_load(c);
+
+	if (ret < 0)
+		return ret;
+	if (want == 0 || c->hdr.free_blocks == 0)
+		return -ENOSPC;
+	if (goal == 0 || goal >= n || !data_usable(c, goal))
+		goal = c->alloc_hint_data;
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t b = (goal + i) % n;
+		uint32_t len = 0;
+		if (!data_usable(c, b) || bitmap_test(c, b))
+			continue;
+		while (len < want && b + len < n && data_usable(c, b + len) &&
+		       !bitmap_test(c, b + len))
+			len++;
+		mark_range(c, b, len, 1);
+		*start = b;
+		*got = len;
+		c->alloc_hint_data = b + len < n ? b + len : c->half;
+		return 0;
+	}
+	return -ENOSPC;
+}
+
+int alloc_meta(struct chunk *c, uint32_t units, uint32_t *start)
+{
+	uint32_t lo = c->hdr.data_start, hi = c->half - units;
+	int ret = chunk_load(c);
+
+	if (ret < 0)
+		return ret;
+	if (c->hdr.free_blocks < 2 * units || hi < lo)
+		return -ENOSPC;
+	for (uint32_t i = 0; i <= hi - lo; i++) {
+		uint32_t b = lo + (c->alloc_hint_meta - lo + i) % (hi - lo + 1);
+		uint32_t k;
+		for (k = 0; k < units; k++)
+			if (bitmap_test(c, b + k) || bitmap_test(c, chunk_mirror(c, b + k)))
+				break;
+		if (k < units)
+			continue;
+		mark_range(c, b, units, 1);
+		mark_range(c, chunk_mirror(c, b), units, 1);
+		*start = b;
+		c->alloc_hint_meta = b + units;
+		return 0;
+	}
+	return -ENOSPC;
+}
+
+void free_blocks(struct chunk *c, uint32_t start, uint32_t len)
+{
+	mark_range(c, start, len, 0);
+}
+
+void free_meta(struct chunk *c, uint32_t start, uint32_t units)
+{
+	buf_forget(c, start);
+	mark_range(c, start, units, 0);
+	mark_range(c, chunk_mirror(c, start), units, 0);
+}

@@ -1,0 +1,590 @@
+/* Directories: all knowledge of the directory-unit and entry layout. A
+ * directory is its head inode plus one part (a continuation inode) in each
+ * other chunk that holds entries for it; an entry always sits in the chunk
+ * of the inode it names (invariant 2), embedding that inode when it is the
+ * first link. Units are allocated with their mirror and freed once empty. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "crc32c.h"
+#include "internal.h"
+
+#define COOKIE_OFF_BITS 12
+#define COOKIE_SEQ_BITS 28
+
+uint64_t dir_cookie(uint32_t chunk, uint32_t unit_seq, uint32_t off)
+{
+	return ((uint64_t)(chunk + 1) << (COOKIE_OFF_BITS + COOKIE_SEQ_BITS)) |
+	       ((uint64_t)unit_seq << COOKIE_OFF_BITS) | (off >> 3);
+}
+
+static uint32_t unit_bytes(const struct chunk *c)
+{
+	return c->hdr.dir_unit * OD_BLOCK_SIZE;
+}
+
+/* Decode the entry at off, checking that it lies inside the unit. */
+static int entry_at(const struct buf *b, uint32_t off, struct od_dirent *de)
+{
+	uint32_t size = b->units * OD_BLOCK_SIZE;
+
+	if (off + OD_DIRENT_HEADER > size)
+		return -EUCLEAN;
+	od_get_dirent(b->data + off, de);
+	if (de->rec_len < OD_DIRENT_HEADER || (de->rec_len & 7) || off + de->rec_len > size)
+		return -EUCLEAN;
+	if (de->kind > OD_DE_REF || od_dirent_used(b->data + off, de) > de->rec_len)
+		return -EUCLEAN;
+	return 0;
+}
+
+/* The part of dir that lives in chunk c: the head itself, or a part inode
+ * found on (or, with create, appended to) the continuation chain. */
+int dir_part_for(struct fs_volume *v, struct iref *dir, struct chunk *c, int create,
+		 struct iref *part)
+{
+	struct iref cur = *dir, last;
+	uint32_t hops = 0;
+	int ret;
+
+	if (dir->loc.chunk == c->index) {
+		*part = *dir;
+		return 0;
+	}
+	while (cur.ino.next.chunk != OD_LOC_NONE) {
+		if (++hops > v->nchunks)
+			return -EUCLEAN;
+		ret = ino_read(v, cur.ino.next, &cur);
+		if (ret < 0)
+			return ret;
+		if (!(cur.ino.flags & OD_INF_CONT) || cur.ino.head_stable != dir->ino.stable)
+			return -EUCLEAN;
+		if (cur.loc.chunk == c->index) {
+			*part = cur;
+			return 0;
+		}
+	}
+	if (!create)
+		return -ENOENT;
+	last = cur;
+	memset(part, 0, sizeof(*part));
+	ret = slot_alloc(c, &part->loc);
+	if (ret < 0)
+		return ret;
+	part->ino.stable = 0;
+	part->ino.mode = S_IFDIR;
+	part->ino.flags = OD_INF_CONT;
+	part->ino.head_chunk = dir->loc.chunk;
+	part->ino.head_stable = dir->ino.stable;
+	part->ino.next.chunk = OD_LOC_NONE;
+	ret = ino_write(v, part);
+	if (ret < 0)
+		return ret;
+	last.ino.next = part->loc;
+	if (last.loc.chunk == dir->loc.chunk && last.loc.block == dir->loc.block &&
+	    last.loc.off == dir->loc.off)
+		dir->ino.next = part->loc; /* keep the caller's head current */
+	return ino_write(v, &last);
+}
+
+/* Unlink an empty part from the chain and free its slot. */
+static int part_drop(struct fs_volume *v, struct iref *dir, const struct iref *part)
+{
+	struct iref cur = *dir;
+	uint32_t hops = 0;
+	int ret;
+
+	while (cur.ino.next.chunk != OD_LOC_NONE) {
+		struct iref nxt;
+		if (++hops > v->nchunks)
+			return -EUCLEAN;
+		ret = ino_read(v, cur.ino.next, &nxt);
+		if (ret < 0)
+			return ret;
+		if (nxt.loc.chunk == part->loc.chunk) {
+			cur.ino.next = nxt.ino.next;
+			if (hops == 1)
+				dir->ino.next = nxt.ino.next;
+			ret = ino_write(v, hops == 1 ? dir : &cur);
+			if (ret < 0)
+				return ret;
+			return slot_free(v, part->loc);
+		}
+		cur = nxt;
+	}
+	return -EUCLEAN;
+}
+
+int dir_add(struct fs_volume *v, struct iref *dir, struct chunk *c, const char *name,
+	    size_t len, uint64_t stable, const struct od_inode *embed, const void *inl,
+	    uint32_t inl_len, struct dirpos *pos)
+{
+	uint32_t need = od_dirent_size((uint32_t)len, embed != NULL, inl_len);
+	struct iref tmp, *part;
+	struct extlist el = { 0 };
+	struct buf *b = NULL;
+	uint32_t where = 0, slack_end = 0, seq = 0;
+	int new_part = 0, ret;
+
+	if (need > unit_bytes(c) - OD_MB_HEADER_SIZE)
+		return -ENAMETOOLONG;
+	if (dir->loc.chunk == c->index) {
+		part = dir;
+	} else {
+		ret = dir_part_for(v, dir, c, 0, &tmp);
+		if (ret == -ENOENT) {
+			ret = dir_part_for(v, dir, c, 1, &tmp);
+			new_part = 1;
+		}
+		if (ret < 0)
+			return ret;
+		part = &tmp;
+	}
+	ret = ext_load(v, part, &el);
+	if (ret < 0)
+		goto out;
+	for (uint32_t i = 0; i < el.n; i++) {
+		struct od_dirent prev;
+		uint32_t off;
+		ret = buf_read(c, el.e[i].pblk, c->hdr.dir_unit, &b);
+		if (ret < 0)
+			goto out;
+		/* Find an entry with enough slack; remember where it ended. */
+		for (off = OD_MB_HEADER_SIZE; off < unit_bytes(c);) {
+			uint32_t used;
+			ret = entry_at(b, off, &prev);
+			if (ret < 0)
+				goto out_put;
+			used = od_dirent_used(b->data + off, &prev);
+			if ((uint32_t)prev.rec_len - used >= need) {
+				slack_end = off + prev.rec_len;
+				if (used) {
+					prev.rec_len = (uint16_t)used;
+					od_put_dirent(b->data + off, &prev);
+					where = off + used;
+				} else {
+					where = off;
+				}
+				seq = (uint32_t)el.e[i].lblk;
+				goto place;
+			}
+			off += prev.rec_len;
+		}
+		buf_put(b);
+		b = NULL;
+		if (el.e[i].lblk >= seq)
+			seq = (uint32_t)el.e[i].lblk + 1;
+	}
+	/* No room: a new unit, with its mirror, at the end of this part. */
+	{
+		struct od_extent e;
+		struct od_mb_header h;
+		uint32_t blk;
+		ret = alloc_meta(c, c->hdr.dir_unit, &blk);
+		if (ret < 0)
+			goto out;
+		ret = buf_fresh(c, blk, c->hdr.dir_unit, OD_MB_DIR, dir->ino.stable, &b);
+		if (ret < 0) {
+			free_meta(c, blk, c->hdr.dir_unit);
+			goto out;
+		}
+		od_get_mb_header(b->data, &h);
+		h.seq = seq;
+		od_put_mb_header(b->data, &h);
+		e.lblk = seq;
+		e.pblk = blk;
+		e.len = c->hdr.dir_unit;
+		if (el.n == el.cap) {
+			uint32_t ncap = el.cap ? el.cap * 2 : 8;
+			struct od_extent *p = realloc(el.e, ncap * sizeof(*p));
+			if (!p) {
+				ret = -ENOMEM;
+				goto out_free_unit;
+			}
+			el.e = p;
+			el.cap = ncap;
+		}
+		el.e[el.n++] = e;
+		ret = ext_store(v, part, &el);
+		if (ret == 0)
+			ret = ino_write(v, part);
+		if (ret < 0) {
+			el.n--;
+			goto out_free_unit;
+		}
+		where = OD_MB_HEADER_SIZE;
+		slack_end = unit_bytes(c);
+		goto place;
+out_free_unit:
+		buf_put(b);
+		b = NULL;
+		free_meta(c, blk, c->hdr.dir_unit);
+		goto out;
+	}
+place:
+	{
+		struct od_dirent de = {
+			.rec_len = (uint16_t)(slack_end - where),
+			.name_len = (uint8_t)len,
+			.kind = embed ? OD_DE_EMBEDDED : OD_DE_REF,
+			.hash = crc32c(0, name, len),
+			.stable = stable,
+		};
+		uint8_t *p = b->data + where;
+		memset(p, 0, need);
+		od_put_dirent(p, &de);
+		memcpy(p + OD_DIRENT_HEADER, name, len);
+		if (embed) {
+			uint8_t *ip = p + OD_DIRENT_HEADER + od_align8((uint32_t)len);
+			od_put_inode(ip, embed);
+			if (inl_len)
+				memcpy(ip + OD_INODE_SIZE, inl, inl_len);
+		}
+		buf_dirty(b);
+		pos->unit.chunk = c->index;
+		pos->unit.block = b->block;
+		pos->unit.off = 0;
+		pos->off = where;
+		pos->de = de;
+		ret = 0;
+	}
+out_put:
+	buf_put(b);
+out:
+	ext_release(&el);
+	if (ret < 0 && new_part)
+		part_drop(v, dir, part); /* leave no empty part behind */
+	return ret;
+}
+
+static int unit_is_empty(const struct buf *b)
+{
+	for (uint32_t off = OD_MB_HEADER_SIZE; off < b->units * OD_BLOCK_SIZE;) {
+		struct od_dirent de;
+		if (entry_at(b, off, &de) < 0)
+			return 0;
+		if (de.kind != OD_DE_FREE)
+			return 0;
+		off += de.rec_len;
+	}
+	return 1;
+}
+
+/* Free a now-empty unit, and the part that held it when it was its last. */
+static int unit_release(struct fs_volume *v, struct iref *dir, struct chunk *c, uint32_t blk)
+{
+	struct iref tmp, *part;
+	struct extlist el;
+	uint32_t k;
+	int ret;
+
+	if (dir->loc.chunk == c->index) {
+		part = dir;
+	} else {
+		ret = dir_part_for(v, dir, c, 0, &tmp);
+		if (ret < 0)
+			return ret;
+		part = &tmp;
+	}
+	ret = ext_load(v, part, &el);
+	if (ret < 0)
+		return ret;
+	for (k = 0; k < el.n && el.e[k].pblk != blk; k++)
+		;
+	if (k == el.n) {
+		ext_release(&el);
+		return -EUCLEAN;
+	}
+	memmove(&el.e[k], &el.e[k + 1], (el.n - k - 1) * sizeof(el.e[0]));
+	el.n--;
+	ret = ext_store(v, part, &el);
+	if (ret == 0)
+		free_meta(c, blk, c->hdr.dir_unit);
+	if (ret == 0 && part != dir && el.n == 0)
+		ret = part_drop(v, dir, part);
+	else if (ret == 0)
+		ret = ino_write(v, part);
+	ext_release(&el);
+	return ret;
+}
+
+int dir_remove_entry(struct fs_volume *v, struct iref *dir, const struct dirpos *pos)
+{
+	struct chunk *c = vol_chunk(v, pos->unit.chunk);
+	uint32_t prev = 0;
+	struct od_dirent de;
+	struct buf *b;
+	int empty, ret;
+
+	ret = buf_read(c, pos->unit.block, c->hdr.dir_unit, &b);
+	if (ret < 0)
+		return ret;
+	for (uint32_t off = OD_MB_HEADER_SIZE; off < pos->off;) {
+		ret = entry_at(b, off, &de);
+		if (ret < 0)
+			goto out;
+		prev = off;
+		off += de.rec_len;
+	}
+	ret = entry_at(b, pos->off, &de);
+	if (ret < 0)
+		goto out;
+	if (prev) {
+		struct od_dirent pd;
+		od_get_dirent(b->data + prev, &pd);
+		pd.rec_len = (uint16_t)(pd.rec_len + de.rec_len);
+		od_put_dirent(b->data + prev, &pd);
+		memset(b->data + pos->off, 0, OD_DIRENT_HEADER);
+	} else {
+		de.kind = OD_DE_FREE;
+		de.stable = 0;
+		de.name_len = 0;
+		de.hash = 0;
+		od_put_dirent(b->data + pos->off, &de);
+	}
+	buf_dirty(b);
+	empty = unit_is_empty(b);
+	buf_put(b);
+	return empty ? unit_release(v, dir, c, pos->unit.block) : 0;
+out:
+	buf_put(b);
+	return ret;
+}
+
+/* --- walking ------------------------------------------------------------ */
+
+int dir_walk(struct fs_volume *v, const struct iref *dir, uint64_t from_cookie, dir_walk_fn fn,
+	     void *ctx)
+{
+	uint32_t want_chunk = 0, want_seq = 0, want_off = 0, hops = 0;
+	int seeking = from_cookie != 0;
+	struct iref part = *dir;
+	struct extlist el = { 0 };
+	int ret;
+
+	if (seeking) {
+		uint64_t top = from_cookie >> (COOKIE_OFF_BITS + COOKIE_SEQ_BITS);
+		if (top == 0 || top > v->nchunks)
+			return -FS_EBADCOOKIE;
+		want_chunk = (uint32_t)top - 1;
+		want_seq = (uint32_t)(from_cookie >> COOKIE_OFF_BITS) & ((1u << COOKIE_SEQ_BITS) - 1);
+		want_off = (uint32_t)(from_cookie & ((1u << COOKIE_OFF_BITS) - 1)) << 3;
+	}
+	for (;;) {
+		struct chunk *c = vol_chunk(v, part.loc.chunk);
+		int here = seeking && part.loc.chunk == want_chunk;
+
+		if (!seeking || here) {
+			ret = ext_load(v, &part, &el);
+			if (ret < 0)
+				return ret;
+			for (uint32_t i = 0; i < el.n; i++) {
+				uint32_t seq = (uint32_t)el.e[i].lblk;
+				struct buf *b;
+				if (here && seq < want_seq)
+					continue;
+				ret = buf_read(c, el.e[i].pblk, c->hdr.dir_unit, &b);
+				if (ret < 0)
+					goto fail;
+				for (uint32_t off = OD_MB_HEADER_SIZE; off < unit_bytes(c);) {
+					struct dir_walk_ent we;
+					ret = entry_at(b, off, &we.pos.de);
+					if (ret < 0)
+						break;
+					if (we.pos.de.kind != OD_DE_FREE &&
+					    !(here && seq == want_seq && off <= want_off)) {
+						we.pos.unit.chunk = c->index;
+						we.pos.unit.block = el.e[i].pblk;
+						we.pos.unit.off = 0;
+						we.pos.off = off;
+						we.name = (const char *)b->data + off + OD_DIRENT_HEADER;
+						we.part = c->index;
+						we.unit_seq = seq;
+						ret = fn(v, ctx, &we);
+						if (ret != 0)
+							break;
+					}
+					off += we.pos.de.rec_len;
+				}
+				buf_put(b);
+				if (ret != 0)
+					goto fail;
+			}
+			ext_release(&el);
+			seeking = 0;
+		}
+		if (part.ino.next.chunk == OD_LOC_NONE)
+			break;
+		if (++hops > v->nchunks)
+			return -EUCLEAN;
+		ret = ino_read(v, part.ino.next, &part);
+		if (ret < 0)
+			return ret;
+		if (!(part.ino.flags & OD_INF_CONT) || part.ino.head_stable != dir->ino.stable)
+			return -EUCLEAN;
+	}
+	return seeking ? -FS_EBADCOOKIE : 0;
+fail:
+	ext_release(&el);
+	return ret;
+}
+
+struct find_ctx {
+	const char *name;
+	size_t len;
+	uint32_t hash;
+	struct dirpos *pos;
+};
+
+static int find_fn(struct fs_volume *v, void *vctx, const struct dir_walk_ent *e)
+{
+	struct find_ctx *fc = vctx;
+
+	if (e->pos.de.hash != fc->hash || e->pos.de.name_len != fc->len ||
+	    memcmp(e->name, fc->name, fc->len) != 0)
+		return 0;
+	*fc->pos = e->pos;
+	return 1;
+}
+
+int dir_find(struct fs_volume *v, const struct iref *dir, const char *name, size_t len,
+	     struct dirpos *pos)
+{
+	struct find_ctx fc = { name, len, crc32c(0, name, len), pos };
+	int ret = dir_walk(v, dir, 0, find_fn, &fc);
+
+	if (ret < 0)
+		return ret;
+	return ret == 1 ? 0 : -ENOENT;
+}
+
+static int any_fn(struct fs_volume *v, void *ctx, const struct dir_walk_ent *e)
+{
+	return 1;
+}
+
+int dir_is_empty(struct fs_volume *v, const struct iref *dir)
+{
+	int ret = dir_walk(v, dir, 0, any_fn, NULL);
+
+	return ret < 0 ? ret : ret == 0;
+}
+
+/* The location of the inode embedded in the entry at pos. */
+struct od_loc dir_embedded_loc(const struct dirpos *pos)
+{
+	struct od_loc l = pos->unit;
+
+	l.off = (uint16_t)(pos->off + OD_DIRENT_HEADER + od_align8(pos->de.name_len));
+	return l;
+}
+
+int dir_read_inline(struct fs_volume *v, const struct iref *r, void *buf, uint32_t len)
+{
+	struct chunk *c = vol_chunk(v, r->loc.chunk);
+	struct buf *b;
+	int ret;
+
+	if (len > r->ino.inline_len ||
+	    (uint32_t)r->loc.off + OD_INODE_SIZE + len > unit_bytes(c))
+		return -EUCLEAN;
+	ret = buf_read(c, r->loc.block, c->hdr.dir_unit, &b);
+	if (ret < 0)
+		return ret;
+	memcpy(buf, b->data + r->loc.off + OD_INODE_SIZE, len);
+	buf_put(b);
+	return 0;
+}
+
+/* The largest inline data an entry with this name can carry. */
+uint32_t dir_inline_max(const struct chunk *c, size_t name_len)
+{
+	uint32_t room = unit_bytes(c) - OD_MB_HEADER_SIZE;
+	uint32_t fixed = od_dirent_size((uint32_t)name_len, 1, 0);
+
+	return room > fixed ? (room - fixed) & ~7u : 0;
+}
+
+/* An empty directory keeps no units or parts; anything left is freed. */
+int dir_free_all(struct fs_volume *v, struct iref *dir)
+{
+	struct iref part = *dir;
+	int first = 1, ret;
+	uint32_t hops = 0;
+
+	for (;;) {
+		struct chunk *c = vol_chunk(v, part.loc.chunk);
+		struct od_loc next = part.ino.next;
+		struct extlist el;
+		ret = ext_load(v, &part, &el);
+		if (ret < 0)
+			return ret;
+		for (uint32_t i = 0; i < el.n; i++)
+			free_meta(c, el.e[i].pblk, c->hdr.dir_unit);
+		el.n = 0;
+		ret = ext_store(v, &part, &el);
+		ext_release(&el);
+		if (ret < 0)
+			return ret;
+		if (first) {
+			dir->ino = part.ino;
+			dir->ino.next.chunk = OD_LOC_NONE;
+		} else {
+			ret = slot_free(v, part.loc);
+			if (ret < 0)
+				return ret;
+		}
+		first = 0;
+		if (next.chunk == OD_LOC_NONE)
+			break;
+		if (++hops > v->nchunks)
+			return -EUCLEAN;
+		ret = ino_read(v, next, &part);
+		if (ret < 0)
+			return ret;
+	}
+	return 0;
+}
+
+/* Keep a fresh file's first write inline in its directory entry, when the
+ * entry's slack holds it. -EAGAIN: not embedded, or no room. */
+int dir_set_inline(struct fs_volume *v, struct iref *r, const void *data, uint32_t len)
+{
+	struct chunk *c = vol_chunk(v, r->loc.chunk);
+	struct buf *b;
+	int ret;
+
+	if (r->loc.block < c->hdr.data_start)
+		return -EAGAIN; /* an inode-area slot has no room for data */
+	ret = buf_read(c, r->loc.block, c->hdr.dir_unit, &b);
+	if (ret < 0)
+		return ret;
+	ret = -EAGAIN;
+	for (uint32_t off = OD_MB_HEADER_SIZE; off < unit_bytes(c);) {
+		struct od_dirent de;
+		uint32_t ino_off;
+		if (entry_at(b, off, &de) < 0) {
+			ret = -EUCLEAN;
+			break;
+		}
+		ino_off = off + OD_DIRENT_HEADER + od_align8(de.name_len);
+		if (de.kind == OD_DE_EMBEDDED && ino_off == r->loc.off) {
+			if (ino_off + OD_INODE_SIZE + od_align8(len) <= off + de.rec_len) {
+				memcpy(b->data + ino_off + OD_INODE_SIZE, data, len);
+				buf_dirty(b);
+				r->ino.flags = (r->ino.flags | OD_INF_INLINE) & ~OD_INF_FRESH;
+				r->ino.inline_len = len;
+				r->ino.size = len;
+				ret = 0;
+			}
+			break;
+		}
+		off += de.rec_len;
+	}
+	buf_put(b);
+	return ret;
+}

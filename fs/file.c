@@ -1,0 +1,667 @@
+/* File data: reading, writing, truncating. A file is its head inode plus a
+ * chain of continuation inodes, each owning the blocks of one chunk from its
+ * cont_start on (invariant 1: an inode maps only blocks of its own chunk).
+ * Small files written in one go at creation keep their data inline in the
+ * directory entry; any later change moves it out for good. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "internal.h"
+
+struct seg {
+	struct iref r;
+	struct extlist el;
+	int dirty;
+};
+
+/* Blocks allocated by the running operation, so that a failure part way
+ * (ENOSPC in the third chunk) returns every one of them. */
+struct newrange {
+	uint32_t chunk, pblk, len;
+};
+
+struct fchain {
+	struct seg *s;
+	uint32_t n;
+	uint32_t n_orig;              /* segments before this operation */
+	struct newrange *nr;
+	uint32_t n_nr, cap_nr;
+};
+
+static void chain_release(struct fchain *fc)
+{
+	for (uint32_t i = 0; i < fc->n; i++)
+		ext_release(&fc->s[i].el);
+	free(fc->s);
+	free(fc->nr);
+	memset(fc, 0, sizeof(*fc));
+}
+
+/* Give back what this operation allocated; the chain is then discarded. */
+static void chain_undo(struct fs_volume *v, struct fchain *fc)
+{
+	for (uint32_t i = 0; i < fc->n_nr; i++)
+		free_blocks(vol_chunk(v, fc->nr[i].chunk), fc->nr[i].pblk, fc->nr[i].len);
+	for (uint32_t i = fc->n_orig; i < fc->n; i++)
+		slot_free(v, fc->s[i].r.loc);
+	fc->n_nr = 0;
+}
+
+static int note_new(struct fchain *fc, uint32_t chunk, uint32_t pblk, uint32_t len)
+{
+	if (fc->n_nr == fc->cap_nr) {
+		uint32_t ncap = fc->cap_nr ? fc->cap_nr * 2 : 8;
+		struct newrange *p = realloc(fc->nr, ncap * sizeof(*p));
+		if (!p)
+			return -ENOMEM;
+		fc->nr = p;
+		fc->cap_nr = ncap;
+	}
+	fc->nr[fc->n_nr].chunk = chunk;
+	fc->nr[fc->n_nr].pblk = pblk;
+	fc->nr[fc->n_nr].len = len;
+	fc->n_nr++;
+	return 0;
+}
+
+static int chain_push(struct fs_volume *v, struct fchain *fc, const struct iref *r)
+{
+	struct seg *p = realloc(fc->s, (fc->n + 1) * sizeof(*p));
+	int ret;
+
+	if (!p)
+		return -ENOMEM;
+	fc->s = p;
+	memset(&p[fc->n], 0, sizeof(p[0]));
+	p[fc->n].r = *r;
+	ret = ext_load(v, r, &p[fc->n].el);
+	if (ret < 0)
+		return ret;
+	fc->n++;
+	return 0;
+}
+
+static int chain_load(struct fs_volume *v, const struct iref *head, struct fchain *fc)
+{
+	struct iref cur = *head;
+	int ret;
+
+	memset(fc, 0, sizeof(*fc));
+	for (;;) {
+		ret = chain_push(v, fc, &cur);
+		if (ret < 0)
+			goto fail;
+		if (cur.ino.next.chunk == OD_LOC_NONE) {
+			fc->n_orig = fc->n;
+			return 0;
+		}
+		if (fc->n > v->nchunks * 64u) {
+			ret = -EUCLEAN;
+			goto fail;
+		}
+		ret = ino_read(v, cur.ino.next, &cur);
+		if (ret < 0)
+			goto fail;
+		if (!(cur.ino.flags & OD_INF_CONT) || cur.ino.head_stable != head->ino.stable) {
+			ret = -EUCLEAN;
+			goto fail;
+		}
+	}
+fail:
+	chain_release(fc);
+	return ret;
+}
+
+/* Write back changed segments. Segment 0 is the head: the caller's copy
+ * (size, flags, times) is merged with what the chain changed (its next
+ * pointer, block count, extents) and handed back in *head. */
+static int chain_store(struct fs_volume *v, struct fchain *fc, struct iref *head)
+{
+	struct seg *s0 = &fc->s[0];
+	struct od_loc next = s0->r.ino.next;
+	uint64_t blocks = s0->r.ino.blocks;
+
+	s0->r.ino = head->ino;
+	s0->r.ino.next = next;
+	s0->r.ino.blocks = blocks;
+	for (uint32_t i = 0; i < fc->n; i++) {
+		struct seg *s = &fc->s[i];
+		int ret;
+		if (!s->dirty)
+			continue;
+		ret = ext_store(v, &s->r, &s->el);
+		if (ret == 0 && i != 0)
+			ret = ino_write(v, &s->r);
+		if (ret < 0)
+			return ret;
+		s->dirty = 0;
+	}
+	head->ino = s0->r.ino;
+	return 0;
+}
+
+/* The segment whose range covers logical block lblk. */
+static uint32_t seg_for(const struct fchain *fc, uint64_t lblk)
+{
+	uint32_t i = 0;
+
+	while (i + 1 < fc->n && fc->s[i + 1].r.ino.cont_start <= lblk)
+		i++;
+	return i;
+}
+
+/* Physical block of lblk in seg, or 0 for a hole; *run: blocks mapped
+ * contiguously from there (or the hole's length up to the next extent). */
+static uint32_t seg_map(const struct seg *s, uint64_t lblk, uint64_t *run)
+{
+	uint32_t lo = 0, hi = s->el.n;
+
+	while (lo < hi) {
+		uint32_t mid = (lo + hi) / 2;
+		const struct od_extent *e = &s->el.e[mid];
+		if (lblk < e->lblk) {
+			hi = mid;
+		} else if (lblk >= e->lblk + e->len) {
+			lo = mid + 1;
+		} else {
+			*run = e->lblk + e->len - lblk;
+			return e->pblk + (uint32_t)(lblk - e->lblk);
+		}
+	}
+	*run = lo < s->el.n ? s->el.e[lo].lblk - lblk : UINT64_MAX;
+	return 0;
+}
+
+static int seg_insert(struct seg *s, uint64_t lblk, uint32_t pblk, uint32_t len)
+{
+	struct extlist *el = &s->el;
+	uint32_t k = 0;
+
+	while (k < el->n && el->e[k].lblk < lblk)
+		k++;
+	if (k > 0) {
+		struct od_extent *p = &el->e[k - 1];
+		if (p->lblk + p->len == lblk && p->pblk + p->len == pblk) {
+			p->len += len;
+			if (k < el->n && el->e[k].lblk == lblk + len &&
+			    el->e[k].pblk == pblk + len) {
+				p->len += el->e[k].len;
+				memmove(&el->e[k], &el->e[k + 1], (el->n - k - 1) * sizeof(*p));
+				el->n--;
+			}
+			goto done;
+		}
+	}
+	if (k < el->n && el->e[k].lblk == lblk + len && el->e[k].pblk == pblk + len) {
+		el->e[k].lblk = lblk;
+		el->e[k].pblk = pblk;
+		el->e[k].len += len;
+		goto done;
+	}
+	if (el->n == el->cap) {
+		uint32_t ncap = el->cap ? el->cap * 2 : 16;
+		struct od_extent *p = realloc(el->e, ncap * sizeof(*p));
+		if (!p)
+			return -ENOMEM;
+		el->e = p;
+		el->cap = ncap;
+	}
+	memmove(&el->e[k + 1], &el->e[k], (el->n - k) * sizeof(el->e[0]));
+	el->e[k].lblk = lblk;
+	el->e[k].pblk = pblk;
+	el->e[k].len = len;
+	el->n++;
+done:
+	s->r.ino.blocks += len;
+	s->dirty = 1;
+	return 0;
+}
+
+static uint64_t seg_last_lblk(const struct seg *s)
+{
+	return s->el.n ? s->el.e[s->el.n - 1].lblk + s->el.e[s->el.n - 1].len : s->r.ino.cont_start;
+}
+
+/* A new continuation for blocks from lblk on, in the chunk with the most
+ * room other than the last segment's. */
+static int chain_extend(struct fs_volume *v, struct fchain *fc, uint64_t lblk)
+{
+	struct seg *last = &fc->s[fc->n - 1];
+	struct chunk *from = vol_chunk(v, last->r.loc.chunk);
+	struct chunk *c = vol_pick_chunk(v, from, FS_KIND_LARGE, 0);
+	struct iref r;
+	int ret;
+
+	if (!c || c == from || lblk < seg_last_lblk(last))
+		return -ENOSPC;
+	memset(&r, 0, sizeof(r));
+	ret = slot_alloc(c, &r.loc);
+	if (ret < 0)
+		return ret;
+	r.ino.mode = S_IFREG;
+	r.ino.flags = OD_INF_CONT;
+	r.ino.head_chunk = fc->s[0].r.loc.chunk;
+	r.ino.head_stable = fc->s[0].r.ino.stable;
+	r.ino.cont_start = lblk;
+	r.ino.next.chunk = OD_LOC_NONE;
+	ret = ino_write(v, &r);
+	if (ret == 0)
+		ret = chain_push(v, fc, &r);
+	if (ret < 0) {
+		slot_free(v, r.loc);
+		return ret;
+	}
+	fc->s[fc->n - 1].dirty = 1;
+	last = &fc->s[fc->n - 2];
+	last->r.ino.next = r.loc;
+	last->dirty = 1;
+	return 0;
+}
+
+/* Map [lblk, lblk + n) to blocks, allocating what is missing. */
+static int chain_alloc(struct fs_volume *v, struct fchain *fc, uint64_t lblk, uint64_t n)
+{
+	while (n) {
+		uint32_t si = seg_for(fc, lblk);
+		struct seg *s = &fc->s[si];
+		struct chunk *c = vol_chunk(v, s->r.loc.chunk);
+		uint64_t run, limit = n;
+		uint32_t goal = 0, start, got;
+		int ret;
+
+		if (seg_map(s, lblk, &run)) {
+			lblk += run < n ? run : n;
+			n -= run < n ? run : n;
+			continue;
+		}
+		if (run < limit)
+			limit = run;
+		if (si + 1 < fc->n && fc->s[si + 1].r.ino.cont_start - lblk < limit)
+			limit = fc->s[si + 1].r.ino.cont_start - lblk;
+		if (limit > 1u << 20)
+			limit = 1u << 20;
+		for (uint32_t k = 0; k < s->el.n; k++) {
+			const struct od_extent *e = &s->el.e[k];
+			if (e->lblk + e->len <= lblk)
+				goal = e->pblk + e->len + (uint32_t)(lblk - (e->lblk + e->len));
+		}
+		ret = alloc_data(c, goal, (uint32_t)limit, &start, &got);
+		if (ret == -ENOSPC && si == fc->n - 1) {
+			ret = chain_extend(v, fc, lblk);
+			if (ret < 0)
+				return ret;
+			continue;
+		}
+		if (ret < 0)
+			return ret;
+		ret = note_new(fc, c->index, start, got);
+		if (ret == 0)
+			ret = seg_insert(s, lblk, start, got);
+		if (ret < 0) {
+			if (fc->n_nr && fc->nr[fc->n_nr - 1].pblk == start)
+				fc->n_nr--;
+			free_blocks(c, start, got);
+			return ret;
+		}
+		lblk += got;
+		n -= got;
+	}
+	return 0;
+}
+
+static int data_io(struct fs_volume *v, uint32_t chunk, uint32_t pblk, uint32_t inoff, void *buf,
+		   size_t len, int write)
+{
+	struct chunk *c = vol_chunk(v, chunk);
+	uint64_t off = (uint64_t)pblk * OD_BLOCK_SIZE + inoff;
+
+	if (c->offline)
+		return -EIO;
+	return write ? store_pwrite(c->store, buf, len, off) : store_pread(c->store, buf, len, off);
+}
+
+/* Copy file bytes [off, off + len) in or out of mapped blocks; holes read as
+ * zeros, and a write never meets one (chain_alloc ran first). */
+static int chain_rw(struct fs_volume *v, struct fchain *fc, uint64_t off, size_t len, uint8_t *buf,
+		    int write)
+{
+	while (len) {
+		uint64_t lblk = off >> OD_BLOCK_SHIFT, run;
+		uint32_t inoff = (uint32_t)(off & (OD_BLOCK_SIZE - 1));
+		struct seg *s = &fc->s[seg_for(fc, lblk)];
+		uint32_t p = seg_map(s, lblk, &run);
+		uint64_t span = run * OD_BLOCK_SIZE - inoff;
+		size_t n = len < span ? len : (size_t)span;
+		int ret;
+
+		if (p == 0 && write)
+			return -EUCLEAN;
+		if (p == 0)
+			memset(buf, 0, n);
+		else if ((ret = data_io(v, s->r.loc.chunk, p, inoff, buf, n, write)) < 0)
+			return ret;
+		buf += n;
+		off += n;
+		len -= n;
+	}
+	return 0;
+}
+
+/* Free every block at or after lblk, and continuations that become empty. */
+static int chain_cut(struct fs_volume *v, struct fchain *fc, uint64_t lblk)
+{
+	for (uint32_t i = fc->n; i-- > 0;) {
+		struct seg *s = &fc->s[i];
+		struct chunk *c = vol_chunk(v, s->r.loc.chunk);
+		struct extlist *el = &s->el;
+		uint32_t k = el->n;
+
+		while (k > 0 && el->e[k - 1].lblk + el->e[k - 1].len > lblk) {
+			struct od_extent *e = &el->e[k - 1];
+			uint32_t keep = e->lblk >= lblk ? 0 : (uint32_t)(lblk - e->lblk);
+			free_blocks(c, e->pblk + keep, e->len - keep);
+			s->r.ino.blocks -= e->len - keep;
+			s->dirty = 1;
+			if (keep) {
+				e->len = keep;
+				break;
+			}
+			k--;
+		}
+		el->n = k;
+		if (i > 0 && s->r.ino.cont_start >= lblk) {
+			/* The whole continuation goes: unlink it. */
+			int ret;
+			el->n = 0;
+			ret = ext_store(v, &s->r, el);
+			if (ret == 0)
+				ret = slot_free(v, s->r.loc);
+			if (ret < 0)
+				return ret;
+			fc->s[i - 1].r.ino.next = s->r.ino.next;
+			fc->s[i - 1].dirty = 1;
+			ext_release(el);
+			fc->n = i;
+		}
+	}
+	return 0;
+}
+
+static int zero_tail(struct fs_volume *v, struct fchain *fc, uint64_t size)
+{
+	uint32_t inoff = (uint32_t)(size & (OD_BLOCK_SIZE - 1));
+	uint8_t zero[OD_BLOCK_SIZE];
+	struct seg *s;
+	uint64_t run;
+	uint32_t p;
+
+	if (!inoff)
+		return 0;
+	s = &fc->s[seg_for(fc, size >> OD_BLOCK_SHIFT)];
+	p = seg_map(s, size >> OD_BLOCK_SHIFT, &run);
+	if (!p)
+		return 0;
+	memset(zero, 0, sizeof(zero));
+	return data_io(v, s->r.loc.chunk, p, inoff, zero, OD_BLOCK_SIZE - inoff, 1);
+}
+
+/* A newly allocated block that the write covers only in part must not show
+ * what an earlier owner left there. */
+static int zero_new_partial(struct fs_volume *v, struct fchain *fc, uint64_t lblk)
+{
+	static const uint8_t zero[OD_BLOCK_SIZE];
+	struct seg *s = &fc->s[seg_for(fc, lblk)];
+	uint64_t run;
+	uint32_t p = seg_map(s, lblk, &run);
+
+	for (uint32_t i = 0; i < fc->n_nr; i++)
+		if (fc->nr[i].chunk == s->r.loc.chunk && p >= fc->nr[i].pblk &&
+		    p < fc->nr[i].pblk + fc->nr[i].len)
+			return data_io(v, s->r.loc.chunk, p, 0, (void *)zero, OD_BLOCK_SIZE, 1);
+	return 0;
+}
+
+/* Move inline data out of the directory entry into a data block. */
+int file_uninline(struct fs_volume *v, struct iref *r)
+{
+	uint32_t len = r->ino.inline_len;
+	struct fchain fc;
+	uint8_t *data;
+	int ret;
+
+	if (!(r->ino.flags & OD_INF_INLINE))
+		return 0;
+	data = malloc(len ? len : 1);
+	if (!data)
+		return -ENOMEM;
+	ret = dir_read_inline(v, r, data, len);
+	if (ret < 0)
+		goto out;
+	r->ino.flags &= ~OD_INF_INLINE;
+	r->ino.inline_len = 0;
+	ret = chain_load(v, r, &fc);
+	if (ret < 0)
+		goto out;
+	ret = chain_alloc(v, &fc, 0, (len + OD_BLOCK_SIZE - 1) >> OD_BLOCK_SHIFT);
+	if (ret == 0 && (len & (OD_BLOCK_SIZE - 1)))
+		ret = zero_new_partial(v, &fc, len >> OD_BLOCK_SHIFT);
+	if (ret == 0)
+		ret = chain_rw(v, &fc, 0, len, data, 1);
+	if (ret == 0)
+		ret = chain_store(v, &fc, r);
+	if (ret < 0)
+		chain_undo(v, &fc);
+	chain_release(&fc);
+out:
+	if (ret < 0) {
+		r->ino.flags |= OD_INF_INLINE;
+		r->ino.inline_len = len;
+	}
+	free(data);
+	return ret;
+}
+
+int file_truncate(struct fs_volume *v, struct iref *r, uint64_t size)
+{
+	struct fchain fc;
+	int ret = file_uninline(v, r);
+
+	if (ret < 0)
+		return ret;
+	r->ino.flags &= ~OD_INF_FRESH;
+	if (size < r->ino.size) {
+		ret = chain_load(v, r, &fc);
+		if (ret < 0)
+			return ret;
+		ret = chain_cut(v, &fc, (size + OD_BLOCK_SIZE - 1) >> OD_BLOCK_SHIFT);
+		if (ret == 0)
+			ret = zero_tail(v, &fc, size);
+		if (ret == 0)
+			ret = chain_store(v, &fc, r);
+		chain_release(&fc);
+		if (ret < 0)
+			return ret;
+	}
+	r->ino.size = size;
+	return 0;
+}
+
+int file_release(struct fs_volume *v, struct iref *r)
+{
+	struct fchain fc;
+	int ret;
+
+	if (!S_ISREG(r->ino.mode) && !S_ISLNK(r->ino.mode))
+		return 0;
+	r->ino.flags &= ~OD_INF_INLINE;
+	r->ino.inline_len = 0;
+	ret = chain_load(v, r, &fc);
+	if (ret < 0)
+		return ret;
+	ret = chain_cut(v, &fc, 0);
+	if (ret == 0)
+		ret = chain_store(v, &fc, r);
+	chain_release(&fc);
+	return ret;
+}
+
+/* Try to keep a fresh, empty, embedded file's first write inline. */
+static int try_inline(struct fs_volume *v, struct iref *r, uint64_t off, size_t len,
+		      const void *buf)
+{
+	if (!(r->ino.flags & OD_INF_FRESH) || off != 0 || r->ino.size != 0 || len == 0 ||
+	    !S_ISREG(r->ino.mode) || r->ino.ext_block || r->ino.nextents)
+		return -EAGAIN;
+	return dir_set_inline(v, r, buf, (uint32_t)len);
+}
+
+int file_write(struct fs_volume *v, struct iref *r, uint64_t off, size_t len, const void *buf)
+{
+	struct fchain fc;
+	uint64_t first, last, end = off + len;
+	int ret;
+
+	if (len == 0)
+		return 0;
+	ret = try_inline(v, r, off, len, buf);
+	if (ret != -EAGAIN)
+		return ret;
+	r->ino.flags &= ~OD_INF_FRESH;
+	ret = file_uninline(v, r);
+	if (ret < 0)
+		return ret;
+	ret = chain_load(v, r, &fc);
+	if (ret < 0)
+		return ret;
+	first = off >> OD_BLOCK_SHIFT;
+	last = (end - 1) >> OD_BLOCK_SHIFT;
+	ret = chain_alloc(v, &fc, first, last - first + 1);
+	if (ret == 0 && (off & (OD_BLOCK_SIZE - 1)))
+		ret = zero_new_partial(v, &fc, first);
+	if (ret == 0 && (end & (OD_BLOCK_SIZE - 1)) && (last != first || !(off & (OD_BLOCK_SIZE - 1))))
+		ret = zero_new_partial(v, &fc, last);
+	if (ret == 0)
+		ret = chain_rw(v, &fc, off, len, (uint8_t *)buf, 1);
+	if (ret == 0) {
+		if (end > r->ino.size)
+			r->ino.size = end;
+		ret = chain_store(v, &fc, r);
+	}
+	if (ret < 0)
+		chain_undo(v, &fc);
+	chain_release(&fc);
+	return ret;
+}
+
+int file_read(struct fs_volume *v, const struct iref *r, uint64_t off, size_t len, void *buf)
+{
+	struct fchain fc;
+	int ret;
+
+	if (r->ino.flags & OD_INF_INLINE) {
+		uint8_t *tmp = malloc(r->ino.inline_len ? r->ino.inline_len : 1);
+		if (!tmp)
+			return -ENOMEM;
+		ret = dir_read_inline(v, r, tmp, r->ino.inline_len);
+		if (ret == 0)
+			memcpy(buf, tmp + off, len);
+		free(tmp);
+		return ret;
+	}
+	ret = chain_load(v, r, &fc);
+	if (ret < 0)
+		return ret;
+	ret = chain_rw(v, &fc, off, len, buf, 0);
+	chain_release(&fc);
+	return ret;
+}
+
+/* --- the public entry points --------------------------------------------- */
+
+#define FS_MAX_FILE_SIZE (1ull << 44)
+
+static int data_inode(struct fs_volume *v, const struct fs_cred *cred, struct fs_ino id, int mask,
+		      struct iref *r)
+{
+	int ret = ino_get(v, id, r);
+
+	if (ret < 0)
+		return ret;
+	if (S_ISDIR(r->ino.mode))
+		return -EISDIR;
+	if (!S_ISREG(r->ino.mode))
+		return -EINVAL;
+	return perm_check(cred, &r->ino, mask);
+}
+
+int fs_read(struct fs_volume *v, const struct fs_cred *cred, struct fs_ino id, uint64_t offset,
+	    size_t len, void *buf, size_t *nread, int *eof)
+{
+	struct iref r;
+	int ret;
+
+	vol_lock(v);
+	ret = data_inode(v, cred, id, 4, &r);
+	if (ret < 0)
+		goto out;
+	if (offset >= r.ino.size)
+		len = 0;
+	else if (len > r.ino.size - offset)
+		len = (size_t)(r.ino.size - offset);
+	ret = len ? file_read(v, &r, offset, len, buf) : 0;
+	if (ret == 0) {
+		*nread = len;
+		*eof = offset + len >= r.ino.size;
+	}
+out:
+	vol_unlock(v);
+	return ret;
+}
+
+int fs_write(struct fs_volume *v, const struct fs_cred *cred, struct fs_ino id, uint64_t offset,
+	     size_t len, const void *buf, enum fs_stable_how stable, struct fs_attr *post)
+{
+	struct iref r;
+	int ret;
+
+	if (v->rdonly)
+		return -EROFS;
+	vol_lock(v);
+	ret = data_inode(v, cred, id, 2, &r);
+	if (ret < 0)
+		goto out;
+	if (offset > FS_MAX_FILE_SIZE || len > FS_MAX_FILE_SIZE - offset) {
+		ret = -EFBIG;
+		goto out;
+	}
+	ret = file_write(v, &r, offset, len, buf);
+	if (ret < 0)
+		goto out;
+	if (len)
+		ino_touch(&r.ino, 0, 1, 1);
+	ret = ino_write(v, &r);
+	if (ret == 0 && stable != FS_UNSTABLE)
+		ret = vol_sync(v, 0);
+	if (ret == 0 && post)
+		ino_to_attr(&r.ino, post);
+out:
+	vol_unlock(v);
+	return ret;
+}
+
+int fs_commit(struct fs_volume *v, struct fs_ino id)
+{
+	struct iref r;
+	int ret;
+
+	vol_lock(v);
+	ret = ino_get(v, id, &r);
+	if (ret == 0)
+		ret = vol_sync(v, 0);
+	vol_unlock(v);
+	return ret;
+}

@@ -1,0 +1,210 @@
+/* The public API of the chunkfs library: a POSIX-shaped filesystem over a
+ * chunked volume, used by chunkfsd, fsck.chunkfs and the tools. Every object
+ * is named by its stable inode number and generation (struct fs_ino), never
+ * by where its inode happens to live. No NFS types appear here.
+ *
+ * Every function returns 0 or a negative errno. Functions that take a
+ * struct fs_cred check permissions for it; a NULL cred means "the
+ * filesystem itself" (mkfs -d, fsck): no permission checks. */
+#ifndef CHUNKFS_FS_H
+#define CHUNKFS_FS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#define FS_NAME_MAX 255
+#define FS_SYMLINK_MAX 4095
+#define FS_MAX_GROUPS 16
+/* A readdir cookie or verifier the directory no longer honours (Linux's
+ * internal EBADCOOKIE; userspace has no name for it). */
+#define FS_EBADCOOKIE 523
+
+struct fs_volume;
+
+/* A stable identity: what NFS file handles and fileids are built on. */
+struct fs_ino {
+	uint64_t num;
+	uint32_t gen;
+};
+
+struct fs_cred {
+	uint32_t uid;
+	uint32_t gid;
+	uint32_t ngroups;
+	uint32_t groups[FS_MAX_GROUPS];
+};
+
+struct fs_attr {
+	uint32_t mode; /* S_IFMT type bits | permission bits */
+	uint32_t nlink;
+	uint32_t uid;
+	uint32_t gid;
+	uint64_t size;
+	uint64_t used; /* bytes of storage held (blocks, inline data) */
+	uint32_t rdev_major;
+	uint32_t rdev_minor;
+	uint64_t fileid; /* == the stable inode number */
+	uint32_t gen;
+	struct timespec atime;
+	struct timespec mtime;
+	struct timespec ctime;
+};
+
+/* fs_setattr: which fields of struct fs_setattr apply. */
+#define FS_SET_MODE (1u << 0)
+#define FS_SET_UID (1u << 1)
+#define FS_SET_GID (1u << 2)
+#define FS_SET_SIZE (1u << 3)
+#define FS_SET_ATIME (1u << 4)     /* to .atime */
+#define FS_SET_MTIME (1u << 5)     /* to .mtime */
+#define FS_SET_ATIME_NOW (1u << 6) /* to the server's clock */
+#define FS_SET_MTIME_NOW (1u << 7)
+
+struct fs_setattr {
+	uint32_t valid;
+	uint32_t mode; /* permission bits only (07777) */
+	uint32_t uid;
+	uint32_t gid;
+	uint64_t size;
+	struct timespec atime;
+	struct timespec mtime;
+};
+
+/* fs_create: how an existing name is treated (NFSv3's createmode3). */
+enum fs_create_how {
+	FS_CREATE_UNCHECKED = 0, /* existing regular file: open it (size untouched) */
+	FS_CREATE_GUARDED = 1,   /* existing name: -EEXIST */
+	FS_CREATE_EXCLUSIVE = 2, /* existing file with the same verifier: success */
+};
+
+/* fs_write: when the data must be durable. */
+enum fs_stable_how {
+	FS_UNSTABLE = 0,  /* durable at fs_commit() */
+	FS_DATA_SYNC = 1, /* data and the metadata needed to read it, before return */
+	FS_FILE_SYNC = 2, /* data and all metadata, before return */
+};
+
+/* fs_access: bits asked for and granted (NFSv3 ACCESS3_* values). */
+#define FS_ACCESS_READ 0x01
+#define FS_ACCESS_LOOKUP 0x02
+#define FS_ACCESS_MODIFY 0x04
+#define FS_ACCESS_EXTEND 0x08
+#define FS_ACCESS_DELETE 0x10
+#define FS_ACCESS_EXECUTE 0x20
+
+/* Chunk kinds: where allocation places files by their expected size. */
+enum fs_chunk_kind {
+	FS_KIND_GENERAL = 0,
+	FS_KIND_SMALL = 1,
+	FS_KIND_LARGE = 2,
+};
+
+struct fs_mkfs_opts {
+	uint64_t chunk_size;       /* bytes, power of two, 1 MiB .. 16 GiB; 0: 1 GiB */
+	uint32_t chunk_count;      /* 0: from total_size */
+	uint64_t total_size;       /* bytes; used when chunk_count == 0 */
+	uint32_t bytes_per_inode;  /* inode density; 0: 16 KiB */
+	enum fs_chunk_kind kind;   /* the kind of every chunk ... */
+	const enum fs_chunk_kind *kinds; /* ... unless this gives one per chunk */
+	const char *label;         /* up to 31 bytes; NULL: none */
+	int force;                 /* overwrite a known filesystem signature */
+	int single_copy;           /* benchmark only: metadata without its mirror */
+};
+
+#define FS_OPEN_RDONLY 0x1
+
+struct fs_statfs {
+	uint64_t block_size;
+	uint64_t total_blocks;
+	uint64_t free_blocks;
+	uint64_t total_inodes;
+	uint64_t free_inodes;
+	uint32_t chunk_count;
+	uint32_t chunks_online;
+};
+
+/* One directory entry as readdir reports it. attr and ino are filled for
+ * fs_readdir(plus=1) only. Returning nonzero from the callback stops the
+ * listing after this entry without error (the caller's buffer is full); the
+ * entry it returned nonzero for is not consumed. */
+struct fs_dirent {
+	const char *name;
+	size_t name_len;
+	uint64_t fileid;
+	uint64_t cookie; /* pass back to resume after this entry */
+	struct fs_ino ino;
+	struct fs_attr attr;
+};
+typedef int (*fs_readdir_fn)(void *ctx, const struct fs_dirent *ent);
+
+/* volume.c */
+int fs_mkfs(const char *path, const struct fs_mkfs_opts *opts);
+int fs_open(const char *path, int flags, struct fs_volume **out);
+/* fs_open, and on failure a sentence saying what is wrong in why[]. */
+int fs_open_ex(const char *path, int flags, struct fs_volume **out, char *why, size_t whylen);
+/* The bound of the metadata block cache (default 256 MiB). */
+void fs_set_cache_limit(struct fs_volume *vol, uint64_t bytes);
+int fs_close(struct fs_volume *vol);
+int fs_sync(struct fs_volume *vol);
+int fs_root(struct fs_volume *vol, struct fs_ino *out);
+int fs_statfs(struct fs_volume *vol, struct fs_statfs *out);
+/* The 16-byte volume UUID and the 32-byte per-volume handle secret. */
+void fs_volume_uuid(struct fs_volume *vol, uint8_t uuid[16]);
+void fs_volume_secret(struct fs_volume *vol, uint8_t secret[32]);
+
+/* attr.c */
+int fs_getattr(struct fs_volume *vol, struct fs_ino ino, struct fs_attr *out);
+int fs_setattr(struct fs_volume *vol, const struct fs_cred *cred, struct fs_ino ino,
+	       const struct fs_setattr *sa, struct fs_attr *out);
+int fs_access(struct fs_volume *vol, const struct fs_cred *cred, struct fs_ino ino,
+	      uint32_t want, uint32_t *granted);
+
+/* namei.c: name operations. attr outputs may be NULL. */
+int fs_lookup(struct fs_volume *vol, const struct fs_cred *cred, struct fs_ino dir,
+	      const char *name, struct fs_ino *out, struct fs_attr *attr);
+int fs_create(struct fs_volume *vol, const struct fs_cred *cred, struct fs_ino dir,
+	      const char *name, uint32_t mode, enum fs_create_how how, uint64_t verifier,
+	      struct fs_ino *out, struct fs_attr *attr);
+int fs_mkdir(struct fs_volume *vol, const struct fs_cred *cred, struct fs_ino dir,
+	     const char *name, uint32_t mode, struct fs_ino *out, struct fs_attr *attr);
+int fs_symlink(struct fs_volume *vol, const struct fs_cred *cred, struct fs_ino dir,
+	       const char *name, const char *target, uint32_t mode, struct fs_ino *out,
+	       struct fs_attr *attr);
+/* mode carries the type: S_IFCHR, S_IFBLK, S_IFIFO or S_IFSOCK. */
+int fs_mknod(struct fs_volume *vol, const struct fs_cred *cred, struct fs_ino dir,
+	     const char *name, uint32_t mode, uint32_t rdev_major, uint32_t rdev_minor,
+	     struct fs_ino *out, struct fs_attr *attr);
+int fs_remove(struct fs_volume *vol, const struct fs_cred *cred, struct fs_ino dir,
+	      const char *name);
+int fs_rmdir(struct fs_volume *vol, const struct fs_cred *cred, struct fs_ino dir,
+	     const char *name);
+int fs_rename(struct fs_volume *vol, const struct fs_cred *cred, struct fs_ino from_dir,
+	      const char *from_name, struct fs_ino to_dir, const char *to_name);
+int fs_link(struct fs_volume *vol, const struct fs_cred *cred, struct fs_ino ino,
+	    struct fs_ino dir, const char *name);
+int fs_readlink(struct fs_volume *vol, struct fs_ino ino, char *buf, size_t bufsize,
+		size_t *len);
+
+/* readdir.c: cookie 0 starts the listing ("." and ".." come first).
+ * *verifier is in/out: pass 0 with cookie 0, then the value returned. A
+ * cookie that no longer names a position, or a verifier that no longer
+ * matches the directory, gives -FS_EBADCOOKIE. */
+int fs_readdir(struct fs_volume *vol, const struct fs_cred *cred, struct fs_ino dir,
+	       uint64_t cookie, uint64_t *verifier, int plus, fs_readdir_fn fn, void *ctx,
+	       int *eof);
+
+/* file.c */
+int fs_read(struct fs_volume *vol, const struct fs_cred *cred, struct fs_ino ino,
+	    uint64_t offset, size_t len, void *buf, size_t *nread, int *eof);
+int fs_write(struct fs_volume *vol, const struct fs_cred *cred, struct fs_ino ino,
+	     uint64_t offset, size_t len, const void *buf, enum fs_stable_how stable,
+	     struct fs_attr *post);
+int fs_commit(struct fs_volume *vol, struct fs_ino ino);
+
+/* invariants.c: returns the number of problems found (0: both invariants
+ * hold), each also printed through report() when it is not NULL. */
+int fs_check_invariants(struct fs_volume *vol, void (*report)(void *ctx, const char *msg),
+			void *ctx);
+
+#endif

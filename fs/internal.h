@@ -1,0 +1,208 @@
+/* What the fs/ and handles/ modules share and nobody else sees: the volume,
+ * the chunk, the block cache and inode references, with prototypes grouped
+ * by the file that owns them.
+ *
+ * Locking (v1): one mutex per volume serialises every library call; the
+ * block cache, allocation state and maps are touched only under it. Data
+ * block I/O of reads also runs under it. Finer locks (per chunk for
+ * allocation, per inode for data) are the planned next step; the API does
+ * not change when they arrive. */
+#ifndef CHUNKFS_INTERNAL_H
+#define CHUNKFS_INTERNAL_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "fs.h"
+#include "ondisk.h"
+#include "store.h"
+
+struct fs_volume;
+
+/* One buffered metadata unit (a block, or a multi-block dir unit). */
+struct buf {
+	struct chunk *c;
+	uint32_t block;
+	uint32_t units;
+	uint8_t *data;
+	int dirty;
+	int refs;
+	struct buf *hnext;            /* hash chain */
+	struct buf *lru_prev, *lru_next;
+};
+
+struct chunk {
+	struct fs_volume *vol;
+	uint32_t index;
+	struct chunk_store *store;
+	struct od_chunk_header hdr;
+	uint32_t half;                /* nblocks / 2: mirror distance */
+	int header_dirty;
+	int offline;
+
+	/* Allocation state, loaded on first use. */
+	int loaded;
+	uint8_t *bitmap;              /* 1 bit per block, 1 = used */
+	uint8_t *bitmap_dirty;        /* 1 byte per bitmap block */
+	uint32_t alloc_hint_meta;
+	uint32_t alloc_hint_data;
+	uint32_t *free_map;           /* free map indices below the watermark */
+	uint32_t nfree_map, cap_free_map;
+	uint32_t *free_slots;         /* free inode-area slots below the watermark */
+	uint32_t nfree_slots, cap_free_slots;
+
+	/* Counters (self-healing reads and the like). */
+	uint64_t healed;
+	uint64_t bad_both;
+};
+
+struct fs_volume {
+	pthread_mutex_t lock;
+	int fd;
+	int rdonly;
+	uint32_t nchunks;
+	struct chunk *chunks;
+	uint64_t txid;
+	uint64_t root;
+	int shared_fd;                /* every chunk is a region of fd */
+	uint8_t uuid[16];
+	uint8_t secret[32];
+
+	/* Block cache. */
+	struct buf **hash;
+	uint32_t hash_size;
+	struct buf lru;               /* list head: most recent at lru.lru_next */
+	uint64_t cache_bytes;
+	uint64_t cache_limit;
+	uint32_t ndirty;
+};
+
+/* A loaded inode: where it lives and its decoded form. */
+struct iref {
+	struct od_loc loc;
+	struct od_inode ino;
+};
+
+static inline struct chunk *vol_chunk(struct fs_volume *v, uint32_t i)
+{
+	return i < v->nchunks ? &v->chunks[i] : NULL;
+}
+
+static inline uint32_t chunk_mirror(const struct chunk *c, uint32_t block)
+{
+	return block + c->half;
+}
+
+/* cache.c */
+int cache_init(struct fs_volume *v, uint64_t limit);
+void cache_destroy(struct fs_volume *v);
+/* Read a metadata unit through the cache, verifying its checksum and
+ * healing from the mirror copy. */
+int buf_read(struct chunk *c, uint32_t block, uint32_t units, struct buf **out);
+/* A unit that has never been written: zero-filled, header set, not read. */
+int buf_fresh(struct chunk *c, uint32_t block, uint32_t units, uint16_t type, uint64_t owner,
+	      struct buf **out);
+void buf_dirty(struct buf *b);
+void buf_put(struct buf *b);
+void buf_forget(struct chunk *c, uint32_t block);
+int cache_write_dirty(struct fs_volume *v);
+
+/* chunk.c */
+int chunk_load(struct chunk *c);
+int chunk_write_header(struct chunk *c);
+int chunk_write_bitmap(struct chunk *c);
+void chunk_geometry(struct od_chunk_header *h, uint32_t nblocks, uint32_t bytes_per_inode);
+int chunk_check_header(const struct od_chunk_header *h, uint32_t index, char *why, size_t n);
+int bitmap_test(const struct chunk *c, uint32_t block);
+/* Allocate len contiguous data blocks near goal (or fewer: *got). */
+int alloc_data(struct chunk *c, uint32_t goal, uint32_t want, uint32_t *start, uint32_t *got);
+/* Allocate one metadata unit of units blocks with its mirror. */
+int alloc_meta(struct chunk *c, uint32_t units, uint32_t *start);
+void free_blocks(struct chunk *c, uint32_t start, uint32_t len);
+void free_meta(struct chunk *c, uint32_t start, uint32_t units);
+uint32_t chunk_free_blocks(const struct chunk *c);
+
+/* map.c (handles/): stable number <-> location */
+int map_alloc(struct chunk *home, struct od_loc loc, uint64_t *stable, uint32_t *gen);
+int map_lookup(struct fs_volume *v, uint64_t stable, struct od_map_entry *e);
+int map_set_loc(struct fs_volume *v, uint64_t stable, struct od_loc loc);
+int map_free(struct fs_volume *v, uint64_t stable);
+uint32_t map_free_count(struct chunk *c);
+
+/* inode.c */
+int ino_read(struct fs_volume *v, struct od_loc loc, struct iref *out);
+int ino_write(struct fs_volume *v, const struct iref *r);
+int ino_get(struct fs_volume *v, struct fs_ino id, struct iref *out);
+int ino_get_stable(struct fs_volume *v, uint64_t stable, struct iref *out);
+int slot_alloc(struct chunk *c, struct od_loc *loc);
+int slot_free(struct fs_volume *v, struct od_loc loc);
+uint32_t slot_free_count(struct chunk *c);
+void ino_touch(struct od_inode *ino, int a, int m, int c);
+void ino_to_attr(const struct od_inode *ino, struct fs_attr *a);
+/* The whole extent list of one inode (ext[] plus its overflow chain). */
+struct extlist {
+	struct od_extent *e;
+	uint32_t n, cap;
+};
+int ext_load(struct fs_volume *v, const struct iref *r, struct extlist *out);
+int ext_store(struct fs_volume *v, struct iref *r, const struct extlist *el);
+void ext_release(struct extlist *el);
+
+/* dir.c */
+struct dirpos {
+	struct od_loc unit;           /* chunk and first block of the unit */
+	uint32_t off;                 /* entry offset in the unit */
+	struct od_dirent de;
+};
+int dir_find(struct fs_volume *v, const struct iref *dir, const char *name, size_t len,
+	     struct dirpos *pos);
+int dir_add(struct fs_volume *v, struct iref *dir, struct chunk *c, const char *name,
+	    size_t len, uint64_t stable, const struct od_inode *embed, const void *inl,
+	    uint32_t inl_len, struct dirpos *pos);
+int dir_remove_entry(struct fs_volume *v, struct iref *dir, const struct dirpos *pos);
+struct od_loc dir_embedded_loc(const struct dirpos *pos);
+uint32_t dir_inline_max(const struct chunk *c, size_t name_len);
+int dir_part_for(struct fs_volume *v, struct iref *dir, struct chunk *c, int create,
+		 struct iref *part);
+int dir_is_empty(struct fs_volume *v, const struct iref *dir);
+int dir_free_all(struct fs_volume *v, struct iref *dir);
+struct dir_walk_ent {
+	struct dirpos pos;
+	const char *name;
+	uint32_t part;                /* ordinal of the part in the chain */
+	uint32_t unit_seq;
+};
+typedef int (*dir_walk_fn)(struct fs_volume *v, void *ctx, const struct dir_walk_ent *e);
+int dir_walk(struct fs_volume *v, const struct iref *dir, uint64_t from_cookie, dir_walk_fn fn,
+	     void *ctx);
+uint64_t dir_cookie(uint32_t part, uint32_t unit_seq, uint32_t off);
+int dir_read_inline(struct fs_volume *v, const struct iref *r, void *buf, uint32_t len);
+int dir_set_inline(struct fs_volume *v, struct iref *r, const void *data, uint32_t len);
+
+/* attr.c: permission checks; mask is a combination of 4 (r), 2 (w), 1 (x). */
+int perm_check(const struct fs_cred *cred, const struct od_inode *ino, int mask);
+int dir_sticky_ok(const struct fs_cred *cred, const struct od_inode *dir,
+		  const struct od_inode *victim);
+
+/* file.c */
+int file_truncate(struct fs_volume *v, struct iref *r, uint64_t size);
+int file_release(struct fs_volume *v, struct iref *r);
+int file_uninline(struct fs_volume *v, struct iref *r);
+int file_write(struct fs_volume *v, struct iref *r, uint64_t off, size_t len, const void *buf);
+int file_read(struct fs_volume *v, const struct iref *r, uint64_t off, size_t len, void *buf);
+
+/* namei.c */
+int name_check(const char *name, size_t *len);
+int ino_unlink_final(struct fs_volume *v, struct iref *r);
+
+/* volume.c */
+void vol_lock(struct fs_volume *v);
+void vol_unlock(struct fs_volume *v);
+int vol_flush(struct fs_volume *v);
+/* Write every change out and make it durable (the volume lock held). */
+int vol_sync(struct fs_volume *v, int closing);
+struct chunk *vol_pick_chunk(struct fs_volume *v, struct chunk *prefer, int kind_hint,
+			     int need_inode);
+void fs_now(int64_t *sec, uint32_t *nsec);
+
+#endif

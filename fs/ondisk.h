@@ -1,0 +1,217 @@
+/* The on-disk format v1 (doc/format.md describes it byte by byte): sizes,
+ * magic numbers and the in-memory forms of every on-disk structure. Only
+ * fs/ondisk.c turns these into bytes and back; nothing casts a buffer. */
+#ifndef CHUNKFS_ONDISK_H
+#define CHUNKFS_ONDISK_H
+
+#include <assert.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define OD_BLOCK_SIZE 4096u
+#define OD_BLOCK_SHIFT 12
+#define OD_FORMAT_VERSION 1u
+#define OD_CHUNK_MAGIC "CHUNKFS1"
+#define OD_MIN_CHUNK_SIZE (1ull << 20)
+#define OD_MAX_CHUNK_SIZE (16ull << 30)
+#define OD_MAX_CHUNKS 65535u
+
+/* Every metadata unit starts with this header. */
+#define OD_MB_MAGIC 0x424d4b43u /* "CKMB" */
+#define OD_MB_HEADER_SIZE 48u
+#define OD_MB_PAYLOAD (OD_BLOCK_SIZE - OD_MB_HEADER_SIZE)
+
+enum od_mb_type {
+	OD_MB_CHUNK_HEADER = 1,
+	OD_MB_DIRTY_LIST = 2,
+	OD_MB_BITMAP = 3,
+	OD_MB_MAP = 4,
+	OD_MB_ITABLE = 5,
+	OD_MB_DIR = 6,
+	OD_MB_EXTENTS = 7,
+};
+
+struct od_mb_header {
+	uint32_t magic;
+	uint16_t type;
+	uint16_t units;  /* blocks in this metadata unit (1, or the dir unit) */
+	uint32_t crc;    /* CRC32C of the whole unit with this field zero */
+	uint32_t chunk;  /* index of the chunk holding it */
+	uint32_t block;  /* its own (primary) block number */
+	uint32_t seq;    /* dir units: logical index in the directory part */
+	uint64_t txid;   /* transaction that last wrote it */
+	uint64_t owner;  /* dir/extent units: stable number of the owning file */
+	uint32_t next;   /* extent units: next unit of the chain, 0 = none */
+	uint32_t reserved;
+};
+
+/* Chunk states (od_chunk_header.state). */
+enum od_chunk_state {
+	OD_STATE_CLEAN = 0,
+	OD_STATE_DIRTY = 1,
+	OD_STATE_OFFLINE = 2,
+	OD_STATE_NEEDS_REPAIR = 3,
+};
+
+/* od_chunk_header.flags */
+#define OD_CHF_BITMAP_UNINIT 0x1u /* bitmap not written yet: derive from geometry */
+#define OD_CHF_SINGLE_COPY 0x2u   /* benchmark mode: mirrors not written */
+
+/* Feature flags: a reader refuses unknown incompat bits, opens read-only
+ * with unknown ro_compat bits, ignores unknown compat bits. */
+#define OD_FEATURE_COMPAT_SUPP 0u
+#define OD_FEATURE_INCOMPAT_SUPP 0u
+#define OD_FEATURE_RO_COMPAT_SUPP 0u
+
+#define OD_DIRTY_LIST_BLOCKS 4u
+#define OD_DEFAULT_DIR_UNIT 4u /* blocks per directory unit: 16 KiB */
+
+struct od_chunk_header {
+	uint32_t version;
+	uint32_t feature_compat;
+	uint32_t feature_incompat;
+	uint32_t feature_ro_compat;
+	uint8_t volume_uuid[16];
+	uint32_t chunk_index;
+	uint32_t chunk_count;
+	uint32_t block_size;
+	uint32_t nblocks;        /* blocks in this chunk; the mirror half is nblocks / 2 */
+	uint32_t kind;           /* enum fs_chunk_kind */
+	uint32_t state;          /* enum od_chunk_state */
+	uint32_t flags;          /* OD_CHF_* */
+	uint32_t dir_unit;       /* blocks per directory unit */
+	uint32_t max_inodes;     /* stable-number map entries */
+	uint32_t islots;         /* inode-area slots */
+	uint32_t dirty_start, dirty_blocks;
+	uint32_t bitmap_start, bitmap_blocks;
+	uint32_t map_start, map_blocks;
+	uint32_t itable_start, itable_blocks;
+	uint32_t data_start;     /* first block after the fixed metadata */
+	uint32_t map_watermark;  /* map entries ever initialised */
+	uint32_t islot_watermark; /* inode slots ever initialised */
+	uint32_t free_blocks;    /* counters: hints, recomputed by fsck */
+	uint32_t used_inodes;
+	uint64_t root_stable;    /* the volume's root directory */
+	uint64_t mkfs_time;
+	uint64_t last_check_time;
+	uint64_t txid;           /* last committed transaction */
+	char label[32];
+	uint8_t secret[32];      /* per-volume key of the file-handle HMAC */
+};
+
+/* Locations of inodes: a slot in the inode area or an entry in a dir unit. */
+#define OD_LOC_NONE 0xffffffffu
+struct od_loc {
+	uint32_t chunk;
+	uint32_t block;  /* first block of the unit holding the inode */
+	uint16_t off;    /* byte offset of the inode in that unit */
+};
+
+/* The stable-number map: one 16-byte entry per number homed in the chunk. */
+#define OD_MAP_ENTRY_SIZE 16u
+#define OD_MAP_PER_BLOCK (OD_MB_PAYLOAD / OD_MAP_ENTRY_SIZE)
+#define OD_MAPF_USED 0x1u
+struct od_map_entry {
+	struct od_loc loc;
+	uint16_t flags;
+	uint32_t generation;
+};
+
+/* Stable numbers: the home chunk in the high 32 bits, the map index + 1 low. */
+#define OD_STABLE(chunk, idx) (((uint64_t)(chunk) << 32) | ((uint64_t)(idx) + 1))
+#define OD_STABLE_CHUNK(s) ((uint32_t)((s) >> 32))
+#define OD_STABLE_INDEX(s) ((uint32_t)(s) - 1)
+
+/* Inodes: 256 bytes, in an inode-area slot or embedded in a dir entry. */
+#define OD_INODE_SIZE 256u
+#define OD_INODE_EXTENTS 7u
+#define OD_ISLOTS_PER_BLOCK (OD_MB_PAYLOAD / OD_INODE_SIZE)
+
+#define OD_INF_INLINE 0x01u     /* data inline after the embedded inode */
+#define OD_INF_FRESH 0x02u      /* created and not yet changed: may go inline */
+#define OD_INF_CONT 0x04u       /* a continuation of the file head_stable */
+#define OD_INF_EXCL 0x08u       /* created EXCLUSIVE: verifier is valid */
+
+struct od_extent {
+	uint64_t lblk;   /* logical block in the file (or dir unit index) */
+	uint32_t pblk;   /* first block in the chunk */
+	uint32_t len;    /* blocks */
+};
+
+struct od_inode {
+	uint64_t stable;
+	uint32_t generation;
+	uint32_t mode;
+	uint32_t nlink;
+	uint32_t uid, gid;
+	uint32_t flags;
+	uint64_t size;
+	int64_t atime, mtime, ctime;
+	uint32_t atime_ns, mtime_ns, ctime_ns;
+	uint32_t rdev;
+	uint64_t verifier;
+	uint64_t parent;        /* directories: the parent's stable number */
+	struct od_loc next;     /* forward pointer: next continuation */
+	uint16_t nextents;      /* extents in ext[] */
+	uint32_t head_chunk;    /* back pointer (continuations): head's chunk */
+	uint64_t head_stable;   /* back pointer: head's stable number */
+	uint64_t cont_start;    /* first logical block this continuation covers */
+	uint32_t ext_block;     /* extent overflow chain, 0 = none */
+	uint32_t inline_len;
+	uint64_t blocks;        /* data blocks held in this chunk */
+	struct od_extent ext[OD_INODE_EXTENTS];
+};
+
+#define OD_EXT_PER_UNIT (OD_MB_PAYLOAD / 16u)
+
+/* Directory entries inside a dir unit, after the unit header:
+ * rec_len covers the entry and any free space after it. */
+#define OD_DIRENT_HEADER 16u
+enum od_dirent_kind {
+	OD_DE_FREE = 0,
+	OD_DE_EMBEDDED = 1, /* the inode (and inline data) follows the name */
+	OD_DE_REF = 2,      /* the inode lives elsewhere in this chunk */
+};
+struct od_dirent {
+	uint16_t rec_len;
+	uint8_t name_len;
+	uint8_t kind;
+	uint32_t hash;      /* CRC32C of the name */
+	uint64_t stable;
+};
+
+static inline uint32_t od_align8(uint32_t n)
+{
+	return (n + 7u) & ~7u;
+}
+
+/* Bytes an entry needs: header, name, and an embedded inode + inline data. */
+static inline uint32_t od_dirent_size(uint32_t name_len, int embedded, uint32_t inline_len)
+{
+	uint32_t n = OD_DIRENT_HEADER + od_align8(name_len);
+
+	if (embedded)
+		n += OD_INODE_SIZE + od_align8(inline_len);
+	return n;
+}
+
+/* ondisk.c */
+void od_put_mb_header(uint8_t *buf, const struct od_mb_header *h);
+void od_get_mb_header(const uint8_t *buf, struct od_mb_header *h);
+/* Stamp the CRC of a unit of len bytes; check returns 0 or -EBADMSG. */
+void od_seal(uint8_t *buf, size_t len);
+int od_verify(const uint8_t *buf, size_t len);
+void od_put_chunk_header(uint8_t *buf, const struct od_chunk_header *ch);
+int od_get_chunk_header(const uint8_t *buf, struct od_chunk_header *ch);
+void od_put_inode(uint8_t *buf, const struct od_inode *ino);
+void od_get_inode(const uint8_t *buf, struct od_inode *ino);
+void od_put_map_entry(uint8_t *buf, const struct od_map_entry *e);
+void od_get_map_entry(const uint8_t *buf, struct od_map_entry *e);
+void od_put_extent(uint8_t *buf, const struct od_extent *e);
+void od_get_extent(const uint8_t *buf, struct od_extent *e);
+void od_put_dirent(uint8_t *buf, const struct od_dirent *d);
+void od_get_dirent(const uint8_t *buf, struct od_dirent *d);
+/* Bytes the entry at buf really uses (its rec_len may cover slack too). */
+uint32_t od_dirent_used(const uint8_t *buf, const struct od_dirent *d);
+
+#endif

@@ -1,0 +1,56 @@
+/* The chunk-store interface: how a chunk's bytes are reached. A region of
+ * the volume image, a file or block device of its own, an NBD export, or in
+ * tests a recording or fault-injecting store: everything above uses only
+ * these five operations. Offsets are relative to the start of the chunk. */
+#ifndef CHUNKFS_STORE_H
+#define CHUNKFS_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct chunk_store;
+
+struct chunk_store_ops {
+	int (*pread)(struct chunk_store *st, void *buf, size_t len, uint64_t off);
+	int (*pwrite)(struct chunk_store *st, const void *buf, size_t len, uint64_t off);
+	int (*flush)(struct chunk_store *st);
+	int (*trim)(struct chunk_store *st, size_t len, uint64_t off);
+	void (*close)(struct chunk_store *st);
+};
+
+struct chunk_store {
+	const struct chunk_store_ops *ops;
+	uint64_t size; /* bytes */
+};
+
+static inline int store_pread(struct chunk_store *st, void *buf, size_t len, uint64_t off)
+{
+	return st->ops->pread(st, buf, len, off);
+}
+
+static inline int store_pwrite(struct chunk_store *st, const void *buf, size_t len,
+			       uint64_t off)
+{
+	return st->ops->pwrite(st, buf, len, off);
+}
+
+static inline int store_flush(struct chunk_store *st)
+{
+	return st->ops->flush(st);
+}
+
+static inline int store_trim(struct chunk_store *st, size_t len, uint64_t off)
+{
+	return st->ops->trim(st, len, off);
+}
+
+static inline void store_close(struct chunk_store *st)
+{
+	st->ops->close(st);
+}
+
+/* store_file.c: the byte range [base, base + size) of an open fd (the fd is
+ * shared and not closed by the store). */
+int store_file_region(int fd, uint64_t base, uint64_t size, struct chunk_store **out);
+
+#endif

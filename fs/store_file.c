@@ -1,0 +1,117 @@
+/* A chunk store on a byte range of a file or block device: the embedded
+ * default, where every chunk of a volume is a region of one image. */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "store.h"
+
+struct file_store {
+	struct chunk_store st;
+	int fd;
+	uint64_t base;
+};
+
+static struct file_store *to_fs(struct chunk_store *st)
+{
+	return (struct file_store *)st;
+}
+
+static int range_ok(struct chunk_store *st, size_t len, uint64_t off)
+{
+	return off <= st->size && len <= st->size - off;
+}
+
+static int file_pread(struct chunk_store *st, void *buf, size_t len, uint64_t off)
+{
+	struct file_store *fst = to_fs(st);
+	uint8_t *p = buf;
+
+	if (!range_ok(st, len, off))
+		return -EINVAL;
+	while (len) {
+		ssize_t n = pread(fst->fd, p, len, (off_t)(fst->base + off));
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			return -EIO; /* the image is shorter than its geometry says */
+		p += n;
+		off += (uint64_t)n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+static int file_pwrite(struct chunk_store *st, const void *buf, size_t len, uint64_t off)
+{
+	struct file_store *fst = to_fs(st);
+	const uint8_t *p = buf;
+
+	if (!range_ok(st, len, off))
+		return -EINVAL;
+	while (len) {
+		ssize_t n = pwrite(fst->fd, p, len, (off_t)(fst->base + off));
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		p += n;
+		off += (uint64_t)n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+static int file_flush(struct chunk_store *st)
+{
+	return fdatasync(to_fs(st)->fd) < 0 ? -errno : 0;
+}
+
+static int file_trim(struct chunk_store *st, size_t len, uint64_t off)
+{
+	struct file_store *fst = to_fs(st);
+
+	if (!range_ok(st, len, off))
+		return -EINVAL;
+	/* Best effort: a file system or device without hole punching keeps
+	 * the bytes, which is still correct (trim is only a hint). */
+	if (fallocate(fst->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+		      (off_t)(fst->base + off), (off_t)len) < 0 &&
+	    errno != EOPNOTSUPP && errno != ENODEV)
+		return -errno;
+	return 0;
+}
+
+static void file_close(struct chunk_store *st)
+{
+	free(to_fs(st));
+}
+
+static const struct chunk_store_ops file_ops = {
+	.pread = file_pread,
+	.pwrite = file_pwrite,
+	.flush = file_flush,
+	.trim = file_trim,
+	.close = file_close,
+};
+
+int store_file_region(int fd, uint64_t base, uint64_t size, struct chunk_store **out)
+{
+	struct file_store *fst = calloc(1, sizeof(*fst));
+
+	if (!fst)
+		return -ENOMEM;
+	fst->st.ops = &file_ops;
+	fst->st.size = size;
+	fst->fd = fd;
+	fst->base = base;
+	*out = &fst->st;
+	return 0;
+}

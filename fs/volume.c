@@ -1,0 +1,546 @@
+/* The volume: making one (fs_mkfs), opening it (reading and validating every
+ * chunk header, nothing more: the rest loads on demand), syncing, closing,
+ * statfs, and the choice of chunk for new inodes and continuations. */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/fs.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "signature.h"
+
+#define DEFAULT_CACHE_LIMIT (256ull << 20)
+
+void vol_lock(struct fs_volume *v)
+{
+	pthread_mutex_lock(&v->lock);
+}
+
+void vol_unlock(struct fs_volume *v)
+{
+	pthread_mutex_unlock(&v->lock);
+}
+
+int vol_flush(struct fs_volume *v)
+{
+	if (v->shared_fd)
+		return fdatasync(v->fd) < 0 ? -errno : 0;
+	for (uint32_t i = 0; i < v->nchunks; i++) {
+		int ret = store_flush(v->chunks[i].store);
+		if (ret < 0)
+			return ret;
+	}
+	return 0;
+}
+
+static int fill_random(void *buf, size_t len)
+{
+	uint8_t *p = buf;
+
+	while (len) {
+		ssize_t n = getrandom(p, len, 0);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+static int device_size(int fd, uint64_t *size, int *is_blk)
+{
+	struct stat st;
+
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	*is_blk = S_ISBLK(st.st_mode);
+	if (*is_blk)
+		return ioctl(fd, BLKGETSIZE64, size) < 0 ? -errno : 0;
+	if (!S_ISREG(st.st_mode))
+		return -EINVAL;
+	*size = (uint64_t)st.st_size;
+	return 0;
+}
+
+static int write_header_copies(int fd, uint64_t base, const struct od_chunk_header *h)
+{
+	uint8_t blk[OD_BLOCK_SIZE];
+	struct od_mb_header mh = {
+		.magic = OD_MB_MAGIC,
+		.type = OD_MB_CHUNK_HEADER,
+		.units = 1,
+		.chunk = h->chunk_index,
+		.block = 0,
+	};
+	uint64_t offs[2] = { base, base + (uint64_t)(h->nblocks / 2) * OD_BLOCK_SIZE };
+
+	memset(blk, 0, sizeof(blk));
+	od_put_mb_header(blk, &mh);
+	od_put_chunk_header(blk, h);
+	od_seal(blk, sizeof(blk));
+	for (int i = 0; i < 2; i++)
+		if (pwrite(fd, blk, sizeof(blk), (off_t)offs[i]) != (ssize_t)sizeof(blk))
+			return errno ? -errno : -EIO;
+	return 0;
+}
+
+static int mkfs_check_opts(const struct fs_mkfs_opts *o, uint64_t *chunk_size, uint32_t *count,
+			   uint32_t *bpi)
+{
+	*chunk_size = o->chunk_size ? o->chunk_size : (1ull << 30);
+	if (*chunk_size < OD_MIN_CHUNK_SIZE || *chunk_size > OD_MAX_CHUNK_SIZE ||
+	    (*chunk_size & (*chunk_size - 1)))
+		return -EINVAL;
+	if (o->chunk_count) {
+		*count = o->chunk_count;
+	} else {
+		if (o->total_size < *chunk_size)
+			return -EINVAL;
+		if (o->total_size / *chunk_size > OD_MAX_CHUNKS)
+			return -EFBIG;
+		*count = (uint32_t)(o->total_size / *chunk_size);
+	}
+	if (*count == 0 || *count > OD_MAX_CHUNKS)
+		return -EINVAL;
+	*bpi = o->bytes_per_inode ? o->bytes_per_inode : 16384;
+	if (*bpi < 1024 || *bpi > (64u << 20))
+		return -EINVAL;
+	if (o->label && strlen(o->label) > 31)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+/* The root directory: number 1 of chunk 0, in an inode-area slot. */
+static int mkfs_root(struct fs_volume *v)
+{
+	struct chunk *c0 = &v->chunks[0];
+	struct iref r;
+	uint64_t stable;
+	uint32_t gen;
+	int ret;
+
+	memset(&r, 0, sizeof(r));
+	ret = slot_alloc(c0, &r.loc);
+	if (ret == 0)
+		ret = map_alloc(c0, r.loc, &stable, &gen);
+	if (ret < 0)
+		return ret;
+	r.ino.stable = stable;
+	r.ino.generation = gen;
+	r.ino.mode = S_IFDIR | 0755;
+	r.ino.nlink = 2;
+	r.ino.parent = stable;
+	r.ino.next.chunk = OD_LOC_NONE;
+	ino_touch(&r.ino, 1, 1, 1);
+	ret = ino_write(v, &r);
+	if (ret < 0)
+		return ret;
+	for (uint32_t i = 0; i < v->nchunks; i++) {
+		v->chunks[i].hdr.root_stable = stable;
+		v->chunks[i].header_dirty = 1;
+	}
+	v->root = stable;
+	return 0;
+}
+
+int fs_mkfs(const char *path, const struct fs_mkfs_opts *o)
+{
+	struct od_chunk_header h;
+	struct fs_volume *v;
+	uint64_t chunk_size, size = 0;
+	uint32_t count, bpi;
+	const char *sig;
+	int fd, is_blk, ret;
+
+	ret = mkfs_check_opts(o, &chunk_size, &count, &bpi);
+	if (ret < 0)
+		return ret;
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -errno;
+	ret = device_size(fd, &size, &is_blk);
+	if (ret < 0)
+		goto out;
+	if (!o->force && (ret = fs_probe_signature(fd, &sig)) != 0) {
+		ret = ret > 0 ? -EEXIST : ret;
+		goto out;
+	}
+	if (is_blk && size < chunk_size * count) {
+		ret = -ENOSPC;
+		goto out;
+	}
+	/* A file is emptied and regrown sparse: nothing old survives. */
+	if (!is_blk && (ftruncate(fd, 0) < 0 || ftruncate(fd, (off_t)(chunk_size * count)) < 0)) {
+		ret = -errno;
+		goto out;
+	}
+	memset(&h, 0, sizeof(h));
+	h.version = OD_FORMAT_VERSION;
+	h.chunk_count = count;
+	h.state = OD_STATE_CLEAN;
+	h.flags = OD_CHF_BITMAP_UNINIT | (o->single_copy ? OD_CHF_SINGLE_COPY : 0);
+	h.mkfs_time = (uint64_t)time(NULL);
+	if (o->label)
+		memcpy(h.label, o->label, strlen(o->label));
+	if ((ret = fill_random(h.volume_uuid, sizeof(h.volume_uuid))) < 0 ||
+	    (ret = fill_random(h.secret, sizeof(h.secret))) < 0)
+		goto out;
+	chunk_geometry(&h, (uint32_t)(chunk_size / OD_BLOCK_SIZE), bpi);
+	for (uint32_t i = 0; i < count; i++) {
+		h.chunk_index = i;
+		h.kind = o->kinds ? (uint32_t)o->kinds[i] : (uint32_t)o->kind;
+		if (h.kind > FS_KIND_LARGE) {
+			ret = -EINVAL;
+			goto out;
+		}
+		ret = write_header_copies(fd, (uint64_t)i * chunk_size, &h);
+		if (ret < 0)
+			goto out;
+	}
+	if (fsync(fd) < 0) {
+		ret = -errno;
+		goto out;
+	}
+	close(fd);
+	fd = -1;
+	ret = fs_open(path, 0, &v);
+	if (ret < 0)
+		return ret;
+	vol_lock(v);
+	ret = mkfs_root(v);
+	vol_unlock(v);
+	if (ret < 0) {
+		fs_close(v);
+		return ret;
+	}
+	return fs_close(v);
+out:
+	if (fd >= 0)
+		close(fd);
+	return ret;
+}
+
+/* Read a chunk header, from its mirror when the first copy is bad. */
+static int read_header(int fd, uint64_t base, uint32_t guess_nblocks, uint64_t file_size,
+		       struct od_chunk_header *h, int *healed)
+{
+	uint8_t blk[OD_BLOCK_SIZE];
+	uint32_t candidates[16], n = 0;
+
+	candidates[n++] = 0;
+	if (guess_nblocks)
+		candidates[n++] = guess_nblocks / 2;
+	for (uint64_t half = OD_MIN_CHUNK_SIZE / 2; half <= OD_MAX_CHUNK_SIZE / 2 && n < 16;
+	     half <<= 1)
+		if (half / OD_BLOCK_SIZE != guess_nblocks / 2)
+			candidates[n++] = (uint32_t)(half / OD_BLOCK_SIZE);
+	*healed = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		uint64_t off = base + (uint64_t)candidates[i] * OD_BLOCK_SIZE;
+		struct od_mb_header mh;
+		if (off + OD_BLOCK_SIZE > file_size)
+			continue;
+		if (pread(fd, blk, sizeof(blk), (off_t)off) != (ssize_t)sizeof(blk))
+			continue;
+		if (od_verify(blk, sizeof(blk)) < 0)
+			continue;
+		od_get_mb_header(blk, &mh);
+		if (mh.type != OD_MB_CHUNK_HEADER || mh.block != 0)
+			continue;
+		if (od_get_chunk_header(blk, h) < 0)
+			continue;
+		if (candidates[i] && candidates[i] != h->nblocks / 2)
+			continue;
+		*healed = candidates[i] != 0;
+		return 0;
+	}
+	return -EUCLEAN;
+}
+
+static void set_why(char *why, size_t n, const char *fmt, const char *a, unsigned long long x,
+		    unsigned long long y)
+{
+	if (why && n)
+		snprintf(why, n, fmt, a, x, y);
+}
+
+static int open_chunks(struct fs_volume *v, uint64_t file_size, char *why, size_t whylen)
+{
+	struct od_chunk_header h0;
+	uint64_t base = 0;
+	int healed, ret;
+
+	ret = read_header(v->fd, 0, 0, file_size, &h0, &healed);
+	if (ret < 0) {
+		set_why(why, whylen, "%s: no valid chunkfs chunk header in either copy of chunk 0%.0llu%.0llu",
+			"not a chunkfs volume", 0, 0);
+		return -EINVAL;
+	}
+	if (h0.chunk_count == 0 || h0.chunk_count > OD_MAX_CHUNKS) {
+		set_why(why, whylen, "%s: chunk count %llu%.0llu", "corrupt volume",
+			h0.chunk_count, 0);
+		return -EUCLEAN;
+	}
+	v->nchunks = h0.chunk_count;
+	v->chunks = calloc(v->nchunks, sizeof(*v->chunks));
+	if (!v->chunks)
+		return -ENOMEM;
+	memcpy(v->uuid, h0.volume_uuid, 16);
+	memcpy(v->secret, h0.secret, 32);
+	v->root = h0.root_stable;
+	v->shared_fd = 1;
+	for (uint32_t i = 0; i < v->nchunks; i++) {
+		struct chunk *c = &v->chunks[i];
+		char reason[160];
+		c->vol = v;
+		c->index = i;
+		ret = read_header(v->fd, base, h0.nblocks, file_size, &c->hdr, &healed);
+		if (ret == 0 && memcmp(c->hdr.volume_uuid, h0.volume_uuid, 16) != 0) {
+			snprintf(reason, sizeof(reason), "belongs to another volume");
+			ret = -EUCLEAN;
+		} else if (ret == 0) {
+			ret = chunk_check_header(&c->hdr, i, reason, sizeof(reason));
+		} else {
+			snprintf(reason, sizeof(reason), "both copies of its header are bad");
+		}
+		if (ret == 0 && base + (uint64_t)c->hdr.nblocks * OD_BLOCK_SIZE > file_size) {
+			snprintf(reason, sizeof(reason), "image truncated: %llu bytes, chunk ends at %llu",
+				 (unsigned long long)file_size,
+				 (unsigned long long)(base + (uint64_t)c->hdr.nblocks * OD_BLOCK_SIZE));
+			ret = -EUCLEAN;
+		}
+		if (ret < 0) {
+			if (why && whylen)
+				snprintf(why, whylen, "chunk %u: %s", i, reason);
+			return ret == -EPROTONOSUPPORT ? ret : -EUCLEAN;
+		}
+		c->half = c->hdr.nblocks / 2;
+		if (healed)
+			c->header_dirty = 1;
+		ret = store_file_region(v->fd, base, (uint64_t)c->hdr.nblocks * OD_BLOCK_SIZE,
+					&c->store);
+		if (ret < 0)
+			return ret;
+		base += (uint64_t)c->hdr.nblocks * OD_BLOCK_SIZE;
+	}
+	return 0;
+}
+
+static void vol_free(struct fs_volume *v)
+{
+	if (v->hash)
+		cache_destroy(v);
+	for (uint32_t i = 0; v->chunks && i < v->nchunks; i++) {
+		struct chunk *c = &v->chunks[i];
+		if (c->store)
+			store_close(c->store);
+		free(c->bitmap);
+		free(c->bitmap_dirty);
+		free(c->free_map);
+		free(c->free_slots);
+	}
+	free(v->chunks);
+	if (v->fd >= 0)
+		close(v->fd);
+	pthread_mutex_destroy(&v->lock);
+	free(v);
+}
+
+int fs_open_ex(const char *path, int flags, struct fs_volume **out, char *why, size_t whylen)
+{
+	struct fs_volume *v = calloc(1, sizeof(*v));
+	uint64_t size;
+	int is_blk, ret;
+
+	if (why && whylen)
+		why[0] = '\0';
+	if (!v)
+		return -ENOMEM;
+	pthread_mutex_init(&v->lock, NULL);
+	v->rdonly = !!(flags & FS_OPEN_RDONLY);
+	v->fd = open(path, (v->rdonly ? O_RDONLY : O_RDWR) | O_CLOEXEC);
+	if (v->fd < 0) {
+		ret = -errno;
+		set_why(why, whylen, "%s: cannot open%.0llu%.0llu", path, 0, 0);
+		goto fail;
+	}
+	ret = device_size(v->fd, &size, &is_blk);
+	if (ret < 0)
+		goto fail;
+	ret = cache_init(v, DEFAULT_CACHE_LIMIT);
+	if (ret < 0)
+		goto fail;
+	ret = open_chunks(v, size, why, whylen);
+	if (ret < 0)
+		goto fail;
+	*out = v;
+	return 0;
+fail:
+	vol_free(v);
+	return ret;
+}
+
+int fs_open(const char *path, int flags, struct fs_volume **out)
+{
+	return fs_open_ex(path, flags, out, NULL, 0);
+}
+
+void fs_set_cache_limit(struct fs_volume *v, uint64_t bytes)
+{
+	vol_lock(v);
+	v->cache_limit = bytes;
+	vol_unlock(v);
+}
+
+/* Write out every change; chunks that changed are marked dirty on disk
+ * until a clean close marks them clean again. */
+int vol_sync(struct fs_volume *v, int closing)
+{
+	int ret;
+
+	if (v->rdonly)
+		return 0;
+	for (uint32_t i = 0; i < v->nchunks; i++) {
+		struct chunk *c = &v->chunks[i];
+		ret = chunk_write_bitmap(c);
+		if (ret < 0)
+			return ret;
+		if (closing && c->hdr.state == OD_STATE_DIRTY) {
+			c->hdr.state = OD_STATE_CLEAN;
+			c->header_dirty = 1;
+		} else if (!closing && c->header_dirty && c->hdr.state == OD_STATE_CLEAN) {
+			c->hdr.state = OD_STATE_DIRTY;
+		}
+		if (c->header_dirty) {
+			c->hdr.txid = v->txid + 1;
+			ret = chunk_write_header(c);
+			if (ret < 0)
+				return ret;
+		}
+	}
+	/* Data blocks first, then the metadata that points at them. */
+	if (v->ndirty) {
+		ret = vol_flush(v);
+		if (ret < 0)
+			return ret;
+	}
+	ret = cache_write_dirty(v);
+	if (ret < 0)
+		return ret;
+	return vol_flush(v);
+}
+
+int fs_sync(struct fs_volume *v)
+{
+	int ret;
+
+	vol_lock(v);
+	ret = vol_sync(v, 0);
+	vol_unlock(v);
+	return ret;
+}
+
+int fs_close(struct fs_volume *v)
+{
+	int ret;
+
+	if (!v)
+		return 0;
+	vol_lock(v);
+	ret = vol_sync(v, 1);
+	vol_unlock(v);
+	vol_free(v);
+	return ret;
+}
+
+int fs_root(struct fs_volume *v, struct fs_ino *out)
+{
+	struct iref r;
+	int ret;
+
+	vol_lock(v);
+	ret = ino_get_stable(v, v->root, &r);
+	vol_unlock(v);
+	if (ret < 0)
+		return ret;
+	out->num = r.ino.stable;
+	out->gen = r.ino.generation;
+	return 0;
+}
+
+int fs_statfs(struct fs_volume *v, struct fs_statfs *out)
+{
+	memset(out, 0, sizeof(*out));
+	vol_lock(v);
+	out->block_size = OD_BLOCK_SIZE;
+	out->chunk_count = v->nchunks;
+	for (uint32_t i = 0; i < v->nchunks; i++) {
+		const struct chunk *c = &v->chunks[i];
+		/* Only what can hold file data counts: each half's data area. */
+		out->total_blocks += c->hdr.nblocks - 2 * c->hdr.data_start;
+		out->total_inodes += c->hdr.max_inodes;
+		if (c->offline)
+			continue;
+		out->chunks_online++;
+		out->free_blocks += c->hdr.free_blocks;
+		out->free_inodes += c->hdr.max_inodes - c->hdr.used_inodes;
+	}
+	vol_unlock(v);
+	return 0;
+}
+
+void fs_volume_uuid(struct fs_volume *v, uint8_t uuid[16])
+{
+	memcpy(uuid, v->uuid, 16);
+}
+
+void fs_volume_secret(struct fs_volume *v, uint8_t secret[32])
+{
+	memcpy(secret, v->secret, 32);
+}
+
+static int chunk_has_room(struct chunk *c, int need_inode)
+{
+	if (c->offline)
+		return 0;
+	if (c->hdr.free_blocks < 2 * c->hdr.dir_unit + 2)
+		return 0;
+	return !need_inode || map_free_count(c) > 0;
+}
+
+/* Where a new inode or continuation goes: the preferred chunk while it has
+ * room, else the chunk with the most free blocks, a chunk of the hinted
+ * kind winning over others. NULL: the volume is full. */
+struct chunk *vol_pick_chunk(struct fs_volume *v, struct chunk *prefer, int kind_hint,
+			     int need_inode)
+{
+	struct chunk *best = NULL;
+	int best_kind = 0;
+
+	if (prefer && chunk_has_room(prefer, need_inode))
+		return prefer;
+	for (uint32_t i = 0; i < v->nchunks; i++) {
+		struct chunk *c = &v->chunks[i];
+		int kind_ok;
+		if (c == prefer || !chunk_has_room(c, need_inode))
+			continue;
+		kind_ok = (int)c->hdr.kind == kind_hint;
+		if (!best || kind_ok > best_kind ||
+		    (kind_ok == best_kind && c->hdr.free_blocks > best->hdr.free_blocks)) {
+			best = c;
+			best_kind = kind_ok;
+		}
+	}
+	return best;
+}

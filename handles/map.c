@@ -1,0 +1,163 @@
+/* The stable-number map: every file's user-visible inode number (home chunk,
+ * index) maps to its current internal location and generation. Each chunk
+ * hosts the numbers allocated in it, so numbers are handed out without a
+ * volume-wide lock and the map of a chunk is checked with that chunk. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fs/internal.h"
+
+static int map_entry_buf(struct chunk *c, uint32_t idx, struct buf **b, uint8_t **p)
+{
+	int ret = buf_read(c, c->hdr.map_start + idx / OD_MAP_PER_BLOCK, 1, b);
+
+	if (ret < 0)
+		return ret;
+	*p = (*b)->data + OD_MB_HEADER_SIZE + (idx % OD_MAP_PER_BLOCK) * OD_MAP_ENTRY_SIZE;
+	return 0;
+}
+
+int map_alloc(struct chunk *home, struct od_loc loc, uint64_t *stable, uint32_t *gen)
+{
+	struct od_map_entry e;
+	struct buf *b;
+	uint8_t *p;
+	uint32_t idx;
+	int ret = chunk_load(home);
+
+	if (ret < 0)
+		return ret;
+	if (home->nfree_map) {
+		idx = home->free_map[--home->nfree_map];
+		ret = map_entry_buf(home, idx, &b, &p);
+		if (ret < 0) {
+			home->nfree_map++;
+			return ret;
+		}
+		od_get_map_entry(p, &e);
+	} else {
+		if (home->hdr.map_watermark >= home->hdr.max_inodes)
+			return -ENOSPC;
+		idx = home->hdr.map_watermark;
+		if (idx % OD_MAP_PER_BLOCK == 0)
+			ret = buf_fresh(home, home->hdr.map_start + idx / OD_MAP_PER_BLOCK, 1,
+					OD_MB_MAP, 0, &b);
+		else
+			ret = buf_read(home, home->hdr.map_start + idx / OD_MAP_PER_BLOCK, 1, &b);
+		if (ret < 0)
+			return ret;
+		p = b->data + OD_MB_HEADER_SIZE + (idx % OD_MAP_PER_BLOCK) * OD_MAP_ENTRY_SIZE;
+		memset(&e, 0, sizeof(e));
+		home->hdr.map_watermark++;
+	}
+	e.loc = loc;
+	e.flags = OD_MAPF_USED;
+	e.generation++;
+	if (e.generation == 0)
+		e.generation = 1;
+	od_put_map_entry(p, &e);
+	buf_dirty(b);
+	buf_put(b);
+	home->hdr.used_inodes++;
+	home->header_dirty = 1;
+	*stable = OD_STABLE(home->index, idx);
+	*gen = e.generation;
+	return 0;
+}
+
+static int map_locate(struct fs_volume *v, uint64_t stable, struct chunk **c, uint32_t *idx)
+{
+	*c = vol_chunk(v, OD_STABLE_CHUNK(stable));
+	*idx = OD_STABLE_INDEX(stable);
+	if (!*c || (uint32_t)stable == 0 || *idx >= (*c)->hdr.map_watermark)
+		return -ESTALE;
+	if ((*c)->offline)
+		return -EIO;
+	return 0;
+}
+
+int map_lookup(struct fs_volume *v, uint64_t stable, struct od_map_entry *e)
+{
+	struct chunk *c;
+	struct buf *b;
+	uint8_t *p;
+	uint32_t idx;
+	int ret = map_locate(v, stable, &c, &idx);
+
+	if (ret < 0)
+		return ret;
+	ret = map_entry_buf(c, idx, &b, &p);
+	if (ret < 0)
+		return ret;
+	od_get_map_entry(p, e);
+	buf_put(b);
+	return (e->flags & OD_MAPF_USED) ? 0 : -ESTALE;
+}
+
+int map_set_loc(struct fs_volume *v, uint64_t stable, struct od_loc loc)
+{
+	struct od_map_entry e;
+	struct chunk *c;
+	struct buf *b;
+	uint8_t *p;
+	uint32_t idx;
+	int ret = map_locate(v, stable, &c, &idx);
+
+	if (ret < 0)
+		return ret;
+	ret = map_entry_buf(c, idx, &b, &p);
+	if (ret < 0)
+		return ret;
+	od_get_map_entry(p, &e);
+	e.loc = loc;
+	od_put_map_entry(p, &e);
+	buf_dirty(b);
+	buf_put(b);
+	return 0;
+}
+
+int map_free(struct fs_volume *v, uint64_t stable)
+{
+	struct od_map_entry e;
+	struct chunk *c;
+	struct buf *b;
+	uint8_t *p;
+	uint32_t idx;
+	int ret = map_locate(v, stable, &c, &idx);
+
+	if (ret < 0)
+		return ret;
+	ret = chunk_load(c);
+	if (ret < 0)
+		return ret;
+	ret = map_entry_buf(c, idx, &b, &p);
+	if (ret < 0)
+		return ret;
+	od_get_map_entry(p, &e);
+	e.flags = 0;
+	e.loc.chunk = OD_LOC_NONE;
+	od_put_map_entry(p, &e);
+	buf_dirty(b);
+	buf_put(b);
+	c->hdr.used_inodes--;
+	c->header_dirty = 1;
+	/* The generation stays: the next owner of this number gets gen + 1. */
+	if (c->nfree_map == c->cap_free_map) {
+		uint32_t ncap = c->cap_free_map ? c->cap_free_map * 2 : 64;
+		uint32_t *np = realloc(c->free_map, ncap * sizeof(*np));
+		if (!np)
+			return -ENOMEM;
+		c->free_map = np;
+		c->cap_free_map = ncap;
+	}
+	c->free_map[c->nfree_map++] = idx;
+	return 0;
+}
+
+uint32_t map_free_count(struct chunk *c)
+{
+	return c->hdr.max_inodes - c->hdr.used_inodes;
+}
