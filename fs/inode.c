@@ -286,7 +286,8 @@ int ext_store(struct fs_volume *v, struct iref *r, const struct extlist *el)
 	int ret;
 
 	memset(r->ino.ext, 0, sizeof(r->ino.ext));
-	memcpy(r->ino.ext, el->e, n_in * sizeof(*el->e));
+	if (n_in)
+		memcpy(r->ino.ext, el->e, n_in * sizeof(*el->e));
 	r->ino.nextents = (uint16_t)n_in;
 	/* Reuse the existing units in order, allocate more when needed. */
 	while (done < el->n) {

@@ -1,0 +1,344 @@
+/* The library end to end on small volumes: every operation's success path
+ * and its POSIX errors, inline data and its move out, relocation of an
+ * inode whose first link goes, continuations across chunks, readdir
+ * cookies, reopen, and the invariants after each step. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fs/fs.h"
+#include "tap.h"
+
+static char image[256];
+
+static void report(void *ctx, const char *msg)
+{
+	fprintf(stderr, "invariant: %s\n", msg);
+}
+
+static int invariants(struct fs_volume *v)
+{
+	return fs_check_invariants(v, report, NULL);
+}
+
+static struct fs_volume *make(uint32_t chunks, uint64_t chunk_size, uint32_t bpi)
+{
+	struct fs_mkfs_opts o = {
+		.chunk_size = chunk_size,
+		.chunk_count = chunks,
+		.bytes_per_inode = bpi,
+		.force = 1,
+	};
+	struct fs_volume *v = NULL;
+
+	CHECK_EQ(fs_mkfs(image, &o), 0);
+	CHECK_EQ(fs_open(image, 0, &v), 0);
+	return v;
+}
+
+static struct fs_volume *reopen(struct fs_volume *v)
+{
+	CHECK_EQ(fs_close(v), 0);
+	v = NULL;
+	CHECK_EQ(fs_open(image, 0, &v), 0);
+	return v;
+}
+
+static void fill(uint8_t *buf, size_t len, unsigned seed)
+{
+	for (size_t i = 0; i < len; i++)
+		buf[i] = (uint8_t)((i * 131 + seed * 7 + (i >> 12)) & 0xff);
+}
+
+struct names {
+	char list[64][64];
+	uint64_t cookies[64];
+	int n;
+};
+
+static int collect(void *ctx, const struct fs_dirent *d)
+{
+	struct names *nm = ctx;
+
+	if (nm->n >= 64)
+		return 1;
+	snprintf(nm->list[nm->n], sizeof(nm->list[0]), "%s", d->name);
+	nm->cookies[nm->n] = d->cookie;
+	nm->n++;
+	return 0;
+}
+
+static int has(const struct names *nm, const char *name)
+{
+	for (int i = 0; i < nm->n; i++)
+		if (strcmp(nm->list[i], name) == 0)
+			return 1;
+	return 0;
+}
+
+static void test_names(void)
+{
+	struct fs_volume *v = make(2, 1 << 20, 4096);
+	struct fs_ino root, f, d, l, dev, got;
+	struct fs_attr a;
+	char buf[64];
+	size_t n;
+	char longname[300];
+
+	CHECK_EQ(fs_root(v, &root), 0);
+	CHECK_EQ(fs_getattr(v, root, &a), 0);
+	CHECK(S_ISDIR(a.mode));
+	CHECK_EQ(a.nlink, 2);
+
+	CHECK_EQ(fs_create(v, NULL, root, "a", 0644, FS_CREATE_GUARDED, 0, &f, &a), 0);
+	CHECK(S_ISREG(a.mode));
+	CHECK_EQ(a.mode & 07777, 0644);
+	CHECK_EQ(fs_create(v, NULL, root, "a", 0644, FS_CREATE_GUARDED, 0, NULL, NULL), -EEXIST);
+	CHECK_EQ(fs_create(v, NULL, root, "a", 0600, FS_CREATE_UNCHECKED, 0, &got, NULL), 0);
+	CHECK_EQ(got.num, f.num);
+	CHECK_EQ(fs_create(v, NULL, root, "x", 0644, FS_CREATE_EXCLUSIVE, 42, &got, NULL), 0);
+	CHECK_EQ(fs_create(v, NULL, root, "x", 0644, FS_CREATE_EXCLUSIVE, 42, &l, NULL), 0);
+	CHECK_EQ(l.num, got.num);
+	CHECK_EQ(fs_create(v, NULL, root, "x", 0644, FS_CREATE_EXCLUSIVE, 43, NULL, NULL), -EEXIST);
+
+	memset(longname, 'n', sizeof(longname));
+	longname[256] = '\0';
+	CHECK_EQ(fs_create(v, NULL, root, longname, 0644, 0, 0, NULL, NULL), -ENAMETOOLONG);
+	longname[255] = '\0';
+	CHECK_EQ(fs_create(v, NULL, root, longname, 0644, 0, 0, NULL, NULL), 0);
+	CHECK_EQ(fs_lookup(v, NULL, root, longname, &got, NULL), 0);
+	CHECK_EQ(fs_create(v, NULL, root, "a/b", 0644, 0, 0, NULL, NULL), -EINVAL);
+	CHECK_EQ(fs_create(v, NULL, root, "", 0644, 0, 0, NULL, NULL), -EINVAL);
+	CHECK_EQ(fs_create(v, NULL, root, "..", 0644, 0, 0, NULL, NULL), -EINVAL);
+	CHECK_EQ(fs_create(v, NULL, f, "z", 0644, 0, 0, NULL, NULL), -ENOTDIR);
+
+	CHECK_EQ(fs_mkdir(v, NULL, root, "d", 0755, &d, &a), 0);
+	CHECK_EQ(a.nlink, 2);
+	CHECK_EQ(fs_getattr(v, root, &a), 0);
+	CHECK_EQ(a.nlink, 3);
+	CHECK_EQ(fs_lookup(v, NULL, d, "..", &got, NULL), 0);
+	CHECK_EQ(got.num, root.num);
+	CHECK_EQ(fs_lookup(v, NULL, d, ".", &got, NULL), 0);
+	CHECK_EQ(got.num, d.num);
+	CHECK_EQ(fs_lookup(v, NULL, root, "nope", &got, NULL), -ENOENT);
+
+	CHECK_EQ(fs_symlink(v, NULL, d, "l", "../a", 0777, &l, &a), 0);
+	CHECK(S_ISLNK(a.mode));
+	CHECK_EQ(a.size, 4);
+	CHECK_EQ(fs_readlink(v, l, buf, sizeof(buf), &n), 0);
+	CHECK_EQ(n, 4);
+	CHECK(memcmp(buf, "../a", 4) == 0);
+	CHECK_EQ(fs_readlink(v, f, buf, sizeof(buf), &n), -EINVAL);
+	CHECK_EQ(fs_symlink(v, NULL, d, "e", "", 0777, NULL, NULL), -EINVAL);
+
+	CHECK_EQ(fs_mknod(v, NULL, d, "c", S_IFCHR | 0600, 4, 64, &dev, &a), 0);
+	CHECK_EQ(a.rdev_major, 4);
+	CHECK_EQ(a.rdev_minor, 64);
+	CHECK_EQ(fs_mknod(v, NULL, d, "p", S_IFIFO | 0600, 0, 0, NULL, NULL), 0);
+	CHECK_EQ(fs_mknod(v, NULL, d, "r", S_IFREG | 0600, 0, 0, NULL, NULL), -EINVAL);
+
+	CHECK_EQ(fs_remove(v, NULL, root, "d"), -EISDIR);
+	CHECK_EQ(fs_rmdir(v, NULL, root, "a"), -ENOTDIR);
+	CHECK_EQ(fs_rmdir(v, NULL, root, "d"), -ENOTEMPTY);
+	CHECK_EQ(fs_link(v, NULL, d, root, "dl"), -EPERM);
+	CHECK_EQ(fs_link(v, NULL, f, d, "a2"), 0);
+	CHECK_EQ(fs_getattr(v, f, &a), 0);
+	CHECK_EQ(a.nlink, 2);
+	CHECK_EQ(fs_link(v, NULL, f, d, "a2"), -EEXIST);
+	CHECK_EQ(invariants(v), 0);
+
+	/* The first link goes: the inode moves, its identity does not. */
+	CHECK_EQ(fs_remove(v, NULL, root, "a"), 0);
+	CHECK_EQ(fs_getattr(v, f, &a), 0);
+	CHECK_EQ(a.nlink, 1);
+	CHECK_EQ(a.fileid, f.num);
+	CHECK_EQ(fs_lookup(v, NULL, d, "a2", &got, NULL), 0);
+	CHECK_EQ(got.num, f.num);
+	CHECK_EQ(got.gen, f.gen);
+	CHECK_EQ(invariants(v), 0);
+	CHECK_EQ(fs_remove(v, NULL, d, "a2"), 0);
+	CHECK_EQ(fs_getattr(v, f, &a), -ESTALE);
+	CHECK_EQ(invariants(v), 0);
+
+	/* rename */
+	CHECK_EQ(fs_mkdir(v, NULL, d, "sub", 0755, &got, NULL), 0);
+	CHECK_EQ(fs_rename(v, NULL, root, "d", got, "d"), -EINVAL);
+	CHECK_EQ(fs_rename(v, NULL, root, "d", d, "x"), -EINVAL);
+	CHECK_EQ(fs_rename(v, NULL, root, "x", d, "moved"), 0);
+	CHECK_EQ(fs_lookup(v, NULL, root, "x", NULL, NULL), -ENOENT);
+	CHECK_EQ(fs_lookup(v, NULL, d, "moved", &l, NULL), 0);
+	CHECK_EQ(fs_rename(v, NULL, d, "moved", d, "sub"), -EISDIR);
+	CHECK_EQ(fs_rename(v, NULL, d, "sub", d, "moved"), -ENOTDIR);
+	CHECK_EQ(fs_rename(v, NULL, d, "sub", root, "top"), 0);
+	CHECK_EQ(fs_lookup(v, NULL, got, "..", &l, NULL), 0);
+	CHECK_EQ(l.num, root.num);
+	CHECK_EQ(fs_getattr(v, d, &a), 0);
+	CHECK_EQ(a.nlink, 2);
+	CHECK_EQ(fs_rename(v, NULL, root, "top", d, "p"), -ENOTDIR);
+	CHECK_EQ(fs_mkdir(v, NULL, root, "empty", 0755, NULL, NULL), 0);
+	CHECK_EQ(fs_rename(v, NULL, root, "top", root, "empty"), 0);
+	CHECK_EQ(fs_getattr(v, root, &a), 0);
+	CHECK_EQ(a.nlink, 4);
+	CHECK_EQ(invariants(v), 0);
+
+	v = reopen(v);
+	CHECK_EQ(fs_lookup(v, NULL, root, "empty", &got, NULL), 0);
+	CHECK_EQ(fs_lookup(v, NULL, d, "c", &got, &a), 0);
+	CHECK_EQ(got.num, dev.num);
+	CHECK_EQ(a.rdev_minor, 64);
+	CHECK_EQ(invariants(v), 0);
+	CHECK_EQ(fs_close(v), 0);
+}
+
+static void test_data(void)
+{
+	struct fs_volume *v = make(4, 1 << 20, 4096);
+	static uint8_t wbuf[3 << 20], rbuf[3 << 20];
+	struct fs_statfs s0, s1;
+	struct fs_ino root, f, g;
+	struct fs_attr a;
+	size_t n;
+	int eof;
+
+	CHECK_EQ(fs_root(v, &root), 0);
+	CHECK_EQ(fs_statfs(v, &s0), 0);
+
+	/* Inline at creation, out on the next change. */
+	CHECK_EQ(fs_create(v, NULL, root, "small", 0644, 0, 0, &f, NULL), 0);
+	fill(wbuf, 3000, 1);
+	CHECK_EQ(fs_write(v, NULL, f, 0, 3000, wbuf, FS_FILE_SYNC, &a), 0);
+	CHECK_EQ(a.size, 3000);
+	CHECK_EQ(a.used, 3000);
+	CHECK_EQ(fs_read(v, NULL, f, 0, 4096, rbuf, &n, &eof), 0);
+	CHECK_EQ(n, 3000);
+	CHECK_EQ(eof, 1);
+	CHECK(memcmp(wbuf, rbuf, 3000) == 0);
+	CHECK_EQ(fs_write(v, NULL, f, 3000, 100, wbuf + 3000, FS_UNSTABLE, &a), 0);
+	CHECK_EQ(a.used, 4096);
+	CHECK_EQ(fs_read(v, NULL, f, 0, 4096, rbuf, &n, &eof), 0);
+	CHECK_EQ(n, 3100);
+	CHECK(memcmp(wbuf, rbuf, 3100) == 0);
+	CHECK_EQ(invariants(v), 0);
+
+	/* Holes read as zeros; truncate shrinks and extends. */
+	CHECK_EQ(fs_create(v, NULL, root, "holes", 0644, 0, 0, &g, NULL), 0);
+	fill(wbuf, 10000, 2);
+	CHECK_EQ(fs_write(v, NULL, g, 50000, 10000, wbuf, FS_UNSTABLE, NULL), 0);
+	CHECK_EQ(fs_read(v, NULL, g, 0, 60000, rbuf, &n, &eof), 0);
+	CHECK_EQ(n, 60000);
+	{
+		int zeros = 1;
+		for (int i = 0; i < 50000; i++)
+			zeros &= rbuf[i] == 0;
+		CHECK(zeros);
+	}
+	CHECK(memcmp(rbuf + 50000, wbuf, 10000) == 0);
+	{
+		struct fs_setattr sa = { .valid = FS_SET_SIZE, .size = 51000 };
+		CHECK_EQ(fs_setattr(v, NULL, g, &sa, &a), 0);
+		sa.size = 70000;
+		CHECK_EQ(fs_setattr(v, NULL, g, &sa, &a), 0);
+		CHECK_EQ(a.size, 70000);
+	}
+	CHECK_EQ(fs_read(v, NULL, g, 50000, 20000, rbuf, &n, &eof), 0);
+	CHECK_EQ(n, 20000);
+	CHECK(memcmp(rbuf, wbuf, 1000) == 0);
+	{
+		int zeros = 1;
+		for (int i = 1000; i < 20000; i++)
+			zeros &= rbuf[i] == 0;
+		CHECK(zeros);
+	}
+	CHECK_EQ(invariants(v), 0);
+
+	/* A file bigger than a chunk continues in others. */
+	CHECK_EQ(fs_create(v, NULL, root, "big", 0644, 0, 0, &f, NULL), 0);
+	fill(wbuf, sizeof(wbuf) - (1 << 20), 3);
+	CHECK_EQ(fs_write(v, NULL, f, 0, 2 << 20, wbuf, FS_UNSTABLE, &a), 0);
+	CHECK_EQ(a.size, 2 << 20);
+	CHECK_EQ(fs_read(v, NULL, f, 0, 2 << 20, rbuf, &n, &eof), 0);
+	CHECK_EQ(n, 2 << 20);
+	CHECK(memcmp(wbuf, rbuf, 2 << 20) == 0);
+	CHECK_EQ(invariants(v), 0);
+	v = reopen(v);
+	CHECK_EQ(fs_read(v, NULL, f, 0, 2 << 20, rbuf, &n, &eof), 0);
+	CHECK(memcmp(wbuf, rbuf, 2 << 20) == 0);
+	CHECK_EQ(invariants(v), 0);
+
+	/* The volume fills: -ENOSPC, and nothing leaks. */
+	{
+		struct fs_statfs sb, sa;
+		struct fs_ino h;
+		CHECK_EQ(fs_create(v, NULL, root, "huge", 0644, 0, 0, &h, NULL), 0);
+		CHECK_EQ(fs_statfs(v, &sb), 0);
+		CHECK_EQ(fs_write(v, NULL, h, 0, 3 << 20, wbuf, FS_UNSTABLE, NULL), -ENOSPC);
+		CHECK_EQ(fs_statfs(v, &sa), 0);
+		CHECK_EQ(sa.free_blocks, sb.free_blocks);
+		CHECK_EQ(fs_getattr(v, h, &a), 0);
+		CHECK_EQ(a.size, 0);
+		CHECK_EQ(invariants(v), 0);
+	}
+
+	CHECK_EQ(fs_remove(v, NULL, root, "big"), 0);
+	CHECK_EQ(fs_remove(v, NULL, root, "huge"), 0);
+	CHECK_EQ(fs_remove(v, NULL, root, "holes"), 0);
+	CHECK_EQ(fs_remove(v, NULL, root, "small"), 0);
+	CHECK_EQ(fs_statfs(v, &s1), 0);
+	CHECK_EQ(s1.free_blocks, s0.free_blocks);
+	CHECK_EQ(s1.free_inodes, s0.free_inodes);
+	CHECK_EQ(invariants(v), 0);
+	CHECK_EQ(fs_close(v), 0);
+}
+
+static void test_readdir(void)
+{
+	struct fs_volume *v = make(3, 1 << 20, 4096);
+	struct fs_ino root;
+	struct names all = { 0 }, rest = { 0 };
+	uint64_t verf = 0;
+	char name[32];
+	int eof;
+
+	CHECK_EQ(fs_root(v, &root), 0);
+	for (int i = 0; i < 40; i++) {
+		snprintf(name, sizeof(name), "file-%02d", i);
+		CHECK_EQ(fs_create(v, NULL, root, name, 0644, 0, 0, NULL, NULL), 0);
+	}
+	CHECK_EQ(fs_readdir(v, NULL, root, 0, &verf, 1, collect, &all, &eof), 0);
+	CHECK_EQ(eof, 1);
+	CHECK_EQ(all.n, 42);
+	CHECK(strcmp(all.list[0], ".") == 0);
+	CHECK(strcmp(all.list[1], "..") == 0);
+	CHECK(has(&all, "file-00") && has(&all, "file-39"));
+	/* Resume after the 20th entry: exactly the rest. */
+	CHECK_EQ(fs_readdir(v, NULL, root, all.cookies[19], &verf, 0, collect, &rest, &eof), 0);
+	CHECK_EQ(rest.n, 22);
+	for (int i = 0; i < rest.n && i + 20 < all.n; i++)
+		CHECK(strcmp(rest.list[i], all.list[i + 20]) == 0);
+	{
+		uint64_t bad = verf ^ 4;
+		struct names x = { 0 };
+		CHECK_EQ(fs_readdir(v, NULL, root, all.cookies[19], &bad, 0, collect, &x, &eof),
+			 -FS_EBADCOOKIE);
+	}
+	CHECK_EQ(invariants(v), 0);
+	CHECK_EQ(fs_close(v), 0);
+}
+
+int main(void)
+{
+	const char *tmp = getenv("TMPDIR");
+
+	snprintf(image, sizeof(image), "%s/fs_basic_test.%d.img", tmp ? tmp : "/tmp",
+		 (int)getpid());
+	test_names();
+	test_data();
+	test_readdir();
+	unlink(image);
+	return test_done("fs_basic");
+}
