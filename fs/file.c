@@ -232,7 +232,7 @@ static int chain_extend(struct fs_volume *v, struct fchain *fc, uint64_t lblk)
 {
 	struct seg *last = &fc->s[fc->n - 1];
 	struct chunk *from = vol_chunk(v, last->r.loc.chunk);
-	struct chunk *c = vol_pick_chunk(v, from, FS_KIND_LARGE, 0);
+	struct chunk *c = vol_pick_chunk(v, from, FS_KIND_LARGE, 0, NULL);
 	struct iref r;
 	int ret;
 

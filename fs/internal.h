@@ -202,7 +202,7 @@ int vol_flush(struct fs_volume *v);
 /* Write every change out and make it durable (the volume lock held). */
 int vol_sync(struct fs_volume *v, int closing);
 struct chunk *vol_pick_chunk(struct fs_volume *v, struct chunk *prefer, int kind_hint,
-			     int need_inode);
+			     int need_inode, const uint8_t *exclude);
 void fs_now(int64_t *sec, uint32_t *nsec);
 
 #endif

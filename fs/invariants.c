@@ -69,25 +69,44 @@ static void claim(struct inv *iv, uint32_t chunk, uint32_t start, uint32_t len, 
 	}
 }
 
+/* The inodes reached so far, in an open-addressing table keyed by number. */
+static int seen_grow(struct inv *iv)
+{
+	size_t ncap = iv->capseen ? iv->capseen * 2 : 1024;
+	struct seen *old = iv->seen, *p = calloc(ncap, sizeof(*p));
+
+	if (!p)
+		return -ENOMEM;
+	for (size_t i = 0; i < iv->capseen; i++) {
+		size_t h;
+		if (!old[i].stable)
+			continue;
+		h = (size_t)(old[i].stable * 0x9E3779B97F4A7C15ull) & (ncap - 1);
+		while (p[h].stable)
+			h = (h + 1) & (ncap - 1);
+		p[h] = old[i];
+	}
+	free(old);
+	iv->seen = p;
+	iv->capseen = ncap;
+	return 0;
+}
+
 static struct seen *seen_get(struct inv *iv, uint64_t stable, int *fresh)
 {
-	for (size_t i = 0; i < iv->nseen; i++)
-		if (iv->seen[i].stable == stable) {
-			*fresh = 0;
-			return &iv->seen[i];
-		}
-	if (iv->nseen == iv->capseen) {
-		size_t ncap = iv->capseen ? iv->capseen * 2 : 256;
-		struct seen *p = realloc(iv->seen, ncap * sizeof(*p));
-		if (!p)
-			return NULL;
-		iv->seen = p;
-		iv->capseen = ncap;
+	size_t h;
+
+	if ((iv->nseen + 1) * 2 > iv->capseen && seen_grow(iv) < 0)
+		return NULL;
+	h = (size_t)(stable * 0x9E3779B97F4A7C15ull) & (iv->capseen - 1);
+	while (iv->seen[h].stable && iv->seen[h].stable != stable)
+		h = (h + 1) & (iv->capseen - 1);
+	*fresh = !iv->seen[h].stable;
+	if (*fresh) {
+		iv->seen[h].stable = stable;
+		iv->nseen++;
 	}
-	memset(&iv->seen[iv->nseen], 0, sizeof(iv->seen[0]));
-	iv->seen[iv->nseen].stable = stable;
-	*fresh = 1;
-	return &iv->seen[iv->nseen++];
+	return &iv->seen[h];
 }
 
 static void claim_slot(struct inv *iv, const struct od_loc *loc)
@@ -339,9 +358,12 @@ int fs_check_invariants(struct fs_volume *v, void (*report)(void *ctx, const cha
 	ret = check_dir(&iv, v->root, 0);
 	if (ret < 0)
 		goto out;
-	for (size_t i = 0; i < iv.nseen; i++) {
+	for (size_t i = 0; i < iv.capseen; i++) {
 		struct seen *s = &iv.seen[i];
-		uint32_t want = s->isdir ? 2 + s->subdirs : s->links;
+		uint32_t want;
+		if (!s->stable)
+			continue;
+		want = s->isdir ? 2 + s->subdirs : s->links;
 		if (s->isdir && s->links != 1)
 			problem(&iv, "directory %llx has %u entries naming it",
 				(unsigned long long)s->stable, s->links);

@@ -120,28 +120,30 @@ struct newobj {
 	uint32_t inl_len;
 };
 
-/* Make a new inode embedded in a new entry name of dir. */
-static int make_entry(struct fs_volume *v, const struct fs_cred *cred, struct iref *dir,
-		      const char *name, size_t len, const struct newobj *no, struct iref *out)
+/* The chunk for a new inode, skipping those already found full. */
+static struct chunk *pick_home(struct fs_volume *v, struct iref *dir, int hint,
+			       const uint8_t *tried)
 {
 	struct chunk *home = vol_chunk(v, dir->loc.chunk);
-	int hint = name_kind_hint(name, len);
-	struct chunk *c;
+	struct chunk *c = NULL;
+
+	if (hint == FS_KIND_LARGE) {
+		c = vol_pick_chunk(v, NULL, hint, 1, tried);
+		if (c && c->hdr.kind != FS_KIND_LARGE)
+			c = NULL;
+	}
+	return c ? c : vol_pick_chunk(v, home, hint, 1, tried);
+}
+
+/* Make a new inode embedded in a new entry name of dir in chunk c. */
+static int make_entry_in(struct fs_volume *v, const struct fs_cred *cred, struct iref *dir,
+			 struct chunk *c, const char *name, size_t len, const struct newobj *no,
+			 struct iref *out)
+{
 	struct dirpos pos;
 	struct iref r;
 	int ret;
 
-	if (hint == FS_KIND_LARGE) {
-		c = vol_pick_chunk(v, NULL, hint, 1);
-		if (c && c->hdr.kind != FS_KIND_LARGE)
-			c = NULL;
-		if (!c)
-			c = vol_pick_chunk(v, home, hint, 1);
-	} else {
-		c = vol_pick_chunk(v, home, hint, 1);
-	}
-	if (!c)
-		return -ENOSPC;
 	memset(&r, 0, sizeof(r));
 	ret = map_alloc(c, (struct od_loc){ .chunk = OD_LOC_NONE }, &r.ino.stable,
 			&r.ino.generation);
@@ -172,6 +174,30 @@ static int make_entry(struct fs_volume *v, const struct fs_cred *cred, struct ir
 	}
 	*out = r;
 	return 0;
+}
+
+/* A chunk can look roomy and still have no place for a directory unit
+ * (data took its lower half): then the next chunk is tried. */
+static int make_entry(struct fs_volume *v, const struct fs_cred *cred, struct iref *dir,
+		      const char *name, size_t len, const struct newobj *no, struct iref *out)
+{
+	int hint = name_kind_hint(name, len);
+	uint8_t *tried = calloc(v->nchunks, 1);
+	int ret = -ENOSPC;
+
+	if (!tried)
+		return -ENOMEM;
+	for (;;) {
+		struct chunk *c = pick_home(v, dir, hint, tried);
+		if (!c)
+			break;
+		ret = make_entry_in(v, cred, dir, c, name, len, no, out);
+		if (ret != -ENOSPC)
+			break;
+		tried[c->index] = 1;
+	}
+	free(tried);
+	return ret;
 }
 
 /* The common part of create, mkdir, symlink and mknod. */

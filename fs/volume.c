@@ -521,19 +521,20 @@ static int chunk_has_room(struct chunk *c, int need_inode)
 
 /* Where a new inode or continuation goes: the preferred chunk while it has
  * room, else the chunk with the most free blocks, a chunk of the hinted
- * kind winning over others. NULL: the volume is full. */
+ * kind winning over others; chunks marked in exclude[] (when given) are
+ * skipped. NULL: the volume is full. */
 struct chunk *vol_pick_chunk(struct fs_volume *v, struct chunk *prefer, int kind_hint,
-			     int need_inode)
+			     int need_inode, const uint8_t *exclude)
 {
 	struct chunk *best = NULL;
 	int best_kind = 0;
 
-	if (prefer && chunk_has_room(prefer, need_inode))
+	if (prefer && !(exclude && exclude[prefer->index]) && chunk_has_room(prefer, need_inode))
 		return prefer;
 	for (uint32_t i = 0; i < v->nchunks; i++) {
 		struct chunk *c = &v->chunks[i];
 		int kind_ok;
-		if (c == prefer || !chunk_has_room(c, need_inode))
+		if (c == prefer || (exclude && exclude[i]) || !chunk_has_room(c, need_inode))
 			continue;
 		kind_ok = (int)c->hdr.kind == kind_hint;
 		if (!best || kind_ok > best_kind ||

@@ -10,9 +10,9 @@ mkdir -p build
 [ -f build/Makefile ] || (cd build && ../configure -q)
 make -C build -j"$(nproc 2>/dev/null || echo 2)" >/dev/null
 volume=${CHUNKFS_VOLUME:-$top/build/default.chunkfs}
-if [ -x build/mkfs.chunkfs ]; then
-	[ -f "$volume" ] || build/mkfs.chunkfs -n 16 -s 64M -L default "$volume"
-	build/chunkfs-dump "$volume" 2>/dev/null || ls -ls "$volume"
-else
-	echo "built; mkfs.chunkfs is not part of this build yet"
-fi
+# A default volume: 16 chunks of 64 MiB in a sparse file (1 GiB).
+rm -f "$volume"
+build/mkfs.chunkfs -n 16 -s 64M -L default "$volume"
+ls -ls "$volume"
+echo "chunkfsd (the NFSv3 server) is not part of this build yet: the volume above is"
+echo "what it will serve. Populate one from a directory: build/mkfs.chunkfs -d DIR IMAGE" 
