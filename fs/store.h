@@ -53,4 +53,11 @@ static inline void store_close(struct chunk_store *st)
  * shared and not closed by the store). */
 int store_file_region(int fd, uint64_t base, uint64_t size, struct chunk_store **out);
 
+/* volume.c: open a volume whose chunk i is stores[i]. The volume takes
+ * over every store it reached (the entry becomes NULL) and closes them at
+ * fs_close(); on failure the remaining ones are still the caller's. */
+struct fs_volume;
+int fs_open_stores(struct chunk_store **stores, uint32_t n, int flags, struct fs_volume **out,
+		   char *why, size_t whylen);
+
 #endif

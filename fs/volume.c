@@ -231,65 +231,87 @@ out:
 	return ret;
 }
 
-/* Read a chunk header, from its mirror when the first copy is bad. */
-static int read_header(int fd, uint64_t base, uint32_t guess_nblocks, uint64_t file_size,
-		       struct od_chunk_header *h, int *healed)
+/* One copy of a chunk header at byte off of st: 0 and its txid, or < 0. */
+static int header_copy(struct chunk_store *st, uint64_t off, uint32_t at_block,
+		       struct od_chunk_header *h, uint64_t *txid)
 {
 	uint8_t blk[OD_BLOCK_SIZE];
-	uint32_t candidates[16], n = 0;
+	struct od_mb_header mh;
 
-	candidates[n++] = 0;
-	if (guess_nblocks)
-		candidates[n++] = guess_nblocks / 2;
-	for (uint64_t half = OD_MIN_CHUNK_SIZE / 2; half <= OD_MAX_CHUNK_SIZE / 2 && n < 16;
-	     half <<= 1)
-		if (half / OD_BLOCK_SIZE != guess_nblocks / 2)
-			candidates[n++] = (uint32_t)(half / OD_BLOCK_SIZE);
+	if (off + OD_BLOCK_SIZE > st->size || store_pread(st, blk, sizeof(blk), off) < 0)
+		return -EIO;
+	if (od_verify(blk, sizeof(blk)) < 0)
+		return -EUCLEAN;
+	od_get_mb_header(blk, &mh);
+	if (mh.type != OD_MB_CHUNK_HEADER || mh.block != 0 || od_get_chunk_header(blk, h) < 0)
+		return -EUCLEAN;
+	if (at_block && at_block != h->nblocks / 2)
+		return -EUCLEAN; /* a valid header, but not this chunk's mirror */
+	*txid = mh.txid;
+	return 0;
+}
+
+/* Read the chunk header at base: the newer of its two valid copies. The
+ * mirror is found from the first copy's geometry, or, when that copy is
+ * bad, by trying every possible chunk size (starting with guess). */
+static int read_header(struct chunk_store *st, uint64_t base, uint32_t guess_nblocks,
+		       struct od_chunk_header *h, int *healed)
+{
+	struct od_chunk_header m;
+	uint64_t t0, t1;
+	int ret = header_copy(st, base, 0, h, &t0);
+
 	*healed = 0;
-	for (uint32_t i = 0; i < n; i++) {
-		uint64_t off = base + (uint64_t)candidates[i] * OD_BLOCK_SIZE;
-		struct od_mb_header mh;
-		if (off + OD_BLOCK_SIZE > file_size)
-			continue;
-		if (pread(fd, blk, sizeof(blk), (off_t)off) != (ssize_t)sizeof(blk))
-			continue;
-		if (od_verify(blk, sizeof(blk)) < 0)
-			continue;
-		od_get_mb_header(blk, &mh);
-		if (mh.type != OD_MB_CHUNK_HEADER || mh.block != 0)
-			continue;
-		if (od_get_chunk_header(blk, h) < 0)
-			continue;
-		if (candidates[i] && candidates[i] != h->nblocks / 2)
-			continue;
-		*healed = candidates[i] != 0;
+	if (ret == 0) {
+		uint32_t half = h->nblocks / 2;
+		if (header_copy(st, base + (uint64_t)half * OD_BLOCK_SIZE, half, &m, &t1) == 0) {
+			if (t1 > t0)
+				*h = m;
+		} else {
+			*healed = 1;
+		}
 		return 0;
+	}
+	*healed = 1;
+	if (guess_nblocks &&
+	    header_copy(st, base + (uint64_t)(guess_nblocks / 2) * OD_BLOCK_SIZE,
+			guess_nblocks / 2, h, &t1) == 0)
+		return 0;
+	for (uint64_t half = OD_MIN_CHUNK_SIZE / 2; half <= OD_MAX_CHUNK_SIZE / 2; half <<= 1) {
+		uint32_t hb = (uint32_t)(half / OD_BLOCK_SIZE);
+		if (header_copy(st, base + half, hb, h, &t1) == 0)
+			return 0;
 	}
 	return -EUCLEAN;
 }
 
-static void set_why(char *why, size_t n, const char *fmt, const char *a, unsigned long long x,
-		    unsigned long long y)
-{
-	if (why && n)
-		snprintf(why, n, fmt, a, x, y);
-}
+/* Where the chunks' bytes are: one image holding them back to back (whole),
+ * or one store per chunk. */
+struct vol_source {
+	struct chunk_store *whole;
+	int fd;
+	struct chunk_store **stores;
+	uint32_t nstores;
+};
 
-static int open_chunks(struct fs_volume *v, uint64_t file_size, char *why, size_t whylen)
+static int open_chunks(struct fs_volume *v, struct vol_source *src, char *why, size_t whylen)
 {
 	struct od_chunk_header h0;
 	uint64_t base = 0;
 	int healed, ret;
 
-	ret = read_header(v->fd, 0, 0, file_size, &h0, &healed);
+	ret = read_header(src->whole ? src->whole : src->stores[0], 0, 0, &h0, &healed);
 	if (ret < 0) {
-		set_why(why, whylen, "%s: no valid chunkfs chunk header in either copy of chunk 0%.0llu%.0llu",
-			"not a chunkfs volume", 0, 0);
+		if (why && whylen)
+			snprintf(why, whylen, "not a chunkfs volume: no valid chunk header in "
+					      "either copy of chunk 0");
 		return -EINVAL;
 	}
-	if (h0.chunk_count == 0 || h0.chunk_count > OD_MAX_CHUNKS) {
-		set_why(why, whylen, "%s: chunk count %llu%.0llu", "corrupt volume",
-			h0.chunk_count, 0);
+	if (h0.chunk_count == 0 || h0.chunk_count > OD_MAX_CHUNKS ||
+	    (!src->whole && h0.chunk_count != src->nstores)) {
+		if (why && whylen)
+			snprintf(why, whylen, "corrupt volume: chunk count %u (%u stores given)",
+				 h0.chunk_count, src->whole ? h0.chunk_count : src->nstores);
 		return -EUCLEAN;
 	}
 	v->nchunks = h0.chunk_count;
@@ -299,13 +321,19 @@ static int open_chunks(struct fs_volume *v, uint64_t file_size, char *why, size_
 	memcpy(v->uuid, h0.volume_uuid, 16);
 	memcpy(v->secret, h0.secret, 32);
 	v->root = h0.root_stable;
-	v->shared_fd = 1;
+	v->shared_fd = src->whole != NULL;
 	for (uint32_t i = 0; i < v->nchunks; i++) {
 		struct chunk *c = &v->chunks[i];
+		struct chunk_store *st = src->whole ? src->whole : src->stores[i];
+		uint64_t at = src->whole ? base : 0;
 		char reason[160];
 		c->vol = v;
 		c->index = i;
-		ret = read_header(v->fd, base, h0.nblocks, file_size, &c->hdr, &healed);
+		if (!src->whole) {
+			c->store = st; /* the volume owns it from here on */
+			src->stores[i] = NULL;
+		}
+		ret = read_header(st, at, h0.nblocks, &c->hdr, &healed);
 		if (ret == 0 && memcmp(c->hdr.volume_uuid, h0.volume_uuid, 16) != 0) {
 			snprintf(reason, sizeof(reason), "belongs to another volume");
 			ret = -EUCLEAN;
@@ -314,10 +342,10 @@ static int open_chunks(struct fs_volume *v, uint64_t file_size, char *why, size_
 		} else {
 			snprintf(reason, sizeof(reason), "both copies of its header are bad");
 		}
-		if (ret == 0 && base + (uint64_t)c->hdr.nblocks * OD_BLOCK_SIZE > file_size) {
+		if (ret == 0 && at + (uint64_t)c->hdr.nblocks * OD_BLOCK_SIZE > st->size) {
 			snprintf(reason, sizeof(reason), "image truncated: %llu bytes, chunk ends at %llu",
-				 (unsigned long long)file_size,
-				 (unsigned long long)(base + (uint64_t)c->hdr.nblocks * OD_BLOCK_SIZE));
+				 (unsigned long long)st->size,
+				 (unsigned long long)(at + (uint64_t)c->hdr.nblocks * OD_BLOCK_SIZE));
 			ret = -EUCLEAN;
 		}
 		if (ret < 0) {
@@ -328,10 +356,14 @@ static int open_chunks(struct fs_volume *v, uint64_t file_size, char *why, size_
 		c->half = c->hdr.nblocks / 2;
 		if (healed)
 			c->header_dirty = 1;
-		ret = store_file_region(v->fd, base, (uint64_t)c->hdr.nblocks * OD_BLOCK_SIZE,
-					&c->store);
-		if (ret < 0)
-			return ret;
+		if (src->whole) {
+			ret = store_file_region(src->fd, base,
+						(uint64_t)c->hdr.nblocks * OD_BLOCK_SIZE, &c->store);
+			if (ret < 0)
+				return ret;
+		}
+		if (c->hdr.txid > v->txid)
+			v->txid = c->hdr.txid;
 		base += (uint64_t)c->hdr.nblocks * OD_BLOCK_SIZE;
 	}
 	return 0;
@@ -357,9 +389,37 @@ static void vol_free(struct fs_volume *v)
 	free(v);
 }
 
-int fs_open_ex(const char *path, int flags, struct fs_volume **out, char *why, size_t whylen)
+static struct fs_volume *vol_alloc(int flags)
 {
 	struct fs_volume *v = calloc(1, sizeof(*v));
+
+	if (!v)
+		return NULL;
+	pthread_mutex_init(&v->lock, NULL);
+	v->fd = -1;
+	v->rdonly = !!(flags & FS_OPEN_RDONLY);
+	return v;
+}
+
+static int vol_open_source(struct fs_volume *v, struct vol_source *src, struct fs_volume **out,
+			   char *why, size_t whylen)
+{
+	int ret = cache_init(v, DEFAULT_CACHE_LIMIT);
+
+	if (ret == 0)
+		ret = open_chunks(v, src, why, whylen);
+	if (ret < 0) {
+		vol_free(v);
+		return ret;
+	}
+	*out = v;
+	return 0;
+}
+
+int fs_open_ex(const char *path, int flags, struct fs_volume **out, char *why, size_t whylen)
+{
+	struct fs_volume *v = vol_alloc(flags);
+	struct vol_source src = { 0 };
 	uint64_t size;
 	int is_blk, ret;
 
@@ -367,27 +427,44 @@ int fs_open_ex(const char *path, int flags, struct fs_volume **out, char *why, s
 		why[0] = '\0';
 	if (!v)
 		return -ENOMEM;
-	pthread_mutex_init(&v->lock, NULL);
-	v->rdonly = !!(flags & FS_OPEN_RDONLY);
 	v->fd = open(path, (v->rdonly ? O_RDONLY : O_RDWR) | O_CLOEXEC);
 	if (v->fd < 0) {
 		ret = -errno;
-		set_why(why, whylen, "%s: cannot open%.0llu%.0llu", path, 0, 0);
-		goto fail;
+		if (why && whylen)
+			snprintf(why, whylen, "%s: %s", path, strerror(-ret));
+		vol_free(v);
+		return ret;
 	}
 	ret = device_size(v->fd, &size, &is_blk);
-	if (ret < 0)
-		goto fail;
-	ret = cache_init(v, DEFAULT_CACHE_LIMIT);
-	if (ret < 0)
-		goto fail;
-	ret = open_chunks(v, size, why, whylen);
-	if (ret < 0)
-		goto fail;
-	*out = v;
-	return 0;
-fail:
-	vol_free(v);
+	if (ret == 0)
+		ret = store_file_region(v->fd, 0, size, &src.whole);
+	if (ret < 0) {
+		vol_free(v);
+		return ret;
+	}
+	src.fd = v->fd;
+	ret = vol_open_source(v, &src, out, why, whylen);
+	store_close(src.whole);
+	return ret;
+}
+
+int fs_open_stores(struct chunk_store **stores, uint32_t n, int flags, struct fs_volume **out,
+		   char *why, size_t whylen)
+{
+	struct fs_volume *v = vol_alloc(flags);
+	struct vol_source src = { .stores = stores, .nstores = n };
+	int ret;
+
+	if (why && whylen)
+		why[0] = '\0';
+	if (!v)
+		return -ENOMEM;
+	if (n == 0) {
+		vol_free(v);
+		return -EINVAL;
+	}
+	ret = vol_open_source(v, &src, out, why, whylen);
+	/* Stores the volume did not take over are the caller's again. */
 	return ret;
 }
 
