@@ -1,6 +1,7 @@
 /* The block cache of metadata units: lookup by (chunk, block), LRU eviction
- * within a memory bound, verified reads that heal a bad copy from its mirror,
- * and write-back of dirty units to both copies. */
+ * within a memory bound, and verified reads that take the copy holding the
+ * last committed version and heal a bad copy from the other. Writing dirty
+ * units out is the transaction's job (txn.c). */
 #include "config.h"
 
 #include <errno.h>
@@ -111,6 +112,7 @@ static int buf_insert(struct chunk *c, uint32_t block, uint32_t units, struct bu
 	b->block = block;
 	b->units = units;
 	b->refs = 1;
+	b->heal_copy = -1;
 	h = hash_of(c->index, block, v->hash_size);
 	b->hnext = v->hash[h];
 	v->hash[h] = b;
@@ -134,7 +136,7 @@ int buf_read(struct chunk *c, uint32_t block, uint32_t units, struct buf **out)
 {
 	size_t len = (size_t)units * OD_BLOCK_SIZE;
 	struct buf *b = cache_find(c, block);
-	int ret;
+	int first, ret;
 
 	if (b) {
 		if (b->units != units)
@@ -152,16 +154,24 @@ int buf_read(struct chunk *c, uint32_t block, uint32_t units, struct buf **out)
 	ret = buf_insert(c, block, units, &b);
 	if (ret < 0)
 		return ret;
-	ret = store_pread(c->store, b->data, len, (uint64_t)block * OD_BLOCK_SIZE);
+	first = txn_current_copy(c, block);
+	ret = store_pread(c->store, b->data, len,
+			  (uint64_t)(first ? chunk_mirror(c, block) : block) * OD_BLOCK_SIZE);
 	if (ret == 0 && unit_matches(c, b->data, block, units))
 		goto ok;
-	if (c->hdr.flags & OD_CHF_SINGLE_COPY)
+	/* The other copy is an older version while the last transaction's
+	 * catch-up is pending: it must not be taken for the current one. */
+	if ((c->hdr.flags & OD_CHF_SINGLE_COPY) || first)
 		goto bad;
+	for (uint32_t i = 0; i < c->nlast; i++)
+		if (c->last[i].block == block)
+			goto bad;
 	/* The first copy is unreadable or fails its checksum: try the mirror,
 	 * and if it is good, write it back over the bad one at the next sync. */
 	ret = store_pread(c->store, b->data, len, (uint64_t)chunk_mirror(c, block) * OD_BLOCK_SIZE);
 	if (ret == 0 && unit_matches(c, b->data, block, units)) {
 		c->healed++;
+		b->heal_copy = 0;
 		buf_dirty(b);
 		goto ok;
 	}
@@ -175,6 +185,11 @@ bad:
 ok:
 	*out = b;
 	return 0;
+}
+
+struct buf *buf_peek(struct chunk *c, uint32_t block)
+{
+	return cache_find(c, block);
 }
 
 int buf_fresh(struct chunk *c, uint32_t block, uint32_t units, uint16_t type, uint64_t owner,
@@ -191,15 +206,22 @@ int buf_fresh(struct chunk *c, uint32_t block, uint32_t units, uint16_t type, ui
 	struct buf *b = cache_find(c, block);
 	int ret;
 
-	if (b) {
-		/* A unit freed and reused within one sync interval. */
-		if (b->refs)
-			return -EUCLEAN;
-		buf_destroy(c->vol, b);
+	if (b && b->units == units) {
+		/* Rewritten whole (a header, a bitmap block), or a unit freed
+		 * and reused: the buffer is taken over. */
+		b->refs++;
+	} else {
+		if (b) {
+			if (b->refs)
+				return -EUCLEAN;
+			if (b->dirty)
+				c->vol->ndirty--;
+			buf_destroy(c->vol, b);
+		}
+		ret = buf_insert(c, block, units, &b);
+		if (ret < 0)
+			return ret;
 	}
-	ret = buf_insert(c, block, units, &b);
-	if (ret < 0)
-		return ret;
 	memset(b->data, 0, (size_t)units * OD_BLOCK_SIZE);
 	od_put_mb_header(b->data, &h);
 	buf_dirty(b);
@@ -209,9 +231,17 @@ int buf_fresh(struct chunk *c, uint32_t block, uint32_t units, uint16_t type, ui
 
 void buf_dirty(struct buf *b)
 {
+	struct chunk *c = b->c;
+
 	if (!b->dirty) {
 		b->dirty = 1;
-		b->c->vol->ndirty++;
+		c->vol->ndirty++;
+	}
+	/* The first change since a clean close marks the chunk dirty, in the
+	 * same transaction as the change. */
+	if (c->hdr.state == OD_STATE_CLEAN) {
+		c->hdr.state = OD_STATE_DIRTY;
+		c->header_dirty = 1;
 	}
 }
 
@@ -226,6 +256,7 @@ void buf_forget(struct chunk *c, uint32_t block)
 {
 	struct buf *b = cache_find(c, block);
 
+	txn_forget(c, block);
 	if (!b)
 		return;
 	if (b->dirty)
@@ -233,50 +264,4 @@ void buf_forget(struct chunk *c, uint32_t block)
 	b->dirty = 0;
 	if (b->refs == 0)
 		buf_destroy(c->vol, b);
-}
-
-static int write_unit(struct buf *b, uint32_t block)
-{
-	return store_pwrite(b->c->store, b->data, (size_t)b->units * OD_BLOCK_SIZE,
-			    (uint64_t)block * OD_BLOCK_SIZE);
-}
-
-/* Write every dirty unit: all first copies, a flush, then all mirrors.
- * (The transaction protocol with dirty lists replaces this ordering.) */
-int cache_write_dirty(struct fs_volume *v)
-{
-	struct buf *b;
-	int ret = 0;
-
-	if (v->ndirty == 0)
-		return 0;
-	v->txid++;
-	for (b = v->lru.lru_next; b != &v->lru; b = b->lru_next) {
-		struct od_mb_header h;
-		if (!b->dirty)
-			continue;
-		od_get_mb_header(b->data, &h);
-		h.txid = v->txid;
-		od_put_mb_header(b->data, &h);
-		od_seal(b->data, (size_t)b->units * OD_BLOCK_SIZE);
-		ret = write_unit(b, b->block);
-		if (ret < 0)
-			return ret;
-	}
-	ret = vol_flush(v);
-	if (ret < 0)
-		return ret;
-	for (b = v->lru.lru_next; b != &v->lru; b = b->lru_next) {
-		if (!b->dirty)
-			continue;
-		if (!(b->c->hdr.flags & OD_CHF_SINGLE_COPY)) {
-			ret = write_unit(b, chunk_mirror(b->c, b->block));
-			if (ret < 0)
-				return ret;
-		}
-		b->dirty = 0;
-	}
-	v->ndirty = 0;
-	cache_shrink(v);
-	return 0;
 }

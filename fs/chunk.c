@@ -114,10 +114,30 @@ static void bitmap_set(struct chunk *c, uint32_t block, int used)
 	c->bitmap_dirty[block / BITS_PER_BITMAP_BLOCK] = 1;
 }
 
+/* Freed blocks stay reserved until the transaction freeing them commits:
+ * reused earlier, a crash that rolls the free back would find them
+ * overwritten. */
+static int block_busy(const struct chunk *c, uint32_t b)
+{
+	return bitmap_test(c, b) || ((c->reserved[b >> 3] >> (b & 7)) & 1);
+}
+
+void chunk_commit_frees(struct chunk *c)
+{
+	if (c->any_reserved)
+		memset(c->reserved, 0, (size_t)c->hdr.bitmap_blocks * OD_MB_PAYLOAD);
+	c->any_reserved = 0;
+}
+
 static void mark_range(struct chunk *c, uint32_t start, uint32_t len, int used)
 {
-	for (uint32_t b = start; b < start + len; b++)
+	for (uint32_t b = start; b < start + len; b++) {
 		bitmap_set(c, b, used);
+		if (!used)
+			c->reserved[b >> 3] |= (uint8_t)(1u << (b & 7));
+	}
+	if (!used && len)
+		c->any_reserved = 1;
 	if (used)
 		c->hdr.free_blocks -= len;
 	else
@@ -131,8 +151,9 @@ static int load_bitmap(struct chunk *c)
 	size_t bytes = (size_t)h->bitmap_blocks * OD_MB_PAYLOAD;
 
 	c->bitmap = calloc(1, bytes);
+	c->reserved = calloc(1, bytes);
 	c->bitmap_dirty = calloc(h->bitmap_blocks, 1);
-	if (!c->bitmap || !c->bitmap_dirty)
+	if (!c->bitmap || !c->reserved || !c->bitmap_dirty)
 		return -ENOMEM;
 	if (h->flags & OD_CHF_BITMAP_UNINIT) {
 		/* Never written: the fixed metadata of both halves is used,
@@ -141,6 +162,7 @@ static int load_bitmap(struct chunk *c)
 			bitmap_set(c, b, 1);
 			bitmap_set(c, chunk_mirror(c, b), 1);
 		}
+		memset(c->bitmap_dirty, 1, h->bitmap_blocks); /* every block: none exists yet */
 		c->hdr.flags &= ~OD_CHF_BITMAP_UNINIT;
 		c->header_dirty = 1;
 		return 0;
@@ -218,10 +240,11 @@ int chunk_load(struct chunk *c)
 		ret = load_free_lists(c);
 	if (ret < 0) {
 		free(c->bitmap);
+		free(c->reserved);
 		free(c->bitmap_dirty);
 		free(c->free_map);
 		free(c->free_slots);
-		c->bitmap = c->bitmap_dirty = NULL;
+		c->bitmap = c->bitmap_dirty = c->reserved = NULL;
 		c->free_map = c->free_slots = NULL;
 		c->nfree_map = c->cap_free_map = c->nfree_slots = c->cap_free_slots = 0;
 		return ret;
@@ -234,11 +257,16 @@ int chunk_load(struct chunk *c)
 
 int chunk_write_header(struct chunk *c)
 {
+	uint32_t state = c->hdr.state; /* buf_fresh() would mark it dirty */
 	struct buf *b;
 	int ret = buf_fresh(c, 0, 1, OD_MB_CHUNK_HEADER, 0, &b);
 
 	if (ret < 0)
 		return ret;
+	c->hdr.state = state;
+	if (c->header_heal >= 0)
+		b->heal_copy = c->header_heal;
+	c->header_heal = -1;
 	od_put_chunk_header(b->data, &c->hdr);
 	buf_put(b);
 	c->header_dirty = 0;
@@ -292,10 +320,10 @@ int alloc_data(struct chunk *c, uint32_t goal, uint32_t want, uint32_t *start, u
 	for (uint32_t i = 0; i < n; i++) {
 		uint32_t b = (goal + i) % n;
 		uint32_t len = 0;
-		if (!data_usable(c, b) || bitmap_test(c, b))
+		if (!data_usable(c, b) || block_busy(c, b))
 			continue;
 		while (len < want && b + len < n && data_usable(c, b + len) &&
-		       !bitmap_test(c, b + len))
+		       !block_busy(c, b + len))
 			len++;
 		mark_range(c, b, len, 1);
 		*start = b;
@@ -319,7 +347,7 @@ int alloc_meta(struct chunk *c, uint32_t units, uint32_t *start)
 		uint32_t b = lo + (c->alloc_hint_meta - lo + i) % (hi - lo + 1);
 		uint32_t k;
 		for (k = 0; k < units; k++)
-			if (bitmap_test(c, b + k) || bitmap_test(c, chunk_mirror(c, b + k)))
+			if (block_busy(c, b + k) || block_busy(c, chunk_mirror(c, b + k)))
 				break;
 		if (k < units)
 			continue;

@@ -138,7 +138,26 @@ struct fs_dirent {
 };
 typedef int (*fs_readdir_fn)(void *ctx, const struct fs_dirent *ent);
 
+/* What recovery at open did (txn.c). */
+struct fs_recovery_stats {
+	uint64_t newest_txid;   /* the last transaction found in a dirty list */
+	int committed;          /* it had committed (rolled forward), or not (back) */
+	uint32_t lists_read;
+	uint32_t units_copied;  /* metadata copies rewritten */
+	uint32_t damaged;       /* units whose surviving copy failed its checksum */
+};
+
+/* Health counters of an open volume. */
+struct fs_counters {
+	uint64_t txid;               /* last committed transaction */
+	uint64_t healed;             /* reads that found one bad copy and rewrote it */
+	uint64_t unreadable;         /* reads that found both copies bad */
+	uint32_t chunks_needing_repair;
+	struct fs_recovery_stats recovery;
+};
+
 /* volume.c */
+int fs_get_counters(struct fs_volume *vol, struct fs_counters *out);
 int fs_mkfs(const char *path, const struct fs_mkfs_opts *opts);
 int fs_open(const char *path, int flags, struct fs_volume **out);
 /* fs_open, and on failure a sentence saying what is wrong in why[]. */

@@ -27,8 +27,16 @@ struct buf {
 	uint8_t *data;
 	int dirty;
 	int refs;
+	int heal_copy;                /* -1, or the copy found bad: the next write goes there */
 	struct buf *hnext;            /* hash chain */
 	struct buf *lru_prev, *lru_next;
+};
+
+/* A unit whose two copies differ: the last transaction wrote copy "copy". */
+struct dl_entry {
+	uint32_t block;
+	uint16_t units;
+	uint8_t copy;
 };
 
 struct chunk {
@@ -38,18 +46,25 @@ struct chunk {
 	struct od_chunk_header hdr;
 	uint32_t half;                /* nblocks / 2: mirror distance */
 	int header_dirty;
+	int header_heal;              /* -1, or the header copy found bad */
 	int offline;
 
 	/* Allocation state, loaded on first use. */
 	int loaded;
 	uint8_t *bitmap;              /* 1 bit per block, 1 = used */
 	uint8_t *bitmap_dirty;        /* 1 byte per bitmap block */
+	uint8_t *reserved;            /* freed since the last commit: not reusable yet */
+	int any_reserved;
 	uint32_t alloc_hint_meta;
 	uint32_t alloc_hint_data;
 	uint32_t *free_map;           /* free map indices below the watermark */
 	uint32_t nfree_map, cap_free_map;
 	uint32_t *free_slots;         /* free inode-area slots below the watermark */
 	uint32_t nfree_slots, cap_free_slots;
+
+	/* Units written by the last transaction here, sorted by block. */
+	struct dl_entry *last;
+	uint32_t nlast;
 
 	/* Counters (self-healing reads and the like). */
 	uint64_t healed;
@@ -75,6 +90,7 @@ struct fs_volume {
 	uint64_t cache_bytes;
 	uint64_t cache_limit;
 	uint32_t ndirty;
+	struct fs_recovery_stats recovery;
 };
 
 /* A loaded inode: where it lives and its decoded form. */
@@ -105,7 +121,14 @@ int buf_fresh(struct chunk *c, uint32_t block, uint32_t units, uint16_t type, ui
 void buf_dirty(struct buf *b);
 void buf_put(struct buf *b);
 void buf_forget(struct chunk *c, uint32_t block);
-int cache_write_dirty(struct fs_volume *v);
+/* The cached unit at block, without taking a reference, or NULL. */
+struct buf *buf_peek(struct chunk *c, uint32_t block);
+
+/* txn.c */
+int txn_commit(struct fs_volume *v);
+int txn_recover(struct fs_volume *v, struct fs_recovery_stats *st);
+int txn_current_copy(const struct chunk *c, uint32_t block);
+void txn_forget(struct chunk *c, uint32_t block);
 
 /* chunk.c */
 int chunk_load(struct chunk *c);
@@ -121,6 +144,8 @@ int alloc_meta(struct chunk *c, uint32_t units, uint32_t *start);
 void free_blocks(struct chunk *c, uint32_t start, uint32_t len);
 void free_meta(struct chunk *c, uint32_t start, uint32_t units);
 uint32_t chunk_free_blocks(const struct chunk *c);
+/* After a commit: blocks freed by it may be allocated again. */
+void chunk_commit_frees(struct chunk *c);
 
 /* map.c (handles/): stable number <-> location */
 int map_alloc(struct chunk *home, struct od_loc loc, uint64_t *stable, uint32_t *gen);
@@ -201,6 +226,8 @@ void vol_unlock(struct fs_volume *v);
 int vol_flush(struct fs_volume *v);
 /* Write every change out and make it durable (the volume lock held). */
 int vol_sync(struct fs_volume *v, int closing);
+/* After -ENOSPC: 1 if committing made freed blocks available (retry). */
+int vol_enospc_retry(struct fs_volume *v);
 struct chunk *vol_pick_chunk(struct fs_volume *v, struct chunk *prefer, int kind_hint,
 			     int need_inode, const uint8_t *exclude);
 void fs_now(int64_t *sec, uint32_t *nsec);

@@ -312,3 +312,33 @@ uint32_t od_dirent_used(const uint8_t *b, const struct od_dirent *d)
 		return name;
 	return name + OD_INODE_SIZE + od_align8(get32(b + name + 132));
 }
+
+void od_put_dl_head(uint8_t *b, const struct od_dl_head *h)
+{
+	put32(b + 0, h->nblocks);
+	put32(b + 4, h->nentries);
+	put32(b + 8, h->nparts);
+	put32(b + 12, 0);
+}
+
+void od_get_dl_head(const uint8_t *b, struct od_dl_head *h)
+{
+	h->nblocks = get32(b + 0);
+	h->nentries = get32(b + 4);
+	h->nparts = get32(b + 8);
+}
+
+void od_put_dl_entry(uint8_t *b, const struct od_dl_entry *e)
+{
+	put32(b + 0, e->block);
+	put16(b + 4, e->units);
+	b[6] = e->copy;
+	b[7] = 0;
+}
+
+void od_get_dl_entry(const uint8_t *b, struct od_dl_entry *e)
+{
+	e->block = get32(b + 0);
+	e->units = get16(b + 4);
+	e->copy = b[6];
+}

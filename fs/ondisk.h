@@ -63,7 +63,7 @@ enum od_chunk_state {
 #define OD_FEATURE_INCOMPAT_SUPP 0u
 #define OD_FEATURE_RO_COMPAT_SUPP 0u
 
-#define OD_DIRTY_LIST_BLOCKS 4u
+#define OD_DIRTY_LIST_BLOCKS 16u
 #define OD_DEFAULT_DIR_UNIT 4u /* blocks per directory unit: 16 KiB */
 
 struct od_chunk_header {
@@ -195,6 +195,19 @@ static inline uint32_t od_dirent_size(uint32_t name_len, int embedded, uint32_t 
 	return n;
 }
 
+/* Dirty lists: the first block's payload starts with this head, then
+ * 8-byte entries; later blocks hold entries only. */
+struct od_dl_head {
+	uint32_t nblocks;   /* blocks of this list */
+	uint32_t nentries;
+	uint32_t nparts;    /* chunks taking part in the transaction */
+};
+struct od_dl_entry {
+	uint32_t block;     /* first block of the unit (primary numbering) */
+	uint16_t units;     /* its length in blocks */
+	uint8_t copy;       /* the copy the transaction writes: 0 first, 1 mirror */
+};
+
 /* ondisk.c */
 void od_put_mb_header(uint8_t *buf, const struct od_mb_header *h);
 void od_get_mb_header(const uint8_t *buf, struct od_mb_header *h);
@@ -213,5 +226,9 @@ void od_put_dirent(uint8_t *buf, const struct od_dirent *d);
 void od_get_dirent(const uint8_t *buf, struct od_dirent *d);
 /* Bytes the entry at buf really uses (its rec_len may cover slack too). */
 uint32_t od_dirent_used(const uint8_t *buf, const struct od_dirent *d);
+void od_put_dl_head(uint8_t *buf, const struct od_dl_head *h);
+void od_get_dl_head(const uint8_t *buf, struct od_dl_head *h);
+void od_put_dl_entry(uint8_t *buf, const struct od_dl_entry *e);
+void od_get_dl_entry(const uint8_t *buf, struct od_dl_entry *e);
 
 #endif

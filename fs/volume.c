@@ -253,7 +253,8 @@ static int header_copy(struct chunk_store *st, uint64_t off, uint32_t at_block,
 
 /* Read the chunk header at base: the newer of its two valid copies. The
  * mirror is found from the first copy's geometry, or, when that copy is
- * bad, by trying every possible chunk size (starting with guess). */
+ * bad, by trying every possible chunk size (starting with guess). *healed
+ * says which copy needs rewriting: 0 none, 1 the first, 2 the mirror. */
 static int read_header(struct chunk_store *st, uint64_t base, uint32_t guess_nblocks,
 		       struct od_chunk_header *h, int *healed)
 {
@@ -264,23 +265,25 @@ static int read_header(struct chunk_store *st, uint64_t base, uint32_t guess_nbl
 	*healed = 0;
 	if (ret == 0) {
 		uint32_t half = h->nblocks / 2;
+		if (h->flags & OD_CHF_SINGLE_COPY)
+			return 0; /* its mirror is never kept up to date */
 		if (header_copy(st, base + (uint64_t)half * OD_BLOCK_SIZE, half, &m, &t1) == 0) {
 			if (t1 > t0)
 				*h = m;
 		} else {
-			*healed = 1;
+			*healed = 2; /* the mirror is bad */
 		}
 		return 0;
 	}
-	*healed = 1;
+	*healed = 1; /* the first copy is bad */
 	if (guess_nblocks &&
 	    header_copy(st, base + (uint64_t)(guess_nblocks / 2) * OD_BLOCK_SIZE,
 			guess_nblocks / 2, h, &t1) == 0)
-		return 0;
+		return (h->flags & OD_CHF_SINGLE_COPY) ? -EUCLEAN : 0;
 	for (uint64_t half = OD_MIN_CHUNK_SIZE / 2; half <= OD_MAX_CHUNK_SIZE / 2; half <<= 1) {
 		uint32_t hb = (uint32_t)(half / OD_BLOCK_SIZE);
 		if (header_copy(st, base + half, hb, h, &t1) == 0)
-			return 0;
+			return (h->flags & OD_CHF_SINGLE_COPY) ? -EUCLEAN : 0;
 	}
 	return -EUCLEAN;
 }
@@ -329,11 +332,14 @@ static int open_chunks(struct fs_volume *v, struct vol_source *src, char *why, s
 		char reason[160];
 		c->vol = v;
 		c->index = i;
+		c->header_heal = -1;
 		if (!src->whole) {
 			c->store = st; /* the volume owns it from here on */
 			src->stores[i] = NULL;
 		}
 		ret = read_header(st, at, h0.nblocks, &c->hdr, &healed);
+		if (ret < 0)
+			healed = 0;
 		if (ret == 0 && memcmp(c->hdr.volume_uuid, h0.volume_uuid, 16) != 0) {
 			snprintf(reason, sizeof(reason), "belongs to another volume");
 			ret = -EUCLEAN;
@@ -348,14 +354,35 @@ static int open_chunks(struct fs_volume *v, struct vol_source *src, char *why, s
 				 (unsigned long long)(at + (uint64_t)c->hdr.nblocks * OD_BLOCK_SIZE));
 			ret = -EUCLEAN;
 		}
-		if (ret < 0) {
+		if (ret == 0 && (c->hdr.feature_ro_compat & ~OD_FEATURE_RO_COMPAT_SUPP) &&
+		    !v->rdonly) {
+			snprintf(reason, sizeof(reason),
+				 "unknown read-only features 0x%x: open it read-only",
+				 c->hdr.feature_ro_compat);
+			ret = -EROFS;
+		}
+		if (ret < 0 && (i == 0 || ret == -EPROTONOSUPPORT || ret == -EROFS)) {
 			if (why && whylen)
 				snprintf(why, whylen, "chunk %u: %s", i, reason);
-			return ret == -EPROTONOSUPPORT ? ret : -EUCLEAN;
+			return ret == -EPROTONOSUPPORT || ret == -EROFS ? ret : -EUCLEAN;
+		}
+		if (ret < 0) {
+			/* One damaged chunk does not take the volume down: it
+			 * is offline, with chunk 0's geometry, until repaired. */
+			size_t used = why ? strlen(why) : 0;
+			c->hdr = h0;
+			c->hdr.chunk_index = i;
+			c->hdr.state = OD_STATE_NEEDS_REPAIR;
+			c->offline = 1;
+			if (why && used + 1 < whylen)
+				snprintf(why + used, whylen - used, "%schunk %u offline: %s",
+					 used ? "; " : "", i, reason);
 		}
 		c->half = c->hdr.nblocks / 2;
-		if (healed)
+		if (healed) {
 			c->header_dirty = 1;
+			c->header_heal = healed - 1;
+		}
 		if (src->whole) {
 			ret = store_file_region(src->fd, base,
 						(uint64_t)c->hdr.nblocks * OD_BLOCK_SIZE, &c->store);
@@ -378,9 +405,11 @@ static void vol_free(struct fs_volume *v)
 		if (c->store)
 			store_close(c->store);
 		free(c->bitmap);
+		free(c->reserved);
 		free(c->bitmap_dirty);
 		free(c->free_map);
 		free(c->free_slots);
+		free(c->last);
 	}
 	free(v->chunks);
 	if (v->fd >= 0)
@@ -401,6 +430,28 @@ static struct fs_volume *vol_alloc(int flags)
 	return v;
 }
 
+/* Recovery: the dirty lists say which units the last transactions wrote;
+ * afterwards both copies of every unit agree, and the headers are read again
+ * (the newer copy may have been the one rolled back). */
+static int vol_recover(struct fs_volume *v)
+{
+	int ret = txn_recover(v, &v->recovery);
+
+	for (uint32_t i = 0; ret == 0 && i < v->nchunks && v->recovery.units_copied; i++) {
+		struct chunk *c = &v->chunks[i];
+		int healed;
+		if (c->offline)
+			continue;
+		ret = read_header(c->store, 0, c->hdr.nblocks, &c->hdr, &healed);
+		if (ret < 0) {
+			c->offline = 1;
+			c->hdr.state = OD_STATE_NEEDS_REPAIR;
+			ret = 0;
+		}
+	}
+	return ret;
+}
+
 static int vol_open_source(struct fs_volume *v, struct vol_source *src, struct fs_volume **out,
 			   char *why, size_t whylen)
 {
@@ -408,6 +459,8 @@ static int vol_open_source(struct fs_volume *v, struct vol_source *src, struct f
 
 	if (ret == 0)
 		ret = open_chunks(v, src, why, whylen);
+	if (ret == 0 && !v->rdonly)
+		ret = vol_recover(v);
 	if (ret < 0) {
 		vol_free(v);
 		return ret;
@@ -496,8 +549,6 @@ int vol_sync(struct fs_volume *v, int closing)
 		if (closing && c->hdr.state == OD_STATE_DIRTY) {
 			c->hdr.state = OD_STATE_CLEAN;
 			c->header_dirty = 1;
-		} else if (!closing && c->header_dirty && c->hdr.state == OD_STATE_CLEAN) {
-			c->hdr.state = OD_STATE_DIRTY;
 		}
 		if (c->header_dirty) {
 			c->hdr.txid = v->txid + 1;
@@ -512,10 +563,7 @@ int vol_sync(struct fs_volume *v, int closing)
 		if (ret < 0)
 			return ret;
 	}
-	ret = cache_write_dirty(v);
-	if (ret < 0)
-		return ret;
-	return vol_flush(v);
+	return txn_commit(v);
 }
 
 int fs_sync(struct fs_volume *v)
@@ -575,6 +623,31 @@ int fs_statfs(struct fs_volume *v, struct fs_statfs *out)
 	}
 	vol_unlock(v);
 	return 0;
+}
+
+int fs_get_counters(struct fs_volume *v, struct fs_counters *out)
+{
+	memset(out, 0, sizeof(*out));
+	vol_lock(v);
+	out->txid = v->txid;
+	out->recovery = v->recovery;
+	for (uint32_t i = 0; i < v->nchunks; i++) {
+		const struct chunk *c = &v->chunks[i];
+		out->healed += c->healed;
+		out->unreadable += c->bad_both;
+		out->chunks_needing_repair += c->offline || c->hdr.state == OD_STATE_NEEDS_REPAIR;
+	}
+	vol_unlock(v);
+	return 0;
+}
+
+int vol_enospc_retry(struct fs_volume *v)
+{
+	int any = 0;
+
+	for (uint32_t i = 0; i < v->nchunks; i++)
+		any |= v->chunks[i].any_reserved;
+	return any && vol_sync(v, 0) == 0;
 }
 
 void fs_volume_uuid(struct fs_volume *v, uint8_t uuid[16])

@@ -1,0 +1,494 @@
+/* Transactions over doubled metadata, and recovery. A sync is one
+ * transaction T over every chunk it touches:
+ *   1. each chunk's dirty list (area T % 2) names the units T writes and
+ *      which copy of each; every list, and all data written since the last
+ *      sync, is flushed;
+ *   2. T writes one copy of each unit: the copy that does not hold the last
+ *      committed version; a flush. T is committed when every written copy
+ *      of every participant verifies with txid T: there is no separate
+ *      commit record, so there is nothing to tear;
+ *   3. the other copies catch up in the next transaction (a unit written in
+ *      every transaction alternates copies and is never written twice).
+ * Recovery reads only the dirty lists and the units they name: the last
+ * transaction is rolled forward (written copy over the other) when it
+ * committed, back (other copy over the written one) when it did not. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+#define DL_ENTRY_SIZE 8u
+#define DL_FIRST_HEADER 16u /* nblocks, nentries, nparts, reserved */
+
+static uint32_t dl_capacity(const struct chunk *c)
+{
+	return (c->hdr.dirty_blocks * OD_MB_PAYLOAD - DL_FIRST_HEADER) / DL_ENTRY_SIZE;
+}
+
+static uint32_t dl_area(const struct chunk *c, uint64_t txid)
+{
+	return c->hdr.dirty_start + ((txid & 1) ? c->half : 0);
+}
+
+static uint64_t copy_offset(const struct chunk *c, uint32_t block, uint8_t copy)
+{
+	return (uint64_t)(copy ? chunk_mirror(c, block) : block) * OD_BLOCK_SIZE;
+}
+
+/* The copy of block holding its last committed version (0 or 1). */
+int txn_current_copy(const struct chunk *c, uint32_t block)
+{
+	uint32_t lo = 0, hi = c->nlast;
+
+	while (lo < hi) {
+		uint32_t mid = (lo + hi) / 2;
+		if (c->last[mid].block < block)
+			lo = mid + 1;
+		else if (c->last[mid].block > block)
+			hi = mid;
+		else
+			return c->last[mid].copy;
+	}
+	return 0;
+}
+
+static int cmp_entry(const void *a, const void *b)
+{
+	const struct dl_entry *x = a, *y = b;
+
+	return x->block < y->block ? -1 : x->block > y->block;
+}
+
+/* A unit that was freed: it must be neither caught up nor read as current. */
+void txn_forget(struct chunk *c, uint32_t block)
+{
+	for (uint32_t i = 0; i < c->nlast; i++)
+		if (c->last[i].block == block) {
+			memmove(&c->last[i], &c->last[i + 1], (c->nlast - i - 1) * sizeof(c->last[0]));
+			c->nlast--;
+			return;
+		}
+}
+
+/* --- the list of one transaction in one chunk ---------------------------- */
+
+struct pending {
+	struct buf *b;      /* the unit's content: a dirty buffer, or a catch-up copy */
+	int owned;          /* a catch-up buffer made here, freed after the sync */
+	uint8_t copy;       /* which copy this transaction writes */
+};
+
+struct chunk_txn {
+	struct chunk *c;
+	struct pending *p;
+	uint32_t n, cap;
+};
+
+static int pend_push(struct chunk_txn *ct, struct buf *b, int owned)
+{
+	if (ct->n == ct->cap) {
+		uint32_t ncap = ct->cap ? ct->cap * 2 : 64;
+		struct pending *np = realloc(ct->p, ncap * sizeof(*np));
+		if (!np)
+			return -ENOMEM;
+		ct->p = np;
+		ct->cap = ncap;
+	}
+	ct->p[ct->n].b = b;
+	ct->p[ct->n].owned = owned;
+	ct->p[ct->n].copy = (uint8_t)(1 - txn_current_copy(ct->c, b->block));
+	if (b->heal_copy >= 0)
+		ct->p[ct->n].copy = (uint8_t)b->heal_copy; /* rewrite the bad copy */
+	if (b->c->hdr.flags & OD_CHF_SINGLE_COPY)
+		ct->p[ct->n].copy = 0;
+	ct->n++;
+	return 0;
+}
+
+static int write_list(struct chunk_txn *ct, uint64_t txid, uint32_t nparts)
+{
+	struct chunk *c = ct->c;
+	uint32_t per_first = (OD_MB_PAYLOAD - DL_FIRST_HEADER) / DL_ENTRY_SIZE;
+	uint32_t per_block = OD_MB_PAYLOAD / DL_ENTRY_SIZE;
+	uint32_t nblocks = 1 + (ct->n > per_first ? (ct->n - per_first + per_block - 1) / per_block : 0);
+	uint32_t area = dl_area(c, txid), k = 0;
+	uint8_t blk[OD_BLOCK_SIZE];
+
+	if (ct->n > dl_capacity(c))
+		return -EFBIG;
+	for (uint32_t i = 0; i < nblocks; i++) {
+		struct od_mb_header h = {
+			.magic = OD_MB_MAGIC,
+			.type = OD_MB_DIRTY_LIST,
+			.units = 1,
+			.chunk = c->index,
+			.block = c->hdr.dirty_start + i,
+			.seq = i,
+			.txid = txid,
+		};
+		uint8_t *p = blk + OD_MB_HEADER_SIZE;
+		uint32_t room = i == 0 ? per_first : per_block;
+		int ret;
+
+		memset(blk, 0, sizeof(blk));
+		od_put_mb_header(blk, &h);
+		if (i == 0) {
+			struct od_dl_head dh = { .nblocks = nblocks, .nentries = ct->n,
+						 .nparts = nparts };
+			od_put_dl_head(p, &dh);
+			p += DL_FIRST_HEADER;
+		}
+		for (uint32_t j = 0; j < room && k < ct->n; j++, k++) {
+			struct od_dl_entry e = {
+				.block = ct->p[k].b->block,
+				.units = (uint16_t)ct->p[k].b->units,
+				.copy = ct->p[k].copy,
+			};
+			od_put_dl_entry(p + j * DL_ENTRY_SIZE, &e);
+		}
+		od_seal(blk, sizeof(blk));
+		ret = store_pwrite(c->store, blk, sizeof(blk), (uint64_t)(area + i) * OD_BLOCK_SIZE);
+		if (ret < 0)
+			return ret;
+	}
+	return 0;
+}
+
+/* The catch-up of units the last transaction wrote and this one does not:
+ * their current content, read from the cache or from the current copy. */
+static int add_catch_up(struct chunk_txn *ct)
+{
+	struct chunk *c = ct->c;
+
+	for (uint32_t i = 0; i < c->nlast; i++) {
+		const struct dl_entry *e = &c->last[i];
+		struct buf *b = buf_peek(c, e->block);
+		int ret;
+
+		if (b && b->dirty)
+			continue; /* written anyway */
+		if (!b) {
+			b = calloc(1, sizeof(*b));
+			if (!b)
+				return -ENOMEM;
+			b->c = c;
+			b->block = e->block;
+			b->units = e->units;
+			b->data = malloc((size_t)e->units * OD_BLOCK_SIZE);
+			ret = b->data ? store_pread(c->store, b->data, (size_t)e->units * OD_BLOCK_SIZE,
+						   copy_offset(c, e->block, e->copy))
+				      : -ENOMEM;
+			if (ret == 0 && od_verify(b->data, (size_t)e->units * OD_BLOCK_SIZE) < 0)
+				ret = -EIO;
+			if (ret == 0)
+				ret = pend_push(ct, b, 1);
+			if (ret < 0) {
+				free(b->data);
+				free(b);
+				return ret;
+			}
+			continue;
+		}
+		ret = pend_push(ct, b, 0);
+		if (ret < 0)
+			return ret;
+	}
+	return 0;
+}
+
+static void chunk_txn_release(struct chunk_txn *ct)
+{
+	for (uint32_t i = 0; i < ct->n; i++)
+		if (ct->p[i].owned) {
+			free(ct->p[i].b->data);
+			free(ct->p[i].b);
+		}
+	free(ct->p);
+}
+
+/* The new "last" of a chunk: the units whose two copies now differ, i.e.
+ * those this transaction changed (catch-ups are now equal on both). */
+static int set_last(struct chunk_txn *ct)
+{
+	struct chunk *c = ct->c;
+	uint32_t n = 0;
+
+	free(c->last);
+	c->last = NULL;
+	c->nlast = 0;
+	if (c->hdr.flags & OD_CHF_SINGLE_COPY)
+		return 0;
+	c->last = calloc(ct->n ? ct->n : 1, sizeof(*c->last));
+	if (!c->last)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < ct->n; i++) {
+		if (ct->p[i].owned || !ct->p[i].b->dirty)
+			continue;
+		c->last[n].block = ct->p[i].b->block;
+		c->last[n].units = (uint16_t)ct->p[i].b->units;
+		c->last[n].copy = ct->p[i].copy;
+		n++;
+	}
+	c->nlast = n;
+	qsort(c->last, n, sizeof(*c->last), cmp_entry);
+	return 0;
+}
+
+int txn_commit(struct fs_volume *v)
+{
+	struct chunk_txn *ct = calloc(v->nchunks, sizeof(*ct));
+	uint32_t nparts = 0;
+	uint64_t txid;
+	struct buf *b;
+	int ret = 0;
+
+	if (!ct)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < v->nchunks; i++)
+		ct[i].c = &v->chunks[i];
+	for (b = v->lru.lru_next; b != &v->lru && ret == 0; b = b->lru_next)
+		if (b->dirty)
+			ret = pend_push(&ct[b->c->index], b, 0);
+	for (uint32_t i = 0; i < v->nchunks && ret == 0; i++)
+		ret = add_catch_up(&ct[i]);
+	if (ret < 0)
+		goto out;
+	for (uint32_t i = 0; i < v->nchunks; i++)
+		nparts += ct[i].n > 0;
+	if (nparts == 0)
+		goto out;
+	txid = v->txid + 1;
+	/* 1: the lists, durable together with the data written before them. */
+	for (uint32_t i = 0; i < v->nchunks && ret == 0; i++)
+		if (ct[i].n && !(ct[i].c->hdr.flags & OD_CHF_SINGLE_COPY))
+			ret = write_list(&ct[i], txid, nparts);
+	if (ret == 0)
+		ret = vol_flush(v);
+	/* 2: one copy of every unit; durable, T is committed. */
+	for (uint32_t i = 0; i < v->nchunks && ret == 0; i++) {
+		struct chunk *c = ct[i].c;
+		for (uint32_t k = 0; k < ct[i].n && ret == 0; k++) {
+			struct pending *p = &ct[i].p[k];
+			size_t len = (size_t)p->b->units * OD_BLOCK_SIZE;
+			struct od_mb_header h;
+			od_get_mb_header(p->b->data, &h);
+			h.txid = txid;
+			od_put_mb_header(p->b->data, &h);
+			od_seal(p->b->data, len);
+			ret = store_pwrite(c->store, p->b->data, len,
+					   copy_offset(c, p->b->block, p->copy));
+		}
+	}
+	if (ret == 0)
+		ret = vol_flush(v);
+	if (ret < 0)
+		goto out;
+	v->txid = txid;
+	for (uint32_t i = 0; i < v->nchunks && ret == 0; i++)
+		if (ct[i].n)
+			ret = set_last(&ct[i]);
+	for (b = v->lru.lru_next; b != &v->lru; b = b->lru_next) {
+		b->dirty = 0;
+		b->heal_copy = -1;
+	}
+	v->ndirty = 0;
+	for (uint32_t i = 0; i < v->nchunks; i++)
+		chunk_commit_frees(&v->chunks[i]);
+out:
+	for (uint32_t i = 0; i < v->nchunks; i++)
+		chunk_txn_release(&ct[i]);
+	free(ct);
+	return ret;
+}
+
+/* --- recovery ------------------------------------------------------------ */
+
+struct dlist {
+	uint64_t txid;
+	uint32_t nparts;
+	uint32_t n;
+	struct od_dl_entry *e;
+};
+
+/* Read the list in one area; -ENOENT when it holds no valid list. */
+static int read_list(struct chunk *c, uint32_t area, struct dlist *out)
+{
+	uint8_t blk[OD_BLOCK_SIZE];
+	struct od_mb_header h;
+	struct od_dl_head dh;
+	uint32_t per_first = (OD_MB_PAYLOAD - DL_FIRST_HEADER) / DL_ENTRY_SIZE;
+	uint32_t per_block = OD_MB_PAYLOAD / DL_ENTRY_SIZE;
+	uint32_t k = 0;
+	int ret;
+
+	memset(out, 0, sizeof(*out));
+	ret = store_pread(c->store, blk, sizeof(blk), (uint64_t)area * OD_BLOCK_SIZE);
+	if (ret < 0)
+		return ret;
+	if (od_verify(blk, sizeof(blk)) < 0)
+		return -ENOENT;
+	od_get_mb_header(blk, &h);
+	od_get_dl_head(blk + OD_MB_HEADER_SIZE, &dh);
+	if (h.type != OD_MB_DIRTY_LIST || h.seq != 0 || dh.nblocks == 0 ||
+	    dh.nblocks > c->hdr.dirty_blocks || dh.nentries > dl_capacity(c))
+		return -ENOENT;
+	out->txid = h.txid;
+	out->nparts = dh.nparts;
+	out->e = calloc(dh.nentries ? dh.nentries : 1, sizeof(*out->e));
+	if (!out->e)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < dh.nblocks; i++) {
+		uint32_t room = i == 0 ? per_first : per_block;
+		const uint8_t *p = blk + OD_MB_HEADER_SIZE + (i == 0 ? DL_FIRST_HEADER : 0);
+		if (i > 0) {
+			ret = store_pread(c->store, blk, sizeof(blk),
+					  (uint64_t)(area + i) * OD_BLOCK_SIZE);
+			if (ret < 0)
+				goto bad;
+			od_get_mb_header(blk, &h);
+			if (od_verify(blk, sizeof(blk)) < 0 || h.type != OD_MB_DIRTY_LIST ||
+			    h.seq != i || h.txid != out->txid)
+				goto bad;
+		}
+		for (uint32_t j = 0; j < room && k < dh.nentries; j++, k++) {
+			od_get_dl_entry(p + j * DL_ENTRY_SIZE, &out->e[k]);
+			if (out->e[k].units == 0 || out->e[k].units > c->hdr.dir_unit ||
+			    out->e[k].copy > 1 || out->e[k].block + out->e[k].units > c->half)
+				goto bad;
+		}
+	}
+	out->n = dh.nentries;
+	return 0;
+bad:
+	free(out->e);
+	memset(out, 0, sizeof(*out));
+	return -ENOENT;
+}
+
+/* Does the written copy of e carry a complete unit of transaction txid? */
+static int copy_is(struct chunk *c, const struct od_dl_entry *e, uint8_t copy, uint64_t txid,
+		   uint8_t *buf)
+{
+	size_t len = (size_t)e->units * OD_BLOCK_SIZE;
+	struct od_mb_header h;
+
+	if (store_pread(c->store, buf, len, copy_offset(c, e->block, copy)) < 0)
+		return 0;
+	if (od_verify(buf, len) < 0)
+		return 0;
+	od_get_mb_header(buf, &h);
+	return h.chunk == c->index && h.block == e->block && (txid == 0 || h.txid == txid);
+}
+
+int txn_recover(struct fs_volume *v, struct fs_recovery_stats *st)
+{
+	struct dlist *dl = calloc(v->nchunks, sizeof(*dl));
+	uint8_t *had = calloc(v->nchunks, 1);
+	uint8_t *buf = malloc((size_t)OD_BLOCK_SIZE * 8);
+	uint64_t newest = 0;
+	uint32_t parts = 0, nparts = 0;
+	int committed = 1, ret = 0;
+
+	memset(st, 0, sizeof(*st));
+	if (!dl || !had || !buf) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	for (uint32_t i = 0; i < v->nchunks; i++) {
+		struct chunk *c = &v->chunks[i];
+		struct dlist a, b;
+		if ((c->hdr.flags & OD_CHF_SINGLE_COPY) || c->offline)
+			continue;
+		if ((ret = read_list(c, dl_area(c, 0), &a)) < 0 && ret != -ENOENT)
+			goto out;
+		if ((ret = read_list(c, dl_area(c, 1), &b)) < 0 && ret != -ENOENT)
+			goto out;
+		ret = 0;
+		/* Each area holds only txids of its parity. */
+		if (a.e && (a.txid & 1))
+			free(a.e), memset(&a, 0, sizeof(a));
+		if (b.e && !(b.txid & 1))
+			free(b.e), memset(&b, 0, sizeof(b));
+		if (a.e && (!b.e || a.txid > b.txid)) {
+			dl[i] = a;
+			free(b.e);
+		} else {
+			dl[i] = b;
+			free(a.e);
+		}
+		if (dl[i].e && dl[i].txid > newest)
+			newest = dl[i].txid;
+		had[i] = (a.e != NULL) | (b.e != NULL) << 1;
+		st->lists_read += (a.e != NULL) + (b.e != NULL);
+	}
+	/* Did the newest transaction commit in every chunk it touched? */
+	for (uint32_t i = 0; i < v->nchunks && newest; i++) {
+		struct chunk *c = &v->chunks[i];
+		if (!dl[i].e || dl[i].txid != newest)
+			continue;
+		parts++;
+		nparts = dl[i].nparts;
+		for (uint32_t k = 0; k < dl[i].n && committed; k++)
+			committed = copy_is(c, &dl[i].e[k], dl[i].e[k].copy, newest, buf);
+	}
+	/* A participant missing from the count is either one whose list never
+	 * became durable (then no copy was written anywhere: not committed) or
+	 * an offline chunk, which fsck repairs; the others decide. */
+	{
+		uint32_t offline = 0;
+		for (uint32_t i = 0; i < v->nchunks; i++)
+			offline += v->chunks[i].offline;
+		if (parts > nparts || parts + offline < nparts)
+			committed = 0;
+	}
+	st->newest_txid = newest;
+	st->committed = newest ? committed : 1;
+	for (uint32_t i = 0; i < v->nchunks; i++) {
+		struct chunk *c = &v->chunks[i];
+		int forward = !dl[i].e || dl[i].txid != newest || committed;
+		for (uint32_t k = 0; k < dl[i].n; k++) {
+			const struct od_dl_entry *e = &dl[i].e[k];
+			uint8_t from = forward ? e->copy : (uint8_t)(1 - e->copy);
+			uint8_t to = (uint8_t)(1 - from);
+			size_t len = (size_t)e->units * OD_BLOCK_SIZE;
+			if (!copy_is(c, e, from, 0, buf)) {
+				/* Rolling back a unit that never had an older
+				 * version (fresh in that transaction) is fine;
+				 * anything else is damage for fsck. */
+				if (forward) {
+					c->hdr.state = OD_STATE_NEEDS_REPAIR;
+					st->damaged++;
+				}
+				continue;
+			}
+			ret = store_pwrite(c->store, buf, len, copy_offset(c, e->block, to));
+			if (ret < 0)
+				goto out;
+			st->units_copied++;
+		}
+	}
+	if (st->units_copied && (ret = vol_flush(v)) < 0)
+		goto out;
+	/* Both copies agree now: the lists are spent. Left in place, a later
+	 * recovery would replay them against copies that have aged since. */
+	memset(buf, 0, OD_BLOCK_SIZE);
+	for (uint32_t i = 0; i < v->nchunks && ret == 0; i++)
+		for (uint32_t k = 0; k < 2 && ret == 0; k++)
+			if (had[i] & (1u << k))
+				ret = store_pwrite(v->chunks[i].store, buf, OD_BLOCK_SIZE,
+						   (uint64_t)dl_area(&v->chunks[i], k) * OD_BLOCK_SIZE);
+	if (ret == 0 && st->lists_read)
+		ret = vol_flush(v);
+	if (newest > v->txid)
+		v->txid = newest;
+out:
+	for (uint32_t i = 0; dl && i < v->nchunks; i++)
+		free(dl[i].e);
+	free(dl);
+	free(had);
+	free(buf);
+	return ret;
+}
