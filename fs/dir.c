@@ -333,18 +333,17 @@ int dir_remove_entry(struct fs_volume *v, struct iref *dir, const struct dirpos 
 	ret = entry_at(b, pos->off, &de);
 	if (ret < 0)
 		goto out;
+	/* The name, inode and inline data go with the entry: nothing of a
+	 * removed file stays readable in the unit. */
+	memset(b->data + pos->off, 0, de.rec_len);
 	if (prev) {
 		struct od_dirent pd;
 		od_get_dirent(b->data + prev, &pd);
 		pd.rec_len = (uint16_t)(pd.rec_len + de.rec_len);
 		od_put_dirent(b->data + prev, &pd);
-		memset(b->data + pos->off, 0, OD_DIRENT_HEADER);
 	} else {
-		de.kind = OD_DE_FREE;
-		de.stable = 0;
-		de.name_len = 0;
-		de.hash = 0;
-		od_put_dirent(b->data + pos->off, &de);
+		struct od_dirent fr = { .rec_len = de.rec_len, .kind = OD_DE_FREE };
+		od_put_dirent(b->data + pos->off, &fr);
 	}
 	buf_dirty(b);
 	empty = unit_is_empty(b);

@@ -639,6 +639,8 @@ int fs_write(struct fs_volume *v, const struct fs_cred *cred, struct fs_ino id, 
 		goto out;
 	}
 	ret = file_write(v, &r, offset, len, buf);
+	if (ret == -ENOSPC && vol_enospc_retry(v))
+		ret = file_write(v, &r, offset, len, buf);
 	if (ret < 0)
 		goto out;
 	if (len)

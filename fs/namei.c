@@ -231,6 +231,8 @@ static int new_object(struct fs_volume *v, const struct fs_cred *cred, struct fs
 		goto out;
 	}
 	ret = make_entry(v, cred, &dir, name, len, no, &r);
+	if (ret == -ENOSPC && vol_enospc_retry(v))
+		ret = make_entry(v, cred, &dir, name, len, no, &r);
 	if (ret < 0)
 		goto out;
 	if (S_ISDIR(no->mode))
