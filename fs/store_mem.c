@@ -1,0 +1,153 @@
+/* A chunk store held in memory: for tests, the crash-state harness (which
+ * logs every write and flush) and failure injection. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store_mem.h"
+
+struct mem_store {
+	struct chunk_store st;
+	uint8_t *bytes;
+	struct io_log *log;
+	uint32_t chunk;
+	int fail;
+};
+
+static struct mem_store *to_mem(struct chunk_store *st)
+{
+	return (struct mem_store *)st;
+}
+
+static int log_push(struct mem_store *m, enum io_kind kind, const void *buf, size_t len,
+		    uint64_t off)
+{
+	struct io_log *log = m->log;
+	struct io_rec *r;
+
+	if (!log || !log->enabled)
+		return 0;
+	if (log->n == log->cap) {
+		size_t ncap = log->cap ? log->cap * 2 : 1024;
+		struct io_rec *p = realloc(log->rec, ncap * sizeof(*p));
+		if (!p)
+			return -ENOMEM;
+		log->rec = p;
+		log->cap = ncap;
+	}
+	r = &log->rec[log->n];
+	memset(r, 0, sizeof(*r));
+	r->kind = kind;
+	r->chunk = m->chunk;
+	r->off = off;
+	r->len = len;
+	if (kind == IO_WRITE) {
+		r->data = malloc(len);
+		if (!r->data)
+			return -ENOMEM;
+		memcpy(r->data, buf, len);
+	}
+	log->n++;
+	return 0;
+}
+
+static int mem_pread(struct chunk_store *st, void *buf, size_t len, uint64_t off)
+{
+	struct mem_store *m = to_mem(st);
+
+	if (m->fail)
+		return -m->fail;
+	if (off > st->size || len > st->size - off)
+		return -EINVAL;
+	memcpy(buf, m->bytes + off, len);
+	return 0;
+}
+
+static int mem_pwrite(struct chunk_store *st, const void *buf, size_t len, uint64_t off)
+{
+	struct mem_store *m = to_mem(st);
+
+	if (m->fail)
+		return -m->fail;
+	if (off > st->size || len > st->size - off)
+		return -EINVAL;
+	memcpy(m->bytes + off, buf, len);
+	return log_push(m, IO_WRITE, buf, len, off);
+}
+
+static int mem_flush(struct chunk_store *st)
+{
+	struct mem_store *m = to_mem(st);
+
+	if (m->fail)
+		return -m->fail;
+	return log_push(m, IO_FLUSH, NULL, 0, 0);
+}
+
+static int mem_trim(struct chunk_store *st, size_t len, uint64_t off)
+{
+	if (off > st->size || len > st->size - off)
+		return -EINVAL;
+	return 0;
+}
+
+static void mem_close(struct chunk_store *st)
+{
+	struct mem_store *m = to_mem(st);
+
+	free(m->bytes);
+	free(m);
+}
+
+static const struct chunk_store_ops mem_ops = {
+	.pread = mem_pread,
+	.pwrite = mem_pwrite,
+	.flush = mem_flush,
+	.trim = mem_trim,
+	.close = mem_close,
+};
+
+int store_mem_new(uint64_t size, const void *init, struct chunk_store **out)
+{
+	struct mem_store *m = calloc(1, sizeof(*m));
+
+	if (!m)
+		return -ENOMEM;
+	m->bytes = init ? malloc(size) : calloc(1, size);
+	if (!m->bytes) {
+		free(m);
+		return -ENOMEM;
+	}
+	if (init)
+		memcpy(m->bytes, init, size);
+	m->st.ops = &mem_ops;
+	m->st.size = size;
+	*out = &m->st;
+	return 0;
+}
+
+uint8_t *store_mem_bytes(struct chunk_store *st)
+{
+	return to_mem(st)->bytes;
+}
+
+void store_mem_record(struct chunk_store *st, struct io_log *log, uint32_t chunk)
+{
+	to_mem(st)->log = log;
+	to_mem(st)->chunk = chunk;
+}
+
+void store_mem_fail(struct chunk_store *st, int err)
+{
+	to_mem(st)->fail = err;
+}
+
+void io_log_free(struct io_log *log)
+{
+	for (size_t i = 0; i < log->n; i++)
+		free(log->rec[i].data);
+	free(log->rec);
+	memset(log, 0, sizeof(*log));
+}

@@ -1,0 +1,42 @@
+/* A chunk store in memory, optionally recording every write and flush in a
+ * log shared by all chunks of a volume (the crash-state harness replays
+ * prefixes and subsets of it), and optionally failing I/O on demand. */
+#ifndef CHUNKFS_STORE_MEM_H
+#define CHUNKFS_STORE_MEM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "store.h"
+
+enum io_kind {
+	IO_WRITE = 1,
+	IO_FLUSH = 2,
+};
+
+struct io_rec {
+	enum io_kind kind;
+	uint32_t chunk;
+	uint64_t off;
+	size_t len;
+	uint8_t *data;  /* IO_WRITE: a copy of what was written */
+};
+
+struct io_log {
+	struct io_rec *rec;
+	size_t n, cap;
+	int enabled;
+};
+
+/* A zero-filled store of size bytes, or one holding a copy of init. */
+int store_mem_new(uint64_t size, const void *init, struct chunk_store **out);
+/* The store's bytes (valid until it is closed). */
+uint8_t *store_mem_bytes(struct chunk_store *st);
+/* Record this store's writes and flushes in log as chunk index. */
+void store_mem_record(struct chunk_store *st, struct io_log *log, uint32_t chunk);
+/* Fail every read and write from now on with err (0: stop failing). */
+void store_mem_fail(struct chunk_store *st, int err);
+
+void io_log_free(struct io_log *log);
+
+#endif
