@@ -98,6 +98,8 @@ int chunk_check_header(const struct od_chunk_header *h, uint32_t index, char *wh
 	return 0;
 }
 
+static uint32_t meta_zone_end(const struct chunk *c);
+
 int bitmap_test(const struct chunk *c, uint32_t block)
 {
 	return (c->bitmap[block >> 3] >> (block & 7)) & 1;
@@ -129,10 +131,21 @@ void chunk_commit_frees(struct chunk *c)
 	c->any_reserved = 0;
 }
 
+static int data_usable(const struct chunk *c, uint32_t b);
+static int in_meta_zone(const struct chunk *c, uint32_t b);
+
+/* Free blocks data can take without spoiling a metadata pair. */
+static int outside_zone(const struct chunk *c, uint32_t b)
+{
+	return data_usable(c, b) && !in_meta_zone(c, b);
+}
+
 static void mark_range(struct chunk *c, uint32_t start, uint32_t len, int used)
 {
 	for (uint32_t b = start; b < start + len; b++) {
 		bitmap_set(c, b, used);
+		if (outside_zone(c, b))
+			c->free_outside += used ? -1 : 1;
 		if (!used)
 			c->reserved[b >> 3] |= (uint8_t)(1u << (b & 7));
 	}
@@ -250,7 +263,10 @@ int chunk_load(struct chunk *c)
 		return ret;
 	}
 	c->alloc_hint_meta = c->hdr.data_start;
-	c->alloc_hint_data = c->half + c->hdr.data_start;
+	c->alloc_hint_data = meta_zone_end(c);
+	c->free_outside = 0;
+	for (uint32_t b = 0; b < c->hdr.nblocks; b++)
+		c->free_outside += outside_zone(c, b) && !bitmap_test(c, b);
 	c->loaded = 1;
 	return 0;
 }
@@ -299,39 +315,71 @@ uint32_t chunk_free_blocks(const struct chunk *c)
 }
 
 /* Blocks a data allocation may use: anything outside the fixed metadata of
- * either half. A free block in the lower half is also a potential metadata
- * primary; data prefers the upper half to keep those pairs available. */
+ * either half. */
 static int data_usable(const struct chunk *c, uint32_t b)
 {
 	return !(b < c->hdr.data_start) && !(b >= c->half && b < c->half + c->hdr.data_start);
 }
 
-int alloc_data(struct chunk *c, uint32_t goal, uint32_t want, uint32_t *start, uint32_t *got)
+/* A metadata unit needs a free block in the lower half AND its mirror, so
+ * a data block in either half spoils one pair. The metadata zone, the
+ * first part of each half after the fixed metadata, is therefore left to
+ * metadata while data fits elsewhere; its size follows the chunk's kind
+ * (small-file chunks are mostly directory units with inline data). */
+static uint32_t meta_zone_end(const struct chunk *c)
+{
+	uint32_t room = c->half - c->hdr.data_start;
+	uint32_t share = c->hdr.kind == FS_KIND_SMALL ? 2 : c->hdr.kind == FS_KIND_LARGE ? 16 : 4;
+
+	return c->hdr.data_start + room / share;
+}
+
+static int in_meta_zone(const struct chunk *c, uint32_t b)
+{
+	uint32_t off = b >= c->half ? b - c->half : b;
+
+	return off < meta_zone_end(c);
+}
+
+/* First fit from goal over the blocks data may take in this pass. */
+static int data_scan(struct chunk *c, uint32_t goal, uint32_t want, int zone, uint32_t *start,
+		     uint32_t *got)
 {
 	uint32_t n = c->hdr.nblocks;
+
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t b = (goal + i) % n;
+		uint32_t len = 0;
+		if (!data_usable(c, b) || in_meta_zone(c, b) != zone || block_busy(c, b))
+			continue;
+		while (len < want && b + len < n && data_usable(c, b + len) &&
+		       in_meta_zone(c, b + len) == zone && !block_busy(c, b + len))
+			len++;
+		mark_range(c, b, len, 1);
+		*start = b;
+		*got = len;
+		if (!zone)
+			c->alloc_hint_data = b + len < n ? b + len : c->half;
+		return 0;
+	}
+	return -ENOSPC;
+}
+
+int alloc_data(struct chunk *c, uint32_t goal, uint32_t want, int allow_zone, uint32_t *start,
+	       uint32_t *got)
+{
 	int ret = chunk_load(c);
 
 	if (ret < 0)
 		return ret;
 	if (want == 0 || c->hdr.free_blocks == 0)
 		return -ENOSPC;
-	if (goal == 0 || goal >= n || !data_usable(c, goal))
+	if (goal == 0 || goal >= c->hdr.nblocks || !data_usable(c, goal) || in_meta_zone(c, goal))
 		goal = c->alloc_hint_data;
-	for (uint32_t i = 0; i < n; i++) {
-		uint32_t b = (goal + i) % n;
-		uint32_t len = 0;
-		if (!data_usable(c, b) || block_busy(c, b))
-			continue;
-		while (len < want && b + len < n && data_usable(c, b + len) &&
-		       !block_busy(c, b + len))
-			len++;
-		mark_range(c, b, len, 1);
-		*start = b;
-		*got = len;
-		c->alloc_hint_data = b + len < n ? b + len : c->half;
-		return 0;
-	}
-	return -ENOSPC;
+	ret = data_scan(c, goal, want, 0, start, got);
+	if (ret == -ENOSPC && allow_zone)
+		ret = data_scan(c, c->hdr.data_start, want, 1, start, got);
+	return ret;
 }
 
 int alloc_meta(struct chunk *c, uint32_t units, uint32_t *start)

@@ -226,17 +226,14 @@ static uint64_t seg_last_lblk(const struct seg *s)
 	return s->el.n ? s->el.e[s->el.n - 1].lblk + s->el.e[s->el.n - 1].len : s->r.ino.cont_start;
 }
 
-/* A new continuation for blocks from lblk on, in the chunk with the most
- * room other than the last segment's. */
-static int chain_extend(struct fs_volume *v, struct fchain *fc, uint64_t lblk)
+/* A new continuation in chunk c for blocks from lblk on. */
+static int chain_extend(struct fs_volume *v, struct fchain *fc, uint64_t lblk, struct chunk *c)
 {
 	struct seg *last = &fc->s[fc->n - 1];
-	struct chunk *from = vol_chunk(v, last->r.loc.chunk);
-	struct chunk *c = vol_pick_chunk(v, from, FS_KIND_LARGE, 0, NULL);
 	struct iref r;
 	int ret;
 
-	if (!c || c == from || lblk < seg_last_lblk(last))
+	if (!c || lblk < seg_last_lblk(last))
 		return -ENOSPC;
 	memset(&r, 0, sizeof(r));
 	ret = slot_alloc(c, &r.loc);
@@ -265,6 +262,8 @@ static int chain_extend(struct fs_volume *v, struct fchain *fc, uint64_t lblk)
 /* Map [lblk, lblk + n) to blocks, allocating what is missing. */
 static int chain_alloc(struct fs_volume *v, struct fchain *fc, uint64_t lblk, uint64_t n)
 {
+	uint32_t extends = 0;
+
 	while (n) {
 		uint32_t si = seg_for(fc, lblk);
 		struct seg *s = &fc->s[si];
@@ -289,9 +288,28 @@ static int chain_alloc(struct fs_volume *v, struct fchain *fc, uint64_t lblk, ui
 			if (e->lblk + e->len <= lblk)
 				goal = e->pblk + e->len + (uint32_t)(lblk - (e->lblk + e->len));
 		}
-		ret = alloc_data(c, goal, (uint32_t)limit, &start, &got);
+		/* Where the file's last chunk is full outside its metadata
+		 * zone, it continues in a chunk with such room; the zone is
+		 * taken for data only when no chunk has any left. */
+		ret = alloc_data(c, goal, (uint32_t)limit, 0, &start, &got);
 		if (ret == -ENOSPC && si == fc->n - 1) {
-			ret = chain_extend(v, fc, lblk);
+			struct chunk *next = vol_pick_data_chunk(v, c);
+			/* (bounded: room that is only reserved frees makes no
+			 * progress) */
+			if (next && extends++ < v->nchunks && chain_extend(v, fc, lblk, next) == 0)
+				continue;
+		}
+		if (ret == -ENOSPC)
+			ret = alloc_data(c, goal, (uint32_t)limit, 1, &start, &got);
+		if (ret == -ENOSPC && si == fc->n - 1) {
+			uint8_t *exclude = calloc(v->nchunks, 1);
+			struct chunk *next;
+			if (!exclude)
+				return -ENOMEM;
+			exclude[c->index] = 1;
+			next = vol_pick_chunk(v, NULL, FS_KIND_LARGE, 0, exclude);
+			free(exclude);
+			ret = extends++ < 2 * v->nchunks ? chain_extend(v, fc, lblk, next) : -ENOSPC;
 			if (ret < 0)
 				return ret;
 			continue;

@@ -57,6 +57,7 @@ struct chunk {
 	int any_reserved;
 	uint32_t alloc_hint_meta;
 	uint32_t alloc_hint_data;
+	uint32_t free_outside;        /* free data blocks outside the metadata zone */
 	uint32_t *free_map;           /* free map indices below the watermark */
 	uint32_t nfree_map, cap_free_map;
 	uint32_t *free_slots;         /* free inode-area slots below the watermark */
@@ -137,8 +138,10 @@ int chunk_write_bitmap(struct chunk *c);
 void chunk_geometry(struct od_chunk_header *h, uint32_t nblocks, uint32_t bytes_per_inode);
 int chunk_check_header(const struct od_chunk_header *h, uint32_t index, char *why, size_t n);
 int bitmap_test(const struct chunk *c, uint32_t block);
-/* Allocate len contiguous data blocks near goal (or fewer: *got). */
-int alloc_data(struct chunk *c, uint32_t goal, uint32_t want, uint32_t *start, uint32_t *got);
+/* Allocate up to want contiguous data blocks near goal (*got of them);
+ * the metadata zone only with allow_zone. */
+int alloc_data(struct chunk *c, uint32_t goal, uint32_t want, int allow_zone, uint32_t *start,
+	       uint32_t *got);
 /* Allocate one metadata unit of units blocks with its mirror. */
 int alloc_meta(struct chunk *c, uint32_t units, uint32_t *start);
 void free_blocks(struct chunk *c, uint32_t start, uint32_t len);
@@ -230,6 +233,8 @@ int vol_sync(struct fs_volume *v, int closing);
 int vol_enospc_retry(struct fs_volume *v);
 struct chunk *vol_pick_chunk(struct fs_volume *v, struct chunk *prefer, int kind_hint,
 			     int need_inode, const uint8_t *exclude);
+/* A chunk other than except with data room outside its metadata zone. */
+struct chunk *vol_pick_data_chunk(struct fs_volume *v, struct chunk *except);
 void fs_now(int64_t *sec, uint32_t *nsec);
 
 #endif

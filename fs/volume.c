@@ -695,3 +695,18 @@ struct chunk *vol_pick_chunk(struct fs_volume *v, struct chunk *prefer, int kind
 	}
 	return best;
 }
+
+struct chunk *vol_pick_data_chunk(struct fs_volume *v, struct chunk *except)
+{
+	struct chunk *best = NULL;
+
+	for (uint32_t i = 0; i < v->nchunks; i++) {
+		struct chunk *c = &v->chunks[i];
+		if (c == except || c->offline || chunk_load(c) < 0 || c->free_outside == 0)
+			continue;
+		if (!best || (c->hdr.kind == FS_KIND_LARGE) > (best->hdr.kind == FS_KIND_LARGE) ||
+		    c->free_outside > best->free_outside)
+			best = c;
+	}
+	return best;
+}
