@@ -250,6 +250,7 @@ place:
 		pos->unit.off = 0;
 		pos->off = where;
 		pos->de = de;
+		dindex_added(v, dir->ino.stable, pos);
 		ret = 0;
 	}
 out_put:
@@ -333,6 +334,11 @@ int dir_remove_entry(struct fs_volume *v, struct iref *dir, const struct dirpos 
 	ret = entry_at(b, pos->off, &de);
 	if (ret < 0)
 		goto out;
+	{
+		struct dirpos gone = *pos;
+		gone.de = de;
+		dindex_removed(v, dir->ino.stable, &gone);
+	}
 	/* The name, inode and inline data go with the entry: nothing of a
 	 * removed file stays readable in the unit. */
 	memset(b->data + pos->off, 0, de.rec_len);
@@ -450,12 +456,42 @@ static int find_fn(struct fs_volume *v, void *vctx, const struct dir_walk_ent *e
 	return 1;
 }
 
+int dir_entry_matches(struct fs_volume *v, const struct od_loc *unit, uint32_t off,
+		      const char *name, size_t len, struct dirpos *pos)
+{
+	struct chunk *c = vol_chunk(v, unit->chunk);
+	struct od_dirent de;
+	struct buf *b;
+	int ret;
+
+	if (!c)
+		return -EUCLEAN;
+	ret = buf_read(c, unit->block, c->hdr.dir_unit, &b);
+	if (ret < 0)
+		return ret;
+	ret = entry_at(b, off, &de);
+	if (ret == 0 && (de.kind == OD_DE_FREE || de.name_len != len ||
+			 memcmp(b->data + off + OD_DIRENT_HEADER, name, len) != 0))
+		ret = -ENOENT;
+	if (ret == 0) {
+		pos->unit = *unit;
+		pos->unit.off = 0;
+		pos->off = off;
+		pos->de = de;
+	}
+	buf_put(b);
+	return ret;
+}
+
 int dir_find(struct fs_volume *v, const struct iref *dir, const char *name, size_t len,
 	     struct dirpos *pos)
 {
 	struct find_ctx fc = { name, len, crc32c(0, name, len), pos };
-	int ret = dir_walk(v, dir, 0, find_fn, &fc);
+	int ret = dindex_find(v, dir, name, len, fc.hash, pos);
 
+	if (ret != -EAGAIN)
+		return ret;
+	ret = dir_walk(v, dir, 0, find_fn, &fc);
 	if (ret < 0)
 		return ret;
 	return ret == 1 ? 0 : -ENOENT;
@@ -515,6 +551,7 @@ int dir_free_all(struct fs_volume *v, struct iref *dir)
 	int first = 1, ret;
 	uint32_t hops = 0;
 
+	dindex_drop(v, dir->ino.stable);
 	for (;;) {
 		struct chunk *c = vol_chunk(v, part.loc.chunk);
 		struct od_loc next = part.ino.next;

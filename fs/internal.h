@@ -92,6 +92,7 @@ struct fs_volume {
 	uint64_t cache_limit;
 	uint32_t ndirty;
 	struct fs_recovery_stats recovery;
+	struct dindex_set *dindex;    /* name indexes of directories (dindex.c) */
 };
 
 /* A loaded inode: where it lives and its decoded form. */
@@ -211,6 +212,19 @@ int dir_set_inline(struct fs_volume *v, struct iref *r, const void *data, uint32
 int perm_check(const struct fs_cred *cred, const struct od_inode *ino, int mask);
 int dir_sticky_ok(const struct fs_cred *cred, const struct od_inode *dir,
 		  const struct od_inode *victim);
+
+/* Does the entry at off of unit carry name? 0 and *pos, or -ENOENT. */
+int dir_entry_matches(struct fs_volume *v, const struct od_loc *unit, uint32_t off,
+		      const char *name, size_t len, struct dirpos *pos);
+
+/* dindex.c: in-memory name indexes of directories */
+int dindex_init(struct fs_volume *v);
+void dindex_destroy(struct fs_volume *v);
+int dindex_find(struct fs_volume *v, const struct iref *dir, const char *name, size_t len,
+		uint32_t hash, struct dirpos *pos);
+void dindex_added(struct fs_volume *v, uint64_t dir, const struct dirpos *pos);
+void dindex_removed(struct fs_volume *v, uint64_t dir, const struct dirpos *pos);
+void dindex_drop(struct fs_volume *v, uint64_t dir);
 
 /* file.c */
 int file_truncate(struct fs_volume *v, struct iref *r, uint64_t size);

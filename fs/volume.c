@@ -398,6 +398,7 @@ static int open_chunks(struct fs_volume *v, struct vol_source *src, char *why, s
 
 static void vol_free(struct fs_volume *v)
 {
+	dindex_destroy(v);
 	if (v->hash)
 		cache_destroy(v);
 	for (uint32_t i = 0; v->chunks && i < v->nchunks; i++) {
@@ -457,6 +458,8 @@ static int vol_open_source(struct fs_volume *v, struct vol_source *src, struct f
 {
 	int ret = cache_init(v, DEFAULT_CACHE_LIMIT);
 
+	if (ret == 0)
+		ret = dindex_init(v);
 	if (ret == 0)
 		ret = open_chunks(v, src, why, whylen);
 	if (ret == 0 && !v->rdonly)
