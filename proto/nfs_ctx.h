@@ -1,0 +1,40 @@
+/* What an NFS or MOUNT procedure works with: the volume, the handle key,
+ * the caller's credentials after export squashing, the export's options,
+ * and an arena for the reply's memory. Procedure code (nfs3_proc.c,
+ * mount3_proc.c) sees decoded arguments and fills a result; it knows
+ * nothing of sockets or XDR streams. */
+#ifndef CHUNKFS_PROTO_NFS_CTX_H
+#define CHUNKFS_PROTO_NFS_CTX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fs/fs.h"
+#include "handles/fh.h"
+
+/* A bump allocator for one reply: everything a result points to (names,
+ * READDIR entries, READ data, handles) lives here and is freed at once
+ * after the reply is encoded. */
+struct arena {
+	struct arena_block *head;
+};
+
+void *arena_alloc(struct arena *a, size_t len);
+char *arena_strndup(struct arena *a, const char *s, size_t len);
+void arena_release(struct arena *a);
+
+struct nfs_ctx {
+	struct fs_volume *vol;
+	const struct hnd_fh_key *key;
+	struct fs_cred cred;       /* who asks, after root/all squashing */
+	int rdonly;                /* the export is read-only */
+	uint8_t write_verf[8];     /* changes whenever the server restarts */
+	uint32_t rtmax, wtmax;     /* FSINFO limits; READ/WRITE counts are clamped to them */
+	int needs_sync;            /* set by a modifying procedure: durable before the reply */
+	struct arena arena;
+	/* For MOUNT: the export root, the client's address (for DUMP). */
+	struct fs_ino export_root;
+	const char *client_name;
+};
+
+#endif
