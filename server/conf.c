@@ -1,0 +1,316 @@
+/* Parsing chunkfsd.conf: "key = value" lines and one "export PATH opts"
+ * line per export; every error names its line. */
+#include "config.h"
+
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/conf.h"
+
+void config_defaults(struct config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	snprintf(cfg->volume, sizeof(cfg->volume), "/var/lib/chunkfs/volume.img");
+	snprintf(cfg->listen, sizeof(cfg->listen), "127.0.0.1");
+	cfg->port = 2049;
+	cfg->workers = 4;
+	cfg->rpcbind = RPCBIND_AUTO;
+	cfg->max_conn_requests = 64;
+	cfg->max_requests = 1024;
+	cfg->max_io = 1u << 20;
+	cfg->cache_mb = 256;
+	cfg->log_level = LOG_LVL_INFO;
+}
+
+void config_free(struct config *cfg)
+{
+	for (int i = 0; i < cfg->nexports; i++)
+		free(cfg->exports[i].clients);
+	free(cfg->exports);
+	cfg->exports = NULL;
+	cfg->nexports = 0;
+}
+
+int config_parse_net(const char *s, struct client_net *out)
+{
+	char buf[128], *slash;
+	int maxbits;
+
+	if (strlen(s) >= sizeof(buf))
+		return -EINVAL;
+	strcpy(buf, s);
+	slash = strchr(buf, '/');
+	if (slash)
+		*slash = '\0';
+	memset(out, 0, sizeof(*out));
+	if (inet_pton(AF_INET, buf, out->addr) == 1) {
+		out->family = AF_INET;
+		maxbits = 32;
+	} else if (inet_pton(AF_INET6, buf, out->addr) == 1) {
+		out->family = AF_INET6;
+		maxbits = 128;
+	} else {
+		return -EINVAL;
+	}
+	out->prefix = maxbits;
+	if (slash) {
+		char *end;
+		long p = strtol(slash + 1, &end, 10);
+		if (*end || end == slash + 1 || p < 0 || p > maxbits)
+			return -EINVAL;
+		out->prefix = (int)p;
+	}
+	return 0;
+}
+
+static char *trim(char *s)
+{
+	char *e;
+
+	while (isspace((unsigned char)*s))
+		s++;
+	e = s + strlen(s);
+	while (e > s && isspace((unsigned char)e[-1]))
+		*--e = '\0';
+	return s;
+}
+
+static int parse_uint(const char *v, unsigned long max, unsigned long *out)
+{
+	char *end;
+	unsigned long x;
+
+	if (!*v || *v == '-')
+		return -EINVAL;
+	errno = 0;
+	x = strtoul(v, &end, 10);
+	if (errno || *end || x > max)
+		return -EINVAL;
+	*out = x;
+	return 0;
+}
+
+static int parse_bool(const char *v, int *out)
+{
+	if (!strcmp(v, "yes") || !strcmp(v, "true") || !strcmp(v, "1"))
+		*out = 1;
+	else if (!strcmp(v, "no") || !strcmp(v, "false") || !strcmp(v, "0"))
+		*out = 0;
+	else
+		return -EINVAL;
+	return 0;
+}
+
+/* "export PATH key=value ..." */
+static int parse_export(char *rest, struct config *cfg, char *err, size_t errlen)
+{
+	struct export e;
+	char *save = NULL, *tok = strtok_r(rest, " \t", &save);
+	struct export *ne;
+
+	memset(&e, 0, sizeof(e));
+	e.rw = 1;
+	e.squash = SQUASH_ROOT;
+	e.anonuid = e.anongid = 65534;
+	if (!tok || tok[0] != '/' || strlen(tok) >= sizeof(e.path)) {
+		snprintf(err, errlen, "export needs an absolute path");
+		return -EINVAL;
+	}
+	strcpy(e.path, tok);
+	while ((tok = strtok_r(NULL, " \t", &save))) {
+		char *eq = strchr(tok, '=');
+		const char *k = tok, *v;
+		unsigned long n;
+		if (!eq) {
+			snprintf(err, errlen, "export option '%s' is not key=value", tok);
+			goto fail;
+		}
+		*eq = '\0';
+		v = eq + 1;
+		if (!strcmp(k, "clients")) {
+			char *s2 = NULL, *item, *list = (char *)v;
+			for (item = strtok_r(list, ",", &s2); item; item = strtok_r(NULL, ",", &s2)) {
+				struct client_net *p = realloc(e.clients, (e.nclients + 1) * sizeof(*p));
+				if (!p)
+					goto nomem;
+				e.clients = p;
+				if (config_parse_net(item, &e.clients[e.nclients]) < 0) {
+					snprintf(err, errlen, "'%s' is not an address or address/prefix",
+						 item);
+					goto fail;
+				}
+				e.nclients++;
+			}
+		} else if (!strcmp(k, "access")) {
+			if (!strcmp(v, "rw"))
+				e.rw = 1;
+			else if (!strcmp(v, "ro"))
+				e.rw = 0;
+			else {
+				snprintf(err, errlen, "access must be rw or ro, not '%s'", v);
+				goto fail;
+			}
+		} else if (!strcmp(k, "squash")) {
+			if (!strcmp(v, "root"))
+				e.squash = SQUASH_ROOT;
+			else if (!strcmp(v, "none"))
+				e.squash = SQUASH_NONE;
+			else if (!strcmp(v, "all"))
+				e.squash = SQUASH_ALL;
+			else {
+				snprintf(err, errlen, "squash must be root, none or all, not '%s'", v);
+				goto fail;
+			}
+		} else if (!strcmp(k, "anonuid") || !strcmp(k, "anongid")) {
+			if (parse_uint(v, 0xffffffffu, &n) < 0) {
+				snprintf(err, errlen, "%s must be a number, not '%s'", k, v);
+				goto fail;
+			}
+			if (k[4] == 'u')
+				e.anonuid = (uint32_t)n;
+			else
+				e.anongid = (uint32_t)n;
+		} else if (!strcmp(k, "secure")) {
+			if (parse_bool(v, &e.secure) < 0) {
+				snprintf(err, errlen, "secure must be yes or no, not '%s'", v);
+				goto fail;
+			}
+		} else {
+			snprintf(err, errlen, "unknown export option '%s'", k);
+			goto fail;
+		}
+	}
+	if (e.nclients == 0) {
+		snprintf(err, errlen, "export %s has no clients= list", e.path);
+		goto fail;
+	}
+	ne = realloc(cfg->exports, (cfg->nexports + 1) * sizeof(*ne));
+	if (!ne)
+		goto nomem;
+	cfg->exports = ne;
+	cfg->exports[cfg->nexports++] = e;
+	return 0;
+nomem:
+	snprintf(err, errlen, "out of memory");
+fail:
+	free(e.clients);
+	return -EINVAL;
+}
+
+static int parse_key(const char *k, const char *v, struct config *cfg, char *err, size_t errlen)
+{
+	unsigned long n;
+
+	if (!strcmp(k, "volume")) {
+		if (strlen(v) >= sizeof(cfg->volume) || !*v)
+			goto bad;
+		strcpy(cfg->volume, v);
+	} else if (!strcmp(k, "listen")) {
+		struct client_net tmp;
+		if (strlen(v) >= sizeof(cfg->listen) || config_parse_net(v, &tmp) < 0 ||
+		    strchr(v, '/'))
+			goto bad;
+		strcpy(cfg->listen, v);
+	} else if (!strcmp(k, "port")) {
+		if (parse_uint(v, 65535, &n) < 0)
+			goto bad;
+		cfg->port = (uint16_t)n;
+	} else if (!strcmp(k, "workers")) {
+		if (parse_uint(v, 256, &n) < 0 || n == 0)
+			goto bad;
+		cfg->workers = (int)n;
+	} else if (!strcmp(k, "rpcbind")) {
+		if (!strcmp(v, "auto"))
+			cfg->rpcbind = RPCBIND_AUTO;
+		else if (!strcmp(v, "yes"))
+			cfg->rpcbind = RPCBIND_YES;
+		else if (!strcmp(v, "no"))
+			cfg->rpcbind = RPCBIND_NO;
+		else
+			goto bad;
+	} else if (!strcmp(k, "max_requests_per_connection")) {
+		if (parse_uint(v, 4096, &n) < 0 || n == 0)
+			goto bad;
+		cfg->max_conn_requests = (int)n;
+	} else if (!strcmp(k, "max_requests")) {
+		if (parse_uint(v, 1u << 20, &n) < 0 || n == 0)
+			goto bad;
+		cfg->max_requests = (int)n;
+	} else if (!strcmp(k, "max_io")) {
+		if (parse_uint(v, 16u << 20, &n) < 0 || n < 4096 || (n & (n - 1)))
+			goto bad;
+		cfg->max_io = (uint32_t)n;
+	} else if (!strcmp(k, "cache_mb")) {
+		if (parse_uint(v, 1u << 20, &n) < 0 || n < 4)
+			goto bad;
+		cfg->cache_mb = n;
+	} else if (!strcmp(k, "log_level")) {
+		static const char *const lv[] = { "error", "warning", "info", "debug" };
+		int i;
+		for (i = 0; i < 4 && strcmp(v, lv[i]); i++)
+			;
+		if (i == 4)
+			goto bad;
+		cfg->log_level = (enum log_level)i;
+	} else if (!strcmp(k, "syslog")) {
+		if (parse_bool(v, &cfg->use_syslog) < 0)
+			goto bad;
+	} else {
+		snprintf(err, errlen, "unknown key '%s'", k);
+		return -EINVAL;
+	}
+	return 0;
+bad:
+	snprintf(err, errlen, "bad value '%s' for %s", v, k);
+	return -EINVAL;
+}
+
+int config_load(const char *path, struct config *cfg, char *why, size_t whylen)
+{
+	FILE *f = fopen(path, "r");
+	char line[4096];
+	int lineno = 0, ret = 0;
+
+	if (!f) {
+		snprintf(why, whylen, "%s: %s", path, strerror(errno));
+		return -errno;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		char err[256] = "", *s, *hash, *eq;
+		lineno++;
+		if (!strchr(line, '\n') && !feof(f)) {
+			snprintf(err, sizeof(err), "line too long");
+			ret = -EINVAL;
+		} else {
+			hash = strchr(line, '#');
+			if (hash)
+				*hash = '\0';
+			s = trim(line);
+			if (!*s)
+				continue;
+			if (!strncmp(s, "export", 6) && isspace((unsigned char)s[6])) {
+				ret = parse_export(s + 7, cfg, err, sizeof(err));
+			} else if ((eq = strchr(s, '='))) {
+				*eq = '\0';
+				ret = parse_key(trim(s), trim(eq + 1), cfg, err, sizeof(err));
+			} else {
+				snprintf(err, sizeof(err), "expected 'key = value' or 'export PATH ...'");
+				ret = -EINVAL;
+			}
+		}
+		if (ret < 0) {
+			snprintf(why, whylen, "%s:%d: %s", path, lineno, err);
+			break;
+		}
+	}
+	fclose(f);
+	if (ret == 0 && cfg->nexports == 0) {
+		snprintf(why, whylen, "%s: no export line", path);
+		ret = -EINVAL;
+	}
+	return ret;
+}

@@ -1,0 +1,299 @@
+/* Request dispatch: one table per program indexed by procedure number
+ * (handler, XDR coders, whether the call changes state and is answered from
+ * the duplicate request cache when retransmitted), the RPC-level errors
+ * (PROG_UNAVAIL, PROG_MISMATCH, PROC_UNAVAIL, GARBAGE_ARGS, AUTH errors),
+ * export access and squashing, and the group commit before the reply. */
+#include "config.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "proto/mount3.h"
+#include "proto/nfs3.h"
+#include "proto/nfs3_proc.h"
+#include "proto/nfs_ctx.h"
+#include "server/log.h"
+#include "server/mountd.h"
+#include "server/rpc.h"
+#include "server/server.h"
+
+#define P_MODIFIES 0x1 /* refused on read-only exports; needs the commit */
+#define P_DRC 0x2      /* not idempotent: retransmissions get the first reply */
+#define P_STATUS 0x4   /* the result starts with a status (nfsstat3/mountstat3) */
+
+typedef void (*proc_fn)(struct nfs_ctx *ctx, void *args, void *res);
+/* rpcgen's coders, each wrapped to one exact type (xdrproc_t is variadic). */
+typedef bool_t (*coder_fn)(XDR *x, void *obj);
+
+/* One procedure. Columns: name for the trace, the argument and result
+ * coders and sizes, the handler, and the P_* flags above. */
+struct proc_desc {
+	const char *name;
+	coder_fn xdr_args;
+	size_t args_size;
+	coder_fn xdr_res;
+	size_t res_size;
+	proc_fn fn;
+	unsigned flags;
+};
+
+#define CODER(T)                                                                 \
+	static bool_t code_##T(XDR *x, void *obj)                                \
+	{                                                                        \
+		return xdr_##T(x, (T *)obj);                                     \
+	}
+#define NFS(op, A, R, fl)                                                        \
+	CODER(A)                                                                 \
+	CODER(R)                                                                 \
+	static void call_##op(struct nfs_ctx *c, void *a, void *r)               \
+	{                                                                        \
+		nfs3_proc_##op(c, (A *)a, (R *)r);                               \
+	}
+#define NFSROW(op, A, R, fl) { #op, code_##A, sizeof(A), code_##R, sizeof(R), call_##op, fl },
+
+static bool_t code_void(XDR *x, void *obj)
+{
+	return TRUE;
+}
+
+CODER(dirpath)
+CODER(mountres3)
+CODER(mountlist)
+CODER(exports)
+
+static void call_null(struct nfs_ctx *c, void *a, void *r)
+{
+}
+
+/* The procedures of NFS version 3 (RFC 1813 section 3.3). */
+#define NFS3_PROCS(X)                                                          \
+	X(getattr, GETATTR3args, GETATTR3res, P_STATUS)                        \
+	X(setattr, SETATTR3args, SETATTR3res, P_STATUS | P_MODIFIES)           \
+	X(lookup, LOOKUP3args, LOOKUP3res, P_STATUS)                           \
+	X(access, ACCESS3args, ACCESS3res, P_STATUS)                           \
+	X(readlink, READLINK3args, READLINK3res, P_STATUS)                     \
+	X(read, READ3args, READ3res, P_STATUS)                                 \
+	X(write, WRITE3args, WRITE3res, P_STATUS | P_MODIFIES)                 \
+	X(create, CREATE3args, CREATE3res, P_STATUS | P_MODIFIES | P_DRC)      \
+	X(mkdir, MKDIR3args, MKDIR3res, P_STATUS | P_MODIFIES | P_DRC)         \
+	X(symlink, SYMLINK3args, SYMLINK3res, P_STATUS | P_MODIFIES | P_DRC)   \
+	X(mknod, MKNOD3args, MKNOD3res, P_STATUS | P_MODIFIES | P_DRC)         \
+	X(remove, REMOVE3args, REMOVE3res, P_STATUS | P_MODIFIES | P_DRC)      \
+	X(rmdir, RMDIR3args, RMDIR3res, P_STATUS | P_MODIFIES | P_DRC)         \
+	X(rename, RENAME3args, RENAME3res, P_STATUS | P_MODIFIES | P_DRC)      \
+	X(link, LINK3args, LINK3res, P_STATUS | P_MODIFIES | P_DRC)            \
+	X(readdir, READDIR3args, READDIR3res, P_STATUS)                        \
+	X(readdirplus, READDIRPLUS3args, READDIRPLUS3res, P_STATUS)            \
+	X(fsstat, FSSTAT3args, FSSTAT3res, P_STATUS)                           \
+	X(fsinfo, FSINFO3args, FSINFO3res, P_STATUS)                           \
+	X(pathconf, PATHCONF3args, PATHCONF3res, P_STATUS)                     \
+	X(commit, COMMIT3args, COMMIT3res, P_STATUS)
+
+NFS3_PROCS(NFS)
+
+static const struct proc_desc nfs3_procs[] = {
+	{ "null", code_void, 0, code_void, 0, call_null, 0 },
+	NFS3_PROCS(NFSROW)
+};
+
+/* MOUNT version 3 (RFC 1813 appendix I). */
+static const struct proc_desc mount3_procs[] = {
+	{ "null", code_void, 0, code_void, 0, call_null, 0 },
+	{ "mnt", code_dirpath, sizeof(dirpath), code_mountres3, sizeof(mountres3), mountd_mnt,
+	  P_STATUS },
+	{ "dump", code_void, 0, code_mountlist, sizeof(mountlist), mountd_dump, 0 },
+	{ "umnt", code_dirpath, sizeof(dirpath), code_void, 0, mountd_umnt, 0 },
+	{ "umntall", code_void, 0, code_void, 0, mountd_umntall, 0 },
+	{ "export", code_void, 0, code_exports, sizeof(exports), mountd_export, 0 },
+};
+
+size_t dispatch_reply_cap(const struct server *srv)
+{
+	return srv->cfg.max_io + (64u << 10);
+}
+
+static int finish(XDR *x, uint8_t *out, size_t *outlen)
+{
+	uint32_t n = xdr_getpos(x) - 4;
+	uint32_t mark = htonl(0x80000000u | n);
+
+	memcpy(out, &mark, 4);
+	*outlen = n + 4;
+	return 0;
+}
+
+static const struct proc_desc *lookup_proc(const struct rpc_call *call, uint32_t *stat,
+					   uint32_t *low, uint32_t *high)
+{
+	const struct proc_desc *table;
+	size_t n;
+
+	if (call->prog == NFS_PROGRAM) {
+		table = nfs3_procs;
+		n = sizeof(nfs3_procs) / sizeof(nfs3_procs[0]);
+		*low = *high = NFS_V3;
+	} else if (call->prog == MOUNT_PROGRAM) {
+		table = mount3_procs;
+		n = sizeof(mount3_procs) / sizeof(mount3_procs[0]);
+		*low = *high = MOUNT_V3;
+	} else {
+		*stat = PROG_UNAVAIL;
+		return NULL;
+	}
+	if (call->vers != *low) {
+		*stat = PROG_MISMATCH;
+		return NULL;
+	}
+	if (call->proc >= n) {
+		*stat = PROC_UNAVAIL;
+		return NULL;
+	}
+	*stat = SUCCESS;
+	return &table[call->proc];
+}
+
+/* The credentials a call runs with: AUTH_SYS's, or the anonymous ids for
+ * AUTH_NONE, squashed as the export says. */
+static void call_cred(const struct conn *c, const struct rpc_call *call, struct fs_cred *cred)
+{
+	const struct export *e = c->export;
+
+	if (call->flavor == RPC_AUTH_SYS) {
+		*cred = call->cred;
+	} else {
+		memset(cred, 0, sizeof(*cred));
+		cred->uid = e->anonuid;
+		cred->gid = e->anongid;
+	}
+	export_squash(e, cred);
+}
+
+/* A call refused before its handler runs: a zeroed result with only the
+ * status set encodes as the procedure's failure arm. */
+static int refuse(const struct proc_desc *pd, const struct rpc_call *call, int status, XDR *x,
+		  void *res)
+{
+	memset(res, 0, pd->res_size);
+	if (pd->flags & P_STATUS)
+		*(int *)res = status;
+	if (rpc_encode_accepted(x, call->xid, SUCCESS, 0, 0) < 0 || !pd->xdr_res(x, res))
+		return -EMSGSIZE;
+	return 0;
+}
+
+int dispatch_call(struct server *srv, struct conn *c, const uint8_t *rec, size_t len,
+		  uint8_t *out, size_t outcap, size_t *outlen)
+{
+	struct nfs_ctx ctx;
+	struct rpc_call call;
+	const struct proc_desc *pd = NULL;
+	uint32_t stat, low = 0, high = 0;
+	void *args = NULL, *res = NULL;
+	XDR x;
+	int ret;
+
+	ret = rpc_decode_call(rec, len, &call);
+	if (ret == -EBADMSG)
+		return ret; /* not an RPC call: the connection goes */
+	xdrmem_create(&x, (char *)out, (u_int)outcap, XDR_ENCODE);
+	xdr_setpos(&x, 4); /* room for the record mark */
+	if (call.rpcvers != 2) {
+		ret = rpc_encode_denied_version(&x, call.xid);
+		goto done;
+	}
+	if (ret == -EACCES || (call.flavor != RPC_AUTH_SYS && call.flavor != RPC_AUTH_NONE)) {
+		ret = rpc_encode_denied_auth(&x, call.xid, ret == -EACCES ? AUTH_BADCRED : AUTH_TOOWEAK);
+		goto done;
+	}
+	pd = lookup_proc(&call, &stat, &low, &high);
+	if (!pd) {
+		ret = rpc_encode_accepted(&x, call.xid, stat, low, high);
+		goto done;
+	}
+	if (pd->flags & P_DRC) {
+		uint8_t *cached;
+		size_t clen;
+		ret = drc_lookup(srv->drc, (const struct sockaddr *)&c->peer, call.xid, call.prog,
+				 call.proc, &cached, &clen);
+		if (ret == -EINPROGRESS)
+			return 1; /* the first transmission is being answered */
+		if (ret == 1) {
+			if (clen <= outcap)
+				memcpy(out, cached, clen);
+			free(cached);
+			if (clen > outcap)
+				return -EMSGSIZE;
+			*outlen = clen;
+			return 0;
+		}
+	}
+	memset(&ctx, 0, sizeof(ctx));
+	args = pd->args_size ? arena_alloc(&ctx.arena, pd->args_size) : NULL;
+	res = pd->res_size ? arena_alloc(&ctx.arena, pd->res_size) : NULL;
+	if ((pd->args_size && !args) || (pd->res_size && !res)) {
+		ret = rpc_encode_accepted(&x, call.xid, SYSTEM_ERR, 0, 0);
+		goto out;
+	}
+	if (args)
+		memset(args, 0, pd->args_size);
+	if (!pd->xdr_args(&call.args, args)) {
+		log_debug("%s: %s.%s: garbage arguments", c->peer_name,
+			  call.prog == NFS_PROGRAM ? "nfs" : "mount", pd->name);
+		ret = rpc_encode_accepted(&x, call.xid, GARBAGE_ARGS, 0, 0);
+		goto out;
+	}
+	/* Who may do what: NULL is always answered. */
+	if (call.proc != 0) {
+		int status = call.prog == NFS_PROGRAM ? NFS3ERR_ACCES : MNT3ERR_ACCES;
+		if (!c->export || (c->export->secure && c->peer_port >= 1024)) {
+			log_warn("%s:%u: %s.%s refused: %s", c->peer_name, c->peer_port,
+				 call.prog == NFS_PROGRAM ? "nfs" : "mount", pd->name,
+				 c->export ? "unprivileged port on a secure export"
+					   : "client not in any export");
+			ret = refuse(pd, &call, status, &x, res);
+			goto out;
+		}
+		if (call.prog == NFS_PROGRAM && (pd->flags & P_MODIFIES) && !c->export->rw) {
+			ret = refuse(pd, &call, NFS3ERR_ROFS, &x, res);
+			goto out;
+		}
+	}
+	ctx.vol = srv->vol;
+	ctx.key = srv->key;
+	ctx.rdonly = c->export ? !c->export->rw : 1;
+	memcpy(ctx.write_verf, srv->write_verf, sizeof(ctx.write_verf));
+	ctx.rtmax = ctx.wtmax = srv->cfg.max_io;
+	ctx.srv = srv;
+	ctx.conn = c;
+	if (c->export)
+		call_cred(c, &call, &ctx.cred);
+	pd->fn(&ctx, args, res);
+	if (log_enabled(LOG_LVL_DEBUG))
+		log_debug("%s xid %08x %s.%s -> %d", c->peer_name, call.xid,
+			  call.prog == NFS_PROGRAM ? "nfs" : "mount", pd->name,
+			  (pd->flags & P_STATUS) ? *(int *)res : 0);
+	/* NFSv3: a change is on stable storage before its reply goes out. */
+	if (ctx.needs_sync)
+		group_commit(srv);
+	if (rpc_encode_accepted(&x, call.xid, SUCCESS, 0, 0) < 0 || !pd->xdr_res(&x, res)) {
+		xdr_setpos(&x, 4);
+		ret = rpc_encode_accepted(&x, call.xid, SYSTEM_ERR, 0, 0);
+	} else {
+		ret = 0;
+	}
+out:
+	if (args) {
+		/* What the decoder allocated (strings, opaque data). */
+		XDR fx = { .x_op = XDR_FREE };
+		pd->xdr_args(&fx, args);
+	}
+	arena_release(&ctx.arena);
+done:
+	if (ret < 0)
+		return ret;
+	finish(&x, out, outlen);
+	if (pd && (pd->flags & P_DRC))
+		drc_store(srv->drc, (const struct sockaddr *)&c->peer, call.xid, call.prog,
+			  call.proc, out, *outlen);
+	return 0;
+}

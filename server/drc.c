@@ -1,0 +1,136 @@
+/* The duplicate request cache: the replies to non-idempotent calls (CREATE,
+ * REMOVE, RENAME, ...) by client address and xid, so that a retransmitted
+ * call gets the first reply instead of a second execution (and a spurious
+ * EEXIST or ENOENT). A fixed number of entries, oldest replaced first. */
+#include "config.h"
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/server.h"
+
+struct drc_entry {
+	uint8_t addr[16];
+	uint32_t xid, prog, proc;
+	int used;
+	int in_progress;
+	uint8_t *reply;
+	size_t len;
+};
+
+struct drc {
+	pthread_mutex_t lock;
+	struct drc_entry *e;
+	size_t n, next;
+};
+
+struct drc *drc_new(size_t entries)
+{
+	struct drc *d = calloc(1, sizeof(*d));
+
+	if (!d)
+		return NULL;
+	d->e = calloc(entries, sizeof(*d->e));
+	if (!d->e) {
+		free(d);
+		return NULL;
+	}
+	d->n = entries;
+	pthread_mutex_init(&d->lock, NULL);
+	return d;
+}
+
+void drc_free(struct drc *d)
+{
+	if (!d)
+		return;
+	for (size_t i = 0; i < d->n; i++)
+		free(d->e[i].reply);
+	free(d->e);
+	pthread_mutex_destroy(&d->lock);
+	free(d);
+}
+
+/* The client's address without the port: a client may retransmit on a
+ * new connection from another port. */
+static void addr_key(const struct sockaddr *sa, uint8_t out[16])
+{
+	memset(out, 0, 16);
+	if (sa->sa_family == AF_INET)
+		memcpy(out, &((const struct sockaddr_in *)sa)->sin_addr, 4);
+	else if (sa->sa_family == AF_INET6)
+		memcpy(out, &((const struct sockaddr_in6 *)sa)->sin6_addr, 16);
+}
+
+static struct drc_entry *find(struct drc *d, const uint8_t *addr, uint32_t xid, uint32_t prog,
+			      uint32_t proc)
+{
+	for (size_t i = 0; i < d->n; i++) {
+		struct drc_entry *e = &d->e[i];
+		if (e->used && e->xid == xid && e->prog == prog && e->proc == proc &&
+		    memcmp(e->addr, addr, 16) == 0)
+			return e;
+	}
+	return NULL;
+}
+
+int drc_lookup(struct drc *d, const struct sockaddr *peer, uint32_t xid, uint32_t prog,
+	       uint32_t proc, uint8_t **reply, size_t *len)
+{
+	uint8_t addr[16];
+	struct drc_entry *e;
+	int ret = 0;
+
+	addr_key(peer, addr);
+	pthread_mutex_lock(&d->lock);
+	e = find(d, addr, xid, prog, proc);
+	if (e && e->in_progress) {
+		ret = -EINPROGRESS;
+	} else if (e) {
+		*reply = malloc(e->len);
+		if (*reply) {
+			memcpy(*reply, e->reply, e->len);
+			*len = e->len;
+			ret = 1;
+		}
+	} else {
+		e = &d->e[d->next];
+		d->next = (d->next + 1) % d->n;
+		free(e->reply);
+		memset(e, 0, sizeof(*e));
+		memcpy(e->addr, addr, 16);
+		e->xid = xid;
+		e->prog = prog;
+		e->proc = proc;
+		e->used = 1;
+		e->in_progress = 1;
+	}
+	pthread_mutex_unlock(&d->lock);
+	return ret;
+}
+
+void drc_store(struct drc *d, const struct sockaddr *peer, uint32_t xid, uint32_t prog,
+	       uint32_t proc, const uint8_t *reply, size_t len)
+{
+	uint8_t addr[16];
+	struct drc_entry *e;
+
+	addr_key(peer, addr);
+	pthread_mutex_lock(&d->lock);
+	e = find(d, addr, xid, prog, proc);
+	if (e) {
+		free(e->reply);
+		e->reply = malloc(len);
+		if (e->reply) {
+			memcpy(e->reply, reply, len);
+			e->len = len;
+			e->in_progress = 0;
+		} else {
+			e->used = 0; /* no memory: forget it rather than block its xid */
+		}
+	}
+	pthread_mutex_unlock(&d->lock);
+}

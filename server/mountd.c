@@ -1,0 +1,192 @@
+/* MOUNT v3: MNT hands out an export's root handle (with the auth flavours
+ * accepted), DUMP lists who mounted what, UMNT/UMNTALL forget it, EXPORT
+ * lists the exports and their client lists; rpcbind registration of both
+ * programs. */
+#include "config.h"
+
+#include <arpa/inet.h>
+#include <rpc/pmap_clnt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "proto/mount3.h"
+#include "proto/nfs3.h"
+#include "server/log.h"
+#include "server/mountd.h"
+#include "server/server.h"
+
+/* "/a/b/" and "/a/b" name the same export. */
+static int same_path(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b);
+
+	while (la > 1 && a[la - 1] == '/')
+		la--;
+	while (lb > 1 && b[lb - 1] == '/')
+		lb--;
+	return la == lb && memcmp(a, b, la) == 0;
+}
+
+void mountd_mnt(struct nfs_ctx *ctx, void *args, void *vres)
+{
+	const char *path = *(dirpath *)args;
+	struct server *srv = ctx->srv;
+	struct conn *c = ctx->conn;
+	mountres3 *res = vres;
+	const struct export *e = NULL;
+	struct mount_entry *m;
+	int *flavors;
+	uint8_t *fh;
+
+	for (int i = 0; i < srv->cfg.nexports; i++)
+		if (same_path(srv->cfg.exports[i].path, path))
+			e = &srv->cfg.exports[i];
+	if (!e) {
+		res->fhs_status = MNT3ERR_NOENT;
+		return;
+	}
+	if (!export_allows(e, (const struct sockaddr *)&c->peer)) {
+		log_warn("%s: mount of %s refused: client not allowed", c->peer_name, path);
+		res->fhs_status = MNT3ERR_ACCES;
+		return;
+	}
+	fh = arena_alloc(&ctx->arena, HND_FH_LEN);
+	flavors = arena_alloc(&ctx->arena, 2 * sizeof(*flavors));
+	if (!fh || !flavors || hnd_fh_encode(srv->key, e->root, fh) < 0) {
+		res->fhs_status = MNT3ERR_SERVERFAULT;
+		return;
+	}
+	flavors[0] = 1; /* AUTH_SYS */
+	flavors[1] = 0; /* AUTH_NONE */
+	res->fhs_status = MNT3_OK;
+	res->mountres3_u.mountinfo.fhandle.fhandle3_len = HND_FH_LEN;
+	res->mountres3_u.mountinfo.fhandle.fhandle3_val = (char *)fh;
+	res->mountres3_u.mountinfo.auth_flavors.auth_flavors_len = 2;
+	res->mountres3_u.mountinfo.auth_flavors.auth_flavors_val = flavors;
+	m = calloc(1, sizeof(*m));
+	if (m) {
+		snprintf(m->host, sizeof(m->host), "%s", c->peer_name);
+		snprintf(m->path, sizeof(m->path), "%s", e->path);
+		pthread_mutex_lock(&srv->mlock);
+		m->next = srv->mounts;
+		srv->mounts = m;
+		pthread_mutex_unlock(&srv->mlock);
+	}
+	log_info("%s mounted %s", c->peer_name, e->path);
+}
+
+void mountd_dump(struct nfs_ctx *ctx, void *args, void *vres)
+{
+	struct server *srv = ctx->srv;
+	mountlist *res = vres, *tail = res;
+
+	*res = NULL;
+	pthread_mutex_lock(&srv->mlock);
+	for (struct mount_entry *m = srv->mounts; m; m = m->next) {
+		struct mountbody *b = arena_alloc(&ctx->arena, sizeof(*b));
+		if (!b)
+			break;
+		b->ml_hostname = arena_strndup(&ctx->arena, m->host, strlen(m->host));
+		b->ml_directory = arena_strndup(&ctx->arena, m->path, strlen(m->path));
+		b->ml_next = NULL;
+		if (!b->ml_hostname || !b->ml_directory)
+			break;
+		*tail = b;
+		tail = &b->ml_next;
+	}
+	pthread_mutex_unlock(&srv->mlock);
+}
+
+/* Forget the mounts of this client (of path, or all when path is NULL). */
+static void forget(struct server *srv, const char *host, const char *path)
+{
+	pthread_mutex_lock(&srv->mlock);
+	for (struct mount_entry **pp = &srv->mounts; *pp;) {
+		struct mount_entry *m = *pp;
+		if (!strcmp(m->host, host) && (!path || same_path(m->path, path))) {
+			*pp = m->next;
+			free(m);
+		} else {
+			pp = &m->next;
+		}
+	}
+	pthread_mutex_unlock(&srv->mlock);
+}
+
+void mountd_umnt(struct nfs_ctx *ctx, void *args, void *res)
+{
+	forget(ctx->srv, ctx->conn->peer_name, *(dirpath *)args);
+}
+
+void mountd_umntall(struct nfs_ctx *ctx, void *args, void *res)
+{
+	forget(ctx->srv, ctx->conn->peer_name, NULL);
+}
+
+static char *net_string(struct nfs_ctx *ctx, const struct client_net *n)
+{
+	char addr[INET6_ADDRSTRLEN], buf[INET6_ADDRSTRLEN + 8];
+
+	inet_ntop(n->family, n->addr, addr, sizeof(addr));
+	snprintf(buf, sizeof(buf), "%s/%d", addr, n->prefix);
+	return arena_strndup(&ctx->arena, buf, strlen(buf));
+}
+
+void mountd_export(struct nfs_ctx *ctx, void *args, void *vres)
+{
+	struct server *srv = ctx->srv;
+	exports *res = vres, *tail = res;
+
+	*res = NULL;
+	for (int i = 0; i < srv->cfg.nexports; i++) {
+		const struct export *e = &srv->cfg.exports[i];
+		struct exportnode *node = arena_alloc(&ctx->arena, sizeof(*node));
+		groups *gtail;
+		if (!node)
+			return;
+		node->ex_dir = arena_strndup(&ctx->arena, e->path, strlen(e->path));
+		node->ex_groups = NULL;
+		node->ex_next = NULL;
+		gtail = &node->ex_groups;
+		for (int k = 0; k < e->nclients; k++) {
+			struct groupnode *g = arena_alloc(&ctx->arena, sizeof(*g));
+			if (!g)
+				return;
+			g->gr_name = net_string(ctx, &e->clients[k]);
+			g->gr_next = NULL;
+			*gtail = g;
+			gtail = &g->gr_next;
+		}
+		*tail = node;
+		tail = &node->ex_next;
+	}
+}
+
+void mountd_register(struct server *srv)
+{
+	if (srv->cfg.rpcbind == RPCBIND_NO)
+		return;
+	pmap_unset(NFS_PROGRAM, NFS_V3);
+	pmap_unset(MOUNT_PROGRAM, MOUNT_V3);
+	if (pmap_set(NFS_PROGRAM, NFS_V3, IPPROTO_TCP, srv->port) &&
+	    pmap_set(MOUNT_PROGRAM, MOUNT_V3, IPPROTO_TCP, srv->port)) {
+		srv->registered = 1;
+		log_info("registered NFS v3 and MOUNT v3 on port %u with rpcbind", srv->port);
+		return;
+	}
+	if (srv->cfg.rpcbind == RPCBIND_YES)
+		log_error("rpcbind registration failed (is rpcbind running?)");
+	else
+		log_info("rpcbind not reachable: not registered (clients must name port %u)",
+			 srv->port);
+}
+
+void mountd_unregister(struct server *srv)
+{
+	if (!srv->registered)
+		return;
+	pmap_unset(NFS_PROGRAM, NFS_V3);
+	pmap_unset(MOUNT_PROGRAM, MOUNT_V3);
+	srv->registered = 0;
+}

@@ -1,0 +1,119 @@
+/* chunkfsd's shared state and the parts that share it: the event loop and
+ * connections (conn.c), the worker pool with group commit and the duplicate
+ * request cache (worker.c), request dispatch (dispatch.c), MOUNT (mountd.c). */
+#ifndef CHUNKFS_SERVER_SERVER_H
+#define CHUNKFS_SERVER_SERVER_H
+
+#include <event2/event.h>
+#include <event2/bufferevent.h>
+#include <event2/listener.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "fs/fs.h"
+#include "handles/fh.h"
+#include "server/conf.h"
+
+struct conn {
+	struct server *srv;
+	struct bufferevent *bev;
+	struct sockaddr_storage peer;
+	char peer_name[64];
+	uint16_t peer_port;
+	const struct export *export;  /* NULL: this client is not allowed */
+	pthread_mutex_t lock;
+	int refs;
+	int outstanding;
+	int paused;
+	int dead;
+	uint8_t *rec;                  /* the record being assembled */
+	size_t rec_len, rec_cap;
+	struct conn *next_paused;     /* on srv->paused, holding a reference */
+	int wake_go;
+};
+
+struct request {
+	struct conn *conn;
+	uint8_t *rec;
+	size_t len;
+	struct request *next;
+};
+
+struct mount_entry {
+	char host[64];
+	char path[1024];
+	struct mount_entry *next;
+};
+
+struct server {
+	struct config cfg;
+	struct fs_volume *vol;
+	struct hnd_fh_key *key;
+	uint8_t write_verf[8];
+	struct event_base *base;
+	struct evconnlistener *listener;
+	uint16_t port;                 /* the port actually bound */
+	int stopping;
+
+	/* worker pool */
+	pthread_t *threads;
+	int nthreads;
+	pthread_mutex_t qlock;
+	pthread_cond_t qcond;
+	struct request *qhead, *qtail;
+	int outstanding;               /* all connections */
+	struct conn *paused;
+
+	/* group commit */
+	pthread_mutex_t gclock;
+	pthread_cond_t gccond;
+	uint64_t gc_done, gc_synced;
+	int gc_syncing;
+
+	/* duplicate request cache */
+	struct drc *drc;
+
+	/* MOUNT's list of mounts, for DUMP */
+	pthread_mutex_t mlock;
+	struct mount_entry *mounts;
+	int registered;                /* with rpcbind */
+};
+
+/* conn.c */
+int conn_listen(struct server *srv);
+void conn_reply(struct conn *c, const uint8_t *buf, size_t len);
+void conn_done(struct conn *c);
+void conn_kill(struct conn *c);
+void conn_put(struct conn *c);
+
+/* worker.c */
+int workers_start(struct server *srv);
+void workers_stop(struct server *srv);
+void workers_submit(struct server *srv, struct request *rq);
+void group_commit(struct server *srv);
+
+/* drc.c */
+struct drc *drc_new(size_t entries);
+void drc_free(struct drc *d);
+/* 1 and a copy of the reply for a retransmission, 0 for a new call (now
+ * recorded as in progress), -EINPROGRESS while the first is still running. */
+int drc_lookup(struct drc *d, const struct sockaddr *peer, uint32_t xid, uint32_t prog,
+	       uint32_t proc, uint8_t **reply, size_t *len);
+void drc_store(struct drc *d, const struct sockaddr *peer, uint32_t xid, uint32_t prog,
+	       uint32_t proc, const uint8_t *reply, size_t len);
+
+/* dispatch.c: run one call. 0: the reply (with its record mark) is in
+ * out; 1: no reply (a retransmission still in progress); < 0: the record
+ * was not an RPC call, close the connection. */
+int dispatch_call(struct server *srv, struct conn *c, const uint8_t *rec, size_t len,
+		  uint8_t *out, size_t outcap, size_t *outlen);
+size_t dispatch_reply_cap(const struct server *srv);
+
+/* mountd.c */
+struct nfs_ctx;
+void mountd_register(struct server *srv);
+void mountd_unregister(struct server *srv);
+
+#endif

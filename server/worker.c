@@ -1,0 +1,125 @@
+/* The worker pool: filesystem work happens here, never on the event loop.
+ * Each worker takes a complete RPC record, runs it, and hands the reply to
+ * its connection. Group commit: a modifying call waits until a sync that
+ * started after it finished; one sync covers every call completed before
+ * it began, so concurrent clients share flushes. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/log.h"
+#include "server/server.h"
+
+void group_commit(struct server *srv)
+{
+	uint64_t ticket;
+
+	pthread_mutex_lock(&srv->gclock);
+	ticket = ++srv->gc_done;
+	while (srv->gc_synced < ticket) {
+		if (!srv->gc_syncing) {
+			uint64_t target = srv->gc_done;
+			int ret;
+			srv->gc_syncing = 1;
+			pthread_mutex_unlock(&srv->gclock);
+			ret = fs_sync(srv->vol);
+			if (ret < 0)
+				log_error("sync failed: %s", strerror(-ret));
+			pthread_mutex_lock(&srv->gclock);
+			srv->gc_syncing = 0;
+			if (target > srv->gc_synced)
+				srv->gc_synced = target;
+			pthread_cond_broadcast(&srv->gccond);
+		} else {
+			pthread_cond_wait(&srv->gccond, &srv->gclock);
+		}
+	}
+	pthread_mutex_unlock(&srv->gclock);
+}
+
+static void *worker_main(void *arg)
+{
+	struct server *srv = arg;
+	size_t cap = dispatch_reply_cap(srv);
+	uint8_t *out = malloc(cap);
+
+	if (!out) {
+		log_error("worker: out of memory");
+		return NULL;
+	}
+	for (;;) {
+		struct request *rq;
+		size_t len = 0;
+		int ret;
+
+		pthread_mutex_lock(&srv->qlock);
+		while (!srv->qhead && !srv->stopping)
+			pthread_cond_wait(&srv->qcond, &srv->qlock);
+		rq = srv->qhead;
+		if (!rq) {
+			pthread_mutex_unlock(&srv->qlock);
+			break;
+		}
+		srv->qhead = rq->next;
+		if (!srv->qhead)
+			srv->qtail = NULL;
+		pthread_mutex_unlock(&srv->qlock);
+
+		ret = dispatch_call(srv, rq->conn, rq->rec, rq->len, out, cap, &len);
+		if (ret == 0)
+			conn_reply(rq->conn, out, len);
+		else if (ret < 0)
+			conn_kill(rq->conn);
+		conn_done(rq->conn);
+		conn_put(rq->conn);
+		free(rq->rec);
+		free(rq);
+	}
+	free(out);
+	return NULL;
+}
+
+void workers_submit(struct server *srv, struct request *rq)
+{
+	pthread_mutex_lock(&srv->qlock);
+	rq->next = NULL;
+	if (srv->qtail)
+		srv->qtail->next = rq;
+	else
+		srv->qhead = rq;
+	srv->qtail = rq;
+	pthread_cond_signal(&srv->qcond);
+	pthread_mutex_unlock(&srv->qlock);
+}
+
+int workers_start(struct server *srv)
+{
+	srv->threads = calloc((size_t)srv->cfg.workers, sizeof(*srv->threads));
+	if (!srv->threads)
+		return -ENOMEM;
+	for (int i = 0; i < srv->cfg.workers; i++) {
+		int ret = pthread_create(&srv->threads[i], NULL, worker_main, srv);
+		if (ret) {
+			workers_stop(srv);
+			return -ret;
+		}
+		srv->nthreads++;
+	}
+	return 0;
+}
+
+/* Drain: the workers finish every queued request, then exit. */
+void workers_stop(struct server *srv)
+{
+	pthread_mutex_lock(&srv->qlock);
+	srv->stopping = 1;
+	pthread_cond_broadcast(&srv->qcond);
+	pthread_mutex_unlock(&srv->qlock);
+	for (int i = 0; i < srv->nthreads; i++)
+		pthread_join(srv->threads[i], NULL);
+	free(srv->threads);
+	srv->threads = NULL;
+	srv->nthreads = 0;
+}
