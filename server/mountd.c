@@ -7,8 +7,10 @@
 #include <arpa/inet.h>
 #include <rpc/pmap_clnt.h>
 #include <stdio.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "proto/mount3.h"
 #include "proto/nfs3.h"
@@ -28,6 +30,45 @@ static int same_path(const char *a, const char *b)
 	return la == lb && memcmp(a, b, la) == 0;
 }
 
+/* Does export path ex contain path (itself or a directory under it)?
+ * *rest: the part of path below the export. */
+static int under_export(const char *ex, const char *path, const char **rest)
+{
+	size_t n = strlen(ex);
+
+	while (n > 1 && ex[n - 1] == '/')
+		n--;
+	if (n == 1 && ex[0] == '/') {
+		*rest = path;
+		return path[0] == '/';
+	}
+	if (strncmp(ex, path, n) != 0 || (path[n] != '\0' && path[n] != '/'))
+		return 0;
+	*rest = path + n;
+	return 1;
+}
+
+/* MNT of an export, or of a directory under one (as clients mounting a
+ * subtree do): the handle of that directory. */
+static int mnt_target(struct nfs_ctx *ctx, const struct export *e, const char *rest,
+		      struct fs_ino *out)
+{
+	char buf[MNTPATHLEN + 1], *save = NULL, *part;
+	struct fs_attr a;
+	int ret = 0;
+
+	*out = e->root;
+	snprintf(buf, sizeof(buf), "%s", rest);
+	for (part = strtok_r(buf, "/", &save); part && ret == 0; part = strtok_r(NULL, "/", &save)) {
+		if (!strcmp(part, "..") || !strcmp(part, "."))
+			return -EINVAL; /* no climbing out of the export */
+		ret = fs_lookup(ctx->vol, &ctx->cred, *out, part, out, &a);
+		if (ret == 0 && !S_ISDIR(a.mode))
+			ret = -ENOTDIR;
+	}
+	return ret;
+}
+
 void mountd_mnt(struct nfs_ctx *ctx, void *args, void *vres)
 {
 	const char *path = *(dirpath *)args;
@@ -35,13 +76,22 @@ void mountd_mnt(struct nfs_ctx *ctx, void *args, void *vres)
 	struct conn *c = ctx->conn;
 	mountres3 *res = vres;
 	const struct export *e = NULL;
+	const char *rest = NULL;
 	struct mount_entry *m;
-	int *flavors;
+	struct fs_ino target;
+	size_t best = 0;
+	int *flavors, ret;
 	uint8_t *fh;
 
-	for (int i = 0; i < srv->cfg.nexports; i++)
-		if (same_path(srv->cfg.exports[i].path, path))
+	for (int i = 0; i < srv->cfg.nexports; i++) {
+		const char *r;
+		size_t n = strlen(srv->cfg.exports[i].path);
+		if (under_export(srv->cfg.exports[i].path, path, &r) && (!e || n > best)) {
 			e = &srv->cfg.exports[i];
+			rest = r;
+			best = n;
+		}
+	}
 	if (!e) {
 		res->fhs_status = MNT3ERR_NOENT;
 		return;
@@ -51,9 +101,17 @@ void mountd_mnt(struct nfs_ctx *ctx, void *args, void *vres)
 		res->fhs_status = MNT3ERR_ACCES;
 		return;
 	}
+	ret = mnt_target(ctx, e, rest, &target);
+	if (ret < 0) {
+		res->fhs_status = ret == -ENOTDIR ? MNT3ERR_NOTDIR
+				  : ret == -EACCES ? MNT3ERR_ACCES
+				  : ret == -ENOENT ? MNT3ERR_NOENT
+				  : ret == -EINVAL ? MNT3ERR_INVAL : MNT3ERR_IO;
+		return;
+	}
 	fh = arena_alloc(&ctx->arena, HND_FH_LEN);
 	flavors = arena_alloc(&ctx->arena, 2 * sizeof(*flavors));
-	if (!fh || !flavors || hnd_fh_encode(srv->key, e->root, fh) < 0) {
+	if (!fh || !flavors || hnd_fh_encode(srv->key, target, fh) < 0) {
 		res->fhs_status = MNT3ERR_SERVERFAULT;
 		return;
 	}
@@ -64,16 +122,18 @@ void mountd_mnt(struct nfs_ctx *ctx, void *args, void *vres)
 	res->mountres3_u.mountinfo.fhandle.fhandle3_val = (char *)fh;
 	res->mountres3_u.mountinfo.auth_flavors.auth_flavors_len = 2;
 	res->mountres3_u.mountinfo.auth_flavors.auth_flavors_val = flavors;
-	m = calloc(1, sizeof(*m));
-	if (m) {
+	pthread_mutex_lock(&srv->mlock);
+	for (m = srv->mounts; m; m = m->next)
+		if (!strcmp(m->host, c->peer_name) && same_path(m->path, path))
+			break;
+	if (!m && (m = calloc(1, sizeof(*m)))) {
 		snprintf(m->host, sizeof(m->host), "%s", c->peer_name);
-		snprintf(m->path, sizeof(m->path), "%s", e->path);
-		pthread_mutex_lock(&srv->mlock);
+		snprintf(m->path, sizeof(m->path), "%s", path);
 		m->next = srv->mounts;
 		srv->mounts = m;
-		pthread_mutex_unlock(&srv->mlock);
 	}
-	log_info("%s mounted %s", c->peer_name, e->path);
+	pthread_mutex_unlock(&srv->mlock);
+	log_debug("%s mounted %s", c->peer_name, path);
 }
 
 void mountd_dump(struct nfs_ctx *ctx, void *args, void *vres)
