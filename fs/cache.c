@@ -256,7 +256,8 @@ void buf_forget(struct chunk *c, uint32_t block)
 {
 	struct buf *b = cache_find(c, block);
 
-	txn_forget(c, block);
+	/* (If the last transaction wrote it, the transaction freeing it still
+	 * catches its other copy up: rolled back, the unit is in use again.) */
 	if (!b)
 		return;
 	if (b->dirty)

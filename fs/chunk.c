@@ -129,6 +129,8 @@ void chunk_commit_frees(struct chunk *c)
 	if (c->any_reserved)
 		memset(c->reserved, 0, (size_t)c->hdr.bitmap_blocks * OD_MB_PAYLOAD);
 	c->any_reserved = 0;
+	c->free_outside += c->reserved_outside;
+	c->reserved_outside = 0;
 }
 
 static int data_usable(const struct chunk *c, uint32_t b);
@@ -144,8 +146,13 @@ static void mark_range(struct chunk *c, uint32_t start, uint32_t len, int used)
 {
 	for (uint32_t b = start; b < start + len; b++) {
 		bitmap_set(c, b, used);
-		if (outside_zone(c, b))
-			c->free_outside += used ? -1 : 1;
+		/* A freed block counts as free room only once its free commits. */
+		if (outside_zone(c, b)) {
+			if (used)
+				c->free_outside--;
+			else
+				c->reserved_outside++;
+		}
 		if (!used)
 			c->reserved[b >> 3] |= (uint8_t)(1u << (b & 7));
 	}
@@ -408,14 +415,20 @@ int alloc_meta(struct chunk *c, uint32_t units, uint32_t *start)
 	return -ENOSPC;
 }
 
+/* Frees come from inodes read from this chunk, but its allocation state
+ * may not be loaded yet (first touch after an open). */
 void free_blocks(struct chunk *c, uint32_t start, uint32_t len)
 {
+	if (chunk_load(c) < 0) {
+		c->hdr.state = OD_STATE_NEEDS_REPAIR; /* fsck recounts the bitmap */
+		return;
+	}
 	mark_range(c, start, len, 0);
 }
 
 void free_meta(struct chunk *c, uint32_t start, uint32_t units)
 {
 	buf_forget(c, start);
-	mark_range(c, start, units, 0);
-	mark_range(c, chunk_mirror(c, start), units, 0);
+	free_blocks(c, start, units);
+	free_blocks(c, chunk_mirror(c, start), units);
 }

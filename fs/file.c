@@ -260,9 +260,31 @@ static int chain_extend(struct fs_volume *v, struct fchain *fc, uint64_t lblk, s
 }
 
 /* Map [lblk, lblk + n) to blocks, allocating what is missing. */
+/* Was segment si made by this operation, and has it no blocks yet? */
+static int seg_new_empty(const struct fchain *fc, uint32_t si)
+{
+	return si > 0 && si >= fc->n_orig && fc->s[si].el.n == 0;
+}
+
+/* Give back the last segment, made by this operation and still empty. */
+static int chain_pop_new(struct fs_volume *v, struct fchain *fc)
+{
+	struct seg *last = &fc->s[fc->n - 1];
+	int ret = slot_free(v, last->r.loc);
+
+	if (ret < 0)
+		return ret;
+	ext_release(&last->el);
+	fc->n--;
+	fc->s[fc->n - 1].r.ino.next.chunk = OD_LOC_NONE;
+	fc->s[fc->n - 1].dirty = 1;
+	return 0;
+}
+
 static int chain_alloc(struct fs_volume *v, struct fchain *fc, uint64_t lblk, uint64_t n)
 {
-	uint32_t extends = 0;
+	uint8_t *tried = NULL;
+	int ret = 0;
 
 	while (n) {
 		uint32_t si = seg_for(fc, lblk);
@@ -270,7 +292,6 @@ static int chain_alloc(struct fs_volume *v, struct fchain *fc, uint64_t lblk, ui
 		struct chunk *c = vol_chunk(v, s->r.loc.chunk);
 		uint64_t run, limit = n;
 		uint32_t goal = 0, start, got;
-		int ret;
 
 		if (seg_map(s, lblk, &run)) {
 			lblk += run < n ? run : n;
@@ -289,33 +310,34 @@ static int chain_alloc(struct fs_volume *v, struct fchain *fc, uint64_t lblk, ui
 				goal = e->pblk + e->len + (uint32_t)(lblk - (e->lblk + e->len));
 		}
 		/* Where the file's last chunk is full outside its metadata
-		 * zone, it continues in a chunk with such room; the zone is
-		 * taken for data only when no chunk has any left. */
+		 * zone, it continues in a chunk with such room (free_outside
+		 * counts only blocks that can be taken now); the zone is taken
+		 * for data only when no chunk has any left. */
 		ret = alloc_data(c, goal, (uint32_t)limit, 0, &start, &got);
-		if (ret == -ENOSPC && si == fc->n - 1) {
+		if (ret == -ENOSPC && si == fc->n - 1 && !seg_new_empty(fc, si)) {
 			struct chunk *next = vol_pick_data_chunk(v, c);
-			/* (bounded: room that is only reserved frees makes no
-			 * progress) */
-			if (next && extends++ < v->nchunks && chain_extend(v, fc, lblk, next) == 0)
+			if (next && chain_extend(v, fc, lblk, next) == 0)
 				continue;
 		}
 		if (ret == -ENOSPC)
 			ret = alloc_data(c, goal, (uint32_t)limit, 1, &start, &got);
 		if (ret == -ENOSPC && si == fc->n - 1) {
-			uint8_t *exclude = calloc(v->nchunks, 1);
+			/* Really full: any chunk not tried yet, with the empty
+			 * continuation just made here given back. */
 			struct chunk *next;
-			if (!exclude)
+			if (!tried && !(tried = calloc(v->nchunks, 1)))
 				return -ENOMEM;
-			exclude[c->index] = 1;
-			next = vol_pick_chunk(v, NULL, FS_KIND_LARGE, 0, exclude);
-			free(exclude);
-			ret = extends++ < 2 * v->nchunks ? chain_extend(v, fc, lblk, next) : -ENOSPC;
+			tried[c->index] = 1;
+			if (seg_new_empty(fc, si) && (ret = chain_pop_new(v, fc)) < 0)
+				goto out;
+			next = vol_pick_chunk(v, NULL, FS_KIND_LARGE, 0, tried);
+			ret = chain_extend(v, fc, lblk, next);
 			if (ret < 0)
-				return ret;
+				goto out;
 			continue;
 		}
 		if (ret < 0)
-			return ret;
+			goto out;
 		ret = note_new(fc, c->index, start, got);
 		if (ret == 0)
 			ret = seg_insert(s, lblk, start, got);
@@ -323,12 +345,14 @@ static int chain_alloc(struct fs_volume *v, struct fchain *fc, uint64_t lblk, ui
 			if (fc->n_nr && fc->nr[fc->n_nr - 1].pblk == start)
 				fc->n_nr--;
 			free_blocks(c, start, got);
-			return ret;
+			goto out;
 		}
 		lblk += got;
 		n -= got;
 	}
-	return 0;
+out:
+	free(tried);
+	return ret;
 }
 
 static int data_io(struct fs_volume *v, uint32_t chunk, uint32_t pblk, uint32_t inoff, void *buf,
@@ -409,22 +433,85 @@ static int chain_cut(struct fs_volume *v, struct fchain *fc, uint64_t lblk)
 	return 0;
 }
 
-static int zero_tail(struct fs_volume *v, struct fchain *fc, uint64_t size)
+/* Point lblk of s at pblk instead of the block it had, splitting its
+ * extent. */
+static int seg_remap(struct seg *s, uint64_t lblk, uint32_t pblk)
+{
+	struct extlist *el = &s->el;
+	uint32_t k;
+
+	for (k = 0; k < el->n; k++)
+		if (lblk >= el->e[k].lblk && lblk < el->e[k].lblk + el->e[k].len)
+			break;
+	if (k == el->n)
+		return -EUCLEAN;
+	if (el->n + 2 > el->cap) {
+		uint32_t ncap = el->cap * 2 + 4;
+		struct od_extent *p = realloc(el->e, ncap * sizeof(*p));
+		if (!p)
+			return -ENOMEM;
+		el->e = p;
+		el->cap = ncap;
+	}
+	{
+		struct od_extent e = el->e[k];
+		uint32_t before = (uint32_t)(lblk - e.lblk), after = e.len - before - 1;
+		struct od_extent parts[3];
+		uint32_t n = 0;
+		if (before)
+			parts[n++] = (struct od_extent){ e.lblk, e.pblk, before };
+		parts[n++] = (struct od_extent){ lblk, pblk, 1 };
+		if (after)
+			parts[n++] = (struct od_extent){ lblk + 1, e.pblk + before + 1, after };
+		memmove(&el->e[k + n], &el->e[k + 1], (el->n - k - 1) * sizeof(e));
+		memcpy(&el->e[k], parts, n * sizeof(e));
+		el->n += n - 1;
+	}
+	s->dirty = 1;
+	return 0;
+}
+
+/* A file that shrinks to the middle of a block keeps that block's bytes
+ * before the new end and must read zeros after it if it grows again.
+ * Zeroed in place, a crash before the truncate commits would leave the old,
+ * longer file with those zeros; so the block is copied to a new one with
+ * its tail zeroed, and the old one goes with the transaction. */
+static int cow_tail(struct fs_volume *v, struct fchain *fc, uint64_t size)
 {
 	uint32_t inoff = (uint32_t)(size & (OD_BLOCK_SIZE - 1));
-	uint8_t zero[OD_BLOCK_SIZE];
+	uint64_t lblk = size >> OD_BLOCK_SHIFT, run;
+	uint8_t buf[OD_BLOCK_SIZE];
 	struct seg *s;
-	uint64_t run;
-	uint32_t p;
+	struct chunk *c;
+	uint32_t p, np, got;
+	int ret;
 
 	if (!inoff)
 		return 0;
-	s = &fc->s[seg_for(fc, size >> OD_BLOCK_SHIFT)];
-	p = seg_map(s, size >> OD_BLOCK_SHIFT, &run);
+	s = &fc->s[seg_for(fc, lblk)];
+	c = vol_chunk(v, s->r.loc.chunk);
+	p = seg_map(s, lblk, &run);
 	if (!p)
 		return 0;
-	memset(zero, 0, sizeof(zero));
-	return data_io(v, s->r.loc.chunk, p, inoff, zero, OD_BLOCK_SIZE - inoff, 1);
+	ret = data_io(v, c->index, p, 0, buf, OD_BLOCK_SIZE, 0);
+	if (ret < 0)
+		return ret;
+	memset(buf + inoff, 0, OD_BLOCK_SIZE - inoff);
+	ret = alloc_data(c, p + 1, 1, 1, &np, &got);
+	if (ret < 0)
+		return ret;
+	ret = note_new(fc, c->index, np, 1);
+	if (ret < 0) {
+		free_blocks(c, np, 1);
+		return ret;
+	}
+	ret = data_io(v, c->index, np, 0, buf, OD_BLOCK_SIZE, 1);
+	if (ret == 0)
+		ret = seg_remap(s, lblk, np);
+	if (ret < 0)
+		return ret;
+	free_blocks(c, p, 1);
+	return 0;
 }
 
 /* A newly allocated block that the write covers only in part must not show
@@ -495,11 +582,15 @@ int file_truncate(struct fs_volume *v, struct iref *r, uint64_t size)
 		ret = chain_load(v, r, &fc);
 		if (ret < 0)
 			return ret;
-		ret = chain_cut(v, &fc, (size + OD_BLOCK_SIZE - 1) >> OD_BLOCK_SHIFT);
-		if (ret == 0)
-			ret = zero_tail(v, &fc, size);
-		if (ret == 0)
-			ret = chain_store(v, &fc, r);
+		/* The copy first: when it finds no block, nothing has changed. */
+		ret = cow_tail(v, &fc, size);
+		if (ret < 0) {
+			chain_undo(v, &fc);
+		} else {
+			ret = chain_cut(v, &fc, (size + OD_BLOCK_SIZE - 1) >> OD_BLOCK_SHIFT);
+			if (ret == 0)
+				ret = chain_store(v, &fc, r);
+		}
 		chain_release(&fc);
 		if (ret < 0)
 			return ret;

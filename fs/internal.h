@@ -58,6 +58,7 @@ struct chunk {
 	uint32_t alloc_hint_meta;
 	uint32_t alloc_hint_data;
 	uint32_t free_outside;        /* free data blocks outside the metadata zone */
+	uint32_t reserved_outside;    /* ... and those freed since the last commit */
 	uint32_t *free_map;           /* free map indices below the watermark */
 	uint32_t nfree_map, cap_free_map;
 	uint32_t *free_slots;         /* free inode-area slots below the watermark */
@@ -130,7 +131,6 @@ struct buf *buf_peek(struct chunk *c, uint32_t block);
 int txn_commit(struct fs_volume *v);
 int txn_recover(struct fs_volume *v, struct fs_recovery_stats *st);
 int txn_current_copy(const struct chunk *c, uint32_t block);
-void txn_forget(struct chunk *c, uint32_t block);
 
 /* chunk.c */
 int chunk_load(struct chunk *c);

@@ -624,6 +624,7 @@ int fs_rename(struct fs_volume *v, const struct fs_cred *cred, struct fs_ino fro
 {
 	struct iref fdir, tdir_store, *tdir, src, dst;
 	struct dirpos spos, dpos, npos;
+	struct od_loc old_loc;
 	size_t flen, tlen;
 	int have_dst, ret;
 
@@ -684,6 +685,7 @@ int fs_rename(struct fs_volume *v, const struct fs_cred *cred, struct fs_ino fro
 		}
 	}
 	/* The new entry first: if there is no room for it, nothing changed. */
+	old_loc = src.loc;
 	ret = move_entry(v, tdir, to_name, tlen, &spos, &src, &npos);
 	if (ret < 0)
 		goto out;
@@ -692,8 +694,15 @@ int fs_rename(struct fs_volume *v, const struct fs_cred *cred, struct fs_ino fro
 		ret = entry_inode(v, &dpos, &dst);
 		if (ret == 0)
 			ret = unlink_entry(v, tdir, &dpos, &dst);
-		if (ret < 0)
+		if (ret < 0) {
+			/* (no room to relocate dst's inode) undo the new entry:
+			 * the old one, and the inode in it, are still there */
+			if (src.loc.block != old_loc.block || src.loc.off != old_loc.off ||
+			    src.loc.chunk != old_loc.chunk)
+				map_set_loc(v, src.ino.stable, old_loc);
+			dir_remove_entry(v, tdir, &npos);
 			goto out;
+		}
 		if (S_ISDIR(dst.ino.mode))
 			tdir->ino.nlink--;
 		/* Removing dst may have freed the unit holding the old source

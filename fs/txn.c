@@ -62,17 +62,6 @@ static int cmp_entry(const void *a, const void *b)
 	return x->block < y->block ? -1 : x->block > y->block;
 }
 
-/* A unit that was freed: it must be neither caught up nor read as current. */
-void txn_forget(struct chunk *c, uint32_t block)
-{
-	for (uint32_t i = 0; i < c->nlast; i++)
-		if (c->last[i].block == block) {
-			memmove(&c->last[i], &c->last[i + 1], (c->nlast - i - 1) * sizeof(c->last[0]));
-			c->nlast--;
-			return;
-		}
-}
-
 /* --- the list of one transaction in one chunk ---------------------------- */
 
 struct pending {

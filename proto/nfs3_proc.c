@@ -90,8 +90,7 @@ int nfs3_fh_to_ino(struct nfs_ctx *ctx, const nfs_fh3 *fh, struct fs_ino *ino)
 {
 	if (!fh->data.data_val)
 		return -EBADMSG;
-	return hnd_fh_decode(ctx->key, (const uint8_t *)fh->data.data_val, fh->data.data_len,
-			     ino);
+	return hnd_fh_decode(ctx->key, (const uint8_t *)fh->data.data_val, fh->data.data_len, ino);
 }
 
 int nfs3_ino_to_fh(struct nfs_ctx *ctx, struct fs_ino ino, nfs_fh3 *fh)
@@ -199,8 +198,8 @@ static void wcc_pre(const struct fs_attr *a, pre_op_attr *p)
 
 /* The start of a change to the object fh names: its inode and its
  * attributes before the change. Fails for a bad or stale handle. */
-static int wcc_begin(struct nfs_ctx *ctx, const nfs_fh3 *fh, struct fs_ino *ino,
-		     wcc_data *wcc, struct fs_attr *pre)
+static int wcc_begin(struct nfs_ctx *ctx, const nfs_fh3 *fh, struct fs_ino *ino, wcc_data *wcc,
+		     struct fs_attr *pre)
 {
 	struct fs_attr a;
 	int ret = nfs3_fh_to_ino(ctx, fh, ino);
@@ -290,8 +289,8 @@ static int sattr_to_fs(const sattr3 *s, struct fs_setattr *sa)
 
 /* A new object was made with its mode; what else the client asked for
  * (of the fields in keep) is applied as a SETATTR would, updating *attr. */
-static int apply_rest(struct nfs_ctx *ctx, struct fs_ino ino, struct fs_setattr *sa,
-		      uint32_t keep, struct fs_attr *attr)
+static int apply_rest(struct nfs_ctx *ctx, struct fs_ino ino, struct fs_setattr *sa, uint32_t keep,
+		      struct fs_attr *attr)
 {
 	sa->valid &= keep;
 	if (!sa->valid)
@@ -473,8 +472,10 @@ void nfs3_proc_read(struct nfs_ctx *ctx, READ3args *args, READ3res *res)
 	if (count > ctx->rtmax)
 		count = ctx->rtmax;
 	buf = arena_alloc(&ctx->arena, count ? count : 1);
-	ret = buf ? fs_read(ctx->vol, &ctx->cred, ino, args->offset, count, buf, &n, &eof)
-		  : -ENOMEM;
+	if (buf)
+		ret = fs_read(ctx->vol, &ctx->cred, ino, args->offset, count, buf, &n, &eof);
+	else
+		ret = -ENOMEM;
 	res->status = nfs3_status(ret);
 	if (ret == 0) {
 		READ3resok *ok = &res->READ3res_u.resok;
@@ -523,8 +524,8 @@ void nfs3_proc_write(struct nfs_ctx *ctx, WRITE3args *args, WRITE3res *res)
 	if (ret == 0) {
 		if (count > ctx->wtmax)
 			count = ctx->wtmax;
-		ret = fs_write(ctx->vol, &ctx->cred, ino, args->offset, count,
-			       args->data.data_val, how, &post);
+		ret = fs_write(ctx->vol, &ctx->cred, ino, args->offset, count, args->data.data_val,
+			       how, &post);
 	}
 	res->status = nfs3_status(ret);
 	if (ret == 0) {
@@ -547,8 +548,8 @@ void nfs3_proc_write(struct nfs_ctx *ctx, WRITE3args *args, WRITE3res *res)
 /* CREATE's three ways: UNCHECKED and GUARDED with initial attributes,
  * EXCLUSIVE with a verifier the file keeps, so that a retransmission finds
  * its own file (the client sets the attributes with SETATTR afterwards). */
-static int create_obj(struct nfs_ctx *ctx, struct fs_ino dir, CREATE3args *args,
-		      struct fs_ino *ino, struct fs_attr *attr)
+static int create_obj(struct nfs_ctx *ctx, struct fs_ino dir, CREATE3args *args, struct fs_ino *ino,
+		      struct fs_attr *attr)
 {
 	const char *name = args->where.name;
 	struct fs_setattr sa;
@@ -568,17 +569,19 @@ static int create_obj(struct nfs_ctx *ctx, struct fs_ino dir, CREATE3args *args,
 		if (ret == 0) {
 			ctx->needs_sync = 1;
 			return apply_rest(ctx, *ino, &sa,
-					  FS_SET_UID | FS_SET_GID | FS_SET_SIZE | FS_SET_TIMES, attr);
+					  FS_SET_UID | FS_SET_GID | FS_SET_SIZE | FS_SET_TIMES,
+					  attr);
 		}
 		if (ret != -EEXIST || args->how.mode != UNCHECKED)
 			return ret;
 		/* UNCHECKED on an existing regular file opens it: as with
 		 * open(O_CREAT), only the size (truncation) applies to it. */
-		ret = fs_create(ctx->vol, &ctx->cred, dir, name, mode, FS_CREATE_UNCHECKED, 0,
-				ino, attr);
+		ret = fs_create(ctx->vol, &ctx->cred, dir, name, mode, FS_CREATE_UNCHECKED, 0, ino,
+				attr);
 		if (ret < 0)
 			return ret;
-		ctx->needs_sync = 1;
+		if (sa.valid & FS_SET_SIZE)
+			ctx->needs_sync = 1;
 		return apply_rest(ctx, *ino, &sa, FS_SET_SIZE, attr);
 	case EXCLUSIVE:
 		memcpy(&verf, args->how.createhow3_u.verf, sizeof(verf));
@@ -753,8 +756,7 @@ void nfs3_proc_mknod(struct nfs_ctx *ctx, MKNOD3args *args, MKNOD3res *res)
 }
 
 /* REMOVE and RMDIR: one name out of one directory. */
-static int remove_common(struct nfs_ctx *ctx, const diropargs3 *what, int want_dir,
-			 wcc_data *wcc)
+static int remove_common(struct nfs_ctx *ctx, const diropargs3 *what, int want_dir, wcc_data *wcc)
 {
 	struct fs_ino dir = { 0 };
 	int ret;
@@ -871,9 +873,9 @@ void nfs3_proc_link(struct nfs_ctx *ctx, LINK3args *args, LINK3res *res)
 struct rd_state {
 	struct nfs_ctx *ctx;
 	int plus;
-	uint64_t fsid;     /* computed before fs_readdir holds the volume */
-	size_t room;       /* reply bytes left: READDIR count, READDIRPLUS maxcount */
-	size_t dirroom;    /* READDIRPLUS: dircount bytes left */
+	uint64_t fsid;	/* computed before fs_readdir holds the volume */
+	size_t room;	/* reply bytes left: READDIR count, READDIRPLUS maxcount */
+	size_t dirroom; /* READDIRPLUS: dircount bytes left */
 	entry3 **tail;
 	entryplus3 **ptail;
 	uint32_t n;
@@ -942,9 +944,8 @@ nomem:
 
 /* Lists dir from cookie into st within count bytes of reply; the new
  * verifier goes to verf. NFS3ERR_TOOSMALL when not even one entry fits. */
-static nfsstat3 rd_list(struct nfs_ctx *ctx, struct fs_ino dir, cookie3 cookie,
-			const char *verf_in, uint32_t count, struct rd_state *st, char *verf_out,
-			bool_t *eof)
+static nfsstat3 rd_list(struct nfs_ctx *ctx, struct fs_ino dir, cookie3 cookie, const char *verf_in,
+			uint32_t count, struct rd_state *st, char *verf_out, bool_t *eof)
 {
 	uint64_t verf;
 	int end = 0;

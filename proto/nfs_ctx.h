@@ -32,9 +32,10 @@ struct nfs_ctx {
 	uint32_t rtmax, wtmax;     /* FSINFO limits; READ/WRITE counts are clamped to them */
 	int needs_sync;            /* set by a modifying procedure: durable before the reply */
 	struct arena arena;
-	/* For MOUNT: the export root, the client's address (for DUMP). */
-	struct fs_ino export_root;
-	const char *client_name;
+	/* For MOUNT, which works on the server's state: the server and the
+	 * connection the call came on (opaque to procedure code). */
+	struct server *srv;
+	struct conn *conn;
 };
 
 #endif

@@ -32,8 +32,29 @@ static char *xstrdup(const char *s)
 
 static struct ref_res res_of(int rc, int obj)
 {
-	struct ref_res res = {rc, REF_NO_ALT, obj};
+	struct ref_res res = {rc, REF_NO_ALT, REF_NO_ALT, obj};
 
+	return res;
+}
+
+/* The first of up to three errors that apply at once, the others as
+ * alternatives: for checks whose order fs.h does not fix. */
+static struct ref_res first_of(int e1, int e2, int e3, int obj)
+{
+	int errs[3] = {e1, e2, e3}, n = 0;
+	struct ref_res res = res_of(0, obj);
+
+	for (int i = 0; i < 3; i++) {
+		if (!errs[i])
+			continue;
+		if (n == 0)
+			res.rc = errs[i];
+		else if (n == 1)
+			res.alt = errs[i];
+		else
+			res.alt2 = errs[i];
+		n++;
+	}
 	return res;
 }
 
@@ -234,30 +255,34 @@ static const char *some_name(const struct ref *r, int obj, int *dir)
 
 void ref_path(const struct ref *r, int obj, char *buf, size_t size)
 {
-	char tmp[4096] = "";
+	const char *names[32];
 	int depth = 0;
+	size_t o = 0;
 
-	if (obj < 0 || obj >= r->nobjs) {
-		snprintf(buf, size, "(none)");
+	if (obj < 0 || obj >= r->nobjs || !r->objs[obj].live) {
+		snprintf(buf, size, "(deleted)");
 		return;
 	}
-	if (!r->objs[obj].live) {
-		snprintf(buf, size, "(deleted #%d)", obj);
-		return;
-	}
-	while (obj != r->root && depth++ < 64) {
-		char part[4096];
+	while (obj != r->root && depth < 32) {
 		int dir;
 		const char *name = some_name(r, obj, &dir);
 
 		if (!name)
 			break;
-		snprintf(part, sizeof(part), "/%.40s%s%s", name, strlen(name) > 40 ? "..." : "",
-			 tmp);
-		snprintf(tmp, sizeof(tmp), "%s", part);
+		names[depth++] = name;
 		obj = dir;
 	}
-	snprintf(buf, size, "%s", tmp[0] ? tmp : "/");
+	buf[0] = '\0';
+	if (depth == 0)
+		snprintf(buf, size, "/");
+	while (depth-- > 0 && o + 1 < size) {
+		int n = snprintf(buf + o, size - o, "/%.24s%s", names[depth],
+				 strlen(names[depth]) > 24 ? "..." : "");
+
+		if (n < 0)
+			break;
+		o += (size_t)n;
+	}
 }
 
 static int in_group(const struct fs_cred *c, uint32_t gid)
@@ -289,6 +314,17 @@ int ref_may(const struct ref *r, const struct fs_cred *c, int obj, int want)
 	else
 		bits = o->perm & 7;
 	return (bits & (uint32_t)want) == (uint32_t)want;
+}
+
+/* In a sticky directory only root and the owner of the directory or of the
+ * entry's object may remove or replace the entry (Linux, and the library). */
+static int ref_sticky_ok(const struct ref *r, const struct fs_cred *c, int dir, int obj)
+{
+	const struct ref_obj *d = &r->objs[dir];
+
+	if (!c || c->uid == 0 || !(d->perm & S_ISVTX))
+		return 1;
+	return c->uid == d->uid || c->uid == r->objs[obj].uid;
 }
 
 static int check_name(const char *name, int dots_ok)
@@ -389,8 +425,22 @@ struct ref_res ref_setattr(struct ref *r, const struct fs_cred *c, struct fs_ino
 	if (c && c->uid != 0) {
 		int owner = c->uid == o->uid;
 
-		if (sa->valid & (FS_SET_UID | FS_SET_GID))
+		/* POSIX with _POSIX_CHOWN_RESTRICTED: only root gives a file
+		 * away; its owner may change the group to one of its own.
+		 * Setting the same value by a non-owner changes nothing, and
+		 * whether it is refused is not said (Linux refuses). */
+		if ((sa->valid & FS_SET_UID) && sa->uid != o->uid)
 			return res_of(-EPERM, obj);
+		if ((sa->valid & FS_SET_GID) && sa->gid != o->gid &&
+		    (!owner || !in_group(c, sa->gid)))
+			return res_of(-EPERM, obj);
+		if ((sa->valid & (FS_SET_UID | FS_SET_GID)) && !owner &&
+		    !(sa->valid & ~(uint32_t)(FS_SET_UID | FS_SET_GID))) {
+			struct ref_res res = res_of(-EPERM, obj);
+
+			res.alt = 0;
+			return res;
+		}
 		if ((sa->valid & FS_SET_MODE) && !owner)
 			return res_of(-EPERM, obj);
 		if ((sa->valid & (FS_SET_ATIME | FS_SET_MTIME)) && !owner)
@@ -429,8 +479,8 @@ struct ref_res ref_setattr(struct ref *r, const struct fs_cred *c, struct fs_ino
 	return res_of(0, obj);
 }
 
-struct ref_res ref_access(struct ref *r, const struct fs_cred *c, struct fs_ino ino,
-			  uint32_t want, uint32_t *granted)
+struct ref_res ref_access(struct ref *r, const struct fs_cred *c, struct fs_ino ino, uint32_t want,
+			  uint32_t *granted)
 {
 	int obj = -1;
 	int rc = live_arg(r, ino, &obj);
@@ -577,7 +627,7 @@ struct ref_res ref_symlink(struct ref *r, const struct fs_cred *c, struct fs_ino
 		return res_of(wperm, -1);
 	if (!commit)
 		return res_of(0, -1);
-	obj = new_obj(r, S_IFLNK, mode, c);
+	obj = new_obj(r, S_IFLNK, 0777, c); /* symlinks are always 0777, whatever is asked */
 	r->objs[obj].target = xstrdup(target);
 	attach(r, d, name, obj);
 	return res_of(0, obj);
@@ -647,11 +697,13 @@ struct ref_res ref_remove(struct ref *r, const struct fs_cred *c, struct fs_ino 
 		return res_of(rc, -1);
 	child = ref_dir_find(r, d, name);
 	if (child < 0)
-		serr = -ENOENT;
-	else if (r->objs[child].type == S_IFDIR)
+		return perm_or(wperm, -ENOENT, child);
+	if (r->objs[child].type == S_IFDIR)
 		serr = -EISDIR;
-	if (serr || wperm)
+	if (wperm)
 		return perm_or(wperm, serr, child);
+	if (serr || !ref_sticky_ok(r, c, d, child))
+		return first_of(serr, ref_sticky_ok(r, c, d, child) ? 0 : -EPERM, 0, child);
 	if (commit)
 		unlink_file(r, d, name, child);
 	return res_of(0, child);
@@ -670,26 +722,28 @@ struct ref_res ref_rmdir(struct ref *r, const struct fs_cred *c, struct fs_ino d
 		return res_of(rc, -1);
 	child = ref_dir_find(r, d, name);
 	if (child < 0)
-		serr = -ENOENT;
-	else if (r->objs[child].type != S_IFDIR)
+		return perm_or(wperm, -ENOENT, child);
+	if (r->objs[child].type != S_IFDIR)
 		serr = -ENOTDIR;
 	else if (r->objs[child].nents > 0)
 		serr = -ENOTEMPTY;
-	if (serr || wperm)
+	if (wperm)
 		return perm_or(wperm, serr, child);
+	if (serr || !ref_sticky_ok(r, c, d, child))
+		return first_of(serr, ref_sticky_ok(r, c, d, child) ? 0 : -EPERM, 0, child);
 	if (commit)
 		unlink_dir(r, d, name, child);
 	return res_of(0, child);
 }
 
-/* Why a rename of src over tgt (may be -1) into directory td must fail, or 0.
- * *alt gets the second answer when two rules apply at once. */
-static int rename_state(const struct ref *r, int src, int td, int tgt, int *alt)
+/* Why a rename of src (in fd) over tgt (may be -1) in td must fail: the
+ * subtree rule, the target's type, the sticky bit, in no promised order. */
+static struct ref_res rename_state(const struct ref *r, const struct fs_cred *c, int fd, int src,
+				   int td, int tgt)
 {
 	int sdir = r->objs[src].type == S_IFDIR;
-	int terr = 0;
+	int terr = 0, serr = 0, ierr = 0;
 
-	*alt = REF_NO_ALT;
 	if (tgt >= 0) {
 		int tdir = r->objs[tgt].type == S_IFDIR;
 
@@ -700,14 +754,11 @@ static int rename_state(const struct ref *r, int src, int td, int tgt, int *alt)
 		else if (tdir && r->objs[tgt].nents > 0)
 			terr = -ENOTEMPTY;
 	}
-	/* Which of "into its own subtree" and the target's type is checked
-	 * first is not said; Linux checks the subtree first. */
-	if (sdir && ref_is_under(r, td, src)) {
-		if (terr)
-			*alt = terr;
-		return -EINVAL;
-	}
-	return terr;
+	if (sdir && ref_is_under(r, td, src))
+		ierr = -EINVAL;
+	if (!ref_sticky_ok(r, c, fd, src) || (tgt >= 0 && !ref_sticky_ok(r, c, td, tgt)))
+		serr = -EPERM;
+	return first_of(ierr, terr, serr, src);
 }
 
 struct ref_res ref_rename(struct ref *r, const struct fs_cred *c, struct fs_ino from_dir,
@@ -718,13 +769,19 @@ struct ref_res ref_rename(struct ref *r, const struct fs_cred *c, struct fs_ino 
 	int fd = -1, td = -1;
 	int fw = 0, tw = 0;
 	int src, tgt;
-	int serr, alt;
 	int rc = dir_arg(r, from_dir, &fd);
 
-	if (!rc)
-		rc = dir_arg(r, to_dir, &td);
-	if (!rc)
-		rc = check_name(from_name, 0);
+	if (rc)
+		return res_of(rc, -1);
+	rc = dir_arg(r, to_dir, &td);
+	if (rc) {
+		/* The from directory's permission may be checked first. */
+		res = res_of(rc, -1);
+		if (!ref_may(r, c, fd, 3))
+			res.alt = -EACCES;
+		return res;
+	}
+	rc = check_name(from_name, 0);
 	if (!rc)
 		rc = check_name(to_name, 0);
 	if (!rc)
@@ -739,14 +796,19 @@ struct ref_res ref_rename(struct ref *r, const struct fs_cred *c, struct fs_ino 
 	tgt = ref_dir_find(r, td, to_name);
 	if (tgt == src)
 		return perm_or_nop(fw ? fw : tw, src); /* the same file: nothing to do */
-	serr = rename_state(r, src, td, tgt, &alt);
-	if (fw || tw)
-		return perm_or(fw ? fw : tw, serr, src);
-	if (serr) {
-		res = res_of(serr, src);
-		res.alt = alt;
+	res = rename_state(r, c, fd, src, td, tgt);
+	if ((fw || tw) && res.rc) {
+		/* Linux checks one directory at a time: its permission, then
+		 * the sticky bit and the type of the name in it. */
+		res.alt2 = res.alt;
+		res.alt = res.rc;
+		res.rc = -EACCES;
 		return res;
 	}
+	if (fw || tw)
+		return res_of(-EACCES, src);
+	if (res.rc)
+		return res;
 	if (!commit)
 		return res_of(0, src);
 	if (tgt >= 0) {
@@ -782,10 +844,15 @@ struct ref_res ref_link(struct ref *r, const struct fs_cred *c, struct fs_ino in
 		return res_of(rc, -1);
 	child = ref_dir_find(r, d, name);
 	if (r->objs[obj].type == S_IFDIR) {
-		/* Linux finds the existing name first. */
+		/* Which comes first is not said; Linux checks the new name (search
+		 * permission, existence, write permission) before the type. */
 		res = res_of(-EPERM, obj);
-		if (child >= 0)
+		if (!ref_may(r, c, d, 1))
+			res.alt = -EACCES;
+		else if (child >= 0)
 			res.alt = -EEXIST;
+		else if (!ref_may(r, c, d, 2))
+			res.alt = -EACCES;
 		return res;
 	}
 	rc = dir_perm(r, c, d, &wperm);
@@ -829,8 +896,7 @@ struct ref_res ref_readdir(struct ref *r, const struct fs_cred *c, struct fs_ino
 }
 
 /* read and write share their checks: the type, then the permission. */
-static int io_check(struct ref *r, const struct fs_cred *c, struct fs_ino ino, int want,
-		    int *obj)
+static int io_check(struct ref *r, const struct fs_cred *c, struct fs_ino ino, int want, int *obj)
 {
 	int rc = live_arg(r, ino, obj);
 
@@ -855,8 +921,8 @@ struct ref_res ref_read(struct ref *r, const struct fs_cred *c, struct fs_ino in
 	return res_of(rc, obj);
 }
 
-struct ref_res ref_write(struct ref *r, const struct fs_cred *c, struct fs_ino ino,
-			 uint64_t offset, size_t len, const void *buf, int commit)
+struct ref_res ref_write(struct ref *r, const struct fs_cred *c, struct fs_ino ino, uint64_t offset,
+			 size_t len, const void *buf, int commit)
 {
 	struct ref_obj *o;
 	int obj = -1;

@@ -58,11 +58,14 @@ struct ref {
 };
 
 /* What the model expects of one call. Operations take `commit`: 0 only
- * predicts, 1 predicts and (when rc is 0) applies the change. */
+ * predicts, 1 predicts and (when rc is 0) applies the change. Where fs.h
+ * leaves the order of two checks open, the other answers are alternatives;
+ * an alternative never changes anything. */
 struct ref_res {
 	int rc;
-	int alt; /* another acceptable result that changes nothing, or REF_NO_ALT */
-	int obj; /* the object found, created or acted on; -1 if none */
+	int alt;  /* another acceptable result, or REF_NO_ALT */
+	int alt2; /* a third, or REF_NO_ALT */
+	int obj;  /* the object found, created or acted on; -1 if none */
 };
 
 void ref_init(struct ref *r, struct fs_ino root, const struct fs_attr *root_attr);
@@ -87,8 +90,8 @@ int ref_may(const struct ref *r, const struct fs_cred *c, int obj, int want);
 struct ref_res ref_getattr(struct ref *r, struct fs_ino ino);
 struct ref_res ref_setattr(struct ref *r, const struct fs_cred *c, struct fs_ino ino,
 			   const struct fs_setattr *sa, int commit);
-struct ref_res ref_access(struct ref *r, const struct fs_cred *c, struct fs_ino ino,
-			  uint32_t want, uint32_t *granted);
+struct ref_res ref_access(struct ref *r, const struct fs_cred *c, struct fs_ino ino, uint32_t want,
+			  uint32_t *granted);
 struct ref_res ref_lookup(struct ref *r, const struct fs_cred *c, struct fs_ino dir,
 			  const char *name);
 struct ref_res ref_create(struct ref *r, const struct fs_cred *c, struct fs_ino dir,
@@ -113,8 +116,8 @@ struct ref_res ref_link(struct ref *r, const struct fs_cred *c, struct fs_ino in
 struct ref_res ref_readlink(struct ref *r, struct fs_ino ino);
 struct ref_res ref_readdir(struct ref *r, const struct fs_cred *c, struct fs_ino dir);
 struct ref_res ref_read(struct ref *r, const struct fs_cred *c, struct fs_ino ino, int commit);
-struct ref_res ref_write(struct ref *r, const struct fs_cred *c, struct fs_ino ino,
-			 uint64_t offset, size_t len, const void *buf, int commit);
+struct ref_res ref_write(struct ref *r, const struct fs_cred *c, struct fs_ino ino, uint64_t offset,
+			 size_t len, const void *buf, int commit);
 struct ref_res ref_commit(struct ref *r, struct fs_ino ino);
 
 #endif

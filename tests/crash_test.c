@@ -1,0 +1,793 @@
+/* The crash-state harness: each workload runs once over recording stores;
+ * every crash state its I/O log allows must then recover to a valid volume
+ * holding the last acknowledged tree (or the one whose sync was in flight). */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "crash_state.h"
+#include "fs/fs.h"
+#include "fs/store.h"
+#include "fs/store_mem.h"
+
+#define CHUNK_SIZE (1ull << 20)
+#define KiB 1024u
+
+/* --- workloads: ops by path, each remembering the first failure ----------- */
+
+struct wl {
+	struct fs_volume *v;
+	int err;
+	char what[640];
+	void (*checkpoint)(struct wl *w);
+	void *ctx;
+	char leaf[FS_NAME_MAX + 1];
+};
+
+static void op_failed(struct wl *w, const char *op, const char *path, int ret)
+{
+	if (w->err)
+		return;
+	w->err = ret ? ret : -EIO;
+	snprintf(w->what, sizeof(w->what), "%s %s: %s", op, path, strerror(-w->err));
+}
+
+static int resolve(struct wl *w, const char *path, struct fs_ino *out)
+{
+	char comp[FS_NAME_MAX + 1];
+	const char *p = path;
+	int ret = fs_root(w->v, out);
+
+	while (ret == 0 && *p) {
+		size_t n;
+		while (*p == '/')
+			p++;
+		n = strcspn(p, "/");
+		if (n == 0)
+			break;
+		if (n > FS_NAME_MAX)
+			return -ENAMETOOLONG;
+		memcpy(comp, p, n);
+		comp[n] = '\0';
+		ret = fs_lookup(w->v, NULL, *out, comp, out, NULL);
+		p += n;
+	}
+	return ret;
+}
+
+/* The directory holding path, and the last name in w->leaf. */
+static int resolve_parent(struct wl *w, const char *path, struct fs_ino *dir)
+{
+	const char *slash = strrchr(path, '/');
+	char parent[512];
+	size_t n;
+
+	if (!slash || strlen(slash + 1) > FS_NAME_MAX || (size_t)(slash - path) >= sizeof(parent))
+		return -EINVAL;
+	n = (size_t)(slash - path);
+	memcpy(parent, path, n);
+	parent[n] = '\0';
+	strcpy(w->leaf, slash + 1);
+	return resolve(w, parent, dir);
+}
+
+/* Bytes of version seed of a file at offsets [off, off + len): two seeds
+ * differ at every offset (37 is odd, seeds stay below 256). */
+static void pattern(uint8_t *buf, size_t len, uint64_t off, unsigned seed)
+{
+	for (size_t i = 0; i < len; i++) {
+		uint64_t pos = off + i;
+		buf[i] = (uint8_t)(((pos * 2654435761u) >> 13) + (pos >> 12) + seed * 37u);
+	}
+}
+
+static void do_sync(struct wl *w)
+{
+	int ret;
+
+	if (w->err)
+		return;
+	ret = fs_sync(w->v);
+	if (ret < 0)
+		op_failed(w, "sync", "", ret);
+	else
+		w->checkpoint(w);
+}
+
+static void do_commit(struct wl *w, const char *path)
+{
+	struct fs_ino ino;
+	int ret;
+
+	if (w->err)
+		return;
+	ret = resolve(w, path, &ino);
+	if (ret == 0)
+		ret = fs_commit(w->v, ino);
+	if (ret < 0)
+		op_failed(w, "commit", path, ret);
+	else
+		w->checkpoint(w);
+}
+
+static void do_mkdir(struct wl *w, const char *path, uint32_t perm)
+{
+	struct fs_ino dir;
+	int ret;
+
+	if (w->err)
+		return;
+	ret = resolve_parent(w, path, &dir);
+	if (ret == 0)
+		ret = fs_mkdir(w->v, NULL, dir, w->leaf, perm, NULL, NULL);
+	if (ret < 0)
+		op_failed(w, "mkdir", path, ret);
+}
+
+static void do_create(struct wl *w, const char *path, uint32_t perm)
+{
+	struct fs_ino dir;
+	int ret;
+
+	if (w->err)
+		return;
+	ret = resolve_parent(w, path, &dir);
+	if (ret == 0)
+		ret = fs_create(w->v, NULL, dir, w->leaf, perm, FS_CREATE_GUARDED, 0, NULL, NULL);
+	if (ret < 0)
+		op_failed(w, "create", path, ret);
+}
+
+/* A write of version seed's bytes; a stable one is a durability point. */
+static void do_write(struct wl *w, const char *path, uint64_t off, size_t len, unsigned seed,
+		     enum fs_stable_how stable)
+{
+	uint8_t *buf;
+	struct fs_ino ino;
+	int ret;
+
+	if (w->err)
+		return;
+	buf = malloc(len ? len : 1);
+	if (!buf) {
+		op_failed(w, "write", path, -ENOMEM);
+		return;
+	}
+	pattern(buf, len, off, seed);
+	ret = resolve(w, path, &ino);
+	if (ret == 0)
+		ret = fs_write(w->v, NULL, ino, off, len, buf, stable, NULL);
+	free(buf);
+	if (ret < 0)
+		op_failed(w, "write", path, ret);
+	else if (stable != FS_UNSTABLE)
+		w->checkpoint(w);
+}
+
+/* A file created and written in one go (small ones stay inline). */
+static void do_put(struct wl *w, const char *path, uint32_t perm, size_t len, unsigned seed,
+		   enum fs_stable_how stable)
+{
+	do_create(w, path, perm);
+	do_write(w, path, 0, len, seed, stable);
+}
+
+static void do_setattr(struct wl *w, const char *path, uint32_t valid, uint32_t perm,
+		       uint64_t size)
+{
+	struct fs_setattr sa = { .valid = valid, .mode = perm, .size = size };
+	struct fs_ino ino;
+	int ret;
+
+	if (w->err)
+		return;
+	ret = resolve(w, path, &ino);
+	if (ret == 0)
+		ret = fs_setattr(w->v, NULL, ino, &sa, NULL);
+	if (ret < 0)
+		op_failed(w, "setattr", path, ret);
+}
+
+static void do_trunc(struct wl *w, const char *path, uint64_t size)
+{
+	do_setattr(w, path, FS_SET_SIZE, 0, size);
+}
+
+static void do_chmod(struct wl *w, const char *path, uint32_t perm)
+{
+	do_setattr(w, path, FS_SET_MODE, perm, 0);
+}
+
+static void do_symlink(struct wl *w, const char *path, const char *target)
+{
+	struct fs_ino dir;
+	int ret;
+
+	if (w->err)
+		return;
+	ret = resolve_parent(w, path, &dir);
+	if (ret == 0)
+		ret = fs_symlink(w->v, NULL, dir, w->leaf, target, 0777, NULL, NULL);
+	if (ret < 0)
+		op_failed(w, "symlink", path, ret);
+}
+
+static void do_link(struct wl *w, const char *existing, const char *path)
+{
+	struct fs_ino ino, dir;
+	int ret;
+
+	if (w->err)
+		return;
+	ret = resolve(w, existing, &ino);
+	if (ret == 0)
+		ret = resolve_parent(w, path, &dir);
+	if (ret == 0)
+		ret = fs_link(w->v, NULL, ino, dir, w->leaf);
+	if (ret < 0)
+		op_failed(w, "link", path, ret);
+}
+
+static void do_remove(struct wl *w, const char *path, int isdir)
+{
+	struct fs_ino dir;
+	int ret;
+
+	if (w->err)
+		return;
+	ret = resolve_parent(w, path, &dir);
+	if (ret == 0)
+		ret = isdir ? fs_rmdir(w->v, NULL, dir, w->leaf)
+			    : fs_remove(w->v, NULL, dir, w->leaf);
+	if (ret < 0)
+		op_failed(w, isdir ? "rmdir" : "remove", path, ret);
+}
+
+static void do_unlink(struct wl *w, const char *path)
+{
+	do_remove(w, path, 0);
+}
+
+static void do_rmdir(struct wl *w, const char *path)
+{
+	do_remove(w, path, 1);
+}
+
+static void do_rename(struct wl *w, const char *from, const char *to)
+{
+	struct fs_ino fdir, tdir;
+	char fname[FS_NAME_MAX + 1];
+	int ret;
+
+	if (w->err)
+		return;
+	ret = resolve_parent(w, from, &fdir);
+	strcpy(fname, w->leaf);
+	if (ret == 0)
+		ret = resolve_parent(w, to, &tdir);
+	if (ret == 0)
+		ret = fs_rename(w->v, NULL, fdir, fname, tdir, w->leaf);
+	if (ret < 0)
+		op_failed(w, "rename", from, ret);
+}
+
+/* The chunk that gave an inode its stable number (ondisk.h's OD_STABLE:
+ * the chunk index is the number's upper half). */
+static uint32_t fileid_chunk(uint64_t fileid)
+{
+	return (uint32_t)(fileid >> 32);
+}
+
+struct chunk_seen {
+	uint32_t mask;
+};
+
+static int note_chunk(void *ctx, const struct fs_dirent *d)
+{
+	struct chunk_seen *cs = ctx;
+
+	if (fileid_chunk(d->fileid) < 32)
+		cs->mask |= 1u << fileid_chunk(d->fileid);
+	return 0;
+}
+
+/* Fail the workload unless dir has entries in a chunk other than its own:
+ * entries sit in the chunk of the inode they name, so it has a part there. */
+static void expect_spread(struct wl *w, const char *path)
+{
+	struct chunk_seen cs = { 0 };
+	struct fs_ino dir;
+	struct fs_attr a;
+	uint64_t verf = 0;
+	int eof = 0, ret;
+
+	if (w->err)
+		return;
+	ret = resolve(w, path, &dir);
+	if (ret == 0)
+		ret = fs_getattr(w->v, dir, &a);
+	if (ret == 0)
+		ret = fs_readdir(w->v, NULL, dir, 0, &verf, 0, note_chunk, &cs, &eof);
+	if (ret == 0 && (!eof || !(cs.mask & ~(1u << fileid_chunk(a.fileid)))))
+		ret = -EXDEV;
+	if (ret < 0)
+		op_failed(w, "expect parts in other chunks", path, ret);
+}
+
+/* (a) A small tree: creates, writes, renames, links, unlinks, truncates,
+ * mkdirs, with a sync after every one to three operations. */
+static void wl_tree(struct wl *w)
+{
+	do_mkdir(w, "/src", 0755);
+	do_mkdir(w, "/doc", 0750);
+	do_sync(w);
+	do_put(w, "/src/main.c", 0644, 5000, 1, FS_UNSTABLE);
+	do_sync(w);
+	do_put(w, "/src/util.c", 0644, 9000, 2, FS_UNSTABLE);
+	do_sync(w);
+	do_put(w, "/doc/readme", 0644, 300, 3, FS_UNSTABLE);
+	do_symlink(w, "/doc/link", "../src/main.c");
+	do_sync(w);
+	do_mkdir(w, "/src/lib", 0700);
+	do_put(w, "/src/lib/a.o", 0600, 20000, 4, FS_UNSTABLE);
+	do_sync(w);
+	do_link(w, "/src/main.c", "/doc/main.hard");
+	do_sync(w);
+	do_rename(w, "/src/util.c", "/doc/util.txt");
+	do_sync(w);
+	do_trunc(w, "/src/lib/a.o", 7000);
+	do_sync(w);
+	do_unlink(w, "/src/main.c");
+	do_sync(w);
+	do_mkdir(w, "/tmp", 0777);
+	do_rename(w, "/src/lib", "/tmp/lib2");
+	do_sync(w);
+	do_write(w, "/doc/util.txt", 3000, 4000, 5, FS_UNSTABLE);
+	do_chmod(w, "/doc/util.txt", 0600);
+	do_sync(w);
+	for (unsigned i = 0; i < 6; i++) {
+		char p[32];
+		snprintf(p, sizeof(p), "/tmp/n%u", i);
+		do_put(w, p, 0644, 100 + i * 1100, 10 + i, FS_UNSTABLE);
+		do_sync(w);
+	}
+	do_rename(w, "/tmp/n1", "/tmp/n2");
+	do_sync(w);
+	do_trunc(w, "/tmp/n3", 12000);
+	do_write(w, "/tmp/n3", 10000, 100, 20, FS_UNSTABLE);
+	do_sync(w);
+	do_unlink(w, "/doc/link");
+	do_rmdir(w, "/src");
+	do_sync(w);
+	do_unlink(w, "/tmp/lib2/a.o");
+	do_rmdir(w, "/tmp/lib2");
+	do_sync(w);
+	do_symlink(w, "/tmp/ln", "a/rather/long/target/that/does/not/exist/anywhere/at/all/"
+				 "and/keeps/going/for/a/while/to/make/the/symlink/bigger/than/a/"
+				 "short/one");
+	do_chmod(w, "/tmp", 0700);
+	do_sync(w);
+	do_rename(w, "/doc", "/tmp/doc2");
+	do_write(w, "/tmp/n4", 0, 3000, 21, FS_UNSTABLE);
+	do_sync(w);
+	do_unlink(w, "/tmp/n0");
+	do_trunc(w, "/tmp/n5", 0);
+	do_sync(w);
+}
+
+/* Piece sizes in 64 KiB .. 256 KiB, a fixed sequence. */
+static size_t piece(unsigned i)
+{
+	static const unsigned kib[] = { 64, 192, 128, 256, 96, 160, 224, 64, 128, 256 };
+
+	return (size_t)kib[i % (sizeof(kib) / sizeof(kib[0]))] * KiB;
+}
+
+/* (b) Files growing across chunks in FILE_SYNC pieces: each outgrows what
+ * one 1 MiB chunk holds (824 KiB of data), and an inode maps only blocks of
+ * its own chunk, so continuation inodes appear; then an overwrite across a
+ * chunk boundary, a cut and a regrow. */
+static void wl_grow(struct wl *w)
+{
+	static const char *const name[] = { "/big/a.bin", "/big/b.bin", "/c.bin" };
+	static const uint64_t want[] = { 1536 * KiB, 1280 * KiB, 1024 * KiB };
+	uint64_t size[3] = { 0, 0, 0 };
+	unsigned n = 0;
+
+	do_mkdir(w, "/big", 0755);
+	do_sync(w);
+	for (int f = 0; f < 3; f++)
+		do_create(w, name[f], 0644);
+	do_sync(w);
+	for (int busy = 1; busy && !w->err;) {
+		busy = 0;
+		for (int f = 0; f < 3; f++) {
+			size_t len = piece(n++);
+			if (size[f] >= want[f])
+				continue;
+			if (len > want[f] - size[f])
+				len = (size_t)(want[f] - size[f]);
+			do_write(w, name[f], size[f], len, 1 + (unsigned)f, FS_FILE_SYNC);
+			size[f] += len;
+			busy = 1;
+		}
+	}
+	do_write(w, "/big/a.bin", 700 * KiB + 100, 300 * KiB, 7, FS_FILE_SYNC);
+	do_trunc(w, "/big/b.bin", 300 * KiB + 123);
+	do_sync(w);
+	do_write(w, "/big/b.bin", 300 * KiB + 123, 200 * KiB, 8, FS_FILE_SYNC);
+	do_unlink(w, "/c.bin");
+	do_sync(w);
+	do_write(w, "/big/a.bin", 1536 * KiB, 128 * KiB, 9, FS_DATA_SYNC);
+}
+
+/* (c) Directories spilling into other chunks: large files and many entries
+ * fill chunk 0 (its inodes run out), so new entries of directories living
+ * there go to parts in other chunks; then removes and renames across
+ * directories, and a part emptied. */
+static void wl_spill(struct wl *w)
+{
+	char p[64], q[64];
+
+	do_mkdir(w, "/d1", 0755);
+	do_mkdir(w, "/d2", 0755);
+	do_sync(w);
+	do_create(w, "/fill.dat", 0644);
+	for (unsigned i = 0; i < 4; i++)
+		do_write(w, "/fill.dat", i * 208 * KiB, 208 * KiB, 1, FS_FILE_SYNC);
+	for (unsigned i = 0; i < 40; i++) {
+		snprintf(p, sizeof(p), "/d1/entry-%02u", i);
+		do_put(w, p, 0644, 40 + i * 7, 20 + i, FS_UNSTABLE);
+		if (i % 6 == 5)
+			do_sync(w);
+	}
+	do_sync(w);
+	do_put(w, "/d2/big.dat", 0644, 500 * KiB, 2, FS_FILE_SYNC);
+	for (unsigned i = 0; i < 16; i++) {
+		snprintf(p, sizeof(p), "/d%u/more-%02u", 1 + i % 2, i);
+		do_put(w, p, 0640, 3000 + i * 500, 70 + i, FS_UNSTABLE);
+		if (i % 4 == 3)
+			do_sync(w);
+	}
+	expect_spread(w, "/d1");
+	for (unsigned i = 0; i < 12; i++) {
+		snprintf(p, sizeof(p), "/d1/entry-%02u", i * 3);
+		do_unlink(w, p);
+		if (i % 4 == 3)
+			do_sync(w);
+	}
+	for (unsigned i = 0; i < 10; i++) {
+		snprintf(p, sizeof(p), "/d1/entry-%02u", 1 + i * 3);
+		snprintf(q, sizeof(q), "/d2/moved-%02u", i);
+		do_rename(w, p, q);
+		if (i % 3 == 2)
+			do_sync(w);
+	}
+	do_rename(w, "/d2/more-01", "/d1/back-01");
+	do_rename(w, "/d1/more-00", "/d2/more-03"); /* over an existing name */
+	do_sync(w);
+	do_unlink(w, "/fill.dat");
+	do_sync(w);
+	for (unsigned i = 0; i < 6; i++) {
+		snprintf(p, sizeof(p), "/d2/late-%u", i);
+		do_put(w, p, 0644, 500, 100 + i, FS_UNSTABLE);
+	}
+	do_sync(w);
+	for (unsigned i = 0; i < 16; i++) {
+		snprintf(p, sizeof(p), "/d1/more-%02u", i);
+		if (i % 2 == 0 && i != 0)
+			do_unlink(w, p);
+	}
+	do_rename(w, "/d1", "/d2/d1");
+	do_sync(w);
+}
+
+/* (d) Inline data: small files written in one go at creation, then changed
+ * (the data moves out of the entry); hard links whose first link goes (the
+ * inode relocates to a slot), renames carrying inline data along. */
+static void wl_inline(struct wl *w)
+{
+	do_mkdir(w, "/i", 0755);
+	do_mkdir(w, "/j", 0755);
+	do_sync(w);
+	do_put(w, "/i/s1", 0644, 100, 1, FS_UNSTABLE);
+	do_put(w, "/i/s2", 0644, 700, 2, FS_UNSTABLE);
+	do_put(w, "/i/s3", 0644, 1500, 3, FS_UNSTABLE);
+	do_put(w, "/i/s4", 0600, 40, 4, FS_UNSTABLE);
+	do_sync(w);
+	do_put(w, "/i/s5", 0644, 300, 5, FS_FILE_SYNC);
+	do_write(w, "/i/s1", 100, 200, 6, FS_UNSTABLE);
+	do_sync(w);
+	do_write(w, "/i/s2", 10, 50, 7, FS_DATA_SYNC);
+	do_link(w, "/i/s3", "/j/s3.link");
+	do_sync(w);
+	do_unlink(w, "/i/s3");
+	do_sync(w);
+	do_rename(w, "/i/s4", "/j/s4");
+	do_sync(w);
+	do_trunc(w, "/i/s5", 100);
+	do_sync(w);
+	do_put(w, "/j/t1", 0644, 2000, 8, FS_UNSTABLE);
+	do_link(w, "/j/t1", "/i/t1a");
+	do_link(w, "/j/t1", "/i/t1b");
+	do_sync(w);
+	do_unlink(w, "/j/t1");
+	do_sync(w);
+	do_unlink(w, "/i/t1a");
+	do_sync(w);
+	do_write(w, "/i/t1b", 2000, 3000, 9, FS_FILE_SYNC);
+	do_create(w, "/j/e", 0644);
+	do_write(w, "/j/e", 5000, 100, 10, FS_UNSTABLE);
+	do_sync(w);
+	do_put(w, "/j/u", 0644, 1000, 11, FS_UNSTABLE);
+	do_rename(w, "/j/u", "/i/s2");
+	do_sync(w);
+	do_put(w, "/j/v", 0644, 800, 12, FS_UNSTABLE);
+	do_link(w, "/j/v", "/i/v2");
+	do_rename(w, "/j/v", "/i/v1");
+	do_sync(w);
+	do_unlink(w, "/i/v1");
+	do_symlink(w, "/j/sl", "s4");
+	do_commit(w, "/j/s4");
+	do_write(w, "/i/v2", 0, 800, 13, FS_UNSTABLE);
+	do_sync(w);
+}
+
+/* Each on its own mkfs image of nchunks 1 MiB chunks; spill's sparse
+ * inodes (32 a chunk) make chunk 0 run out of them part way. */
+struct workload {
+	const char *name;
+	void (*run)(struct wl *w);
+	uint32_t nchunks;
+	uint32_t bytes_per_inode;
+};
+
+static const struct workload workloads[] = {
+	{ "tree", wl_tree, 4, 4096 },
+	{ "grow", wl_grow, 6, 4096 },
+	{ "spill", wl_spill, 4, 32768 },
+	{ "inline", wl_inline, 4, 4096 },
+};
+
+/* --- recording ------------------------------------------------------------ */
+
+struct run {
+	const struct workload *wk;
+	struct recording rec;
+	struct fs_volume *v;
+	struct wl w;
+};
+
+static void report_to_stderr(void *ctx, const char *msg)
+{
+	fprintf(stderr, "  invariant: %s\n", msg);
+}
+
+static int snapshot_now(struct run *r, struct snap *out)
+{
+	const struct recording *rec = &r->rec;
+	char why[512];
+	int ret = snap_take(r->v, rec->nck ? &rec->ck[rec->nck - 1].tree : NULL, out, why,
+			    sizeof(why));
+
+	if (ret < 0)
+		snprintf(r->w.what, sizeof(r->w.what), "snapshot: %s", why);
+	return ret;
+}
+
+/* After every durability point: the volume must be valid, and what it
+ * holds now is the expected state of crashes from here on. */
+static void checkpoint(struct wl *w)
+{
+	struct run *r = w->ctx;
+	struct snap s;
+	int bad;
+
+	if (w->err)
+		return;
+	bad = fs_check_invariants(r->v, report_to_stderr, NULL);
+	if (bad) {
+		w->err = -EUCLEAN;
+		snprintf(w->what, sizeof(w->what),
+			 "checkpoint %zu: %d invariant problems without a crash", r->rec.nck, bad);
+		return;
+	}
+	w->err = snapshot_now(r, &s);
+	if (w->err == 0 && (w->err = recording_push(&r->rec, r->rec.log.n, &s)) < 0)
+		snap_free(&s);
+}
+
+static int read_whole(const char *path, uint8_t *buf, size_t len)
+{
+	int fd = open(path, O_RDONLY);
+	size_t got = 0;
+
+	if (fd < 0)
+		return -errno;
+	while (got < len) {
+		ssize_t n = pread(fd, buf + got, len - got, (off_t)got);
+		if (n <= 0) {
+			close(fd);
+			return n < 0 ? -errno : -EIO;
+		}
+		got += (size_t)n;
+	}
+	close(fd);
+	return 0;
+}
+
+/* mkfs to a temporary file, then its bytes. */
+static int make_image(uint32_t nchunks, uint32_t bytes_per_inode, uint8_t **out)
+{
+	struct fs_mkfs_opts o = {
+		.chunk_size = CHUNK_SIZE,
+		.chunk_count = nchunks,
+		.bytes_per_inode = bytes_per_inode,
+		.force = 1,
+	};
+	const char *dir = getenv("TMPDIR");
+	char path[512];
+	uint8_t *img;
+	int fd, ret;
+
+	snprintf(path, sizeof(path), "%s/crash_test.XXXXXX", dir && *dir ? dir : "/tmp");
+	fd = mkstemp(path);
+	if (fd < 0)
+		return -errno;
+	close(fd);
+	img = malloc(nchunks * CHUNK_SIZE);
+	ret = img ? fs_mkfs(path, &o) : -ENOMEM;
+	if (ret == 0)
+		ret = read_whole(path, img, nchunks * CHUNK_SIZE);
+	unlink(path);
+	if (ret < 0) {
+		free(img);
+		return ret;
+	}
+	*out = img;
+	return 0;
+}
+
+/* Run the workload over memory stores made from a fresh image, recording
+ * from its first operation to the end of fs_close. */
+static int record(struct run *r)
+{
+	struct recording *rec = &r->rec;
+	uint32_t n = r->wk->nchunks;
+	struct chunk_store **st = calloc(n, sizeof(*st)), **mem = calloc(n, sizeof(*mem));
+	struct snap s;
+	char why[256] = "";
+	int ret, cret;
+
+	rec->name = r->wk->name;
+	rec->nchunks = n;
+	rec->chunk_size = CHUNK_SIZE;
+	r->w.checkpoint = checkpoint;
+	r->w.ctx = r;
+	ret = st && mem ? make_image(n, r->wk->bytes_per_inode, &rec->init) : -ENOMEM;
+	for (uint32_t i = 0; ret == 0 && i < n; i++) {
+		ret = store_mem_new(CHUNK_SIZE, rec->init + i * CHUNK_SIZE, &st[i]);
+		if (ret == 0)
+			store_mem_record(st[i], &rec->log, i);
+		mem[i] = st[i];
+	}
+	if (ret == 0)
+		ret = fs_open_stores(st, n, 0, &r->v, why, sizeof(why));
+	for (uint32_t i = 0; st && i < n; i++)
+		if (st[i])
+			store_close(st[i]); /* not taken over by the volume */
+	free(st);
+	if (ret < 0) {
+		fprintf(stderr, "crash: %s: cannot set up the volume: %s %s\n", r->wk->name,
+			strerror(-ret), why);
+		free(mem);
+		return ret;
+	}
+	/* Open may have written (recovering mkfs's last transaction): crash
+	 * states start from the bytes recording starts at. */
+	for (uint32_t i = 0; i < n; i++)
+		memcpy(rec->init + i * CHUNK_SIZE, store_mem_bytes(mem[i]), CHUNK_SIZE);
+	free(mem);
+	r->w.v = r->v;
+	ret = snapshot_now(r, &s);
+	if (ret == 0 && (ret = recording_push(rec, 0, &s)) < 0)
+		snap_free(&s);
+	r->w.err = ret;
+	rec->log.enabled = 1;
+	r->wk->run(&r->w);
+	/* fs_close is a transaction too: its state is the last one seen. */
+	if (r->w.err == 0)
+		r->w.err = snapshot_now(r, &s);
+	cret = fs_close(r->v);
+	r->v = NULL;
+	rec->log.enabled = 0;
+	if (r->w.err == 0 && cret < 0)
+		op_failed(&r->w, "close", "", cret);
+	if (r->w.err == 0 && (r->w.err = recording_push(rec, rec->log.n, &s)) < 0)
+		snap_free(&s);
+	if (r->w.err < 0) {
+		fprintf(stderr, "crash: %s: the workload failed without a crash: %s\n",
+			r->wk->name, r->w.what);
+		return r->w.err;
+	}
+	return 0;
+}
+
+static long env_long(const char *name, long dflt)
+{
+	const char *s = getenv(name);
+	char *end;
+	long v;
+
+	if (!s || !*s)
+		return dflt;
+	v = strtol(s, &end, 0);
+	return *end ? dflt : v;
+}
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Environment: SEED (0 or unset: from the clock; always printed);
+ * CRASH_STATES=N random subsets and N torn writes per interval (default 6
+ * and 5); CRASH_WORKLOAD=name runs one workload; CRASH_STATE=i checks only
+ * state #i of each workload run, verbosely, and CRASH_DUMP=path then writes
+ * its image before opening it. The states of a workload depend only on the
+ * seed, so SEED, CRASH_WORKLOAD and CRASH_STATE reproduce one failure. */
+int main(void)
+{
+	const char *only_wl = getenv("CRASH_WORKLOAD");
+	long per = env_long("CRASH_STATES", 0);
+	uint64_t seed = (uint64_t)env_long("SEED", 0);
+	size_t total = 0, failed = 0;
+	double t0 = now();
+	int status = 0;
+
+	setvbuf(stdout, NULL, _IOLBF, 0); /* in order with the failures on stderr */
+	if (!seed)
+		seed = ((uint64_t)time(NULL) << 16) ^ (uint64_t)getpid();
+	printf("crash: seed %llu%s\n", (unsigned long long)seed,
+	       per > 0 ? "" : " (CRASH_STATES unset: the CI default)");
+	for (size_t i = 0; i < sizeof(workloads) / sizeof(workloads[0]); i++) {
+		struct run r = { .wk = &workloads[i] };
+		struct crash_opts o = {
+			.seed = seed ^ (0x2545F4914F6CDD1Dull * (i + 1)),
+			.nsub = per > 0 ? (size_t)per : 6,
+			.ntorn = per > 0 ? (size_t)per : 5,
+			.only = env_long("CRASH_STATE", -1),
+			.dump = getenv("CRASH_DUMP"),
+		};
+		struct crash_result res = { 0 };
+		double t = now();
+
+		if (only_wl && *only_wl && strcmp(only_wl, workloads[i].name) != 0)
+			continue;
+		if (record(&r) < 0 || crash_check(&r.rec, &o, &res) < 0) {
+			status = 1;
+			recording_free(&r.rec);
+			continue;
+		}
+		printf("crash: %s: %zu log records, %zu barriers, %zu checkpoints, %zu states "
+		       "checked, %zu failed (%.1f s)\n",
+		       r.wk->name, r.rec.log.n, res.barriers, r.rec.nck, res.states, res.failed,
+		       now() - t);
+		total += res.states;
+		failed += res.failed;
+		recording_free(&r.rec);
+	}
+	printf("crash: %zu states checked, %zu failed (seed %llu, %.1f s)\n", total, failed,
+	       (unsigned long long)seed, now() - t0);
+	return status || failed ? 1 : 0;
+}
