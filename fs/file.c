@@ -374,9 +374,16 @@ static int chain_rw(struct fs_volume *v, struct fchain *fc, uint64_t off, size_t
 	while (len) {
 		uint64_t lblk = off >> OD_BLOCK_SHIFT, run;
 		uint32_t inoff = (uint32_t)(off & (OD_BLOCK_SIZE - 1));
-		struct seg *s = &fc->s[seg_for(fc, lblk)];
+		uint32_t si = seg_for(fc, lblk);
+		struct seg *s = &fc->s[si];
 		uint32_t p = seg_map(s, lblk, &run);
-		uint64_t span = run * OD_BLOCK_SIZE - inoff;
+		uint64_t span;
+
+		/* A hole ends where the next continuation begins. */
+		if (si + 1 < fc->n && run > fc->s[si + 1].r.ino.cont_start - lblk)
+			run = fc->s[si + 1].r.ino.cont_start - lblk;
+		span = run >= (UINT64_MAX >> OD_BLOCK_SHIFT) ? UINT64_MAX
+							     : run * OD_BLOCK_SIZE - inoff;
 		size_t n = len < span ? len : (size_t)span;
 		int ret;
 

@@ -1151,6 +1151,7 @@ static struct {
 	unsigned char *rbuf;
 	uint64_t write_id;
 	long nseq, nops, nenospc, nreopen, nalt;
+	int check_each; /* MODEL_CHECK_EACH=1: the invariants after every operation */
 	long nskip[SK_COUNT];
 } M;
 
@@ -3188,6 +3189,8 @@ static void run_sequence(long seq, int nops)
 		}
 		random_op();
 		check_statfs();
+		if (M.check_each)
+			check_invariants("after this operation");
 	}
 	x_reopen();
 	compare_tree("at the end of the sequence");
@@ -3227,7 +3230,8 @@ static long env_long(const char *name, long dflt)
  * (per sequence), MODEL_START (the first sequence number, so that SEED=s
  * MODEL_START=n MODEL_SEQUENCES=1 replays sequence n alone), MODEL_VERBOSE=1
  * (print every operation and its result), MODEL_PERMS=0 (no sequences with
- * credentials), MODEL_ORACLE=posix (check the model against Linux; root). */
+ * credentials), MODEL_ORACLE=posix (check the model against Linux; root),
+ * MODEL_CHECK_EACH=1 (fs_check_invariants after every operation). */
 int main(void)
 {
 	const char *oracle = getenv("MODEL_ORACLE");
@@ -3236,6 +3240,8 @@ int main(void)
 	long count = env_long("MODEL_SEQUENCES", 300);
 	long nops = env_long("MODEL_OPS", 200);
 	long skipped = 0;
+
+	M.check_each = (int)env_long("MODEL_CHECK_EACH", 0);
 	struct timeval tv;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
