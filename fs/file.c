@@ -660,15 +660,20 @@ int file_write(struct fs_volume *v, struct iref *r, uint64_t off, size_t len, co
 		ret = zero_new_partial(v, &fc, first);
 	if (ret == 0 && (end & (OD_BLOCK_SIZE - 1)) && (last != first || !(off & (OD_BLOCK_SIZE - 1))))
 		ret = zero_new_partial(v, &fc, last);
-	if (ret == 0)
-		ret = chain_rw(v, &fc, off, len, (uint8_t *)buf, 1);
+	/* The extents (which may need extent units) before the data: when
+	 * there is no room for them, no byte of the file has changed. */
 	if (ret == 0) {
+		uint64_t old_size = r->ino.size;
 		if (end > r->ino.size)
 			r->ino.size = end;
 		ret = chain_store(v, &fc, r);
+		if (ret < 0)
+			r->ino.size = old_size;
 	}
 	if (ret < 0)
 		chain_undo(v, &fc);
+	else
+		ret = chain_rw(v, &fc, off, len, (uint8_t *)buf, 1);
 	chain_release(&fc);
 	return ret;
 }

@@ -275,83 +275,91 @@ int ext_load(struct fs_volume *v, const struct iref *r, struct extlist *out)
 	return ret;
 }
 
-/* Write el back: the first extents into the inode, the rest into the
- * inode's chain of extent units, growing or shrinking the chain. The inode
- * itself is written by the caller. */
-int ext_store(struct fs_volume *v, struct iref *r, const struct extlist *el)
+/* The units of an inode's extent chain, in order. */
+static int chain_units(struct chunk *c, uint32_t first, uint32_t **units, uint32_t *n)
 {
-	struct chunk *c = vol_chunk(v, r->loc.chunk);
-	uint32_t n_in = el->n < OD_INODE_EXTENTS ? el->n : OD_INODE_EXTENTS;
-	uint32_t done = n_in, old = r->ino.ext_block, prev = 0;
-	int ret;
+	uint32_t cap = 0;
 
-	memset(r->ino.ext, 0, sizeof(r->ino.ext));
-	if (n_in)
-		memcpy(r->ino.ext, el->e, n_in * sizeof(*el->e));
-	r->ino.nextents = (uint16_t)n_in;
-	/* Reuse the existing units in order, allocate more when needed. */
-	while (done < el->n) {
+	*units = NULL;
+	*n = 0;
+	while (first) {
 		struct od_mb_header h;
 		struct buf *b;
-		uint32_t blk, cnt = el->n - done;
-		if (cnt > OD_EXT_PER_UNIT)
-			cnt = OD_EXT_PER_UNIT;
-		if (old) {
-			blk = old;
-			ret = buf_read(c, blk, 1, &b);
-			if (ret < 0)
-				return ret;
-			od_get_mb_header(b->data, &h);
-			old = h.next;
-		} else {
-			ret = alloc_meta(c, 1, &blk);
-			if (ret < 0)
-				return ret;
-			ret = buf_fresh(c, blk, 1, OD_MB_EXTENTS, r->ino.stable, &b);
-			if (ret < 0) {
-				free_meta(c, blk, 1);
-				return ret;
-			}
-			od_get_mb_header(b->data, &h);
+		int ret;
+		if (*n == cap) {
+			uint32_t *p = realloc(*units, (cap = cap * 2 + 8) * sizeof(*p));
+			if (!p)
+				return -ENOMEM;
+			*units = p;
 		}
-		h.seq = cnt;
-		h.next = 0;
-		h.owner = r->ino.stable;
-		od_put_mb_header(b->data, &h);
-		memset(b->data + OD_MB_HEADER_SIZE, 0, OD_MB_PAYLOAD);
-		for (uint32_t i = 0; i < cnt; i++)
-			od_put_extent(b->data + OD_MB_HEADER_SIZE + 16 * i, &el->e[done + i]);
-		buf_dirty(b);
-		buf_put(b);
-		if (prev == 0) {
-			r->ino.ext_block = blk;
-		} else {
-			/* Point the previous unit at this one. */
-			ret = buf_read(c, prev, 1, &b);
-			if (ret < 0)
-				return ret;
-			od_get_mb_header(b->data, &h);
-			h.next = blk;
-			od_put_mb_header(b->data, &h);
-			buf_dirty(b);
-			buf_put(b);
-		}
-		prev = blk;
-		done += cnt;
-	}
-	if (done == n_in)
-		r->ino.ext_block = 0;
-	/* Free what is left of the old chain. */
-	while (old) {
-		struct od_mb_header h;
-		struct buf *b;
-		ret = buf_read(c, old, 1, &b);
+		if (*n > c->hdr.nblocks)
+			return -EUCLEAN;
+		(*units)[(*n)++] = first;
+		ret = buf_read(c, first, 1, &b);
 		if (ret < 0)
 			return ret;
 		od_get_mb_header(b->data, &h);
 		buf_put(b);
-		free_meta(c, old, 1);
-		old = h.next;
+		first = h.next;
 	}
 	return 0;
+}
+
+/* Write el back: the first extents into the inode, the rest into the
+ * inode's chain of extent units. Units the chain needs are allocated before
+ * anything changes, so -ENOSPC leaves the inode as it was. The inode itself
+ * is written by the caller. */
+int ext_store(struct fs_volume *v, struct iref *r, const struct extlist *el)
+{
+	struct chunk *c = vol_chunk(v, r->loc.chunk);
+	uint32_t n_in = el->n < OD_INODE_EXTENTS ? el->n : OD_INODE_EXTENTS;
+	uint32_t need = (el->n - n_in + OD_EXT_PER_UNIT - 1) / OD_EXT_PER_UNIT;
+	uint32_t *units, have, done = n_in;
+	int ret = chain_units(c, r->ino.ext_block, &units, &have);
+
+	if (ret < 0)
+		goto out;
+	if (need > have) {
+		uint32_t *p = realloc(units, need * sizeof(*p));
+		if (!p) {
+			ret = -ENOMEM;
+			goto out;
+		}
+		units = p;
+		for (uint32_t k = have; k < need; k++) {
+			ret = alloc_meta(c, 1, &units[k]);
+			if (ret < 0) {
+				while (k-- > have)
+					free_meta(c, units[k], 1);
+				goto out;
+			}
+		}
+	}
+	memset(r->ino.ext, 0, sizeof(r->ino.ext));
+	if (n_in)
+		memcpy(r->ino.ext, el->e, n_in * sizeof(*el->e));
+	r->ino.nextents = (uint16_t)n_in;
+	r->ino.ext_block = need ? units[0] : 0;
+	for (uint32_t k = 0; k < need; k++) {
+		struct od_mb_header h;
+		struct buf *b;
+		uint32_t cnt = el->n - done < OD_EXT_PER_UNIT ? el->n - done : OD_EXT_PER_UNIT;
+		ret = buf_fresh(c, units[k], 1, OD_MB_EXTENTS, r->ino.stable, &b);
+		if (ret < 0)
+			goto out;
+		od_get_mb_header(b->data, &h);
+		h.seq = cnt;
+		h.next = k + 1 < need ? units[k + 1] : 0;
+		od_put_mb_header(b->data, &h);
+		for (uint32_t i = 0; i < cnt; i++)
+			od_put_extent(b->data + OD_MB_HEADER_SIZE + 16 * i, &el->e[done + i]);
+		buf_put(b);
+		done += cnt;
+	}
+	/* The old chain's units beyond what is needed now. */
+	for (uint32_t k = need; k < have; k++)
+		free_meta(c, units[k], 1);
+out:
+	free(units);
+	return ret;
 }
