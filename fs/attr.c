@@ -118,8 +118,10 @@ int fs_setattr(struct fs_volume *v, const struct fs_cred *cred, struct fs_ino id
 	}
 	if ((sa->valid & FS_SET_SIZE) && sa->size != r.ino.size) {
 		ret = file_truncate(v, &r, sa->size);
-		if (ret < 0)
+		if (ret < 0) {
+			ino_write(v, &r); /* inline data may have moved out */
 			goto out;
+		}
 		ino_touch(&r.ino, 0, 1, 0);
 	}
 	if (sa->valid & FS_SET_MODE)

@@ -759,14 +759,20 @@ int fs_write(struct fs_volume *v, const struct fs_cred *cred, struct fs_ino id, 
 		ret = -EFBIG;
 		goto out;
 	}
+	/* A failed write may still have moved inline data out to a block:
+	 * the inode is written either way, before any retry commits. */
 	ret = file_write(v, &r, offset, len, buf);
-	if (ret == -ENOSPC && vol_enospc_retry(v))
+	if (ret == -ENOSPC && ino_write(v, &r) == 0 && vol_enospc_retry(v))
 		ret = file_write(v, &r, offset, len, buf);
+	if (ret == 0 && len)
+		ino_touch(&r.ino, 0, 1, 1);
+	{
+		int wret = ino_write(v, &r);
+		if (ret == 0)
+			ret = wret;
+	}
 	if (ret < 0)
 		goto out;
-	if (len)
-		ino_touch(&r.ino, 0, 1, 1);
-	ret = ino_write(v, &r);
 	if (ret == 0 && stable != FS_UNSTABLE)
 		ret = vol_sync(v, 0);
 	if (ret == 0 && post)
