@@ -118,30 +118,48 @@ fail:
 
 /* Write back changed segments. Segment 0 is the head: the caller's copy
  * (size, flags, times) is merged with what the chain changed (its next
- * pointer, block count, extents) and handed back in *head. */
+ * pointer, block count, extents) and handed back in *head. Every segment's
+ * extent units are secured before any segment changes, so a failure (no
+ * room for an extent unit) leaves every inode of the chain as it was. */
 static int chain_store(struct fs_volume *v, struct fchain *fc, struct iref *head)
 {
 	struct seg *s0 = &fc->s[0];
 	struct od_loc next = s0->r.ino.next;
 	uint64_t blocks = s0->r.ino.blocks;
+	struct ext_plan *plan = calloc(fc->n, sizeof(*plan));
+	uint32_t i;
+	int ret = 0;
 
+	if (!plan)
+		return -ENOMEM;
+	for (i = 0; i < fc->n && ret == 0; i++)
+		if (fc->s[i].dirty)
+			ret = ext_prepare(v, &fc->s[i].r, &fc->s[i].el, &plan[i]);
+	if (ret < 0) {
+		while (i-- > 0)
+			if (fc->s[i].dirty && plan[i].units)
+				ext_abort(v, &fc->s[i].r, &plan[i]);
+		free(plan);
+		return ret;
+	}
 	s0->r.ino = head->ino;
 	s0->r.ino.next = next;
 	s0->r.ino.blocks = blocks;
-	for (uint32_t i = 0; i < fc->n; i++) {
+	for (i = 0; i < fc->n; i++) {
 		struct seg *s = &fc->s[i];
-		int ret;
+		int r2;
 		if (!s->dirty)
 			continue;
-		ret = ext_store(v, &s->r, &s->el);
-		if (ret == 0 && i != 0)
-			ret = ino_write(v, &s->r);
-		if (ret < 0)
-			return ret;
+		r2 = ext_commit(v, &s->r, &s->el, &plan[i]);
+		if (r2 == 0 && i != 0)
+			r2 = ino_write(v, &s->r);
+		if (r2 < 0 && ret == 0)
+			ret = r2; /* only ENOMEM or EIO can come here */
 		s->dirty = 0;
 	}
+	free(plan);
 	head->ino = s0->r.ino;
-	return 0;
+	return ret;
 }
 
 /* The segment whose range covers logical block lblk. */

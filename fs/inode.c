@@ -305,51 +305,80 @@ static int chain_units(struct chunk *c, uint32_t first, uint32_t **units, uint32
 	return 0;
 }
 
-/* Write el back: the first extents into the inode, the rest into the
- * inode's chain of extent units. Units the chain needs are allocated before
- * anything changes, so -ENOSPC leaves the inode as it was. The inode itself
- * is written by the caller. */
-int ext_store(struct fs_volume *v, struct iref *r, const struct extlist *el)
+/* Writing an extent list back happens in two steps so that a caller
+ * storing several inodes (a file's continuation chain) can first make sure
+ * every one of them has its extent units, and change nothing if one does
+ * not: ext_prepare() allocates the units the list needs (-ENOSPC: none
+ * taken), ext_commit() writes the first extents into the inode and the rest
+ * into the chain, and frees units no longer needed; ext_abort() undoes a
+ * prepare. The inode itself is written by the caller. */
+int ext_prepare(struct fs_volume *v, const struct iref *r, const struct extlist *el,
+		struct ext_plan *plan)
 {
 	struct chunk *c = vol_chunk(v, r->loc.chunk);
 	uint32_t n_in = el->n < OD_INODE_EXTENTS ? el->n : OD_INODE_EXTENTS;
-	uint32_t need = (el->n - n_in + OD_EXT_PER_UNIT - 1) / OD_EXT_PER_UNIT;
-	uint32_t *units, have, done = n_in;
-	int ret = chain_units(c, r->ino.ext_block, &units, &have);
+	int ret;
 
+	plan->need = (el->n - n_in + OD_EXT_PER_UNIT - 1) / OD_EXT_PER_UNIT;
+	ret = chain_units(c, r->ino.ext_block, &plan->units, &plan->have);
 	if (ret < 0)
-		goto out;
-	if (need > have) {
-		uint32_t *p = realloc(units, need * sizeof(*p));
+		goto fail;
+	if (plan->need > plan->have) {
+		uint32_t *p = realloc(plan->units, plan->need * sizeof(*p));
 		if (!p) {
 			ret = -ENOMEM;
-			goto out;
+			goto fail;
 		}
-		units = p;
-		for (uint32_t k = have; k < need; k++) {
-			ret = alloc_meta(c, 1, &units[k]);
+		plan->units = p;
+		for (uint32_t k = plan->have; k < plan->need; k++) {
+			ret = alloc_meta(c, 1, &plan->units[k]);
 			if (ret < 0) {
-				while (k-- > have)
-					free_meta(c, units[k], 1);
-				goto out;
+				while (k-- > plan->have)
+					free_meta(c, plan->units[k], 1);
+				goto fail;
 			}
 		}
 	}
+	return 0;
+fail:
+	free(plan->units);
+	plan->units = NULL;
+	return ret;
+}
+
+void ext_abort(struct fs_volume *v, const struct iref *r, struct ext_plan *plan)
+{
+	struct chunk *c = vol_chunk(v, r->loc.chunk);
+
+	for (uint32_t k = plan->have; k < plan->need; k++)
+		free_meta(c, plan->units[k], 1);
+	free(plan->units);
+	plan->units = NULL;
+}
+
+int ext_commit(struct fs_volume *v, struct iref *r, const struct extlist *el,
+	       struct ext_plan *plan)
+{
+	struct chunk *c = vol_chunk(v, r->loc.chunk);
+	uint32_t n_in = el->n < OD_INODE_EXTENTS ? el->n : OD_INODE_EXTENTS;
+	uint32_t done = n_in;
+	int ret = 0;
+
 	memset(r->ino.ext, 0, sizeof(r->ino.ext));
 	if (n_in)
 		memcpy(r->ino.ext, el->e, n_in * sizeof(*el->e));
 	r->ino.nextents = (uint16_t)n_in;
-	r->ino.ext_block = need ? units[0] : 0;
-	for (uint32_t k = 0; k < need; k++) {
+	r->ino.ext_block = plan->need ? plan->units[0] : 0;
+	for (uint32_t k = 0; k < plan->need && ret == 0; k++) {
 		struct od_mb_header h;
 		struct buf *b;
 		uint32_t cnt = el->n - done < OD_EXT_PER_UNIT ? el->n - done : OD_EXT_PER_UNIT;
-		ret = buf_fresh(c, units[k], 1, OD_MB_EXTENTS, r->ino.stable, &b);
+		ret = buf_fresh(c, plan->units[k], 1, OD_MB_EXTENTS, r->ino.stable, &b);
 		if (ret < 0)
-			goto out;
+			break;
 		od_get_mb_header(b->data, &h);
 		h.seq = cnt;
-		h.next = k + 1 < need ? units[k + 1] : 0;
+		h.next = k + 1 < plan->need ? plan->units[k + 1] : 0;
 		od_put_mb_header(b->data, &h);
 		for (uint32_t i = 0; i < cnt; i++)
 			od_put_extent(b->data + OD_MB_HEADER_SIZE + 16 * i, &el->e[done + i]);
@@ -357,9 +386,17 @@ int ext_store(struct fs_volume *v, struct iref *r, const struct extlist *el)
 		done += cnt;
 	}
 	/* The old chain's units beyond what is needed now. */
-	for (uint32_t k = need; k < have; k++)
-		free_meta(c, units[k], 1);
-out:
-	free(units);
+	for (uint32_t k = plan->need; k < plan->have; k++)
+		free_meta(c, plan->units[k], 1);
+	free(plan->units);
+	plan->units = NULL;
 	return ret;
+}
+
+int ext_store(struct fs_volume *v, struct iref *r, const struct extlist *el)
+{
+	struct ext_plan plan;
+	int ret = ext_prepare(v, r, el, &plan);
+
+	return ret < 0 ? ret : ext_commit(v, r, el, &plan);
 }

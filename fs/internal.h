@@ -175,6 +175,15 @@ struct extlist {
 };
 int ext_load(struct fs_volume *v, const struct iref *r, struct extlist *out);
 int ext_store(struct fs_volume *v, struct iref *r, const struct extlist *el);
+struct ext_plan {
+	uint32_t *units;
+	uint32_t have, need;
+};
+int ext_prepare(struct fs_volume *v, const struct iref *r, const struct extlist *el,
+		struct ext_plan *plan);
+int ext_commit(struct fs_volume *v, struct iref *r, const struct extlist *el,
+	       struct ext_plan *plan);
+void ext_abort(struct fs_volume *v, const struct iref *r, struct ext_plan *plan);
 void ext_release(struct extlist *el);
 
 /* dir.c */
