@@ -24,8 +24,16 @@ void vol_lock(struct fs_volume *v)
 	pthread_mutex_lock(&v->lock);
 }
 
+/* Units a transaction may carry is bounded by the dirty lists; a volume
+ * with this many dirty units is synced when the operation that got it
+ * there ends (operations are atomic units, so this is always a consistent
+ * point). A failure stays in the cache and the next sync reports it. */
+#define VOL_AUTOSYNC_UNITS 2000u
+
 void vol_unlock(struct fs_volume *v)
 {
+	if (v->ndirty > VOL_AUTOSYNC_UNITS && !v->rdonly)
+		vol_sync(v, 0);
 	pthread_mutex_unlock(&v->lock);
 }
 
@@ -379,7 +387,7 @@ static int open_chunks(struct fs_volume *v, struct vol_source *src, char *why, s
 					 used ? "; " : "", i, reason);
 		}
 		c->half = c->hdr.nblocks / 2;
-		if (healed) {
+		if (healed && !c->offline) {
 			c->header_dirty = 1;
 			c->header_heal = healed - 1;
 		}
@@ -707,8 +715,10 @@ struct chunk *vol_pick_data_chunk(struct fs_volume *v, struct chunk *except)
 		struct chunk *c = &v->chunks[i];
 		if (c == except || c->offline || chunk_load(c) < 0 || c->free_outside == 0)
 			continue;
-		if (!best || (c->hdr.kind == FS_KIND_LARGE) > (best->hdr.kind == FS_KIND_LARGE) ||
-		    c->free_outside > best->free_outside)
+		int large = c->hdr.kind == FS_KIND_LARGE;
+		int best_large = best && best->hdr.kind == FS_KIND_LARGE;
+		if (!best || large > best_large ||
+		    (large == best_large && c->free_outside > best->free_outside))
 			best = c;
 	}
 	return best;

@@ -132,6 +132,7 @@ void conn_done(struct conn *c)
 		pthread_mutex_lock(&p->lock);
 		p->wake_go = may_resume(srv, p);
 		keep = !p->wake_go && p->paused && !p->dead;
+		p->on_paused_list = keep;
 		pthread_mutex_unlock(&p->lock);
 		if (keep) {
 			p->next_paused = still;
@@ -178,9 +179,11 @@ static void submit(struct conn *c)
 	if (over_limits(srv, c)) {
 		c->paused = 1;
 		bufferevent_disable(c->bev, EV_READ);
-		if (c->outstanding < srv->cfg.max_conn_requests) {
-			/* paused by the server-wide limit: woken by any reply */
+		/* On the paused list too, whichever limit it hit: a reply to
+		 * any connection may be what lets it read again. */
+		if (!c->on_paused_list) {
 			c->refs++;
+			c->on_paused_list = 1;
 			c->next_paused = srv->paused;
 			srv->paused = c;
 		}

@@ -176,9 +176,19 @@ int main(int argc, char **argv)
 		config_free(&srv.cfg);
 		return 0;
 	}
+	/* daemon() moves to /: a relative volume path is made absolute. */
+	{
+		char *abs = realpath(srv.cfg.volume, NULL);
+		if (abs && strlen(abs) < sizeof(srv.cfg.volume))
+			strcpy(srv.cfg.volume, abs);
+		free(abs);
+	}
 	log_init("chunkfsd", !foreground || srv.cfg.use_syslog,
 		 debug ? LOG_LVL_DEBUG : srv.cfg.log_level);
 	signal(SIGPIPE, SIG_IGN);
+	/* Reloading the exports on SIGHUP is not built yet: until it is,
+	 * SIGHUP must not kill the daemon without a clean close. */
+	signal(SIGHUP, SIG_IGN);
 	if (!foreground && daemon(0, 0) < 0) {
 		log_error("daemon: %s", strerror(errno));
 		return 1;

@@ -32,6 +32,7 @@ struct conn {
 	size_t rec_len, rec_cap;
 	struct conn *next_paused;     /* on srv->paused, holding a reference */
 	int wake_go;
+	int on_paused_list;
 };
 
 struct request {

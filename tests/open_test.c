@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "fs/fs.h"
@@ -102,9 +103,14 @@ static void check_one_offline(uint32_t chunk, const char *what)
 
 static void test_truncated(void)
 {
+	struct stat st;
+
 	CHECK_EQ(mk(4), 0);
 	CHECK_EQ(truncate(image, (3 << 20) + 4096), 0);
 	check_one_offline(3, "truncated image");
+	/* Nothing is written to an offline chunk: the image keeps its size. */
+	CHECK_EQ(stat(image, &st), 0);
+	CHECK_EQ(st.st_size, (3 << 20) + 4096);
 }
 
 static void test_header_copies(void)
