@@ -272,9 +272,12 @@ int dispatch_call(struct server *srv, struct conn *c, const uint8_t *rec, size_t
 		log_debug("%s xid %08x %s.%s -> %d", c->peer_name, call.xid,
 			  call.prog == NFS_PROGRAM ? "nfs" : "mount", pd->name,
 			  (pd->flags & P_STATUS) ? *(int *)res : 0);
-	/* NFSv3: a change is on stable storage before its reply goes out. */
-	if (ctx.needs_sync)
-		group_commit(srv);
+	/* NFSv3: a change is on stable storage before its reply goes out;
+	 * when it cannot be made so, the client hears NFS3ERR_IO. */
+	if (ctx.needs_sync && group_commit(srv) < 0 && (pd->flags & P_STATUS)) {
+		memset(res, 0, pd->res_size);
+		*(int *)res = NFS3ERR_IO;
+	}
 	if (rpc_encode_accepted(&x, call.xid, SUCCESS, 0, 0) < 0 || !pd->xdr_res(&x, res)) {
 		xdr_setpos(&x, 4);
 		ret = rpc_encode_accepted(&x, call.xid, SYSTEM_ERR, 0, 0);

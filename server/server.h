@@ -71,6 +71,7 @@ struct server {
 	pthread_mutex_t gclock;
 	pthread_cond_t gccond;
 	uint64_t gc_done, gc_synced;
+	uint64_t gc_failed_upto;       /* tickets up to this one saw a failed sync */
 	int gc_syncing;
 
 	/* duplicate request cache */
@@ -93,7 +94,8 @@ void conn_put(struct conn *c);
 int workers_start(struct server *srv);
 void workers_stop(struct server *srv);
 void workers_submit(struct server *srv, struct request *rq);
-void group_commit(struct server *srv);
+/* Wait until a sync covers this call's changes; < 0 if that sync failed. */
+int group_commit(struct server *srv);
 
 /* drc.c */
 struct drc *drc_new(size_t entries);

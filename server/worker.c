@@ -12,9 +12,10 @@
 #include "server/log.h"
 #include "server/server.h"
 
-void group_commit(struct server *srv)
+int group_commit(struct server *srv)
 {
 	uint64_t ticket;
+	int result = 0;
 
 	pthread_mutex_lock(&srv->gclock);
 	ticket = ++srv->gc_done;
@@ -29,14 +30,27 @@ void group_commit(struct server *srv)
 				log_error("sync failed: %s", strerror(-ret));
 			pthread_mutex_lock(&srv->gclock);
 			srv->gc_syncing = 0;
-			if (target > srv->gc_synced)
+			if (ret < 0) {
+				/* Nobody waiting for this sync may claim success. */
+				srv->gc_failed_upto = target;
+			} else if (target > srv->gc_synced) {
 				srv->gc_synced = target;
+			}
 			pthread_cond_broadcast(&srv->gccond);
+			if (ret < 0) {
+				result = ret; /* target >= ticket: this call was in it */
+				break;
+			}
 		} else {
 			pthread_cond_wait(&srv->gccond, &srv->gclock);
+			if (srv->gc_failed_upto >= ticket && srv->gc_synced < ticket) {
+				result = -EIO;
+				break;
+			}
 		}
 	}
 	pthread_mutex_unlock(&srv->gclock);
+	return result;
 }
 
 static void *worker_main(void *arg)
