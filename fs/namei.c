@@ -214,7 +214,7 @@ static int new_object(struct fs_volume *v, const struct fs_cred *cred, struct fs
 		return -EROFS;
 	vol_lock(v);
 	ret = get_dir(v, cred, dir_id, 3, &dir);
-	if (ret == -EACCES || ret == -ENOTDIR || ret == -ESTALE || ret < 0)
+	if (ret < 0)
 		goto out;
 	ret = name_check(name, &len);
 	if (ret < 0)

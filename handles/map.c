@@ -79,20 +79,29 @@ static int map_locate(struct fs_volume *v, uint64_t stable, struct chunk **c, ui
 	return 0;
 }
 
+/* The map entry of stable: its chunk, index, buffer and bytes. */
+static int map_open(struct fs_volume *v, uint64_t stable, struct chunk **c, uint32_t *idx,
+		    struct buf **b, uint8_t **p, struct od_map_entry *e)
+{
+	int ret = map_locate(v, stable, c, idx);
+
+	if (ret == 0)
+		ret = map_entry_buf(*c, *idx, b, p);
+	if (ret == 0)
+		od_get_map_entry(*p, e);
+	return ret;
+}
+
 int map_lookup(struct fs_volume *v, uint64_t stable, struct od_map_entry *e)
 {
 	struct chunk *c;
 	struct buf *b;
 	uint8_t *p;
 	uint32_t idx;
-	int ret = map_locate(v, stable, &c, &idx);
+	int ret = map_open(v, stable, &c, &idx, &b, &p, e);
 
 	if (ret < 0)
 		return ret;
-	ret = map_entry_buf(c, idx, &b, &p);
-	if (ret < 0)
-		return ret;
-	od_get_map_entry(p, e);
 	buf_put(b);
 	return (e->flags & OD_MAPF_USED) ? 0 : -ESTALE;
 }
@@ -104,14 +113,10 @@ int map_set_loc(struct fs_volume *v, uint64_t stable, struct od_loc loc)
 	struct buf *b;
 	uint8_t *p;
 	uint32_t idx;
-	int ret = map_locate(v, stable, &c, &idx);
+	int ret = map_open(v, stable, &c, &idx, &b, &p, &e);
 
 	if (ret < 0)
 		return ret;
-	ret = map_entry_buf(c, idx, &b, &p);
-	if (ret < 0)
-		return ret;
-	od_get_map_entry(p, &e);
 	e.loc = loc;
 	od_put_map_entry(p, &e);
 	buf_dirty(b);
@@ -126,17 +131,13 @@ int map_free(struct fs_volume *v, uint64_t stable)
 	struct buf *b;
 	uint8_t *p;
 	uint32_t idx;
-	int ret = map_locate(v, stable, &c, &idx);
+	int ret = map_open(v, stable, &c, &idx, &b, &p, &e);
 
+	if (ret == 0 && (ret = chunk_load(c)) < 0)
+		buf_put(b);
 	if (ret < 0)
 		return ret;
-	ret = chunk_load(c);
-	if (ret < 0)
-		return ret;
-	ret = map_entry_buf(c, idx, &b, &p);
-	if (ret < 0)
-		return ret;
-	od_get_map_entry(p, &e);
+	/* The generation stays: the next owner of this number gets gen + 1. */
 	e.flags = 0;
 	e.loc.chunk = OD_LOC_NONE;
 	od_put_map_entry(p, &e);
@@ -144,7 +145,6 @@ int map_free(struct fs_volume *v, uint64_t stable)
 	buf_put(b);
 	c->hdr.used_inodes--;
 	c->header_dirty = 1;
-	/* The generation stays: the next owner of this number gets gen + 1. */
 	if (c->nfree_map == c->cap_free_map) {
 		uint32_t ncap = c->cap_free_map ? c->cap_free_map * 2 : 64;
 		uint32_t *np = realloc(c->free_map, ncap * sizeof(*np));
