@@ -536,6 +536,9 @@ int fs_link(struct fs_volume *v, const struct fs_cred *cred, struct fs_ino id,
 	/* The entry goes where the inode is (invariant 2). */
 	ret = dir_add(v, &dir, vol_chunk(v, r.loc.chunk), name, len, r.ino.stable, NULL, NULL, 0,
 		      &pos);
+	if (ret == -ENOSPC && vol_enospc_retry(v))
+		ret = dir_add(v, &dir, vol_chunk(v, r.loc.chunk), name, len, r.ino.stable, NULL,
+			      NULL, 0, &pos);
 	if (ret < 0)
 		goto out;
 	/* The inode may sit in the unit dir_add changed: reread it. */
@@ -687,6 +690,8 @@ int fs_rename(struct fs_volume *v, const struct fs_cred *cred, struct fs_ino fro
 	/* The new entry first: if there is no room for it, nothing changed. */
 	old_loc = src.loc;
 	ret = move_entry(v, tdir, to_name, tlen, &spos, &src, &npos);
+	if (ret == -ENOSPC && vol_enospc_retry(v))
+		ret = move_entry(v, tdir, to_name, tlen, &spos, &src, &npos);
 	if (ret < 0)
 		goto out;
 	if (have_dst) {
