@@ -1,0 +1,75 @@
+/* The public API of fsck.chunkfs: check (and repair) one chunk from that
+ * chunk's bytes alone, through the chunk-store interface (invariants 1 and
+ * 2 are what make that possible). Cross-chunk references are recorded as
+ * deferred checks, or confirmed with the cross option by reading the one
+ * inode (or map entry) at the other end. */
+#ifndef CHUNKFS_FSCK_H
+#define CHUNKFS_FSCK_H
+
+#include <signal.h>
+#include <stdint.h>
+
+struct chunk_store;
+
+/* fsck_opts.mode */
+enum fsck_mode {
+	FSCK_CHECK_ONLY = 0, /* -n: report, write nothing */
+	FSCK_PREEN = 1,      /* -p: repair what is safe without asking */
+	FSCK_YES = 2,        /* -y: every repair this version knows */
+};
+
+/* Exit codes, as fsck(8) combines them (a bit set). */
+#define FSCK_EXIT_OK 0
+#define FSCK_EXIT_FIXED 1        /* errors corrected */
+#define FSCK_EXIT_UNCORRECTED 4  /* errors left */
+#define FSCK_EXIT_OPERATIONAL 8  /* could not check: I/O, memory, not a chunk */
+#define FSCK_EXIT_USAGE 16       /* usage or syntax error */
+#define FSCK_EXIT_CANCELLED 32   /* cancelled by request */
+
+struct fsck_opts {
+	int mode;      /* enum fsck_mode */
+	int cross;     /* -x: confirm cross-chunk references (fsck_volume_path only) */
+	int force;     /* -f: check a chunk even when it says it is clean */
+	/* Every line of output (no trailing newline); NULL: silent. */
+	void (*out)(void *ctx, const char *line);
+	void *ctx;
+	/* When not NULL and set nonzero (a signal handler), the check stops
+	 * at the next step, writes nothing more, and returns CANCELLED. */
+	volatile sig_atomic_t *cancel;
+};
+
+struct fsck_result {
+	uint32_t chunks;      /* chunks checked (summed over a volume) */
+	uint32_t clean;       /* of those, skipped as clean */
+	uint32_t problems;    /* problems found */
+	uint32_t fixed;       /* ... of which repaired */
+	uint32_t unfixed;     /* ... of which left */
+	uint32_t deferred;    /* cross-chunk checks recorded (and, with cross, done) */
+	uint64_t inodes;      /* head inodes found (files, directories, ...) */
+	uint64_t blocks_used; /* blocks in use, fixed metadata included */
+	uint64_t dir_units;   /* directory units walked */
+	uint64_t usec;        /* time taken */
+	int exit_code;        /* FSCK_EXIT_* bits */
+};
+
+/* Check the chunk whose bytes are st (its size is the chunk's size). The
+ * header must say chunk expect_index (UINT32_MAX: any). Writes only in
+ * FSCK_PREEN and FSCK_YES modes, and only through st. Returns 0 when the
+ * check ran (res->exit_code says what it found), or a negative errno when
+ * it could not run at all. res may be NULL. */
+int fsck_chunk_store(struct chunk_store *st, uint32_t expect_index, const struct fsck_opts *o,
+		     struct fsck_result *res);
+
+/* Check chunk `chunk` (-1: every chunk, one after another) of the volume
+ * image or device at path; each chunk is read through a region store
+ * covering only its own bytes. res sums the chunks checked. Returns 0 or a
+ * negative errno as above. */
+int fsck_volume_path(const char *path, int chunk, const struct fsck_opts *o,
+		     struct fsck_result *res);
+
+/* The code, message and repair of a problem, for documentation and tests:
+ * fsck_problem_info(i) for i = 0, 1, ... until it returns nonzero. */
+int fsck_problem_info(unsigned i, uint32_t *code, const char **msg, const char **fix,
+		      uint32_t *flags);
+
+#endif

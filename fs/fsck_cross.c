@@ -1,0 +1,517 @@
+/* fsck: references that leave the chunk (invariant 2's back pointers). The
+ * passes record them instead of following them; here they are printed as
+ * the checks to make when the chunk is brought online, or, with -x on a
+ * whole volume, confirmed by reading the one inode (or map entry) at the
+ * other end through the volume image, read-only. Also: finding a chunk's
+ * header in a volume image (fsck_volume_path locates chunks with it). */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fsck_int.h"
+
+/* --- reading other chunks ---------------------------------------------------- */
+
+static int vol_pread(const struct fsck_vol *v, uint32_t chunk, void *buf, size_t len,
+		     uint64_t off)
+{
+	uint8_t *p = buf;
+
+	if (off + len > v->size[chunk])
+		return -ERANGE;
+	while (len) {
+		ssize_t n = pread(v->fd, p, len, (off_t)(v->base[chunk] + off));
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return -EIO;
+		p += n;
+		off += (uint64_t)n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+static int header_at(struct fsck_vol *v, uint32_t i, uint64_t base, uint64_t avail, uint64_t off,
+		     struct od_chunk_header *h, uint64_t *txid)
+{
+	uint8_t blk[OD_BLOCK_SIZE];
+	struct od_mb_header mh;
+	char why[80];
+
+	if (off + OD_BLOCK_SIZE > avail ||
+	    pread(v->fd, blk, sizeof(blk), (off_t)(base + off)) != (ssize_t)sizeof(blk))
+		return -EIO;
+	if (fsck_header_copy(blk, h, why, sizeof(why)) < 0 || h->chunk_index != i)
+		return -EUCLEAN;
+	if (off && (uint64_t)(h->nblocks / 2) * OD_BLOCK_SIZE != off)
+		return -EUCLEAN;
+	od_get_mb_header(blk, &mh);
+	*txid = mh.txid;
+	return 0;
+}
+
+/* Chunk i's header at base: the newer valid copy; the mirror is looked for
+ * where copy 0 says, else at every possible chunk size. */
+int fsck_vol_read_header(struct fsck_vol *v, uint32_t i, uint64_t base, uint64_t avail,
+			 uint32_t guess_nblocks)
+{
+	struct od_chunk_header h0, h1;
+	uint64_t t0, t1;
+
+	v->hdr_ok[i] = 0;
+	if (header_at(v, i, base, avail, 0, &h0, &t0) == 0) {
+		v->hdr[i] = h0;
+		v->hdr_ok[i] = 1;
+		if (!(h0.flags & OD_CHF_SINGLE_COPY) &&
+		    header_at(v, i, base, avail, (uint64_t)(h0.nblocks / 2) * OD_BLOCK_SIZE, &h1,
+			      &t1) == 0 &&
+		    t1 > t0)
+			v->hdr[i] = h1;
+		return 0;
+	}
+	if (guess_nblocks &&
+	    header_at(v, i, base, avail, (uint64_t)(guess_nblocks / 2) * OD_BLOCK_SIZE, &h1, &t1) == 0)
+		goto found;
+	for (uint64_t half = OD_MIN_CHUNK_SIZE / 2; half <= OD_MAX_CHUNK_SIZE / 2; half <<= 1)
+		if (header_at(v, i, base, avail, half, &h1, &t1) == 0)
+			goto found;
+	return -EUCLEAN;
+found:
+	if (h1.flags & OD_CHF_SINGLE_COPY)
+		return -EUCLEAN;
+	v->hdr[i] = h1;
+	v->hdr_ok[i] = 1;
+	return 0;
+}
+
+/* A unit of another chunk: the newer of its valid copies. */
+static int far_unit(struct fsck_ctx *c, uint32_t chunk, uint32_t block, uint16_t units,
+		    uint16_t type, uint8_t *buf)
+{
+	struct fsck_vol *v = c->vol;
+	size_t len = (size_t)units * OD_BLOCK_SIZE;
+	uint8_t *other;
+	uint64_t best = 0;
+	int found = 0;
+
+	if (chunk >= v->nchunks || !v->hdr_ok[chunk])
+		return -ENXIO;
+	if ((uint64_t)block + units > v->hdr[chunk].nblocks / 2)
+		return -ERANGE;
+	other = malloc(len);
+	if (!other)
+		return -ENOMEM;
+	for (int copy = 0; copy < 2; copy++) {
+		uint64_t off = (uint64_t)(block + (copy ? v->hdr[chunk].nblocks / 2 : 0)) * OD_BLOCK_SIZE;
+		struct od_mb_header h;
+		if (copy && (v->hdr[chunk].flags & OD_CHF_SINGLE_COPY))
+			break;
+		if (vol_pread(v, chunk, other, len, off) < 0 || od_verify(other, len) < 0)
+			continue;
+		od_get_mb_header(other, &h);
+		if (h.chunk != chunk || h.block != block || h.type != type)
+			continue;
+		if (!found || h.txid > best) {
+			memcpy(buf, other, len);
+			best = h.txid;
+			found = 1;
+		}
+	}
+	free(other);
+	return found ? 0 : -EUCLEAN;
+}
+
+/* The inode at loc in another chunk. */
+static int far_inode(struct fsck_ctx *c, struct od_loc loc, struct od_inode *ino)
+{
+	const struct od_chunk_header *h;
+	uint16_t units, type;
+	uint8_t *buf;
+	int ret;
+
+	if (loc.chunk >= c->vol->nchunks || !c->vol->hdr_ok[loc.chunk])
+		return -ENXIO;
+	h = &c->vol->hdr[loc.chunk];
+	if (loc.block >= h->itable_start && loc.block < h->data_start) {
+		units = 1;
+		type = OD_MB_ITABLE;
+	} else {
+		units = (uint16_t)h->dir_unit;
+		type = OD_MB_DIR;
+	}
+	if (loc.off < OD_MB_HEADER_SIZE || loc.off + OD_INODE_SIZE > units * OD_BLOCK_SIZE)
+		return -EUCLEAN;
+	buf = malloc((size_t)units * OD_BLOCK_SIZE);
+	if (!buf)
+		return -ENOMEM;
+	ret = far_unit(c, loc.chunk, loc.block, units, type, buf);
+	if (ret == 0)
+		od_get_inode(buf + loc.off, ino);
+	free(buf);
+	return ret;
+}
+
+/* The map entry of number s, in its home chunk (this one or another). */
+static int map_entry_of(struct fsck_ctx *c, uint64_t s, struct od_map_entry *e)
+{
+	uint32_t home = OD_STABLE_CHUNK(s), idx = OD_STABLE_INDEX(s);
+	uint8_t buf[OD_BLOCK_SIZE];
+	const struct od_chunk_header *h;
+	int ret;
+
+	if ((uint32_t)s == 0)
+		return -ESTALE;
+	if (home == c->index) {
+		if (idx >= c->nmap)
+			return -ESTALE;
+		*e = c->map[idx];
+		return 0;
+	}
+	if (home >= c->vol->nchunks || !c->vol->hdr_ok[home])
+		return -ENXIO;
+	h = &c->vol->hdr[home];
+	if (idx >= h->map_watermark)
+		return -ESTALE;
+	ret = far_unit(c, home, h->map_start + idx / OD_MAP_PER_BLOCK, 1, OD_MB_MAP, buf);
+	if (ret == 0)
+		od_get_map_entry(buf + OD_MB_HEADER_SIZE + (idx % OD_MAP_PER_BLOCK) * OD_MAP_ENTRY_SIZE,
+				 e);
+	return ret;
+}
+
+/* An inode anywhere: this chunk's records, or a read of the other one. */
+static int any_inode(struct fsck_ctx *c, struct od_loc loc, struct od_inode *ino)
+{
+	if (loc.chunk == c->index) {
+		uint32_t ri = fsck_rec_at(c, loc.block, loc.off);
+		if (ri == FSCK_NONE || c->recs[ri].dead)
+			return -ENOENT;
+		*ino = c->recs[ri].ino;
+		return 0;
+	}
+	return far_inode(c, loc, ino);
+}
+
+/* --- the checks -------------------------------------------------------------- */
+
+static int loc_eq(struct od_loc a, struct od_loc b)
+{
+	return a.chunk == b.chunk && a.block == b.block && a.off == b.off;
+}
+
+static int kind_ok(const struct od_inode *head, const struct od_inode *cont)
+{
+	if (S_ISDIR(cont->mode))
+		return S_ISDIR(head->mode);
+	return S_ISREG(head->mode) || S_ISLNK(head->mode);
+}
+
+/* A continuation here: its head exists where it says, and its chain reaches it. */
+static const char *confirm_head(struct fsck_ctx *c, const struct fsck_ino *t, char *buf, size_t n)
+{
+	struct od_loc me = { .chunk = c->index, .block = t->block, .off = t->off }, at;
+	struct od_map_entry e;
+	struct od_inode ino;
+	uint32_t hops = 0;
+
+	if (map_entry_of(c, t->ino.head_stable, &e) < 0 || !(e.flags & OD_MAPF_USED))
+		return "is free";
+	if (e.loc.chunk != t->ino.head_chunk) {
+		snprintf(buf, n, "is in chunk %u", e.loc.chunk);
+		return buf;
+	}
+	if (any_inode(c, e.loc, &ino) < 0)
+		return "cannot be read";
+	if (ino.stable != t->ino.head_stable || ino.mode == 0 || (ino.flags & OD_INF_CONT))
+		return "is not where its map entry says";
+	if (!kind_ok(&ino, &t->ino))
+		return "is not of this continuation's type";
+	for (at = ino.next; at.chunk != OD_LOC_NONE; at = ino.next) {
+		if (loc_eq(at, me))
+			return NULL;
+		if (++hops > c->vol->nchunks * 64u)
+			return "has a chain that loops";
+		if (any_inode(c, at, &ino) < 0 || !(ino.flags & OD_INF_CONT) ||
+		    ino.head_stable != t->ino.head_stable)
+			return "has a broken chain";
+	}
+	return "does not reach it through its chain";
+}
+
+static const char *confirm_next(struct fsck_ctx *c, const struct fsck_ino *r)
+{
+	uint32_t head_chunk = (r->ino.flags & OD_INF_CONT) ? r->ino.head_chunk : c->index;
+	uint64_t head = (r->ino.flags & OD_INF_CONT) ? r->ino.head_stable : r->ino.stable;
+	struct od_inode ino;
+
+	if (far_inode(c, r->ino.next, &ino) < 0)
+		return "cannot be read";
+	if (ino.mode == 0)
+		return "names a free slot";
+	if (!(ino.flags & OD_INF_CONT))
+		return "names an inode that is not a continuation";
+	if (ino.head_stable != head || ino.head_chunk != head_chunk)
+		return "names a continuation whose back pointer is elsewhere";
+	if (!!S_ISDIR(ino.mode) != !!S_ISDIR(r->ino.mode))
+		return "names a continuation of another type";
+	return NULL;
+}
+
+static const char *confirm_map_loc(struct fsck_ctx *c, const struct fsck_deferred *d)
+{
+	struct od_inode ino;
+
+	if (far_inode(c, d->loc, &ino) < 0)
+		return "cannot be read";
+	if (ino.mode == 0 || ino.stable != d->stable || (ino.flags & OD_INF_CONT))
+		return "is no such inode";
+	if (ino.generation != c->map[d->idx].generation)
+		return "is another generation";
+	return NULL;
+}
+
+static const char *confirm_map_home(struct fsck_ctx *c, const struct fsck_ino *r)
+{
+	struct od_loc me = { .chunk = c->index, .block = r->block, .off = r->off };
+	struct od_map_entry e;
+
+	if (map_entry_of(c, r->ino.stable, &e) < 0)
+		return "cannot be read, or is beyond its watermark";
+	if (!(e.flags & OD_MAPF_USED))
+		return "is free";
+	if (!loc_eq(e.loc, me))
+		return "places it elsewhere";
+	if (e.generation != r->ino.generation)
+		return "has another generation";
+	return NULL;
+}
+
+/* Subdirectories in the units of one part in another chunk. */
+static int far_part_subdirs(struct fsck_ctx *c, struct od_loc loc, const struct od_inode *part,
+			    uint32_t *count)
+{
+	const struct od_chunk_header *h = &c->vol->hdr[loc.chunk];
+	size_t ulen = (size_t)h->dir_unit * OD_BLOCK_SIZE;
+	uint8_t *buf = malloc(ulen), eb[OD_BLOCK_SIZE];
+	uint32_t next = part->ext_block, hops = 0;
+	struct od_extent ext[OD_INODE_EXTENTS + OD_EXT_PER_UNIT];
+	uint32_t n = part->nextents < OD_INODE_EXTENTS ? part->nextents : OD_INODE_EXTENTS;
+	int ret = 0;
+
+	if (!buf)
+		return -ENOMEM;
+	memcpy(ext, part->ext, n * sizeof(ext[0]));
+	for (;;) {
+		for (uint32_t i = 0; i < n && ret == 0; i++) {
+			uint32_t off = OD_MB_HEADER_SIZE;
+			ret = far_unit(c, loc.chunk, ext[i].pblk, (uint16_t)h->dir_unit, OD_MB_DIR, buf);
+			while (ret == 0 && off + OD_DIRENT_HEADER <= ulen) {
+				struct od_dirent de;
+				od_get_dirent(buf + off, &de);
+				if (de.rec_len < OD_DIRENT_HEADER || off + de.rec_len > ulen)
+					break;
+				if (de.kind == OD_DE_EMBEDDED &&
+				    off + OD_DIRENT_HEADER + od_align8(de.name_len) + OD_INODE_SIZE <= ulen) {
+					struct od_inode ino;
+					od_get_inode(buf + off + OD_DIRENT_HEADER + od_align8(de.name_len),
+						     &ino);
+					*count += S_ISDIR(ino.mode) != 0;
+				} else if (de.kind == OD_DE_REF) {
+					struct od_map_entry e;
+					struct od_inode ino;
+					if (map_entry_of(c, de.stable, &e) == 0 &&
+					    (e.flags & OD_MAPF_USED) && any_inode(c, e.loc, &ino) == 0)
+						*count += S_ISDIR(ino.mode) != 0;
+				}
+				off += de.rec_len;
+			}
+		}
+		if (ret < 0 || !next)
+			break;
+		if (++hops > h->nblocks) {
+			ret = -ELOOP;
+			break;
+		}
+		ret = far_unit(c, loc.chunk, next, 1, OD_MB_EXTENTS, eb);
+		if (ret < 0)
+			break;
+		{
+			struct od_mb_header mh;
+			od_get_mb_header(eb, &mh);
+			n = mh.seq < OD_EXT_PER_UNIT ? mh.seq : OD_EXT_PER_UNIT;
+			for (uint32_t i = 0; i < n; i++)
+				od_get_extent(eb + OD_MB_HEADER_SIZE + 16 * i, &ext[i]);
+			next = mh.next;
+		}
+	}
+	free(buf);
+	return ret;
+}
+
+/* A directory head here with parts elsewhere: its whole link count. */
+static void confirm_dir_links(struct fsck_ctx *c, uint32_t ri)
+{
+	uint32_t total = c->recs[ri].subdirs, hops = 0;
+	struct od_loc at = c->recs[ri].ino.next;
+	struct fsck_pctx p = { .rec = &c->recs[ri] };
+
+	while (at.chunk != OD_LOC_NONE) {
+		struct od_inode part;
+		int ret;
+		if (++hops > c->vol->nchunks || at.chunk == c->index ||
+		    far_inode(c, at, &part) < 0 || !(part.flags & OD_INF_CONT) ||
+		    part.head_stable != c->recs[ri].ino.stable) {
+			fsck_note(c, "could not confirm the link count of inode %llu: its chain of "
+				     "parts is broken at chunk %u",
+				  (unsigned long long)c->recs[ri].ino.stable, at.chunk);
+			return;
+		}
+		ret = far_part_subdirs(c, at, &part, &total);
+		if (ret < 0) {
+			fsck_note(c, "could not confirm the link count of inode %llu: %s",
+				  (unsigned long long)c->recs[ri].ino.stable, strerror(-ret));
+			return;
+		}
+		at = part.next;
+	}
+	if (c->recs[ri].ino.nlink != 2 + total) {
+		p.num = c->recs[ri].ino.nlink;
+		p.num2 = 2 + total;
+		if (fix_problem(c, PR_4_LINK_COUNT, &p))
+			fsck_set_nlink(c, ri, 2 + total);
+	}
+}
+
+static const char *confirm_entry(struct fsck_ctx *c, const struct fsck_deferred *d, char *buf,
+				 size_t n)
+{
+	struct od_map_entry e;
+
+	if (map_entry_of(c, d->stable, &e) < 0)
+		return "cannot be read, or is beyond its map's watermark";
+	if (!(e.flags & OD_MAPF_USED))
+		return "is free";
+	if (e.loc.chunk == c->index)
+		return "its map places in this chunk, where it is not";
+	snprintf(buf, n, "lives in chunk %u: the entry should be there", e.loc.chunk);
+	return buf;
+}
+
+/* One line saying what is to be checked. */
+static void describe_def(struct fsck_ctx *c, const struct fsck_deferred *d, char *out, size_t n)
+{
+	char who[160] = "";
+
+	if (d->rec != FSCK_NONE)
+		fsck_describe(c, &c->recs[d->rec], who, sizeof(who));
+	switch (d->kind) {
+	case DEF_HEAD:
+		snprintf(out, n, "%s: its head %llu in chunk %u must exist and reach it", who,
+			 (unsigned long long)d->stable, d->loc.chunk);
+		break;
+	case DEF_NEXT:
+		snprintf(out, n, "%s: its next continuation at chunk %u block %u offset %u", who,
+			 d->loc.chunk, d->loc.block, d->loc.off);
+		break;
+	case DEF_MAP_LOC:
+		snprintf(out, n, "map entry %u (inode %llu): the inode at chunk %u block %u offset %u",
+			 d->idx, (unsigned long long)d->stable, d->loc.chunk, d->loc.block,
+			 d->loc.off);
+		break;
+	case DEF_MAP_HOME:
+		snprintf(out, n, "%s: its map entry in chunk %u must place it here", who,
+			 OD_STABLE_CHUNK(d->stable));
+		break;
+	case DEF_DIR_LINKS:
+		snprintf(out, n, "%s: link count %u, %u subdirectories here, the rest in its parts "
+				 "in other chunks", who, c->recs[d->rec].ino.nlink,
+			 c->recs[d->rec].subdirs);
+		break;
+	case DEF_ENTRY:
+		snprintf(out, n, "an entry names inode %llu of chunk %u",
+			 (unsigned long long)d->stable, OD_STABLE_CHUNK(d->stable));
+		break;
+	}
+}
+
+int fsck_cross(struct fsck_ctx *c)
+{
+	int confirm = c->o->cross && c->vol;
+
+	c->res.deferred = c->ndefs;
+	for (uint32_t i = 0; i < c->ndefs && !fsck_cancelled(c); i++) {
+		const struct fsck_deferred *d = &c->defs[i];
+		const struct fsck_ino *r = d->rec != FSCK_NONE ? &c->recs[d->rec] : NULL;
+		struct fsck_pctx p = { .rec = r, .ino = d->stable };
+		const char *bad = NULL;
+		char line[400], buf[120];
+
+		if (r && r->dead)
+			continue;
+		if (!confirm) {
+			describe_def(c, d, line, sizeof(line));
+			fsck_note(c, "deferred: %s", line);
+			continue;
+		}
+		switch (d->kind) {
+		case DEF_HEAD:
+			bad = confirm_head(c, r, buf, sizeof(buf));
+			p.num = d->loc.chunk;
+			if (bad) {
+				p.str = bad;
+				fix_problem(c, PR_6_HEAD, &p);
+			}
+			break;
+		case DEF_NEXT:
+			bad = confirm_next(c, r);
+			p.num = d->loc.chunk;
+			p.blk = d->loc.block;
+			if (bad) {
+				p.str = bad;
+				fix_problem(c, PR_6_NEXT, &p);
+			}
+			break;
+		case DEF_MAP_LOC:
+			bad = confirm_map_loc(c, d);
+			p.num = d->idx;
+			p.num2 = d->loc.chunk;
+			p.blk = d->loc.block;
+			if (bad) {
+				p.str = bad;
+				fix_problem(c, PR_6_MAP_LOC, &p);
+			}
+			break;
+		case DEF_MAP_HOME:
+			bad = confirm_map_home(c, r);
+			p.num = OD_STABLE_CHUNK(d->stable);
+			if (bad) {
+				p.str = bad;
+				fix_problem(c, PR_6_MAP_HOME, &p);
+			}
+			break;
+		case DEF_DIR_LINKS:
+			confirm_dir_links(c, d->rec);
+			break;
+		case DEF_ENTRY: {
+			const struct fsck_dent *de = &c->dents[d->idx];
+			struct fsck_unit *u = fsck_unit_find(c, de->unit);
+			bad = confirm_entry(c, d, buf, sizeof(buf));
+			p.num = OD_STABLE_CHUNK(d->stable);
+			p.str = bad;
+			if (u && u->data) {
+				p.name = u->data + de->off + OD_DIRENT_HEADER;
+				p.name_len = de->name_len;
+			}
+			fix_problem(c, PR_6_ENTRY, &p);
+			break;
+		}
+		}
+	}
+	return 0;
+}

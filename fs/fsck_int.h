@@ -1,0 +1,329 @@
+/* What the fsck passes share: the context of one chunk's check, the units
+ * read through both copies, the inodes and entries found, the problem codes
+ * and the functions that pass code calls (fix_problem() above all). Nothing
+ * here is seen outside fs/fsck*.c. */
+#ifndef CHUNKFS_FSCK_INT_H
+#define CHUNKFS_FSCK_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fsck.h"
+#include "ondisk.h"
+#include "store.h"
+
+/* --- problems (fsck_problem.c) ------------------------------------------ */
+
+/* Flags of a problem-table row. */
+#define PR_PREEN_OK 0x01  /* safe to repair without asking (-p repairs it) */
+#define PR_FATAL 0x02     /* the chunk cannot be checked further */
+#define PR_NOFIX 0x04     /* no repair in this version: reported and left */
+#define PR_COMPLETE 0x08  /* repair only when every block owner was seen */
+
+struct fsck_problem {
+	uint32_t code;
+	const char *msg;  /* with % expansions (fsck.c, expand()) */
+	const char *fix;  /* what the repair does, same expansions; NULL with PR_NOFIX/FATAL */
+	uint32_t flags;
+};
+
+const struct fsck_problem *fsck_problem_find(uint32_t code);
+
+/* 0x00: any pass, units read through their two copies */
+#define PR_0_UNIT_COPY_BAD 0x000001
+#define PR_0_UNIT_BOTH_BAD 0x000002
+#define PR_0_UNIT_COPIES_DIFFER 0x000003
+#define PR_0_BITMAP_BOTH_BAD 0x000004
+#define PR_0_UNIT_CONFLICT 0x000005
+/* 0x01: pass 1, the chunk header, fixed units and inode-area slots */
+#define PR_1_HDR_COPY_BAD 0x010001
+#define PR_1_HDR_BOTH_BAD 0x010002
+#define PR_1_HDR_INVALID 0x010003
+#define PR_1_HDR_SIZE 0x010004
+#define PR_1_HDR_UUID 0x010005
+#define PR_1_HDR_COPIES_DIFFER 0x010006
+#define PR_1_HDR_INDEX 0x010007
+#define PR_1_SLOT_FREE_GARBAGE 0x010010
+#define PR_1_SLOT_BAD_MODE 0x010011
+#define PR_1_SLOT_BAD_IDENTITY 0x010012
+#define PR_1_INO_FLAGS 0x010020
+#define PR_1_INO_NEXTENTS 0x010021
+#define PR_1_INO_INLINE 0x010022
+#define PR_1_INO_NEXT_RANGE 0x010023
+#define PR_1_INO_HEAD_RANGE 0x010024
+#define PR_1_INO_DUP_STABLE 0x010025
+#define PR_1_MAP_FLAGS 0x010030
+/* 0x02: pass 2, directory units and entries */
+#define PR_2_DIR_EXTENT 0x020001
+#define PR_2_DIR_SEQ 0x020002
+#define PR_2_UNIT_OWNER 0x020003
+#define PR_2_REC_LEN 0x020004
+#define PR_2_KIND 0x020005
+#define PR_2_USED 0x020006
+#define PR_2_NAME 0x020007
+#define PR_2_HASH 0x020008
+#define PR_2_FREE_MIDDLE 0x020009
+#define PR_2_EMBED_STABLE 0x02000a
+#define PR_2_EMBED_BAD 0x02000b
+/* 0x03: pass 3, block ownership */
+#define PR_3_RANGE 0x030001
+#define PR_3_DUP 0x030002
+#define PR_3_BLOCKS 0x030003
+#define PR_3_EXT_ORDER 0x030004
+#define PR_3_EXT_START 0x030005
+#define PR_3_EXTU_BAD 0x030006
+#define PR_3_EXT_NONFILE 0x030007
+/* 0x04: pass 4, link counts, the map, continuation chains */
+#define PR_4_ENT_FREE 0x040001
+#define PR_4_ENT_MISSING 0x040002
+#define PR_4_ENT_ELSEWHERE 0x040003
+#define PR_4_ENT_NOT_HERE 0x040004
+#define PR_4_ENT_BAD_NUMBER 0x040005
+#define PR_4_LINK_COUNT 0x040006
+#define PR_4_ORPHAN 0x040007
+#define PR_4_DIR_NAMES 0x040008
+#define PR_4_DIR_PARENT 0x040009
+#define PR_4_MAP_DANGLING 0x04000a
+#define PR_4_MAP_GEN 0x04000b
+#define PR_4_SLOT_UNMAPPED 0x04000c
+#define PR_4_EMBED_UNMAPPED 0x04000d
+#define PR_4_CONT_ORPHAN 0x04000e
+#define PR_4_CONT_BAD_HEAD 0x04000f
+#define PR_4_NEXT_BAD 0x040010
+#define PR_4_CONT_TWICE 0x040011
+#define PR_4_ROOT 0x040012
+#define PR_4_WATERMARK 0x040013
+#define PR_4_PART_HOME 0x040014
+#define PR_4_EMBED_DIFFERS 0x040015
+#define PR_4_ENT_FREE_KEEP 0x040016
+#define PR_4_MAP_WRONG_LOC 0x040017
+/* 0x05: pass 5, the bitmap and the header counters */
+#define PR_5_USED_MARKED_FREE 0x050001
+#define PR_5_FREE_MARKED_USED 0x050002
+#define PR_5_BITMAP_TAIL 0x050003
+#define PR_5_FREE_BLOCKS 0x050004
+#define PR_5_USED_INODES 0x050005
+#define PR_5_BITMAP_UNINIT 0x050006
+/* 0x06: cross-chunk confirmations (-x) */
+#define PR_6_HEAD 0x060001
+#define PR_6_NEXT 0x060002
+#define PR_6_MAP_LOC 0x060003
+#define PR_6_MAP_HOME 0x060004
+#define PR_6_ENTRY 0x060005
+
+/* --- what the check holds ------------------------------------------------ */
+
+#define FSCK_NONE 0xffffffffu
+
+/* A metadata unit as read through its two copies. */
+struct fsck_unit {
+	uint32_t block;
+	uint16_t units;
+	uint16_t type;
+	uint8_t *data;      /* the current version; NULL: no valid copy */
+	uint64_t txid;      /* of the current copy */
+	int8_t cur;         /* the copy data came from, -1 none */
+	uint8_t heal[2];    /* copies to rewrite with data, byte for byte */
+	uint8_t modified;   /* a repair changed data: resealed, both copies written */
+	uint8_t pending;    /* named by the chunk's newest dirty list */
+	uint8_t walked;     /* directory units: entries read (pass 2) */
+	struct fsck_unit *hnext;
+};
+
+/* An inode found in this chunk: in an inode-area slot or embedded. */
+struct fsck_ino {
+	struct od_inode ino;
+	uint32_t block;     /* unit holding it */
+	uint16_t off;       /* byte offset in that unit */
+	uint32_t slot;      /* inode-area slot, or FSCK_NONE when embedded */
+	uint32_t dent;      /* embedded: the entry holding it, else FSCK_NONE */
+	uint32_t links;     /* entries here naming it */
+	uint32_t subdirs;   /* directories: subdirectory entries in its units here */
+	uint32_t preds;     /* inodes here whose next pointer names it */
+	uint8_t dead;       /* garbage, or cleared by a repair: not counted */
+	uint8_t ext_done;   /* extent list checked (problems reported once) */
+	uint8_t walked;     /* directory units walked (pass 2) */
+};
+
+/* A directory entry found in a unit of this chunk. */
+struct fsck_dent {
+	uint32_t unit;      /* first block of the unit */
+	uint32_t off;       /* entry offset in the unit */
+	uint64_t stable;
+	uint32_t dir;       /* record of the head or part listing the unit */
+	uint32_t target;    /* record of the inode it names, or FSCK_NONE */
+	uint8_t kind;
+	uint8_t name_len;
+	uint8_t cleared;
+};
+
+/* A u64 -> u32 table (open addressing; key 0 is never stored). */
+struct fsck_hmap {
+	uint64_t *keys;
+	uint32_t *vals;
+	uint32_t cap, n;
+};
+
+/* Checks of references that leave the chunk: printed at the end, and
+ * confirmed with -x. */
+enum fsck_def_kind {
+	DEF_HEAD,      /* a continuation here: its head (and the chain reaching it) */
+	DEF_NEXT,      /* an inode here: the continuation its next pointer names */
+	DEF_MAP_LOC,   /* a map entry here: the inode at its location elsewhere */
+	DEF_MAP_HOME,  /* an inode here homed elsewhere: its map entry there */
+	DEF_DIR_LINKS, /* a directory head here with parts elsewhere: its link count */
+	DEF_ENTRY,     /* an entry naming an inode homed elsewhere and not found here */
+};
+
+struct fsck_deferred {
+	int kind;
+	uint32_t rec;       /* record here (FSCK_NONE for DEF_MAP_LOC, DEF_ENTRY) */
+	uint32_t idx;       /* DEF_MAP_LOC: map index; DEF_ENTRY: entry */
+	uint64_t stable;    /* the number involved */
+	struct od_loc loc;  /* the far end, when known */
+};
+
+/* The whole volume, for locating chunks and for -x reads (fsck_cross.c). */
+struct fsck_vol {
+	int fd;
+	uint32_t nchunks;
+	uint64_t *base;               /* byte offset of each chunk */
+	uint64_t *size;               /* its size in bytes */
+	struct od_chunk_header *hdr;  /* its header, when hdr_ok */
+	uint8_t *hdr_ok;
+	uint8_t uuid[16];             /* chunk 0's */
+	int have_uuid;
+};
+
+struct fsck_ctx {
+	const struct fsck_opts *o;
+	struct fsck_result res;
+	struct chunk_store *st;
+	struct fsck_vol *vol;         /* NULL for a lone store */
+	uint32_t index;
+	struct od_chunk_header hdr;
+	uint32_t half;
+	int single_copy;
+	int fatal;                    /* the check cannot go on */
+	int oper;                     /* an operational error (negative errno) */
+	int incomplete;               /* some owner of blocks may not have been seen */
+	int clean_skip;               /* clean, no dirty list, no -f: not checked */
+	uint32_t expect;              /* the index asked for, UINT32_MAX: any */
+	char line[1024];
+
+	/* Units, by block. */
+	struct fsck_unit **uhash;
+	uint32_t uhash_size;
+	struct fsck_unit *hdr_unit;
+
+	/* The newest dirty list: units whose copies may differ. */
+	struct fsck_hmap pend;        /* block + 1 -> copy written */
+	int lists_present;
+
+	/* Inodes and entries. */
+	struct fsck_ino *recs;
+	uint32_t nrecs, caprecs;
+	struct fsck_hmap by_loc;      /* (block << 16 | off) -> record */
+	struct fsck_hmap by_stable;   /* stable -> first record with it */
+	struct fsck_dent *dents;
+	uint32_t ndents, capdents;
+
+	/* The stable-number map entries below the watermark. */
+	struct od_map_entry *map;
+	uint32_t nmap;
+	uint8_t *map_lost;            /* its block was unreadable */
+
+	/* Blocks: owner record + 1 of each (OWNER_FIXED for fixed metadata). */
+	uint32_t *owner;
+	uint8_t *disk_bitmap;         /* as read (implied by BITMAP_UNINIT) */
+	uint8_t *bitmap_unknown;      /* per bitmap block: no valid copy */
+
+	struct fsck_deferred *defs;
+	uint32_t ndefs, capdefs;
+
+	/* Header changes the repairs make. */
+	int hdr_changed;
+	int clear_uninit;
+	uint32_t used_map;            /* USED map entries counted */
+};
+
+#define OWNER_FIXED 0xffffffffu
+
+/* Problem context: what a message's % expansions print. */
+struct fsck_pctx {
+	const struct fsck_ino *rec, *rec2; /* %i %j: an inode described */
+	uint64_t ino, ino2;                /* %I %J: stable numbers */
+	uint64_t num, num2;                /* %n %N: numbers */
+	uint32_t blk;                      /* %b: a block */
+	int copy;                          /* %c: a copy, %C: the other one */
+	uint32_t slot;                     /* %S: an inode-area slot */
+	const char *str;                   /* %s */
+	const char *str2;                  /* %t */
+	const uint8_t *name;               /* %e: an entry name, quoted */
+	uint32_t name_len;
+	uint64_t onum;                     /* %o: a number in octal */
+};
+
+/* fsck.c */
+int fix_problem(struct fsck_ctx *c, uint32_t code, const struct fsck_pctx *pc);
+void fsck_note(struct fsck_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int fsck_oom(struct fsck_ctx *c);
+int fsck_header_copy(const uint8_t *blk, struct od_chunk_header *h, char *why, size_t n);
+/* A unit through both copies; problems about its copies are reported the
+ * first time. *out always set on 0; (*out)->data is NULL when no copy is
+ * valid and the repair was not made. owner: header owner of a replacement. */
+int fsck_unit_get(struct fsck_ctx *c, uint32_t block, uint16_t units, uint16_t type,
+		  uint64_t owner, struct fsck_unit **out);
+struct fsck_unit *fsck_unit_find(struct fsck_ctx *c, uint32_t block);
+void fsck_unit_add(struct fsck_ctx *c, struct fsck_unit *u);
+void fsck_unit_modified(struct fsck_ctx *c, struct fsck_unit *u);
+/* A unit of the decision logic's own: the chunk header (pass 1). */
+int fsck_unit_decide(struct fsck_ctx *c, struct fsck_unit *u, uint8_t *raw[2], const int valid[2],
+		     const char *why[2]);
+const char *fsck_unit_name(uint16_t type);
+int fsck_hmap_put(struct fsck_hmap *m, uint64_t key, uint32_t val);
+uint32_t fsck_hmap_get(const struct fsck_hmap *m, uint64_t key);
+void fsck_hmap_free(struct fsck_hmap *m);
+int fsck_add_rec(struct fsck_ctx *c, const struct od_inode *ino, uint32_t block, uint16_t off,
+		 uint32_t slot, uint32_t dent, uint32_t *idx);
+uint32_t fsck_rec_at(const struct fsck_ctx *c, uint32_t block, uint16_t off);
+/* The record of the inode numbered s in this chunk: where the map says
+ * when the number is homed here, else the first one found with it. */
+uint32_t fsck_rec_by_stable(const struct fsck_ctx *c, uint64_t s);
+int fsck_defer(struct fsck_ctx *c, int kind, uint32_t rec, uint32_t idx, uint64_t stable,
+	       struct od_loc loc);
+void fsck_describe(const struct fsck_ctx *c, const struct fsck_ino *r, char *buf, size_t n);
+/* The extent list of r (ext[] and its chain of extent units, read here);
+ * *units gets the chain's blocks. Problems reported once per inode. */
+int fsck_extents(struct fsck_ctx *c, uint32_t ri, struct od_extent **ext, uint32_t *n,
+		 uint32_t **units, uint32_t *nunits);
+int fsck_in_data_area(const struct fsck_ctx *c, uint32_t start, uint32_t len);
+int fsck_meta_place(const struct fsck_ctx *c, uint32_t start, uint32_t units);
+int fsck_cancelled(const struct fsck_ctx *c);
+
+/* The passes. Each returns 0 or a negative errno (operational error);
+ * problems go through fix_problem(). */
+int fsck_pass1(struct fsck_ctx *c);
+int fsck_pass2(struct fsck_ctx *c);
+int fsck_pass3(struct fsck_ctx *c);
+int fsck_pass4(struct fsck_ctx *c);
+int fsck_pass5(struct fsck_ctx *c);
+/* pass1: 1 when the chunk says clean and has no dirty list (no -f: skipped) */
+int fsck_pass1_clean(const struct fsck_ctx *c);
+/* pass1: the checks every inode gets, wherever it lives */
+void fsck_check_inode(struct fsck_ctx *c, uint32_t ri);
+uint32_t fsck_chunk_count(const struct fsck_ctx *c);
+int fsck_mode_ok(uint32_t mode);
+/* pass4: clear the entry (a repair), and its embedded inode with it */
+void fsck_clear_entry(struct fsck_ctx *c, uint32_t di);
+void fsck_set_nlink(struct fsck_ctx *c, uint32_t ri, uint32_t nlink);
+void fsck_zero_slot(struct fsck_ctx *c, uint32_t ri);
+/* pass3: forget the blocks claimed by r (its inode is going away) */
+void fsck_unclaim(struct fsck_ctx *c, uint32_t ri);
+
+/* fsck_cross.c: the deferred checks, printed or (with -x) confirmed */
+int fsck_cross(struct fsck_ctx *c);
+int fsck_vol_read_header(struct fsck_vol *v, uint32_t i, uint64_t base, uint64_t avail,
+			 uint32_t guess_nblocks);
+
+#endif

@@ -1,0 +1,477 @@
+/* fsck pass 1: the chunk header and geometry, the dirty lists, both copies
+ * of every fixed metadata unit in use, and the inode-area slots.
+ * Checks:   both header copies (the newer valid one is current), that it is
+ *           this chunk of this volume, its layout (chunk_check_header); both
+ *           copies of each bitmap block, of each map block below
+ *           map_watermark and of each inode-area block below
+ *           islot_watermark; map entry flags; every slot below the
+ *           watermark: free slots all zero, used ones a file type and a
+ *           sane identity (a continuation has a head and no number, any
+ *           other inode a number), and the fields every inode must have
+ *           right (fsck_check_inode(), also used by pass 2).
+ * Collects: c->hdr and c->half, the units the newest dirty list names (the
+ *           copies of those may differ), c->map[], c->disk_bitmap, and a
+ *           record for every slot in use: the root, directory parts,
+ *           continuations and relocated inodes, all of which live in slots.
+ * Relies on nothing before it. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "internal.h"
+#include "fsck_int.h"
+
+uint32_t fsck_chunk_count(const struct fsck_ctx *c)
+{
+	return c->vol ? c->vol->nchunks : c->hdr.chunk_count;
+}
+
+int fsck_mode_ok(uint32_t mode)
+{
+	switch (mode & S_IFMT) {
+	case S_IFREG:
+	case S_IFDIR:
+	case S_IFLNK:
+	case S_IFCHR:
+	case S_IFBLK:
+	case S_IFIFO:
+	case S_IFSOCK:
+		return (mode & ~(uint32_t)(S_IFMT | 07777)) == 0;
+	}
+	return 0;
+}
+
+/* --- the header ----------------------------------------------------------- */
+
+static uint64_t unit_txid(const uint8_t *buf)
+{
+	struct od_mb_header h;
+
+	od_get_mb_header(buf, &h);
+	return h.txid;
+}
+
+static int header_candidate(struct fsck_ctx *c, uint8_t *buf, uint64_t block, uint32_t expect,
+			    struct od_chunk_header *h, char *why, size_t n, int *other_index)
+{
+	if ((block + 1) * OD_BLOCK_SIZE > c->st->size) {
+		snprintf(why, n, "beyond the end of the chunk's store");
+		return 0;
+	}
+	if (store_pread(c->st, buf, OD_BLOCK_SIZE, block * OD_BLOCK_SIZE) < 0) {
+		snprintf(why, n, "read error");
+		return 0;
+	}
+	if (fsck_header_copy(buf, h, why, n) < 0)
+		return 0;
+	if (block && h->nblocks / 2 != block) {
+		snprintf(why, n, "records %u blocks: not this chunk's mirror", h->nblocks);
+		return 0;
+	}
+	if (expect != UINT32_MAX && h->chunk_index != expect) {
+		snprintf(why, n, "the header of chunk %u", h->chunk_index);
+		*other_index = (int)h->chunk_index;
+		return 0;
+	}
+	return 1;
+}
+
+/* The newest valid list of one area: 0, or -ENOENT when it holds none. */
+static int read_list(struct fsck_ctx *c, uint32_t area, int parity, struct fsck_hmap *into,
+		     uint64_t *txid)
+{
+	uint32_t per_first = (OD_MB_PAYLOAD - 16) / 8, per_block = OD_MB_PAYLOAD / 8;
+	uint32_t cap = (c->hdr.dirty_blocks * OD_MB_PAYLOAD - 16) / 8, k = 0;
+	uint8_t blk[OD_BLOCK_SIZE];
+	struct od_mb_header h;
+	struct od_dl_head dh;
+
+	if (store_pread(c->st, blk, sizeof(blk), (uint64_t)area * OD_BLOCK_SIZE) < 0 ||
+	    od_verify(blk, sizeof(blk)) < 0)
+		return -ENOENT;
+	od_get_mb_header(blk, &h);
+	od_get_dl_head(blk + OD_MB_HEADER_SIZE, &dh);
+	if (h.type != OD_MB_DIRTY_LIST || h.seq != 0 || dh.nblocks == 0 ||
+	    dh.nblocks > c->hdr.dirty_blocks || dh.nentries > cap || (int)(h.txid & 1) != parity)
+		return -ENOENT;
+	*txid = h.txid;
+	for (uint32_t i = 0; i < dh.nblocks; i++) {
+		uint32_t room = i == 0 ? per_first : per_block;
+		const uint8_t *p = blk + OD_MB_HEADER_SIZE + (i == 0 ? 16 : 0);
+		struct od_mb_header hi;
+		if (i > 0) {
+			if (store_pread(c->st, blk, sizeof(blk),
+					(uint64_t)(area + i) * OD_BLOCK_SIZE) < 0 ||
+			    od_verify(blk, sizeof(blk)) < 0)
+				return -ENOENT;
+			od_get_mb_header(blk, &hi);
+			if (hi.type != OD_MB_DIRTY_LIST || hi.seq != i || hi.txid != *txid)
+				return -ENOENT;
+		}
+		for (uint32_t j = 0; j < room && k < dh.nentries; j++, k++) {
+			struct od_dl_entry e;
+			od_get_dl_entry(p + 8 * j, &e);
+			if (e.units == 0 || e.units > c->hdr.dir_unit || e.copy > 1 ||
+			    (uint64_t)e.block + e.units > c->half)
+				return -ENOENT;
+			if (into && fsck_hmap_put(into, (uint64_t)e.block + 1,
+						  e.copy | ((uint32_t)e.units << 8)) < 0)
+				return fsck_oom(c);
+		}
+	}
+	return 0;
+}
+
+/* The units whose copies may differ are those of the newest list. */
+static int read_lists(struct fsck_ctx *c)
+{
+	uint64_t t[2] = { 0, 0 };
+	int ok[2], newest;
+
+	if (c->single_copy)
+		return 0;
+	for (int a = 0; a < 2; a++) {
+		int ret = read_list(c, c->hdr.dirty_start + (a ? c->half : 0), a, NULL, &t[a]);
+		if (ret == -ENOMEM)
+			return ret;
+		ok[a] = ret == 0;
+	}
+	c->lists_present = ok[0] || ok[1];
+	if (!c->lists_present)
+		return 0;
+	newest = ok[0] && (!ok[1] || t[0] > t[1]) ? 0 : 1;
+	return read_list(c, c->hdr.dirty_start + (newest ? c->half : 0), newest, &c->pend,
+			 &t[newest]) == -ENOMEM ? -ENOMEM : 0;
+}
+
+static int check_header(struct fsck_ctx *c, uint32_t expect)
+{
+	uint8_t *raw[2] = { malloc(OD_BLOCK_SIZE), malloc(OD_BLOCK_SIZE) };
+	char why0[160], why1[160], reason[160];
+	const char *why[2] = { why0, why1 };
+	struct od_chunk_header h[2];
+	struct fsck_unit *u;
+	int valid[2], other = -1, cur;
+	uint64_t mirror;
+
+	if (!raw[0] || !raw[1]) {
+		free(raw[0]);
+		free(raw[1]);
+		return fsck_oom(c);
+	}
+	valid[0] = header_candidate(c, raw[0], 0, expect, &h[0], why0, sizeof(why0), &other);
+	mirror = valid[0] ? h[0].nblocks / 2 : c->st->size / OD_BLOCK_SIZE / 2;
+	valid[1] = mirror && header_candidate(c, raw[1], mirror, expect, &h[1], why1,
+					      sizeof(why1), &other);
+	if (!mirror)
+		snprintf(why1, sizeof(why1), "no room for it");
+	/* SINGLE_COPY: the mirror keeps the mkfs-time header and is not read;
+	 * a header found only there with the flag is refused (as open does). */
+	if (valid[0] && (h[0].flags & OD_CHF_SINGLE_COPY))
+		valid[1] = 0;
+	if (!valid[0] && valid[1] && (h[1].flags & OD_CHF_SINGLE_COPY)) {
+		valid[1] = 0;
+		snprintf(why1, sizeof(why1), "SINGLE_COPY set in the mirror");
+	}
+	if (!valid[0] && !valid[1]) {
+		struct fsck_pctx p = { .str = why0, .num = (uint64_t)other, .num2 = expect };
+		free(raw[0]);
+		free(raw[1]);
+		fix_problem(c, other >= 0 ? PR_1_HDR_INDEX : PR_1_HDR_BOTH_BAD, &p);
+		return 0;
+	}
+	cur = valid[0] && (!valid[1] || unit_txid(raw[0]) >= unit_txid(raw[1])) ? 0 : 1;
+	c->hdr = h[cur];
+	c->index = c->hdr.chunk_index;
+	c->half = c->hdr.nblocks / 2;
+	c->single_copy = !!(c->hdr.flags & OD_CHF_SINGLE_COPY);
+	if (chunk_check_header(&c->hdr, c->index, reason, sizeof(reason)) < 0) {
+		struct fsck_pctx p = { .str = reason };
+		free(raw[0]);
+		free(raw[1]);
+		fix_problem(c, PR_1_HDR_INVALID, &p);
+		return 0;
+	}
+	if ((uint64_t)c->hdr.nblocks * OD_BLOCK_SIZE > c->st->size) {
+		struct fsck_pctx p = { .num = c->hdr.nblocks, .num2 = c->st->size / OD_BLOCK_SIZE };
+		free(raw[0]);
+		free(raw[1]);
+		fix_problem(c, PR_1_HDR_SIZE, &p);
+		return 0;
+	}
+	if (c->vol && c->vol->have_uuid && memcmp(c->vol->uuid, c->hdr.volume_uuid, 16) != 0) {
+		struct fsck_pctx p = { 0 };
+		free(raw[0]);
+		free(raw[1]);
+		fix_problem(c, PR_1_HDR_UUID, &p);
+		return 0;
+	}
+	if (read_lists(c) < 0) {
+		free(raw[0]);
+		free(raw[1]);
+		return fsck_oom(c);
+	}
+	u = calloc(1, sizeof(*u));
+	if (!u) {
+		free(raw[0]);
+		free(raw[1]);
+		return fsck_oom(c);
+	}
+	u->block = 0;
+	u->units = 1;
+	u->type = OD_MB_CHUNK_HEADER;
+	fsck_unit_decide(c, u, raw, valid, why);
+	c->hdr_unit = u;
+	fsck_unit_add(c, u);
+	od_get_chunk_header(u->data, &c->hdr);
+	if (c->hdr.state == OD_STATE_NEEDS_REPAIR)
+		fsck_note(c, "the chunk is marked needs-repair");
+	c->clean_skip = !c->o->force && c->hdr.state == OD_STATE_CLEAN && !c->lists_present &&
+			!u->heal[0] && !u->heal[1] && c->res.problems == 0;
+	return 0;
+}
+
+/* --- fixed units ------------------------------------------------------------ */
+
+static int read_bitmap(struct fsck_ctx *c)
+{
+	const struct od_chunk_header *h = &c->hdr;
+
+	c->disk_bitmap = calloc(h->bitmap_blocks, OD_MB_PAYLOAD);
+	c->bitmap_unknown = calloc(h->bitmap_blocks, 1);
+	if (!c->disk_bitmap || !c->bitmap_unknown)
+		return fsck_oom(c);
+	if (h->flags & OD_CHF_BITMAP_UNINIT) {
+		/* Never written: the fixed regions used, everything else free. */
+		for (uint32_t b = 0; b < h->data_start; b++) {
+			c->disk_bitmap[b >> 3] |= (uint8_t)(1u << (b & 7));
+			c->disk_bitmap[(b + c->half) >> 3] |= (uint8_t)(1u << ((b + c->half) & 7));
+		}
+		return 0;
+	}
+	for (uint32_t i = 0; i < h->bitmap_blocks; i++) {
+		struct fsck_unit *u;
+		int ret = fsck_unit_get(c, h->bitmap_start + i, 1, OD_MB_BITMAP, 0, &u);
+		if (ret < 0)
+			return ret;
+		if (!u->data || u->cur < 0)
+			c->bitmap_unknown[i] = 1;
+		else
+			memcpy(c->disk_bitmap + (size_t)i * OD_MB_PAYLOAD,
+			       u->data + OD_MB_HEADER_SIZE, OD_MB_PAYLOAD);
+	}
+	return 0;
+}
+
+static int read_map(struct fsck_ctx *c)
+{
+	const struct od_chunk_header *h = &c->hdr;
+	uint32_t n = h->map_watermark;
+
+	c->nmap = n;
+	c->map = calloc(n ? n : 1, sizeof(*c->map));
+	c->map_lost = calloc(n ? n : 1, 1);
+	if (!c->map || !c->map_lost)
+		return fsck_oom(c);
+	for (uint32_t b = 0; b * OD_MAP_PER_BLOCK < n; b++) {
+		struct fsck_unit *u;
+		int ret = fsck_unit_get(c, h->map_start + b, 1, OD_MB_MAP, 0, &u);
+		if (ret < 0)
+			return ret;
+		for (uint32_t k = 0; k < OD_MAP_PER_BLOCK && b * OD_MAP_PER_BLOCK + k < n; k++) {
+			uint32_t idx = b * OD_MAP_PER_BLOCK + k;
+			struct od_map_entry *e = &c->map[idx];
+			if (!u->data) {
+				c->map_lost[idx] = 1;
+				e->loc.chunk = OD_LOC_NONE;
+				continue;
+			}
+			/* A replaced block's entries are rebuilt from the inodes
+			 * found (pass 4). */
+			if (u->cur < 0)
+				c->map_lost[idx] = 2;
+			od_get_map_entry(u->data + OD_MB_HEADER_SIZE + k * OD_MAP_ENTRY_SIZE, e);
+			if (e->flags & ~OD_MAPF_USED) {
+				struct fsck_pctx p = { .num = idx, .num2 = e->flags };
+				fix_problem(c, PR_1_MAP_FLAGS, &p);
+			}
+		}
+	}
+	return 0;
+}
+
+/* --- inodes ----------------------------------------------------------------- */
+
+void fsck_check_inode(struct fsck_ctx *c, uint32_t ri)
+{
+	struct fsck_ino *r = &c->recs[ri];
+	const struct od_inode *ino = &r->ino;
+	uint32_t type = ino->mode & S_IFMT, count = fsck_chunk_count(c);
+	struct fsck_pctx p = { .rec = r };
+
+	if (ino->flags & ~(uint32_t)(OD_INF_INLINE | OD_INF_FRESH | OD_INF_CONT | OD_INF_EXCL)) {
+		p.num = ino->flags;
+		fix_problem(c, PR_1_INO_FLAGS, &p);
+	}
+	if (ino->nextents > OD_INODE_EXTENTS) {
+		p.num = ino->nextents;
+		fix_problem(c, PR_1_INO_NEXTENTS, &p);
+		c->incomplete = 1; /* (extent lists read no further than ext[]) */
+	}
+	if (ino->flags & OD_INF_INLINE) {
+		const char *why = NULL;
+		char buf[96];
+		if (type != S_IFREG && type != S_IFLNK)
+			why = "inline data in an inode that is not a file or symlink";
+		else if (r->slot != FSCK_NONE)
+			why = "inline data in an inode-area slot, which has no room for it";
+		else if (ino->nextents || ino->ext_block)
+			why = "inline data and extents at once";
+		else if (ino->inline_len != ino->size) {
+			snprintf(buf, sizeof(buf), "inline data %u bytes, size %llu",
+				 ino->inline_len, (unsigned long long)ino->size);
+			why = buf;
+		}
+		if (why) {
+			p.str = why;
+			fix_problem(c, PR_1_INO_INLINE, &p);
+		}
+	} else if (ino->inline_len) {
+		char buf[96];
+		snprintf(buf, sizeof(buf), "inline_len %u without the INLINE flag", ino->inline_len);
+		p.str = buf;
+		fix_problem(c, PR_1_INO_INLINE, &p);
+	}
+	if (ino->next.chunk != OD_LOC_NONE && ino->next.chunk >= count) {
+		p.num = ino->next.chunk;
+		p.num2 = count;
+		fix_problem(c, PR_1_INO_NEXT_RANGE, &p);
+	}
+	if ((ino->flags & OD_INF_CONT) && ino->head_chunk >= count) {
+		p.num = ino->head_chunk;
+		p.num2 = count;
+		fix_problem(c, PR_1_INO_HEAD_RANGE, &p);
+	}
+}
+
+static int all_zero(const uint8_t *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (p[i])
+			return 0;
+	return 1;
+}
+
+/* What is wrong with who the inode in a slot says it is, or NULL. */
+static const char *slot_identity(const struct od_inode *ino)
+{
+	uint32_t type = ino->mode & S_IFMT;
+
+	if (ino->flags & OD_INF_CONT) {
+		if (type != S_IFREG && type != S_IFDIR)
+			return "a continuation that is neither a file nor a directory part";
+		if (ino->stable)
+			return "a continuation with a number of its own";
+		if ((uint32_t)ino->head_stable == 0)
+			return "a continuation without a head";
+		return NULL;
+	}
+	if ((uint32_t)ino->stable == 0)
+		return "an inode without a number";
+	return NULL;
+}
+
+void fsck_zero_slot(struct fsck_ctx *c, uint32_t ri)
+{
+	struct fsck_ino *r = &c->recs[ri];
+	struct fsck_unit *u = fsck_unit_find(c, r->block);
+
+	if (u && u->data) {
+		memset(u->data + r->off, 0, OD_INODE_SIZE);
+		fsck_unit_modified(c, u);
+	}
+	r->dead = 1;
+}
+
+static int read_slots(struct fsck_ctx *c)
+{
+	const struct od_chunk_header *h = &c->hdr;
+	uint32_t n = h->islot_watermark;
+
+	for (uint32_t b = 0; b * OD_ISLOTS_PER_BLOCK < n; b++) {
+		struct fsck_unit *u;
+		int ret = fsck_unit_get(c, h->itable_start + b, 1, OD_MB_ITABLE, 0, &u);
+		if (ret < 0)
+			return ret;
+		if (!u->data)
+			continue; /* lost, repair declined: c->incomplete is set */
+		for (uint32_t k = 0; k < OD_ISLOTS_PER_BLOCK && b * OD_ISLOTS_PER_BLOCK + k < n; k++) {
+			uint32_t slot = b * OD_ISLOTS_PER_BLOCK + k;
+			uint16_t off = (uint16_t)(OD_MB_HEADER_SIZE + k * OD_INODE_SIZE);
+			uint8_t *ip = u->data + off;
+			struct fsck_pctx p = { .slot = slot };
+			struct od_inode ino;
+			const char *bad;
+			uint32_t ri;
+			if (all_zero(ip, OD_INODE_SIZE))
+				continue;
+			od_get_inode(ip, &ino);
+			if (ino.mode == 0) {
+				if (fix_problem(c, PR_1_SLOT_FREE_GARBAGE, &p)) {
+					memset(ip, 0, OD_INODE_SIZE);
+					fsck_unit_modified(c, u);
+				}
+				continue;
+			}
+			if (!fsck_mode_ok(ino.mode)) {
+				p.onum = ino.mode;
+				if (fix_problem(c, PR_1_SLOT_BAD_MODE, &p)) {
+					memset(ip, 0, OD_INODE_SIZE);
+					fsck_unit_modified(c, u);
+				} else {
+					c->incomplete = 1;
+				}
+				continue;
+			}
+			bad = slot_identity(&ino);
+			if (bad) {
+				p.str = bad;
+				if (fix_problem(c, PR_1_SLOT_BAD_IDENTITY, &p)) {
+					memset(ip, 0, OD_INODE_SIZE);
+					fsck_unit_modified(c, u);
+				} else {
+					c->incomplete = 1;
+				}
+				continue;
+			}
+			ret = fsck_add_rec(c, &ino, u->block, off, slot, FSCK_NONE, &ri);
+			if (ret < 0)
+				return ret;
+			fsck_check_inode(c, ri);
+		}
+	}
+	return 0;
+}
+
+int fsck_pass1_clean(const struct fsck_ctx *c)
+{
+	return c->clean_skip;
+}
+
+int fsck_pass1(struct fsck_ctx *c)
+{
+	int ret = check_header(c, c->expect);
+
+	if (ret < 0 || c->fatal || c->clean_skip)
+		return ret;
+	ret = read_bitmap(c);
+	if (ret == 0)
+		ret = read_map(c);
+	if (ret == 0)
+		ret = read_slots(c);
+	return ret;
+}

@@ -1,0 +1,243 @@
+/* fsck pass 3: block ownership (invariant 1). Every block referenced by an
+ * inode of this chunk -- data extents of files and symlinks, the extent
+ * units of every inode and their mirrors, the directory units and their
+ * mirrors -- must be claimed once, inside the area it may use: data outside
+ * both fixed regions, metadata units with copy 0 in [data_start, H - units].
+ * Checks:   ranges, double claims, file extents in order, not before the
+ *           continuation start, and a block count equal to what they map;
+ *           extent units (type, owner, count) through fsck_extents().
+ * Collects: c->owner[], one entry per block: the record that claims it, or
+ *           OWNER_FIXED for the fixed metadata of both halves. That is the
+ *           expected bitmap pass 5 compares with the one on disk.
+ * Relies on pass 1 and 2 for the records of every inode of the chunk. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "fsck_int.h"
+
+static int push_ext(struct od_extent **e, uint32_t *n, uint32_t *cap, const struct od_extent *x)
+{
+	if (*n == *cap) {
+		uint32_t ncap = *cap ? *cap * 2 : 16;
+		struct od_extent *p = realloc(*e, ncap * sizeof(*p));
+		if (!p)
+			return -ENOMEM;
+		*e = p;
+		*cap = ncap;
+	}
+	(*e)[(*n)++] = *x;
+	return 0;
+}
+
+static int push_u32(uint32_t **a, uint32_t *n, uint32_t *cap, uint32_t v)
+{
+	if (*n == *cap) {
+		uint32_t ncap = *cap ? *cap * 2 : 8;
+		uint32_t *p = realloc(*a, ncap * sizeof(*p));
+		if (!p)
+			return -ENOMEM;
+		*a = p;
+		*cap = ncap;
+	}
+	(*a)[(*n)++] = v;
+	return 0;
+}
+
+int fsck_extents(struct fsck_ctx *c, uint32_t ri, struct od_extent **ext, uint32_t *n,
+		 uint32_t **units, uint32_t *nunits)
+{
+	struct od_inode ino = c->recs[ri].ino;
+	int report = !c->recs[ri].ext_done;
+	uint32_t cap = 0, ucap = 0, hops = 0, next = ino.ext_block;
+	uint32_t n_in = ino.nextents < OD_INODE_EXTENTS ? ino.nextents : OD_INODE_EXTENTS;
+
+	c->recs[ri].ext_done = 1;
+	*ext = NULL;
+	*units = NULL;
+	*n = *nunits = 0;
+	for (uint32_t i = 0; i < n_in; i++)
+		if (push_ext(ext, n, &cap, &ino.ext[i]) < 0)
+			goto oom;
+	while (next) {
+		struct fsck_pctx p = { .rec = &c->recs[ri], .blk = next, .num = 1 };
+		struct od_mb_header h;
+		struct fsck_unit *u;
+		char why[96];
+		int ret, loop = 0;
+
+		for (uint32_t k = 0; k < *nunits; k++)
+			loop |= (*units)[k] == next;
+		if (loop || ++hops > c->hdr.nblocks) {
+			p.str = "the chain loops";
+			if (report)
+				fix_problem(c, PR_3_EXTU_BAD, &p);
+			c->incomplete = 1;
+			break;
+		}
+		if (!fsck_meta_place(c, next, 1)) {
+			p.str = "extent unit";
+			if (report)
+				fix_problem(c, PR_3_RANGE, &p);
+			c->incomplete = 1;
+			break;
+		}
+		if (push_u32(units, nunits, &ucap, next) < 0)
+			goto oom;
+		ret = fsck_unit_get(c, next, 1, OD_MB_EXTENTS, ino.stable, &u);
+		if (ret == -EUCLEAN) {
+			c->incomplete = 1;
+			break;
+		}
+		if (ret < 0)
+			return ret;
+		if (!u->data)
+			break; /* both copies bad, not replaced: c->incomplete is set */
+		od_get_mb_header(u->data, &h);
+		if (h.seq > OD_EXT_PER_UNIT || h.owner != ino.stable) {
+			if (h.seq > OD_EXT_PER_UNIT)
+				snprintf(why, sizeof(why), "says it holds %u extents", h.seq);
+			else
+				snprintf(why, sizeof(why), "owner %llu, the inode's number is %llu",
+					 (unsigned long long)h.owner, (unsigned long long)ino.stable);
+			p.str = why;
+			if (report)
+				fix_problem(c, PR_3_EXTU_BAD, &p);
+			c->incomplete = 1;
+			break;
+		}
+		for (uint32_t i = 0; i < h.seq; i++) {
+			struct od_extent e;
+			od_get_extent(u->data + OD_MB_HEADER_SIZE + 16 * i, &e);
+			if (push_ext(ext, n, &cap, &e) < 0)
+				goto oom;
+		}
+		next = h.next;
+	}
+	return 0;
+oom:
+	free(*ext);
+	free(*units);
+	*ext = NULL;
+	*units = NULL;
+	*n = *nunits = 0;
+	return fsck_oom(c);
+}
+
+/* Claim [start, start + len) (and the mirror) for record ri; a double
+ * claim is reported once per range. */
+static void claim(struct fsck_ctx *c, uint32_t ri, uint32_t start, uint32_t len, int mirror)
+{
+	int reported = 0;
+
+	for (int m = 0; m <= mirror; m++) {
+		for (uint32_t k = 0; k < len; k++) {
+			uint32_t b = start + k + (m ? c->half : 0);
+			uint32_t *o = &c->owner[b];
+			if (*o == 0) {
+				*o = ri + 1;
+			} else if (!reported) {
+				struct fsck_pctx p = { .rec2 = &c->recs[ri], .blk = b };
+				p.rec = *o == OWNER_FIXED ? NULL : &c->recs[*o - 1];
+				fix_problem(c, PR_3_DUP, &p);
+				reported = 1;
+			}
+		}
+	}
+}
+
+void fsck_unclaim(struct fsck_ctx *c, uint32_t ri)
+{
+	if (!c->owner)
+		return;
+	for (uint32_t b = 0; b < c->hdr.nblocks; b++)
+		if (c->owner[b] == ri + 1)
+			c->owner[b] = 0;
+}
+
+static void file_extents(struct fsck_ctx *c, uint32_t ri, const struct od_extent *ext, uint32_t n)
+{
+	uint64_t sum = 0, prev_end = 0;
+	int order_told = 0, start_told = 0;
+
+	for (uint32_t i = 0; i < n; i++) {
+		const struct od_extent *e = &ext[i];
+		struct fsck_pctx p = { .rec = &c->recs[ri], .blk = e->pblk, .num = e->len };
+		if (!fsck_in_data_area(c, e->pblk, e->len)) {
+			p.str = "data extent";
+			fix_problem(c, PR_3_RANGE, &p);
+			c->incomplete = 1;
+			continue;
+		}
+		claim(c, ri, e->pblk, e->len, 0);
+		sum += e->len;
+		if (i > 0 && e->lblk < prev_end && !order_told) {
+			p.num = e->lblk;
+			fix_problem(c, PR_3_EXT_ORDER, &p);
+			order_told = 1;
+		}
+		if (e->lblk < c->recs[ri].ino.cont_start && !start_told) {
+			p.num = e->lblk;
+			p.num2 = c->recs[ri].ino.cont_start;
+			fix_problem(c, PR_3_EXT_START, &p);
+			start_told = 1;
+		}
+		prev_end = e->lblk + e->len;
+	}
+	if (sum != c->recs[ri].ino.blocks) {
+		struct fsck_pctx p = { .rec = &c->recs[ri], .num = sum,
+				       .num2 = c->recs[ri].ino.blocks };
+		fix_problem(c, PR_3_BLOCKS, &p);
+	}
+}
+
+int fsck_pass3(struct fsck_ctx *c)
+{
+	uint32_t nb = c->hdr.nblocks;
+
+	c->owner = calloc(nb, sizeof(*c->owner));
+	if (!c->owner)
+		return fsck_oom(c);
+	for (uint32_t b = 0; b < c->hdr.data_start; b++) {
+		c->owner[b] = OWNER_FIXED;
+		c->owner[b + c->half] = OWNER_FIXED;
+	}
+	for (uint32_t ri = 0; ri < c->nrecs; ri++) {
+		struct od_extent *ext;
+		uint32_t n, *units, nunits, type = c->recs[ri].ino.mode & S_IFMT;
+		int ret;
+
+		if (c->recs[ri].dead)
+			continue;
+		if (fsck_cancelled(c))
+			return 0;
+		ret = fsck_extents(c, ri, &ext, &n, &units, &nunits);
+		if (ret < 0)
+			return ret;
+		for (uint32_t k = 0; k < nunits; k++)
+			claim(c, ri, units[k], 1, 1);
+		if (type == S_IFDIR) {
+			for (uint32_t i = 0; i < n; i++)
+				if (ext[i].len == c->hdr.dir_unit &&
+				    fsck_meta_place(c, ext[i].pblk, ext[i].len))
+					claim(c, ri, ext[i].pblk, ext[i].len, 1);
+		} else if (type == S_IFREG || type == S_IFLNK) {
+			file_extents(c, ri, ext, n);
+		} else if (n || nunits) {
+			struct fsck_pctx p = { .rec = &c->recs[ri],
+					       .str = "a device, FIFO or socket with extents" };
+			fix_problem(c, PR_3_EXT_NONFILE, &p);
+			/* Claimed anyway: the blocks are not known to be free. */
+			for (uint32_t i = 0; i < n; i++)
+				if (fsck_in_data_area(c, ext[i].pblk, ext[i].len))
+					claim(c, ri, ext[i].pblk, ext[i].len, 0);
+		}
+		free(ext);
+		free(units);
+	}
+	return 0;
+}

@@ -1,0 +1,180 @@
+/* The problem table of fsck.chunkfs: every problem the passes can report,
+ * once, with its stable code. Output, preen safety, exit codes and the
+ * tests all come from here; pass code only names a code (fix_problem()).
+ *
+ * Columns:
+ *   code   stable number 0xPPNNNN: PP the pass that finds it (00: any pass,
+ *          reading a metadata unit through its two copies; 06: the cross-
+ *          chunk confirmations of -x), NNNN the problem. Never reused.
+ *   msg    what is wrong. Expansions: %i %j an inode described (its number,
+ *          or which continuation or directory part it is), %I %J a stable
+ *          number, %n %N numbers, %x %X the same in hex, %o a mode in octal,
+ *          %b a block, %c a copy and %C the other copy, %S an inode-area
+ *          slot, %s %t two strings, %e an entry name (quoted), %% a percent.
+ *   fix    what the repair does (same expansions); NULL when there is none.
+ *   flags  PR_PREEN_OK: safe to make unasked (-p makes it);
+ *          PR_FATAL: the chunk cannot be checked further;
+ *          PR_NOFIX: no repair in this version, the problem is left (exit 4);
+ *          PR_COMPLETE: made only when every owner of blocks was seen. */
+#include "config.h"
+
+#include <stddef.h>
+
+#include "fsck_int.h"
+
+static const struct fsck_problem problems[] = {
+	/* --- any pass: metadata units and their two copies --- */
+	{ PR_0_UNIT_COPY_BAD, "%s %b: copy %c is bad (%t)",
+	  "rewrite it from copy %C", PR_PREEN_OK },
+	{ PR_0_UNIT_BOTH_BAD, "%s %b: both copies are bad",
+	  "replace it with an empty one (what it held is lost)", 0 },
+	{ PR_0_UNIT_COPIES_DIFFER, "%s %b: copy %c is older than copy %C and no dirty list names it",
+	  "rewrite copy %c from copy %C", PR_PREEN_OK },
+	{ PR_0_BITMAP_BOTH_BAD, "block bitmap block %b: both copies are bad",
+	  "rebuild it from the blocks found in use", PR_PREEN_OK },
+	{ PR_0_UNIT_CONFLICT, "block %b: read as a %s of %n blocks, and as a %t elsewhere", NULL,
+	  PR_NOFIX },
+
+	/* --- pass 1: the chunk header, fixed units, inode-area slots --- */
+	{ PR_1_HDR_COPY_BAD, "chunk header: copy %c is bad (%s)", "rewrite it from copy %C",
+	  PR_PREEN_OK },
+	{ PR_1_HDR_BOTH_BAD, "chunk header: both copies are bad (copy 0: %s)", NULL, PR_FATAL },
+	{ PR_1_HDR_INVALID, "chunk header: %s", NULL, PR_FATAL },
+	{ PR_1_HDR_SIZE, "chunk header: %n blocks, but the chunk's store holds only %N", NULL,
+	  PR_FATAL },
+	{ PR_1_HDR_UUID, "chunk header: the chunk belongs to another volume", NULL, PR_FATAL },
+	{ PR_1_HDR_COPIES_DIFFER,
+	  "chunk header: copy %c is older than copy %C and no dirty list names it",
+	  "rewrite copy %c from copy %C", PR_PREEN_OK },
+	{ PR_1_HDR_INDEX, "chunk header: says chunk %n, checked as chunk %N", NULL, PR_FATAL },
+	{ PR_1_SLOT_FREE_GARBAGE, "inode slot %S: free (mode 0) but not zeroed", "zero the slot",
+	  PR_PREEN_OK },
+	{ PR_1_SLOT_BAD_MODE, "inode slot %S: mode 0%o is not a file type", "zero the slot", 0 },
+	{ PR_1_SLOT_BAD_IDENTITY, "inode slot %S: %s", "zero the slot", 0 },
+	{ PR_1_INO_FLAGS, "%i: unknown flags 0x%x", NULL, PR_NOFIX },
+	{ PR_1_INO_NEXTENTS, "%i: %n extents in the inode (at most 7)", NULL, PR_NOFIX },
+	{ PR_1_INO_INLINE, "%i: %s", NULL, PR_NOFIX },
+	{ PR_1_INO_NEXT_RANGE, "%i: next pointer into chunk %n (the volume has %N)", NULL,
+	  PR_NOFIX },
+	{ PR_1_INO_HEAD_RANGE, "%i: head in chunk %n (the volume has %N)", NULL, PR_NOFIX },
+	{ PR_1_INO_DUP_STABLE, "%i: number %I found twice in this chunk (also as %j)", NULL,
+	  PR_NOFIX },
+	{ PR_1_MAP_FLAGS, "map entry %n: unknown flags 0x%X", NULL, PR_NOFIX },
+
+	/* --- pass 2: directory units and entries --- */
+	{ PR_2_DIR_EXTENT, "%i: unit %n at block %b (%N blocks) is not a directory unit place",
+	  NULL, PR_NOFIX },
+	{ PR_2_DIR_SEQ, "%i: unit sequence numbers not increasing (%n after %N)", NULL, PR_NOFIX },
+	{ PR_2_UNIT_OWNER, "directory unit %b: owner %J, but it is listed by %i", NULL, PR_NOFIX },
+	{ PR_2_REC_LEN, "directory unit %b: entry at offset %n: bad rec_len %N (rest of the unit "
+			"not read)", NULL, PR_NOFIX },
+	{ PR_2_KIND, "directory unit %b: entry at offset %n: unknown kind %N", NULL, PR_NOFIX },
+	{ PR_2_USED, "directory unit %b: entry at offset %n needs %N bytes, more than its rec_len",
+	  NULL, PR_NOFIX },
+	{ PR_2_NAME, "directory unit %b: entry at offset %n: bad name (%s)", NULL, PR_NOFIX },
+	{ PR_2_HASH, "entry %e in unit %b: hash 0x%x, the name's is 0x%X", NULL, PR_NOFIX },
+	{ PR_2_FREE_MIDDLE, "directory unit %b: free entry at offset %n (only the first may be "
+			    "free)", NULL, PR_NOFIX },
+	{ PR_2_EMBED_STABLE, "entry %e in unit %b names %I, its embedded inode says %J", NULL,
+	  PR_NOFIX },
+	{ PR_2_EMBED_BAD, "entry %e in unit %b: the embedded inode is not one (%s)", NULL,
+	  PR_NOFIX },
+
+	/* --- pass 3: block ownership --- */
+	{ PR_3_RANGE, "%i: %s at block %b (%n blocks) outside the area it may use", NULL,
+	  PR_NOFIX },
+	{ PR_3_DUP, "block %b: claimed by %i and by %j", NULL, PR_NOFIX },
+	{ PR_3_BLOCKS, "%i: maps %n data blocks, its block count says %N", NULL, PR_NOFIX },
+	{ PR_3_EXT_ORDER, "%i: extents overlap or are out of order (logical block %n)", NULL,
+	  PR_NOFIX },
+	{ PR_3_EXT_START, "%i: extent at logical block %n, before its continuation start %N", NULL,
+	  PR_NOFIX },
+	{ PR_3_EXTU_BAD, "%i: extent unit %b: %s (the rest of the chain is not read)", NULL,
+	  PR_NOFIX },
+	{ PR_3_EXT_NONFILE, "%i: %s", NULL, PR_NOFIX },
+
+	/* --- pass 4: link counts, the map, continuation chains --- */
+	{ PR_4_ENT_FREE, "entry %e in unit %b names inode %I, which is free", "clear the entry",
+	  PR_PREEN_OK },
+	{ PR_4_ENT_MISSING, "entry %e in unit %b names inode %I, which is not where the map "
+			    "places it", "clear the entry", 0 },
+	{ PR_4_ENT_ELSEWHERE, "entry %e in unit %b names inode %I, which the map places in chunk "
+			      "%n", NULL, PR_NOFIX },
+	{ PR_4_ENT_NOT_HERE, "entry %e in unit %b names inode %I of chunk %n, which is not in this "
+			     "chunk", NULL, PR_NOFIX },
+	{ PR_4_ENT_BAD_NUMBER, "entry %e in unit %b names %I, which is no inode number",
+	  "clear the entry", PR_PREEN_OK },
+	{ PR_4_LINK_COUNT, "%i: link count %n, counted %N", "set it to %N", PR_PREEN_OK },
+	{ PR_4_ORPHAN, "%i: no entry names it", NULL, PR_NOFIX },
+	{ PR_4_DIR_NAMES, "%i: a directory named by %n entries", NULL, PR_NOFIX },
+	{ PR_4_DIR_PARENT, "%i: parent %I, but its entry is in directory %J", NULL, PR_NOFIX },
+	{ PR_4_MAP_DANGLING, "map entry %n (inode %I): no such inode at its location (block %b)",
+	  "free the map entry", 0 },
+	{ PR_4_MAP_GEN, "%i: generation %n, its map entry says %N", NULL, PR_NOFIX },
+	{ PR_4_SLOT_UNMAPPED, "%i: its map entry %s", "zero the slot", 0 },
+	{ PR_4_EMBED_UNMAPPED, "%i: its map entry %s", NULL, PR_NOFIX },
+	{ PR_4_CONT_ORPHAN, "%i: its head %I is not in this chunk, where it says it is",
+	  "zero the slot", 0 },
+	{ PR_4_CONT_BAD_HEAD, "%i: its head %j is %s", NULL, PR_NOFIX },
+	{ PR_4_NEXT_BAD, "%i: next pointer to block %b offset %n, %s", NULL, PR_NOFIX },
+	{ PR_4_CONT_TWICE, "%i: reached from %n inodes of this chunk", NULL, PR_NOFIX },
+	{ PR_4_ROOT, "root directory %I: %s", NULL, PR_NOFIX },
+	{ PR_4_WATERMARK, "%s %n is at or above the watermark %N", NULL, PR_NOFIX },
+	{ PR_4_PART_HOME, "%i: a directory part in the chunk of its own head", NULL, PR_NOFIX },
+	{ PR_4_EMBED_DIFFERS, "%i: the map places it in block %b offset %n, where %s", NULL,
+	  PR_NOFIX },
+	{ PR_4_ENT_FREE_KEEP, "entry %e in unit %b names inode %I, which is free, but embeds %s",
+	  NULL, PR_NOFIX },
+	{ PR_4_MAP_WRONG_LOC, "map entry %n (inode %I) places it at block %b, where it is not; it "
+			      "is %j", "point the entry at it", 0 },
+
+	/* --- pass 5: the bitmap and the header counters --- */
+	{ PR_5_USED_MARKED_FREE, "block bitmap: %n blocks in use are marked free (the first: %b)",
+	  "mark them used", PR_PREEN_OK },
+	{ PR_5_FREE_MARKED_USED, "block bitmap: %n blocks marked used are not in use (the first: "
+				 "%b)", "mark them free", PR_PREEN_OK | PR_COMPLETE },
+	{ PR_5_BITMAP_TAIL, "block bitmap: %n bits set beyond the end of the chunk",
+	  "clear them", PR_PREEN_OK },
+	{ PR_5_FREE_BLOCKS, "chunk header: free_blocks is %n, counted %N", "set it to %N",
+	  PR_PREEN_OK },
+	{ PR_5_USED_INODES, "chunk header: used_inodes is %n, counted %N", "set it to %N",
+	  PR_PREEN_OK },
+	{ PR_5_BITMAP_UNINIT, "block bitmap: never written (BITMAP_UNINIT), but %n blocks are in "
+			      "use", "write the bitmap", PR_PREEN_OK },
+
+	/* --- -x: the far end of cross-chunk references --- */
+	{ PR_6_HEAD, "%i: its head %I in chunk %n %s", NULL, PR_NOFIX },
+	{ PR_6_NEXT, "%i: its next pointer to chunk %n block %b %s", NULL, PR_NOFIX },
+	{ PR_6_MAP_LOC, "map entry %n (inode %I): at chunk %N block %b %s", NULL, PR_NOFIX },
+	{ PR_6_MAP_HOME, "%i: its map entry in chunk %n %s", NULL, PR_NOFIX },
+	{ PR_6_ENTRY, "entry %e names inode %I of chunk %n, which %s", NULL, PR_NOFIX },
+};
+
+const struct fsck_problem *fsck_problem_find(uint32_t code)
+{
+	size_t lo = 0, hi = sizeof(problems) / sizeof(problems[0]);
+
+	/* The table is in code order. */
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (problems[mid].code < code)
+			lo = mid + 1;
+		else if (problems[mid].code > code)
+			hi = mid;
+		else
+			return &problems[mid];
+	}
+	return NULL;
+}
+
+int fsck_problem_info(unsigned i, uint32_t *code, const char **msg, const char **fix,
+		      uint32_t *flags)
+{
+	if (i >= sizeof(problems) / sizeof(problems[0]))
+		return -1;
+	*code = problems[i].code;
+	*msg = problems[i].msg;
+	*fix = problems[i].fix;
+	*flags = problems[i].flags;
+	return 0;
+}
