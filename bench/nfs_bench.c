@@ -254,7 +254,8 @@ static void drive(struct test *t, int *done)
 			if (pfd.revents & POLLIN)
 				last_reply = now();
 			if (rpc_service(rpc, pfd.revents) < 0)
-				die("%s: connection lost: %s", t ? t->name : "setup", rpc_get_error(rpc));
+				die("%s: connection lost: %s", t ? t->name : "setup",
+				    rpc_get_error(rpc) ? rpc_get_error(rpc) : "the server closed it");
 		} else if (now() - last_reply > o_timeout) {
 			die("%s: no reply for %d s with %d request(s) outstanding: the server is hung",
 			    t ? t->name : "setup", o_timeout, rpc_queue_length(rpc));
