@@ -355,6 +355,21 @@ static uint64_t raw_txid(const uint8_t *buf)
 #define HEAL_FIX 1    /* a repair: rewrite the copy from the current one */
 #define HEAL_SETTLE 2 /* a pending catch-up: done only when the run writes anyway */
 
+/* Do the two valid, different copies of a unit the newest dirty list
+ * names look like that transaction (written: copy `written`)? Either it
+ * wrote its copy (which is then the newer, with the list's txid), or it
+ * had not yet (both older than the list). A copy newer than the list means
+ * the list that would explain it is lost: recovery would then take the
+ * older version for the current one. */
+static int list_explains(const struct fsck_ctx *c, uint32_t written, int newer, uint64_t tnewer)
+{
+	if (tnewer > c->pend_txid)
+		return 0;
+	if ((uint32_t)newer == written)
+		return tnewer == c->pend_txid;
+	return 1;
+}
+
 /* Choose the current copy of u from the two read (valid[i]: it passed its
  * checks, why[i]: else what failed), and report what is wrong with the
  * other. The newer valid txid wins; a difference that the newest dirty
@@ -376,12 +391,16 @@ int fsck_unit_decide(struct fsck_ctx *c, struct fsck_unit *u, uint8_t *raw[2], c
 		int newer = t1 > t0 ? 1 : 0;
 		u->cur = (int8_t)newer;
 		if (!same_content(raw[0], raw[1], len)) {
-			if (t0 != t1 && u->pending) {
-				u->heal[1 - newer] = HEAL_SETTLE;
-			} else {
-				p.copy = 1 - newer;
+			p.copy = 1 - newer;
+			if (!u->pending) {
 				if (fix_problem(c, is_hdr ? PR_1_HDR_COPIES_DIFFER
 							  : PR_0_UNIT_COPIES_DIFFER, &p))
+					u->heal[1 - newer] = HEAL_FIX;
+			} else if (list_explains(c, pc, newer, newer ? t1 : t0)) {
+				u->heal[1 - newer] = HEAL_SETTLE;
+			} else {
+				p.num = c->pend_txid;
+				if (fix_problem(c, PR_0_UNIT_LIST_MISMATCH, &p))
 					u->heal[1 - newer] = HEAL_FIX;
 			}
 		}
@@ -390,8 +409,9 @@ int fsck_unit_decide(struct fsck_ctx *c, struct fsck_unit *u, uint8_t *raw[2], c
 		u->cur = (int8_t)good;
 		if (c->single_copy && good == 0) {
 			/* copy 1 is never kept in a SINGLE_COPY chunk */
-		} else if (u->pending && pc == (uint32_t)good) {
-			u->heal[1 - good] = HEAL_SETTLE;
+		} else if (u->pending && pc == (uint32_t)good &&
+			   raw_txid(raw[good]) == c->pend_txid) {
+			u->heal[1 - good] = HEAL_SETTLE; /* new in that transaction */
 		} else {
 			p.copy = 1 - good;
 			if (is_hdr)
@@ -764,7 +784,10 @@ static int write_out(struct fsck_ctx *c)
 					if (!u->modified && !u->heal[copy])
 						continue;
 					ret = write_copy(c, u, copy);
-					nwritten++;
+					if (!u->modified && u->heal[copy] == HEAL_SETTLE)
+						nsettled++;
+					else
+						nwritten++;
 				}
 			}
 			if (ret == 0)
@@ -887,7 +910,7 @@ static int check_chunk(struct chunk_store *st, uint32_t expect, const struct fsc
 		c->res.exit_code |= FSCK_EXIT_CANCELLED;
 	if (c->res.unfixed)
 		c->res.exit_code |= FSCK_EXIT_UNCORRECTED;
-	else if (c->res.fixed)
+	if (c->res.fixed && !c->oper)
 		c->res.exit_code |= FSCK_EXIT_FIXED;
 	c->res.usec = now_usec() - t0;
 	add_result(out, &c->res);
@@ -947,6 +970,7 @@ static void vol_say(const struct fsck_opts *o, const char *fmt, ...)
  * library does). Only first blocks (and mirror candidates) are read. */
 static int vol_locate(struct fsck_vol *v, uint64_t total, const struct fsck_opts *o)
 {
+	struct od_chunk_header ref;
 	uint64_t base = 0;
 	uint32_t n, nb0;
 
@@ -958,14 +982,33 @@ static int vol_locate(struct fsck_vol *v, uint64_t total, const struct fsck_opts
 	if (!v->base || !v->size || !v->hdr || !v->hdr_ok)
 		return -ENOMEM;
 	fsck_vol_read_header(v, 0, 0, total, 0);
-	if (!v->hdr_ok[0]) {
-		/* Only chunk 0 can be named: its check reports the header. */
-		v->size[0] = total;
-		return 0;
+	if (v->hdr_ok[0]) {
+		ref = v->hdr[0];
+	} else {
+		/* No header of chunk 0 in either copy: chunk 1's, found where
+		 * a chunk of each possible size would put it, gives the count
+		 * and the size (mkfs makes every chunk the same size). */
+		struct fsck_vol probe = *v;
+		struct od_chunk_header h[2];
+		uint8_t ok[2] = { 0, 0 };
+		probe.hdr = h;
+		probe.hdr_ok = ok;
+		for (uint64_t sz = OD_MIN_CHUNK_SIZE; sz <= OD_MAX_CHUNK_SIZE && sz < total && !ok[1];
+		     sz <<= 1)
+			if (fsck_vol_read_header(&probe, 1, sz, total - sz, 0) == 0 &&
+			    (uint64_t)h[1].nblocks * OD_BLOCK_SIZE != sz)
+				ok[1] = 0;
+		if (!ok[1]) {
+			/* Only chunk 0 can be named: its check reports the header. */
+			v->size[0] = total;
+			return 0;
+		}
+		ref = h[1];
+		vol_say(o, "chunk 0: no valid header; the volume's layout is taken from chunk 1's");
 	}
-	n = v->hdr[0].chunk_count;
-	nb0 = v->hdr[0].nblocks;
-	memcpy(v->uuid, v->hdr[0].volume_uuid, 16);
+	n = ref.chunk_count;
+	nb0 = ref.nblocks;
+	memcpy(v->uuid, ref.volume_uuid, 16);
 	v->have_uuid = 1;
 	if (n == 0 || n > OD_MAX_CHUNKS) {
 		vol_say(o, "chunk 0: header says the volume has %u chunks", n);
@@ -973,6 +1016,7 @@ static int vol_locate(struct fsck_vol *v, uint64_t total, const struct fsck_opts
 	}
 	{
 		struct od_chunk_header h0 = v->hdr[0];
+		uint8_t ok0 = v->hdr_ok[0];
 		free(v->base);
 		free(v->size);
 		free(v->hdr);
@@ -984,7 +1028,7 @@ static int vol_locate(struct fsck_vol *v, uint64_t total, const struct fsck_opts
 		if (!v->base || !v->size || !v->hdr || !v->hdr_ok)
 			return -ENOMEM;
 		v->hdr[0] = h0;
-		v->hdr_ok[0] = 1;
+		v->hdr_ok[0] = ok0;
 	}
 	v->nchunks = n;
 	for (uint32_t i = 0; i < n; i++) {

@@ -200,6 +200,9 @@ static int any_inode(struct fsck_ctx *c, struct od_loc loc, struct od_inode *ino
 
 /* --- the checks -------------------------------------------------------------- */
 
+/* The far end could not be read: the check stays deferred, no problem. */
+static const char unreadable[] = "cannot be read";
+
 static int loc_eq(struct od_loc a, struct od_loc b)
 {
 	return a.chunk == b.chunk && a.block == b.block && a.off == b.off;
@@ -220,14 +223,18 @@ static const char *confirm_head(struct fsck_ctx *c, const struct fsck_ino *t, ch
 	struct od_inode ino;
 	uint32_t hops = 0;
 
-	if (map_entry_of(c, t->ino.head_stable, &e) < 0 || !(e.flags & OD_MAPF_USED))
+	int ret = map_entry_of(c, t->ino.head_stable, &e);
+
+	if (ret < 0 && ret != -ESTALE)
+		return unreadable;
+	if (ret < 0 || !(e.flags & OD_MAPF_USED))
 		return "is free";
 	if (e.loc.chunk != t->ino.head_chunk) {
 		snprintf(buf, n, "is in chunk %u", e.loc.chunk);
 		return buf;
 	}
 	if (any_inode(c, e.loc, &ino) < 0)
-		return "cannot be read";
+		return unreadable;
 	if (ino.stable != t->ino.head_stable || ino.mode == 0 || (ino.flags & OD_INF_CONT))
 		return "is not where its map entry says";
 	if (!kind_ok(&ino, &t->ino))
@@ -251,7 +258,7 @@ static const char *confirm_next(struct fsck_ctx *c, const struct fsck_ino *r)
 	struct od_inode ino;
 
 	if (far_inode(c, r->ino.next, &ino) < 0)
-		return "cannot be read";
+		return unreadable;
 	if (ino.mode == 0)
 		return "names a free slot";
 	if (!(ino.flags & OD_INF_CONT))
@@ -268,7 +275,7 @@ static const char *confirm_map_loc(struct fsck_ctx *c, const struct fsck_deferre
 	struct od_inode ino;
 
 	if (far_inode(c, d->loc, &ino) < 0)
-		return "cannot be read";
+		return unreadable;
 	if (ino.mode == 0 || ino.stable != d->stable || (ino.flags & OD_INF_CONT))
 		return "is no such inode";
 	if (ino.generation != c->map[d->idx].generation)
@@ -281,8 +288,12 @@ static const char *confirm_map_home(struct fsck_ctx *c, const struct fsck_ino *r
 	struct od_loc me = { .chunk = c->index, .block = r->block, .off = r->off };
 	struct od_map_entry e;
 
-	if (map_entry_of(c, r->ino.stable, &e) < 0)
-		return "cannot be read, or is beyond its watermark";
+	int ret = map_entry_of(c, r->ino.stable, &e);
+
+	if (ret == -ESTALE)
+		return "is beyond its map's watermark";
+	if (ret < 0)
+		return unreadable;
 	if (!(e.flags & OD_MAPF_USED))
 		return "is free";
 	if (!loc_eq(e.loc, me))
@@ -393,8 +404,12 @@ static const char *confirm_entry(struct fsck_ctx *c, const struct fsck_deferred 
 {
 	struct od_map_entry e;
 
-	if (map_entry_of(c, d->stable, &e) < 0)
-		return "cannot be read, or is beyond its map's watermark";
+	int ret = map_entry_of(c, d->stable, &e);
+
+	if (ret == -ESTALE)
+		return "is beyond its map's watermark";
+	if (ret < 0)
+		return unreadable;
 	if (!(e.flags & OD_MAPF_USED))
 		return "is free";
 	if (e.loc.chunk == c->index)
@@ -451,6 +466,7 @@ int fsck_cross(struct fsck_ctx *c)
 		struct fsck_pctx p = { .rec = r, .ino = d->stable };
 		const char *bad = NULL;
 		char line[400], buf[120];
+		uint32_t code = 0;
 
 		if (r && r->dead)
 			continue;
@@ -462,38 +478,26 @@ int fsck_cross(struct fsck_ctx *c)
 		switch (d->kind) {
 		case DEF_HEAD:
 			bad = confirm_head(c, r, buf, sizeof(buf));
+			code = PR_6_HEAD;
 			p.num = d->loc.chunk;
-			if (bad) {
-				p.str = bad;
-				fix_problem(c, PR_6_HEAD, &p);
-			}
 			break;
 		case DEF_NEXT:
 			bad = confirm_next(c, r);
+			code = PR_6_NEXT;
 			p.num = d->loc.chunk;
 			p.blk = d->loc.block;
-			if (bad) {
-				p.str = bad;
-				fix_problem(c, PR_6_NEXT, &p);
-			}
 			break;
 		case DEF_MAP_LOC:
 			bad = confirm_map_loc(c, d);
+			code = PR_6_MAP_LOC;
 			p.num = d->idx;
 			p.num2 = d->loc.chunk;
 			p.blk = d->loc.block;
-			if (bad) {
-				p.str = bad;
-				fix_problem(c, PR_6_MAP_LOC, &p);
-			}
 			break;
 		case DEF_MAP_HOME:
 			bad = confirm_map_home(c, r);
+			code = PR_6_MAP_HOME;
 			p.num = OD_STABLE_CHUNK(d->stable);
-			if (bad) {
-				p.str = bad;
-				fix_problem(c, PR_6_MAP_HOME, &p);
-			}
 			break;
 		case DEF_DIR_LINKS:
 			confirm_dir_links(c, d->rec);
@@ -502,15 +506,21 @@ int fsck_cross(struct fsck_ctx *c)
 			const struct fsck_dent *de = &c->dents[d->idx];
 			struct fsck_unit *u = fsck_unit_find(c, de->unit);
 			bad = confirm_entry(c, d, buf, sizeof(buf));
+			code = PR_6_ENTRY;
 			p.num = OD_STABLE_CHUNK(d->stable);
-			p.str = bad;
 			if (u && u->data) {
 				p.name = u->data + de->off + OD_DIRENT_HEADER;
 				p.name_len = de->name_len;
 			}
-			fix_problem(c, PR_6_ENTRY, &p);
 			break;
 		}
+		}
+		if (bad == unreadable) {
+			describe_def(c, d, line, sizeof(line));
+			fsck_note(c, "deferred (the other end cannot be read): %s", line);
+		} else if (bad) {
+			p.str = bad;
+			fix_problem(c, code, &p);
 		}
 	}
 	return 0;

@@ -35,6 +35,7 @@ const struct fsck_problem *fsck_problem_find(uint32_t code);
 #define PR_0_UNIT_COPIES_DIFFER 0x000003
 #define PR_0_BITMAP_BOTH_BAD 0x000004
 #define PR_0_UNIT_CONFLICT 0x000005
+#define PR_0_UNIT_LIST_MISMATCH 0x000006
 /* 0x01: pass 1, the chunk header, fixed units and inode-area slots */
 #define PR_1_HDR_COPY_BAD 0x010001
 #define PR_1_HDR_BOTH_BAD 0x010002
@@ -43,6 +44,7 @@ const struct fsck_problem *fsck_problem_find(uint32_t code);
 #define PR_1_HDR_UUID 0x010005
 #define PR_1_HDR_COPIES_DIFFER 0x010006
 #define PR_1_HDR_INDEX 0x010007
+#define PR_1_HDR_RO_COMPAT 0x010008
 #define PR_1_SLOT_FREE_GARBAGE 0x010010
 #define PR_1_SLOT_BAD_MODE 0x010011
 #define PR_1_SLOT_BAD_IDENTITY 0x010012
@@ -94,7 +96,6 @@ const struct fsck_problem *fsck_problem_find(uint32_t code);
 #define PR_4_ROOT 0x040012
 #define PR_4_WATERMARK 0x040013
 #define PR_4_PART_HOME 0x040014
-#define PR_4_EMBED_DIFFERS 0x040015
 #define PR_4_ENT_FREE_KEEP 0x040016
 #define PR_4_MAP_WRONG_LOC 0x040017
 /* 0x05: pass 5, the bitmap and the header counters */
@@ -219,6 +220,7 @@ struct fsck_ctx {
 	/* The newest dirty list: units whose copies may differ. */
 	struct fsck_hmap pend;        /* block + 1 -> copy written */
 	int lists_present;
+	uint64_t pend_txid;           /* the transaction of that list */
 
 	/* Inodes and entries. */
 	struct fsck_ino *recs;

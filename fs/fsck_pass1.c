@@ -144,6 +144,7 @@ static int read_lists(struct fsck_ctx *c)
 	if (!c->lists_present)
 		return 0;
 	newest = ok[0] && (!ok[1] || t[0] > t[1]) ? 0 : 1;
+	c->pend_txid = t[newest];
 	return read_list(c, c->hdr.dirty_start + (newest ? c->half : 0), newest, &c->pend,
 			 &t[newest]) == -ENOMEM ? -ENOMEM : 0;
 }
@@ -167,6 +168,13 @@ static int check_header(struct fsck_ctx *c, uint32_t expect)
 	mirror = valid[0] ? h[0].nblocks / 2 : c->st->size / OD_BLOCK_SIZE / 2;
 	valid[1] = mirror && header_candidate(c, raw[1], mirror, expect, &h[1], why1,
 					      sizeof(why1), &other);
+	/* Copy 0 may pass its checksum with a wrong size in it: the mirror
+	 * is also looked for where the store's size puts it. */
+	if (!valid[1] && valid[0] && mirror != c->st->size / OD_BLOCK_SIZE / 2) {
+		mirror = c->st->size / OD_BLOCK_SIZE / 2;
+		valid[1] = mirror && header_candidate(c, raw[1], mirror, expect, &h[1], why1,
+						      sizeof(why1), &other);
+	}
 	if (!mirror)
 		snprintf(why1, sizeof(why1), "no room for it");
 	/* SINGLE_COPY: the mirror keeps the mkfs-time header and is not read;
@@ -185,6 +193,17 @@ static int check_header(struct fsck_ctx *c, uint32_t expect)
 		return 0;
 	}
 	cur = valid[0] && (!valid[1] || unit_txid(raw[0]) >= unit_txid(raw[1])) ? 0 : 1;
+	/* A copy whose layout does not hold loses to one whose does. */
+	if (valid[0] && valid[1]) {
+		char r0[160], r1[160];
+		int bad0 = chunk_check_header(&h[0], h[0].chunk_index, r0, sizeof(r0)) < 0;
+		int bad1 = chunk_check_header(&h[1], h[1].chunk_index, r1, sizeof(r1)) < 0;
+		if (bad0 != bad1) {
+			cur = bad0 ? 1 : 0;
+			valid[1 - cur] = 0;
+			snprintf(1 - cur ? why1 : why0, sizeof(why0), "%s", bad0 ? r0 : r1);
+		}
+	}
 	c->hdr = h[cur];
 	c->index = c->hdr.chunk_index;
 	c->half = c->hdr.nblocks / 2;
@@ -201,6 +220,13 @@ static int check_header(struct fsck_ctx *c, uint32_t expect)
 		free(raw[0]);
 		free(raw[1]);
 		fix_problem(c, PR_1_HDR_SIZE, &p);
+		return 0;
+	}
+	if (c->hdr.feature_ro_compat & ~OD_FEATURE_RO_COMPAT_SUPP) {
+		struct fsck_pctx p = { .num = c->hdr.feature_ro_compat };
+		free(raw[0]);
+		free(raw[1]);
+		fix_problem(c, PR_1_HDR_RO_COMPAT, &p);
 		return 0;
 	}
 	if (c->vol && c->vol->have_uuid && memcmp(c->vol->uuid, c->hdr.volume_uuid, 16) != 0) {

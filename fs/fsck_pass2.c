@@ -124,7 +124,7 @@ static int walk_unit(struct fsck_ctx *c, uint32_t dir, struct fsck_unit *u)
 		struct fsck_pctx p = { .blk = u->block, .num = off };
 		const uint8_t *name;
 		struct od_dirent de;
-		uint32_t base, used, di;
+		uint32_t base, used, di = 0;
 		const char *bad;
 
 		if (off + OD_DIRENT_HEADER > size) {

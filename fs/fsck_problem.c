@@ -28,12 +28,16 @@ static const struct fsck_problem problems[] = {
 	  "rewrite it from copy %C", PR_PREEN_OK },
 	{ PR_0_UNIT_BOTH_BAD, "%s %b: both copies are bad",
 	  "replace it with an empty one (what it held is lost)", 0 },
-	{ PR_0_UNIT_COPIES_DIFFER, "%s %b: copy %c is older than copy %C and no dirty list names it",
-	  "rewrite copy %c from copy %C", PR_PREEN_OK },
+	{ PR_0_UNIT_COPIES_DIFFER, "%s %b: copy %c differs from copy %C and no dirty list names the "
+				   "unit", "rewrite copy %c from copy %C (the newer, or copy 0)",
+	  PR_PREEN_OK },
 	{ PR_0_BITMAP_BOTH_BAD, "block bitmap block %b: both copies are bad",
 	  "rebuild it from the blocks found in use", PR_PREEN_OK },
 	{ PR_0_UNIT_CONFLICT, "block %b: read as a %s of %n blocks, and as a %t elsewhere", NULL,
 	  PR_NOFIX },
+	{ PR_0_UNIT_LIST_MISMATCH, "%s %b: its copies differ in a way the newest dirty list "
+				   "(transaction %n) does not explain", "rewrite copy %c from copy %C",
+	  PR_PREEN_OK },
 
 	/* --- pass 1: the chunk header, fixed units, inode-area slots --- */
 	{ PR_1_HDR_COPY_BAD, "chunk header: copy %c is bad (%s)", "rewrite it from copy %C",
@@ -44,9 +48,11 @@ static const struct fsck_problem problems[] = {
 	  PR_FATAL },
 	{ PR_1_HDR_UUID, "chunk header: the chunk belongs to another volume", NULL, PR_FATAL },
 	{ PR_1_HDR_COPIES_DIFFER,
-	  "chunk header: copy %c is older than copy %C and no dirty list names it",
-	  "rewrite copy %c from copy %C", PR_PREEN_OK },
+	  "chunk header: copy %c differs from copy %C and no dirty list names it",
+	  "rewrite copy %c from copy %C (the newer, or copy 0)", PR_PREEN_OK },
 	{ PR_1_HDR_INDEX, "chunk header: says chunk %n, checked as chunk %N", NULL, PR_FATAL },
+	{ PR_1_HDR_RO_COMPAT, "chunk header: unknown read-only features 0x%x: this fsck cannot "
+			      "check the chunk", NULL, PR_FATAL },
 	{ PR_1_SLOT_FREE_GARBAGE, "inode slot %S: free (mode 0) but not zeroed", "zero the slot",
 	  PR_PREEN_OK },
 	{ PR_1_SLOT_BAD_MODE, "inode slot %S: mode 0%o is not a file type", "zero the slot", 0 },
@@ -121,8 +127,6 @@ static const struct fsck_problem problems[] = {
 	{ PR_4_ROOT, "root directory %I: %s", NULL, PR_NOFIX },
 	{ PR_4_WATERMARK, "%s %n is at or above the watermark %N", NULL, PR_NOFIX },
 	{ PR_4_PART_HOME, "%i: a directory part in the chunk of its own head", NULL, PR_NOFIX },
-	{ PR_4_EMBED_DIFFERS, "%i: the map places it in block %b offset %n, where %s", NULL,
-	  PR_NOFIX },
 	{ PR_4_ENT_FREE_KEEP, "entry %e in unit %b names inode %I, which is free, but embeds %s",
 	  NULL, PR_NOFIX },
 	{ PR_4_MAP_WRONG_LOC, "map entry %n (inode %I) places it at block %b, where it is not; it "

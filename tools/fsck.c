@@ -141,7 +141,7 @@ int main(int argc, char **argv)
 	       progname, res.chunks, res.chunks == 1 ? "" : "s", res.clean, res.problems, res.fixed,
 	       res.unfixed,
 	       (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
-	if (res.exit_code & FSCK_EXIT_UNCORRECTED)
+	if ((res.exit_code & FSCK_EXIT_UNCORRECTED) && o.mode != FSCK_YES)
 		printf("%s: errors left: run with -y to repair what can be repaired\n", progname);
 	return res.exit_code;
 }

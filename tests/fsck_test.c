@@ -1,0 +1,936 @@
+/* fsck.chunkfs on damaged images: a small volume with a known tree (inline
+ * files, a file continued across chunks, hard links, a symlink, directories
+ * with parts in other chunks) is damaged one way at a time, on a fresh copy,
+ * and checked: -n reports the problem and writes nothing, -y (or -p)
+ * repairs it, a second -n run is clean, the files read back intact, and
+ * the check never writes outside the chunk it checks. */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fs/fs.h"
+#include "fs/fsck.h"
+#include "fs/ondisk.h"
+#include "fs/store.h"
+#include "tap.h"
+
+#define CHUNK_SIZE (1u << 20)
+#define NCHUNKS 4
+#define NMANY 300
+#define BIG_SIZE (1500u * 1000u)
+
+static char image[200], pristine[256], work[256];
+static int verbose;
+
+/* What the build left, for the damage to aim at. */
+static struct {
+	uint64_t small, hl_target, gone, big, many, sub;
+} tree;
+
+/* --- files -------------------------------------------------------------------- */
+
+static uint8_t *slurp(const char *path, size_t *len)
+{
+	int fd = open(path, O_RDONLY);
+	struct stat st;
+	uint8_t *buf;
+
+	if (fd < 0 || fstat(fd, &st) < 0)
+		return NULL;
+	buf = malloc((size_t)st.st_size);
+	if (buf && pread(fd, buf, (size_t)st.st_size, 0) != st.st_size) {
+		free(buf);
+		buf = NULL;
+	}
+	close(fd);
+	*len = (size_t)st.st_size;
+	return buf;
+}
+
+static void copy_file(const char *from, const char *to)
+{
+	size_t len;
+	uint8_t *buf = slurp(from, &len);
+	int fd = open(to, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+	CHECK(buf != NULL && fd >= 0);
+	if (buf && fd >= 0)
+		CHECK_EQ(pwrite(fd, buf, len, 0), (long long)len);
+	if (fd >= 0)
+		close(fd);
+	free(buf);
+}
+
+static void fill(uint8_t *buf, size_t len, unsigned seed)
+{
+	for (size_t i = 0; i < len; i++)
+		buf[i] = (uint8_t)((i * 131 + seed * 7 + (i >> 12)) & 0xff);
+}
+
+/* --- running fsck --------------------------------------------------------------- */
+
+struct out {
+	char *text;
+	size_t len, cap;
+};
+
+static void collect(void *ctx, const char *line)
+{
+	struct out *o = ctx;
+	size_t n = strlen(line);
+
+	if (verbose)
+		fprintf(stderr, "  | %s\n", line);
+	if (o->len + n + 2 > o->cap) {
+		o->cap = (o->len + n + 2) * 2;
+		o->text = realloc(o->text, o->cap);
+	}
+	memcpy(o->text + o->len, line, n);
+	o->len += n;
+	o->text[o->len++] = '\n';
+	o->text[o->len] = '\0';
+}
+
+static struct out last;
+
+/* fsck of chunk (-1: all) of path; the output is kept in `last`. */
+static int run(const char *path, int chunk, int mode, int flags, struct fsck_result *res)
+{
+	struct fsck_opts o = { .mode = mode, .out = collect, .ctx = &last, .force = 1 };
+	struct fsck_result r;
+
+	if (flags & 1)
+		o.cross = 1;
+	if (flags & 2)
+		o.force = 0;
+	last.len = 0;
+	if (last.text)
+		last.text[0] = '\0';
+	if (verbose)
+		fprintf(stderr, "fsck %s chunk %d mode %d%s:\n", path, chunk, mode,
+			o.cross ? " -x" : "");
+	CHECK_EQ(fsck_volume_path(path, chunk, &o, &r), 0);
+	if (res)
+		*res = r;
+	return r.exit_code;
+}
+
+static int reported(uint32_t code)
+{
+	char tag[16];
+
+	snprintf(tag, sizeof(tag), "[0x%06x]", code);
+	return last.text && strstr(last.text, tag) != NULL;
+}
+
+/* Are the bytes of every chunk but `except` the same in a and b? */
+static int others_same(const char *a, const char *b, int except)
+{
+	size_t la, lb;
+	uint8_t *x = slurp(a, &la), *y = slurp(b, &lb);
+	int same = x && y && la == lb;
+
+	for (size_t k = 0; same && k < la / CHUNK_SIZE; k++)
+		if ((int)k != except && memcmp(x + k * CHUNK_SIZE, y + k * CHUNK_SIZE, CHUNK_SIZE))
+			same = 0;
+	free(x);
+	free(y);
+	return same;
+}
+
+static int files_same(const char *a, const char *b)
+{
+	size_t la, lb;
+	uint8_t *x = slurp(a, &la), *y = slurp(b, &lb);
+	int same = x && y && la == lb && memcmp(x, y, la) == 0;
+
+	free(x);
+	free(y);
+	return same;
+}
+
+/* --- reading and patching units of the image --------------------------------- */
+
+static int img_fd(const char *path)
+{
+	int fd = open(path, O_RDWR);
+
+	CHECK(fd >= 0);
+	return fd;
+}
+
+static uint64_t unit_txid(const uint8_t *b)
+{
+	struct od_mb_header h;
+
+	od_get_mb_header(b, &h);
+	return h.txid;
+}
+
+/* The current copy of a unit (the newer valid one) into buf. */
+static int read_unit(int fd, uint32_t chunk, uint32_t block, uint32_t units, uint32_t half,
+		     uint8_t *buf)
+{
+	size_t len = (size_t)units * OD_BLOCK_SIZE;
+	uint8_t *other = malloc(len);
+	int found = 0;
+
+	for (int copy = 0; copy < 2; copy++) {
+		off_t off = (off_t)chunk * CHUNK_SIZE + (off_t)(block + (copy ? half : 0)) * OD_BLOCK_SIZE;
+		if (pread(fd, other, len, off) != (ssize_t)len || od_verify(other, len) < 0)
+			continue;
+		if (!found || unit_txid(other) > unit_txid(buf)) {
+			memcpy(buf, other, len);
+			found = 1;
+		}
+	}
+	free(other);
+	return found ? 0 : -1;
+}
+
+static struct od_chunk_header header_of(int fd, uint32_t chunk)
+{
+	uint8_t blk[OD_BLOCK_SIZE];
+	struct od_chunk_header h;
+
+	memset(&h, 0, sizeof(h));
+	CHECK_EQ(read_unit(fd, chunk, 0, 1, CHUNK_SIZE / OD_BLOCK_SIZE / 2, blk), 0);
+	od_get_chunk_header(blk, &h);
+	return h;
+}
+
+/* Change both (valid) copies of a unit and seal them again. */
+typedef void (*patch_fn)(uint8_t *unit, void *arg);
+static void patch_unit(int fd, uint32_t chunk, uint32_t block, uint32_t units, patch_fn fn,
+		       void *arg)
+{
+	size_t len = (size_t)units * OD_BLOCK_SIZE;
+	uint8_t *buf = malloc(len);
+	uint32_t half = CHUNK_SIZE / OD_BLOCK_SIZE / 2;
+	int patched = 0;
+
+	for (int copy = 0; copy < 2; copy++) {
+		off_t off = (off_t)chunk * CHUNK_SIZE + (off_t)(block + (copy ? half : 0)) * OD_BLOCK_SIZE;
+		if (pread(fd, buf, len, off) != (ssize_t)len || od_verify(buf, len) < 0)
+			continue;
+		fn(buf, arg);
+		od_seal(buf, len);
+		CHECK_EQ(pwrite(fd, buf, len, off), (long long)len);
+		patched++;
+	}
+	CHECK(patched >= 1);
+	free(buf);
+}
+
+static void flip(int fd, uint32_t chunk, uint32_t block, uint32_t at)
+{
+	uint8_t b[8];
+	off_t off = (off_t)chunk * CHUNK_SIZE + (off_t)block * OD_BLOCK_SIZE + at;
+
+	CHECK_EQ(pread(fd, b, sizeof(b), off), (long long)sizeof(b));
+	for (size_t i = 0; i < sizeof(b); i++)
+		b[i] ^= 0x5a;
+	CHECK_EQ(pwrite(fd, b, sizeof(b), off), (long long)sizeof(b));
+}
+
+/* Where the map places inode s. */
+static struct od_loc where(int fd, uint64_t s)
+{
+	uint32_t chunk = OD_STABLE_CHUNK(s), idx = OD_STABLE_INDEX(s);
+	struct od_chunk_header h = header_of(fd, chunk);
+	uint8_t blk[OD_BLOCK_SIZE];
+	struct od_map_entry e;
+
+	memset(&e, 0, sizeof(e));
+	CHECK_EQ(read_unit(fd, chunk, h.map_start + idx / OD_MAP_PER_BLOCK, 1, h.nblocks / 2, blk), 0);
+	od_get_map_entry(blk + OD_MB_HEADER_SIZE + (idx % OD_MAP_PER_BLOCK) * OD_MAP_ENTRY_SIZE, &e);
+	CHECK(e.flags & OD_MAPF_USED);
+	return e.loc;
+}
+
+/* The entry called name in any directory unit of chunk: its unit and offset. */
+static int find_entry(int fd, uint32_t chunk, const char *name, uint32_t *unit, uint32_t *off)
+{
+	struct od_chunk_header h = header_of(fd, chunk);
+	size_t ulen = (size_t)h.dir_unit * OD_BLOCK_SIZE;
+	uint8_t *buf = malloc(ulen);
+	int found = -1;
+
+	for (uint32_t b = h.data_start; b + h.dir_unit <= h.nblocks / 2 && found < 0; b++) {
+		struct od_mb_header mh;
+		if (read_unit(fd, chunk, b, h.dir_unit, h.nblocks / 2, buf) < 0)
+			continue;
+		od_get_mb_header(buf, &mh);
+		if (mh.type != OD_MB_DIR || mh.block != b)
+			continue;
+		for (uint32_t o = OD_MB_HEADER_SIZE; o + OD_DIRENT_HEADER <= ulen;) {
+			struct od_dirent de;
+			od_get_dirent(buf + o, &de);
+			if (de.rec_len < OD_DIRENT_HEADER)
+				break;
+			if (de.kind != OD_DE_FREE && de.name_len == strlen(name) &&
+			    memcmp(buf + o + OD_DIRENT_HEADER, name, de.name_len) == 0) {
+				*unit = b;
+				*off = o;
+				found = 0;
+				break;
+			}
+			o += de.rec_len;
+		}
+	}
+	free(buf);
+	return found;
+}
+
+/* --- the tree --------------------------------------------------------------------- */
+
+static struct fs_ino lookup(struct fs_volume *v, struct fs_ino dir, const char *name)
+{
+	struct fs_ino ino = { 0, 0 };
+
+	CHECK_EQ(fs_lookup(v, NULL, dir, name, &ino, NULL), 0);
+	return ino;
+}
+
+static void build(void)
+{
+	struct fs_mkfs_opts mo = { .chunk_size = CHUNK_SIZE, .chunk_count = NCHUNKS,
+				   .bytes_per_inode = 4096, .force = 1 };
+	struct fs_ino root, d1, sub, f, many, x;
+	struct fs_volume *v = NULL;
+	uint8_t *big = malloc(BIG_SIZE);
+	char name[32];
+
+	CHECK_EQ(fs_mkfs(image, &mo), 0);
+	CHECK_EQ(fs_open(image, 0, &v), 0);
+	CHECK_EQ(fs_root(v, &root), 0);
+	CHECK_EQ(fs_mkdir(v, NULL, root, "d1", 0755, &d1, NULL), 0);
+	CHECK_EQ(fs_create(v, NULL, d1, "small", 0644, FS_CREATE_GUARDED, 0, &f, NULL), 0);
+	CHECK_EQ(fs_write(v, NULL, f, 0, 11, "hello small", FS_UNSTABLE, NULL), 0);
+	tree.small = f.num;
+	CHECK_EQ(fs_create(v, NULL, d1, "gone", 0644, FS_CREATE_GUARDED, 0, &x, NULL), 0);
+	tree.gone = x.num;
+	CHECK_EQ(fs_link(v, NULL, f, d1, "hl"), 0);
+	CHECK_EQ(fs_mkdir(v, NULL, d1, "sub", 0700, &sub, NULL), 0);
+	tree.sub = sub.num;
+	CHECK_EQ(fs_create(v, NULL, sub, "f2", 0600, FS_CREATE_GUARDED, 0, &x, NULL), 0);
+	CHECK_EQ(fs_write(v, NULL, x, 0, 9, "second f2", FS_UNSTABLE, NULL), 0);
+	CHECK_EQ(fs_symlink(v, NULL, root, "ln", "d1/small", 0777, NULL, NULL), 0);
+	/* An inode relocated to a slot, then removed: a free slot below the
+	 * watermark. */
+	CHECK_EQ(fs_create(v, NULL, d1, "rel", 0644, FS_CREATE_GUARDED, 0, &x, NULL), 0);
+	CHECK_EQ(fs_link(v, NULL, x, d1, "rel2"), 0);
+	CHECK_EQ(fs_remove(v, NULL, d1, "rel"), 0);
+	CHECK_EQ(fs_remove(v, NULL, d1, "rel2"), 0);
+	/* More files than chunk 0 has numbers: "many" gets parts elsewhere. */
+	CHECK_EQ(fs_mkdir(v, NULL, root, "many", 0755, &many, NULL), 0);
+	tree.many = many.num;
+	for (int i = 0; i < NMANY; i++) {
+		snprintf(name, sizeof(name), "f%03d", i);
+		CHECK_EQ(fs_create(v, NULL, many, name, 0644, FS_CREATE_GUARDED, 0, &x, NULL), 0);
+		CHECK_EQ(fs_write(v, NULL, x, 0, strlen(name), name, FS_UNSTABLE, NULL), 0);
+	}
+	CHECK_EQ(fs_mkdir(v, NULL, many, "late", 0755, &x, NULL), 0);
+	CHECK_EQ(fs_mkdir(v, NULL, x, "deeper", 0755, NULL, NULL), 0);
+	/* A hard link from the root (chunk 0) to a file of another chunk. */
+	x = lookup(v, many, "f299");
+	CHECK(OD_STABLE_CHUNK(x.num) != 0);
+	CHECK_EQ(fs_link(v, NULL, x, root, "far_link"), 0);
+	/* A file larger than what one chunk has room for. */
+	fill(big, BIG_SIZE, 3);
+	CHECK_EQ(fs_create(v, NULL, root, "big", 0644, FS_CREATE_GUARDED, 0, &x, NULL), 0);
+	CHECK_EQ(fs_write(v, NULL, x, 0, BIG_SIZE, big, FS_UNSTABLE, NULL), 0);
+	tree.big = x.num;
+	/* A freed number, for an entry to name later. */
+	CHECK_EQ(fs_remove(v, NULL, d1, "gone"), 0);
+	CHECK_EQ(OD_STABLE_CHUNK(tree.gone), OD_STABLE_CHUNK(tree.small));
+	CHECK_EQ(fs_check_invariants(v, NULL, NULL), 0);
+	CHECK_EQ(fs_close(v), 0);
+	free(big);
+}
+
+/* What a damage is expected to have cost. */
+#define LOST_HL 1 /* the hard link d1/hl */
+#define LOST_F2 2 /* d1/sub/f2 */
+
+/* The tree as built, read through the library, but for what was lost. */
+static void verify_tree(const char *path, int lost)
+{
+	struct fs_volume *v = NULL;
+	struct fs_ino root, d1, sub, x, many;
+	struct fs_attr a;
+	uint8_t *big = malloc(BIG_SIZE), *want = malloc(BIG_SIZE);
+	char buf[64];
+	size_t n = 0;
+	int eof = 0;
+
+	CHECK_EQ(fs_open(path, 0, &v), 0);
+	if (!v)
+		return;
+	CHECK_EQ(fs_root(v, &root), 0);
+	d1 = lookup(v, root, "d1");
+	x = lookup(v, d1, "small");
+	CHECK_EQ(fs_read(v, NULL, x, 0, sizeof(buf), buf, &n, &eof), 0);
+	CHECK(n == 11 && memcmp(buf, "hello small", 11) == 0);
+	CHECK_EQ(fs_getattr(v, x, &a), 0);
+	CHECK_EQ(a.nlink, (lost & LOST_HL) ? 1 : 2);
+	CHECK_EQ(fs_lookup(v, NULL, d1, "hl", NULL, NULL), (lost & LOST_HL) ? -ENOENT : 0);
+	sub = lookup(v, d1, "sub");
+	if (lost & LOST_F2) {
+		CHECK_EQ(fs_lookup(v, NULL, sub, "f2", NULL, NULL), -ENOENT);
+	} else {
+		x = lookup(v, sub, "f2");
+		CHECK_EQ(fs_read(v, NULL, x, 0, sizeof(buf), buf, &n, &eof), 0);
+		CHECK(n == 9 && memcmp(buf, "second f2", 9) == 0);
+	}
+	x = lookup(v, root, "ln");
+	CHECK_EQ(fs_readlink(v, x, buf, sizeof(buf), &n), 0);
+	CHECK(n == 8 && memcmp(buf, "d1/small", 8) == 0);
+	x = lookup(v, root, "big");
+	fill(want, BIG_SIZE, 3);
+	CHECK_EQ(fs_read(v, NULL, x, 0, BIG_SIZE, big, &n, &eof), 0);
+	CHECK(n == BIG_SIZE && memcmp(big, want, BIG_SIZE) == 0);
+	many = lookup(v, root, "many");
+	for (int i = 0; i < NMANY; i += 37) {
+		char name[16];
+		snprintf(name, sizeof(name), "f%03d", i);
+		x = lookup(v, many, name);
+		CHECK_EQ(fs_read(v, NULL, x, 0, sizeof(buf), buf, &n, &eof), 0);
+		CHECK(n == 4 && memcmp(buf, name, 4) == 0);
+	}
+	CHECK_EQ(fs_getattr(v, many, &a), 0);
+	CHECK_EQ(a.nlink, 3);
+	x = lookup(v, root, "far_link");
+	CHECK_EQ(fs_check_invariants(v, NULL, NULL), 0);
+	CHECK_EQ(fs_close(v), 0);
+	free(big);
+	free(want);
+}
+
+/* --- the cases ------------------------------------------------------------------- */
+
+/* Every chunk of path checks clean, one by one. */
+static void all_clean(const char *path, int flags)
+{
+	for (int k = 0; k < NCHUNKS; k++) {
+		struct fsck_result r;
+		CHECK_EQ(run(path, k, FSCK_CHECK_ONLY, flags, &r), 0);
+		CHECK_EQ(r.problems, 0);
+		CHECK_EQ(r.chunks, 1);
+	}
+}
+
+static void case_clean(void)
+{
+	struct fsck_result r;
+
+	/* Right after the build: the last transaction's catch-ups pending. */
+	all_clean(image, 0);
+	all_clean(image, 1);
+	/* Settled (every copy caught up): a chunk that says clean and has no
+	 * dirty list is skipped without -f. */
+	all_clean(pristine, 0);
+	all_clean(pristine, 1);
+	CHECK_EQ(run(pristine, -1, FSCK_CHECK_ONLY, 2, &r), 0);
+	CHECK_EQ(r.clean, NCHUNKS);
+	CHECK(strstr(last.text, "chunk 2: clean") != NULL);
+	/* A repair run over a clean volume writes nothing. */
+	copy_file(pristine, work);
+	CHECK_EQ(run(work, -1, FSCK_YES, 1, &r), 0);
+	CHECK_EQ(r.chunks, NCHUNKS);
+	CHECK(r.deferred > 0);
+	CHECK(r.inodes > NMANY);
+	CHECK(files_same(pristine, work));
+	printf("whole-volume check of %u chunks (%llu inodes, %llu blocks used, %llu directory "
+	       "units): %.3f ms\n", r.chunks, (unsigned long long)r.inodes,
+	       (unsigned long long)r.blocks_used, (unsigned long long)r.dir_units,
+	       (double)r.usec / 1000.0);
+	{
+		struct fsck_opts o = { .mode = FSCK_CHECK_ONLY };
+		CHECK_EQ(fsck_volume_path(pristine, 7, &o, &r), -EINVAL);
+		CHECK_EQ(r.exit_code, FSCK_EXIT_USAGE);
+	}
+}
+
+/* The common shape: -n finds `code` and writes nothing, `mode` repairs,
+ * a second -n is clean, other chunks untouched, the tree intact. */
+static void expect_repair2(const char *what, int chunk, uint32_t code, uint32_t code2, int mode,
+			   int lost)
+{
+	char before[300];
+	struct fsck_result r;
+	int rc;
+
+	snprintf(before, sizeof(before), "%s.before", work);
+	copy_file(work, before);
+	rc = run(work, chunk, FSCK_CHECK_ONLY, 0, &r);
+	CHECK_EQ(rc, FSCK_EXIT_UNCORRECTED);
+	CHECK(r.problems > 0);
+	CHECK(reported(code));
+	CHECK(!code2 || reported(code2));
+	if (!reported(code))
+		fprintf(stderr, "%s: 0x%06x not reported; output:\n%s", what, code, last.text);
+	CHECK(files_same(work, before));
+	/* The repair, through the whole volume: only the damaged chunk changes. */
+	rc = run(work, -1, mode, 0, &r);
+	CHECK_EQ(rc, FSCK_EXIT_FIXED);
+	CHECK(reported(code));
+	CHECK_EQ(r.unfixed, 0);
+	CHECK(others_same(work, before, chunk));
+	CHECK(!files_same(work, before));
+	rc = run(work, -1, FSCK_CHECK_ONLY, 1, &r);
+	CHECK_EQ(rc, 0);
+	CHECK_EQ(r.problems, 0);
+	if (r.problems)
+		fprintf(stderr, "%s: second run:\n%s", what, last.text);
+	verify_tree(work, lost);
+	unlink(before);
+	printf("%s: found (0x%06x), repaired, clean on the second run\n", what, code);
+}
+
+static void expect_repair(const char *what, int chunk, uint32_t code, int mode, int lost)
+{
+	expect_repair2(what, chunk, code, 0, mode, lost);
+}
+
+static void case_bad_copy(void)
+{
+	int fd;
+	struct od_loc l;
+
+	copy_file(pristine, work);
+	fd = img_fd(work);
+	l = where(fd, tree.small);
+	flip(fd, l.chunk, l.block, 300);
+	close(fd);
+	expect_repair("dir unit copy 0 damaged (-p)", (int)l.chunk, 0x000001, FSCK_PREEN, 0);
+
+	/* The mirror of an inode-area block, repaired by -y. */
+	copy_file(pristine, work);
+	fd = img_fd(work);
+	{
+		struct od_chunk_header h = header_of(fd, 0);
+		flip(fd, 0, h.itable_start + h.nblocks / 2, 1000);
+	}
+	close(fd);
+	expect_repair("inode-area block copy 1 damaged", 0, 0x000001, FSCK_YES, 0);
+
+	/* A copy of chunk 1's header. */
+	copy_file(pristine, work);
+	fd = img_fd(work);
+	flip(fd, 1, 0, 100);
+	close(fd);
+	expect_repair("chunk header copy 0 damaged", 1, 0x010001, FSCK_YES, 0);
+}
+
+struct nlink_arg {
+	uint16_t off;
+	uint32_t nlink;
+};
+
+static void set_nlink(uint8_t *unit, void *arg)
+{
+	struct nlink_arg *a = arg;
+	struct od_inode ino;
+
+	od_get_inode(unit + a->off, &ino);
+	ino.nlink = a->nlink;
+	od_put_inode(unit + a->off, &ino);
+}
+
+static void case_link_count(void)
+{
+	struct od_chunk_header h;
+	struct nlink_arg a;
+	struct od_loc l;
+	int fd;
+
+	copy_file(pristine, work);
+	fd = img_fd(work);
+	l = where(fd, tree.small);
+	h = header_of(fd, l.chunk);
+	a.off = l.off;
+	a.nlink = 7;
+	patch_unit(fd, l.chunk, l.block, h.dir_unit, set_nlink, &a);
+	close(fd);
+	expect_repair("wrong link count of a file", (int)l.chunk, 0x040006, FSCK_YES, 0);
+
+	/* A directory without parts elsewhere: 2 + its subdirectories. */
+	copy_file(pristine, work);
+	fd = img_fd(work);
+	l = where(fd, tree.sub);
+	h = header_of(fd, l.chunk);
+	a.off = l.off;
+	a.nlink = 5;
+	patch_unit(fd, l.chunk, l.block, h.dir_unit, set_nlink, &a);
+	close(fd);
+	expect_repair("wrong link count of a directory", (int)l.chunk, 0x040006, FSCK_PREEN, 0);
+}
+
+static void case_link_count_cross(void)
+{
+	struct od_chunk_header h;
+	struct fsck_result r;
+	struct nlink_arg a;
+	struct od_loc l;
+	int fd;
+
+	/* "many" has parts in other chunks: only -x can count its links. */
+	copy_file(pristine, work);
+	fd = img_fd(work);
+	l = where(fd, tree.many);
+	h = header_of(fd, l.chunk);
+	a.off = l.off;
+	a.nlink = 9;
+	patch_unit(fd, l.chunk, l.block, h.dir_unit, set_nlink, &a);
+	close(fd);
+	CHECK_EQ(run(work, (int)l.chunk, FSCK_CHECK_ONLY, 0, &r), 0);
+	CHECK(strstr(last.text, "deferred: inode") != NULL);
+	CHECK_EQ(run(work, (int)l.chunk, FSCK_CHECK_ONLY, 1, &r), FSCK_EXIT_UNCORRECTED);
+	CHECK(reported(0x040006));
+	CHECK_EQ(run(work, (int)l.chunk, FSCK_YES, 1, &r), FSCK_EXIT_FIXED);
+	CHECK_EQ(run(work, -1, FSCK_CHECK_ONLY, 1, &r), 0);
+	verify_tree(work, 0);
+	printf("link count of a directory with parts: deferred without -x, repaired with -x\n");
+}
+
+struct bit_arg {
+	uint32_t bit;
+};
+
+static void clear_bit(uint8_t *unit, void *arg)
+{
+	struct bit_arg *a = arg;
+
+	unit[OD_MB_HEADER_SIZE + a->bit / 8] &= (uint8_t)~(1u << (a->bit % 8));
+}
+
+static void case_bitmap(void)
+{
+	struct od_chunk_header h;
+	struct bit_arg a;
+	struct od_loc l;
+	int fd;
+
+	copy_file(pristine, work);
+	fd = img_fd(work);
+	l = where(fd, tree.small);
+	h = header_of(fd, l.chunk);
+	a.bit = l.block + 1; /* the second block of the unit holding small */
+	patch_unit(fd, l.chunk, h.bitmap_start, 1, clear_bit, &a);
+	close(fd);
+	expect_repair("bitmap marks a used block free", (int)l.chunk, 0x050001, FSCK_YES, 0);
+}
+
+struct stable_arg {
+	uint32_t off;
+	uint64_t stable;
+};
+
+static void set_stable(uint8_t *unit, void *arg)
+{
+	struct stable_arg *a = arg;
+	struct od_dirent de;
+
+	od_get_dirent(unit + a->off, &de);
+	de.stable = a->stable;
+	od_put_dirent(unit + a->off, &de);
+}
+
+static void case_free_inode(void)
+{
+	struct od_chunk_header h;
+	struct stable_arg a;
+	uint32_t chunk = OD_STABLE_CHUNK(tree.small), unit = 0;
+	int fd;
+
+	copy_file(pristine, work);
+	fd = img_fd(work);
+	h = header_of(fd, chunk);
+	CHECK_EQ(find_entry(fd, chunk, "hl", &unit, &a.off), 0);
+	a.stable = tree.gone;
+	patch_unit(fd, chunk, unit, h.dir_unit, set_stable, &a);
+	close(fd);
+	/* The file it named loses one link with it. */
+	expect_repair2("entry naming a free inode", (int)chunk, 0x040001, 0x040006, FSCK_YES,
+		       LOST_HL);
+}
+
+static void case_header(void)
+{
+	struct fsck_result r;
+	char before[300];
+	int fd, rc;
+
+	copy_file(pristine, work);
+	fd = img_fd(work);
+	flip(fd, 2, 0, 60);
+	flip(fd, 2, CHUNK_SIZE / OD_BLOCK_SIZE / 2, 60);
+	close(fd);
+	snprintf(before, sizeof(before), "%s.before", work);
+	copy_file(work, before);
+	rc = run(work, 2, FSCK_YES, 0, &r);
+	CHECK(rc & (FSCK_EXIT_UNCORRECTED | FSCK_EXIT_OPERATIONAL));
+	CHECK(!(rc & FSCK_EXIT_FIXED));
+	CHECK(reported(0x010002));
+	CHECK(files_same(work, before));
+	/* The other chunks are still found and checked. */
+	rc = run(work, -1, FSCK_YES, 0, &r);
+	CHECK_EQ(rc, FSCK_EXIT_UNCORRECTED);
+	CHECK_EQ(r.chunks, NCHUNKS);
+	CHECK_EQ(r.problems, 1);
+	CHECK(files_same(work, before));
+	rc = run(work, 3, FSCK_CHECK_ONLY, 0, &r);
+	CHECK_EQ(rc, 0);
+	/* Chunk 0's: the layout comes from chunk 1's header instead. */
+	copy_file(pristine, work);
+	fd = img_fd(work);
+	flip(fd, 0, 0, 60);
+	flip(fd, 0, CHUNK_SIZE / OD_BLOCK_SIZE / 2, 60);
+	close(fd);
+	copy_file(work, before);
+	rc = run(work, -1, FSCK_YES, 0, &r);
+	CHECK_EQ(rc, FSCK_EXIT_UNCORRECTED);
+	CHECK_EQ(r.chunks, NCHUNKS);
+	CHECK_EQ(r.problems, 1);
+	CHECK(reported(0x010002));
+	CHECK(files_same(work, before));
+	unlink(before);
+	printf("both header copies bad: fatal, exit %d, nothing written\n", rc | 4);
+}
+
+/* Both copies of the unit holding d1/sub/f2: replaced by an empty one, and
+ * what it held (f2) goes: its map entry, the counters. */
+static void case_both_bad(void)
+{
+	struct od_chunk_header h;
+	uint32_t chunk = OD_STABLE_CHUNK(tree.sub), unit = 0, off = 0;
+	int fd;
+
+	copy_file(pristine, work);
+	fd = img_fd(work);
+	h = header_of(fd, chunk);
+	CHECK_EQ(find_entry(fd, chunk, "f2", &unit, &off), 0);
+	flip(fd, chunk, unit, 2000);
+	flip(fd, chunk, unit + h.nblocks / 2, 2000);
+	close(fd);
+	expect_repair2("both copies of a directory unit bad", (int)chunk, 0x000002, 0x04000a,
+		       FSCK_YES, LOST_F2);
+}
+
+static void set_used_inodes(uint8_t *unit, void *arg)
+{
+	struct od_chunk_header h;
+
+	od_get_chunk_header(unit, &h);
+	h.used_inodes += 3;
+	h.free_blocks -= 2;
+	od_put_chunk_header(unit, &h);
+}
+
+static void case_counters(void)
+{
+	int fd;
+
+	copy_file(pristine, work);
+	fd = img_fd(work);
+	patch_unit(fd, 1, 0, 1, set_used_inodes, NULL);
+	close(fd);
+	expect_repair2("header counters wrong", 1, 0x050005, 0x050004, FSCK_PREEN, 0);
+}
+
+struct slot_arg {
+	uint32_t at;
+};
+
+static void garbage_slot(uint8_t *unit, void *arg)
+{
+	struct slot_arg *a = arg;
+
+	memset(unit + a->at + 40, 0xab, 8); /* a time field of a free slot */
+}
+
+static void case_slot(void)
+{
+	struct od_chunk_header h;
+	struct slot_arg a;
+	int fd;
+
+	copy_file(pristine, work);
+	fd = img_fd(work);
+	h = header_of(fd, 0);
+	CHECK(h.islot_watermark < OD_ISLOTS_PER_BLOCK);
+	/* A slot below the watermark that is free: the root is slot 0, so
+	 * look for a zero one. */
+	{
+		uint8_t blk[OD_BLOCK_SIZE];
+		CHECK_EQ(read_unit(fd, 0, h.itable_start, 1, h.nblocks / 2, blk), 0);
+		a.at = 0;
+		for (uint32_t k = 0; k < h.islot_watermark; k++) {
+			struct od_inode ino;
+			od_get_inode(blk + OD_MB_HEADER_SIZE + k * OD_INODE_SIZE, &ino);
+			if (ino.mode == 0)
+				a.at = OD_MB_HEADER_SIZE + k * OD_INODE_SIZE;
+		}
+		if (!a.at) /* none free: the one past the last used, made used */
+			a.at = 0;
+	}
+	if (a.at) {
+		patch_unit(fd, 0, h.itable_start, 1, garbage_slot, &a);
+		close(fd);
+		expect_repair("garbage in a free slot", 0, 0x010010, FSCK_PREEN, 0);
+	} else {
+		close(fd);
+		printf("garbage in a free slot: no free slot below the watermark (skipped)\n");
+	}
+}
+
+struct head_arg {
+	uint16_t off;
+	uint64_t head;
+};
+
+static void set_head(uint8_t *unit, void *arg)
+{
+	struct head_arg *a = arg;
+	struct od_inode ino;
+
+	od_get_inode(unit + a->off, &ino);
+	ino.head_stable = a->head;
+	od_put_inode(unit + a->off, &ino);
+}
+
+/* A continuation's back pointer: deferred alone, wrong with -x. */
+static void case_cross(void)
+{
+	struct fsck_result r;
+	struct head_arg a;
+	uint8_t blk[OD_BLOCK_SIZE];
+	struct od_chunk_header h;
+	struct od_inode ino;
+	int fd, found = -1;
+
+	copy_file(pristine, work);
+	fd = img_fd(work);
+	for (uint32_t k = 1; k < NCHUNKS && found < 0; k++) {
+		h = header_of(fd, k);
+		if (read_unit(fd, k, h.itable_start, 1, h.nblocks / 2, blk) < 0)
+			continue;
+		for (uint32_t s = 0; s < h.islot_watermark && s < OD_ISLOTS_PER_BLOCK; s++) {
+			od_get_inode(blk + OD_MB_HEADER_SIZE + s * OD_INODE_SIZE, &ino);
+			if ((ino.flags & OD_INF_CONT) && ino.head_stable == tree.big) {
+				found = (int)k;
+				a.off = (uint16_t)(OD_MB_HEADER_SIZE + s * OD_INODE_SIZE);
+				break;
+			}
+		}
+	}
+	CHECK(found > 0);
+	if (found > 0) {
+		a.head = tree.small;
+		patch_unit(fd, (uint32_t)found, h.itable_start, 1, set_head, &a);
+	}
+	close(fd);
+	if (found <= 0)
+		return;
+	CHECK_EQ(run(work, found, FSCK_CHECK_ONLY, 0, &r), 0);
+	CHECK(r.deferred > 0);
+	CHECK_EQ(run(work, found, FSCK_CHECK_ONLY, 1, &r), FSCK_EXIT_UNCORRECTED);
+	CHECK(reported(0x060001));
+	CHECK_EQ(run(work, -1, FSCK_CHECK_ONLY, 1, &r), FSCK_EXIT_UNCORRECTED);
+	CHECK(reported(0x060002));
+	printf("continuation with a wrong back pointer: deferred alone, found by -x\n");
+}
+
+/* Damage found while the last transaction's catch-ups are still pending:
+ * the repair makes them too, and recovery at the next open agrees. */
+static void case_unsettled(void)
+{
+	int fd;
+
+	copy_file(image, work);
+	fd = img_fd(work);
+	patch_unit(fd, 1, 0, 1, set_used_inodes, NULL);
+	close(fd);
+	expect_repair2("counters wrong, catch-ups pending", 1, 0x050005, 0x050004, FSCK_YES, 0);
+}
+
+/* The API on a store of one chunk's bytes, any index accepted. */
+static void case_store(void)
+{
+	struct fsck_opts o = { .mode = FSCK_CHECK_ONLY, .force = 1 };
+	struct chunk_store *st = NULL;
+	struct fsck_result r;
+	int fd = open(pristine, O_RDONLY);
+
+	CHECK(fd >= 0);
+	CHECK_EQ(store_file_region(fd, 3ull * CHUNK_SIZE, CHUNK_SIZE, &st), 0);
+	CHECK_EQ(fsck_chunk_store(st, UINT32_MAX, &o, &r), 0);
+	CHECK_EQ(r.exit_code, 0);
+	CHECK_EQ(r.chunks, 1);
+	CHECK(r.deferred > 0);
+	CHECK_EQ(fsck_chunk_store(st, 2, &o, &r), 0);
+	CHECK(r.exit_code & FSCK_EXIT_UNCORRECTED); /* not chunk 2 */
+	store_close(st);
+	close(fd);
+}
+
+static void case_table(void)
+{
+	uint32_t code, flags, prev = 0;
+	const char *msg, *fix;
+	unsigned i;
+
+	for (i = 0; fsck_problem_info(i, &code, &msg, &fix, &flags) == 0; i++) {
+		CHECK(i == 0 || code > prev);
+		CHECK(msg && *msg);
+		CHECK(fix || (flags & 0x06)); /* a repair, or FATAL / NOFIX */
+		prev = code;
+	}
+	CHECK(i > 40);
+}
+
+int main(int argc, char **argv)
+{
+	const char *tmp = getenv("TMPDIR");
+
+	verbose = argc > 1 && strcmp(argv[1], "-v") == 0;
+	snprintf(image, sizeof(image), "%s/fsck_test.%d.img", tmp ? tmp : "/tmp", (int)getpid());
+	snprintf(pristine, sizeof(pristine), "%s.pristine", image);
+	snprintf(work, sizeof(work), "%s.work", image);
+	case_table();
+	build();
+	/* One open and close rolls the last transaction forward: every copy of
+	 * every unit agrees, the dirty lists are spent. */
+	copy_file(image, pristine);
+	{
+		struct fs_volume *v = NULL;
+		CHECK_EQ(fs_open(pristine, 0, &v), 0);
+		CHECK_EQ(fs_close(v), 0);
+	}
+	case_clean();
+	case_bad_copy();
+	case_link_count();
+	case_link_count_cross();
+	case_bitmap();
+	case_free_inode();
+	case_header();
+	case_both_bad();
+	case_counters();
+	case_unsettled();
+	case_store();
+	case_slot();
+	case_cross();
+	unlink(image);
+	unlink(pristine);
+	unlink(work);
+	free(last.text);
+	return test_done("fsck");
+}
