@@ -8,14 +8,10 @@
 
 #include <ctype.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <linux/fs.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -840,7 +836,7 @@ static uint64_t now_usec(void)
 	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
-static void add_result(struct fsck_result *to, const struct fsck_result *r)
+void fsck_add_result(struct fsck_result *to, const struct fsck_result *r)
 {
 	to->chunks += r->chunks;
 	to->clean += r->clean;
@@ -855,8 +851,8 @@ static void add_result(struct fsck_result *to, const struct fsck_result *r)
 	to->exit_code |= r->exit_code;
 }
 
-static int check_chunk(struct chunk_store *st, uint32_t expect, const struct fsck_opts *o,
-		       struct fsck_vol *vol, struct fsck_result *out)
+int fsck_check_chunk(struct chunk_store *st, uint32_t expect, const struct fsck_opts *o,
+		     struct fsck_vol *vol, struct fsck_result *out)
 {
 	struct fsck_ctx *c = calloc(1, sizeof(*c));
 	uint64_t t0 = now_usec();
@@ -913,7 +909,7 @@ static int check_chunk(struct chunk_store *st, uint32_t expect, const struct fsc
 	if (c->res.fixed && !c->oper)
 		c->res.exit_code |= FSCK_EXIT_FIXED;
 	c->res.usec = now_usec() - t0;
-	add_result(out, &c->res);
+	fsck_add_result(out, &c->res);
 	ctx_free(c);
 	return 0;
 }
@@ -926,182 +922,5 @@ int fsck_chunk_store(struct chunk_store *st, uint32_t expect_index, const struct
 	if (!res)
 		res = &local;
 	memset(res, 0, sizeof(*res));
-	return check_chunk(st, expect_index, o, NULL, res);
-}
-
-static int image_size(int fd, uint64_t *size)
-{
-	struct stat sb;
-
-	if (fstat(fd, &sb) < 0)
-		return -errno;
-	if (S_ISBLK(sb.st_mode))
-		return ioctl(fd, BLKGETSIZE64, size) < 0 ? -errno : 0;
-	if (!S_ISREG(sb.st_mode))
-		return -EINVAL;
-	*size = (uint64_t)sb.st_size;
-	return 0;
-}
-
-static void vol_free(struct fsck_vol *v)
-{
-	free(v->base);
-	free(v->size);
-	free(v->hdr);
-	free(v->hdr_ok);
-}
-
-static void vol_say(const struct fsck_opts *o, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-static void vol_say(const struct fsck_opts *o, const char *fmt, ...)
-{
-	char line[512];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(line, sizeof(line), fmt, ap);
-	va_end(ap);
-	if (o->out)
-		o->out(o->ctx, line);
-}
-
-/* Where each chunk is: chunk 0's header gives the count, each chunk's own
- * header its size (chunk 0's size when its header is unreadable, as the
- * library does). Only first blocks (and mirror candidates) are read. */
-static int vol_locate(struct fsck_vol *v, uint64_t total, const struct fsck_opts *o)
-{
-	struct od_chunk_header ref;
-	uint64_t base = 0;
-	uint32_t n, nb0;
-
-	v->nchunks = 1;
-	v->base = calloc(1, sizeof(*v->base));
-	v->size = calloc(1, sizeof(*v->size));
-	v->hdr = calloc(1, sizeof(*v->hdr));
-	v->hdr_ok = calloc(1, 1);
-	if (!v->base || !v->size || !v->hdr || !v->hdr_ok)
-		return -ENOMEM;
-	fsck_vol_read_header(v, 0, 0, total, 0);
-	if (v->hdr_ok[0]) {
-		ref = v->hdr[0];
-	} else {
-		/* No header of chunk 0 in either copy: chunk 1's, found where
-		 * a chunk of each possible size would put it, gives the count
-		 * and the size (mkfs makes every chunk the same size). */
-		struct fsck_vol probe = *v;
-		struct od_chunk_header h[2];
-		uint8_t ok[2] = { 0, 0 };
-		probe.hdr = h;
-		probe.hdr_ok = ok;
-		for (uint64_t sz = OD_MIN_CHUNK_SIZE; sz <= OD_MAX_CHUNK_SIZE && sz < total && !ok[1];
-		     sz <<= 1)
-			if (fsck_vol_read_header(&probe, 1, sz, total - sz, 0) == 0 &&
-			    (uint64_t)h[1].nblocks * OD_BLOCK_SIZE != sz)
-				ok[1] = 0;
-		if (!ok[1]) {
-			/* Only chunk 0 can be named: its check reports the header. */
-			v->size[0] = total;
-			return 0;
-		}
-		ref = h[1];
-		vol_say(o, "chunk 0: no valid header; the volume's layout is taken from chunk 1's");
-	}
-	n = ref.chunk_count;
-	nb0 = ref.nblocks;
-	memcpy(v->uuid, ref.volume_uuid, 16);
-	v->have_uuid = 1;
-	if (n == 0 || n > OD_MAX_CHUNKS) {
-		vol_say(o, "chunk 0: header says the volume has %u chunks", n);
-		n = 1;
-	}
-	{
-		struct od_chunk_header h0 = v->hdr[0];
-		uint8_t ok0 = v->hdr_ok[0];
-		free(v->base);
-		free(v->size);
-		free(v->hdr);
-		free(v->hdr_ok);
-		v->base = calloc(n, sizeof(*v->base));
-		v->size = calloc(n, sizeof(*v->size));
-		v->hdr = calloc(n, sizeof(*v->hdr));
-		v->hdr_ok = calloc(n, 1);
-		if (!v->base || !v->size || !v->hdr || !v->hdr_ok)
-			return -ENOMEM;
-		v->hdr[0] = h0;
-		v->hdr_ok[0] = ok0;
-	}
-	v->nchunks = n;
-	for (uint32_t i = 0; i < n; i++) {
-		uint64_t sz;
-		v->base[i] = base;
-		if (i > 0)
-			fsck_vol_read_header(v, i, base, base < total ? total - base : 0, nb0);
-		sz = (uint64_t)(v->hdr_ok[i] ? v->hdr[i].nblocks : nb0) * OD_BLOCK_SIZE;
-		/* A chunk cut short by the image keeps what there is: its check
-		 * reports the size. */
-		v->size[i] = base >= total ? 0 : (total - base < sz ? total - base : sz);
-		base += sz;
-	}
-	return 0;
-}
-
-int fsck_volume_path(const char *path, int chunk, const struct fsck_opts *o,
-		     struct fsck_result *res)
-{
-	struct fsck_result local;
-	struct fsck_vol v;
-	uint64_t total = 0;
-	int fd, ret;
-
-	if (!res)
-		res = &local;
-	memset(res, 0, sizeof(*res));
-	memset(&v, 0, sizeof(v));
-	fd = open(path, (o->mode == FSCK_CHECK_ONLY ? O_RDONLY : O_RDWR) | O_CLOEXEC);
-	if (fd < 0) {
-		ret = -errno;
-		vol_say(o, "%s: %s", path, strerror(-ret));
-		res->exit_code = FSCK_EXIT_OPERATIONAL;
-		return ret;
-	}
-	v.fd = fd;
-	ret = image_size(fd, &total);
-	if (ret == 0)
-		ret = vol_locate(&v, total, o);
-	if (ret < 0) {
-		vol_say(o, "%s: %s", path, strerror(-ret));
-		res->exit_code = FSCK_EXIT_OPERATIONAL;
-		goto out;
-	}
-	if (chunk >= 0 && (uint32_t)chunk >= v.nchunks) {
-		vol_say(o, "%s: no chunk %d (the volume has %u)", path, chunk, v.nchunks);
-		res->exit_code = FSCK_EXIT_USAGE;
-		ret = -EINVAL;
-		goto out;
-	}
-	for (uint32_t i = 0; i < v.nchunks; i++) {
-		struct chunk_store *st;
-		if (chunk >= 0 && (uint32_t)chunk != i)
-			continue;
-		if (o->cancel && *o->cancel) {
-			res->exit_code |= FSCK_EXIT_CANCELLED;
-			break;
-		}
-		ret = store_file_region(fd, v.base[i], v.size[i], &st);
-		if (ret < 0) {
-			res->exit_code |= FSCK_EXIT_OPERATIONAL;
-			goto out;
-		}
-		ret = check_chunk(st, i, o, &v, res);
-		store_close(st);
-		if (ret < 0) {
-			vol_say(o, "chunk %u: %s", i, strerror(-ret));
-			res->exit_code |= FSCK_EXIT_OPERATIONAL;
-		}
-	}
-	ret = 0;
-out:
-	vol_free(&v);
-	close(fd);
-	return ret;
+	return fsck_check_chunk(st, expect_index, o, NULL, res);
 }

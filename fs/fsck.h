@@ -36,6 +36,15 @@ struct fsck_opts {
 	/* When not NULL and set nonzero (a signal handler), the check stops
 	 * at the next step, writes nothing more, and returns CANCELLED. */
 	volatile sig_atomic_t *cancel;
+	/* Fields added later; zero keeps the old behaviour. */
+	/* fsck_volume_path: chunks checked at once, each by its own thread
+	 * with its own store and context (0 or 1: one after another). out()
+	 * and progress() are then called one at a time, never concurrently. */
+	int jobs;
+	/* Called with 0 before the first chunk and after each chunk is done
+	 * (done of total chunks to check); NULL: none. */
+	void (*progress)(void *progress_ctx, uint32_t done, uint32_t total);
+	void *progress_ctx;
 };
 
 struct fsck_result {
@@ -66,6 +75,28 @@ int fsck_chunk_store(struct chunk_store *st, uint32_t expect_index, const struct
  * negative errno as above. */
 int fsck_volume_path(const char *path, int chunk, const struct fsck_opts *o,
 		     struct fsck_result *res);
+
+/* Check an image that holds one chunk (pulled with dd or nbdcopy, or a
+ * raw chunk export over NBD), reached through st: the chunk's header (copy
+ * 0, else copy 1 at half the image) gives its index and size; st may be
+ * longer than the chunk. chunk >= 0 insists on that index. An image whose
+ * header is chunk 0 of a volume of several chunks, with room for more than
+ * one chunk, is a whole volume and refused (-EMEDIUMTYPE, exit code 8: use
+ * fsck_volume_path on a file). After repairs st is flushed once more.
+ * fsck_volume_path() comes here by itself when its path is such an image. */
+int fsck_image_store(struct chunk_store *st, int chunk, const struct fsck_opts *o,
+		     struct fsck_result *res);
+
+/* --estimate: predict the time a check of chunk `chunk` (-1: every chunk)
+ * would take, from the counters in each chunk's header alone (used inodes,
+ * free blocks; see fs/fsck_estimate.c for the model and its calibration).
+ * One line per chunk and a total go to o->out; res->chunks, inodes,
+ * blocks_used and usec (predicted, one job) are filled in. Nothing else is
+ * read and nothing is written. */
+int fsck_estimate_path(const char *path, int chunk, const struct fsck_opts *o,
+		       struct fsck_result *res);
+int fsck_estimate_store(struct chunk_store *st, int chunk, const struct fsck_opts *o,
+			struct fsck_result *res);
 
 /* The code, message and repair of a problem, for documentation and tests:
  * fsck_problem_info(i) for i = 0, 1, ... until it returns nonzero. */

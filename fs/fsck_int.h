@@ -328,4 +328,10 @@ int fsck_cross(struct fsck_ctx *c);
 int fsck_vol_read_header(struct fsck_vol *v, uint32_t i, uint64_t base, uint64_t avail,
 			 uint32_t guess_nblocks);
 
+/* fsck.c: one chunk's check, its result added to *out (vol: NULL for a
+ * lone store); results summed. The volume level is fsck_volume.c. */
+int fsck_check_chunk(struct chunk_store *st, uint32_t expect, const struct fsck_opts *o,
+		     struct fsck_vol *vol, struct fsck_result *out);
+void fsck_add_result(struct fsck_result *to, const struct fsck_result *r);
+
 #endif

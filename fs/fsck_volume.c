@@ -1,0 +1,437 @@
+/* fsck.chunkfs, the volume level: opening an image, telling a lone chunk
+ * (pulled with dd or nbdcopy, or an NBD export) from a whole volume,
+ * locating a volume's chunks, and running their checks, one after another
+ * or in parallel (-j), each chunk with its own store and context. Output
+ * and progress callbacks are serialized here, so that lines never mix. */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/fs.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fsck_vol.h"
+
+void fsck_vol_say(const struct fsck_opts *o, const char *fmt, ...)
+{
+	char line[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	if (o->out)
+		o->out(o->ctx, line);
+}
+
+/* --- what an image holds ----------------------------------------------------- */
+
+/* 1 and *h when the block at off of st is a chunk header copy, 0 when it
+ * is not (or lies beyond st), a negative errno when it cannot be read. */
+static int header_block(struct chunk_store *st, uint64_t off, struct od_chunk_header *h)
+{
+	uint8_t blk[OD_BLOCK_SIZE];
+	char why[80];
+	int ret;
+
+	if (off + OD_BLOCK_SIZE > st->size)
+		return 0;
+	ret = store_pread(st, blk, sizeof(blk), off);
+	if (ret < 0)
+		return ret;
+	return fsck_header_copy(blk, h, why, sizeof(why)) == 0;
+}
+
+int fsck_image_kind(struct chunk_store *st, struct od_chunk_header *h)
+{
+	uint64_t bytes;
+	int ret = header_block(st, 0, h);
+
+	/* Else copy 1, at half the chunk, and saying so. */
+	for (uint64_t sz = OD_MIN_CHUNK_SIZE; ret == 0 && sz <= OD_MAX_CHUNK_SIZE && sz <= st->size;
+	     sz <<= 1) {
+		ret = header_block(st, sz / 2, h);
+		if (ret == 1 && (uint64_t)h->nblocks * OD_BLOCK_SIZE != sz)
+			ret = 0;
+	}
+	if (ret <= 0)
+		return ret < 0 ? ret : FSCK_IMG_UNKNOWN;
+	bytes = (uint64_t)h->nblocks * OD_BLOCK_SIZE;
+	if (h->chunk_index != 0)
+		return FSCK_IMG_CHUNK;
+	if (h->chunk_count > 1 && st->size < 2 * bytes)
+		return FSCK_IMG_CHUNK;
+	return FSCK_IMG_VOLUME;
+}
+
+int fsck_image_store(struct chunk_store *st, int chunk, const struct fsck_opts *o,
+		     struct fsck_result *res)
+{
+	struct fsck_result local;
+	struct od_chunk_header h;
+	uint64_t saved = st->size, bytes;
+	uint32_t expect = chunk >= 0 ? (uint32_t)chunk : UINT32_MAX;
+	int kind, ret;
+
+	if (!res)
+		res = &local;
+	memset(res, 0, sizeof(*res));
+	kind = fsck_image_kind(st, &h);
+	if (kind < 0) {
+		fsck_vol_say(o, "cannot read the image: %s", strerror(-kind));
+		res->exit_code = FSCK_EXIT_OPERATIONAL;
+		return kind;
+	}
+	if (kind == FSCK_IMG_VOLUME && h.chunk_count > 1) {
+		fsck_vol_say(o,
+			     "the image holds a whole volume (%u chunks): only one chunk can be "
+			     "checked this way; export or copy one chunk, or check the volume "
+			     "image as a file",
+			     h.chunk_count);
+		res->exit_code = FSCK_EXIT_OPERATIONAL;
+		return -EMEDIUMTYPE;
+	}
+	if (kind != FSCK_IMG_UNKNOWN) {
+		if (chunk >= 0 && h.chunk_index != (uint32_t)chunk) {
+			fsck_vol_say(o, "the image holds chunk %u alone, not chunk %d",
+				     h.chunk_index, chunk);
+			res->exit_code = FSCK_EXIT_USAGE;
+			return -EINVAL;
+		}
+		expect = h.chunk_index;
+		bytes = (uint64_t)h.nblocks * OD_BLOCK_SIZE;
+		if (bytes < st->size)
+			st->size = bytes; /* the rest of the image is not the chunk's */
+		fsck_vol_say(o, "chunk %u: checked alone (an image of this one chunk, %llu MiB)",
+			     h.chunk_index, (unsigned long long)(bytes >> 20));
+	}
+	if (o->progress)
+		o->progress(o->progress_ctx, 0, 1);
+	ret = fsck_check_chunk(st, expect, o, NULL, res);
+	if (ret < 0) {
+		fsck_vol_say(o, "chunk %u: %s", expect == UINT32_MAX ? 0 : expect, strerror(-ret));
+		res->exit_code |= FSCK_EXIT_OPERATIONAL;
+	} else if (o->mode != FSCK_CHECK_ONLY) {
+		/* The repairs were flushed as they were written; once more, so
+		 * that a store that acknowledges writes early has them all. */
+		ret = store_flush(st);
+		if (ret < 0) {
+			fsck_vol_say(o, "the final flush failed: %s", strerror(-ret));
+			res->exit_code |= FSCK_EXIT_OPERATIONAL;
+		}
+	}
+	if (o->progress)
+		o->progress(o->progress_ctx, 1, 1);
+	st->size = saved;
+	return ret;
+}
+
+/* --- a volume image ------------------------------------------------------------ */
+
+static int image_size(int fd, uint64_t *size)
+{
+	struct stat sb;
+
+	if (fstat(fd, &sb) < 0)
+		return -errno;
+	if (S_ISBLK(sb.st_mode))
+		return ioctl(fd, BLKGETSIZE64, size) < 0 ? -errno : 0;
+	if (!S_ISREG(sb.st_mode))
+		return -EINVAL;
+	*size = (uint64_t)sb.st_size;
+	return 0;
+}
+
+int fsck_vol_open(const char *path, const struct fsck_opts *o, struct fsck_vol *v,
+		  uint64_t *total)
+{
+	int ret;
+
+	v->fd = open(path, (o->mode == FSCK_CHECK_ONLY ? O_RDONLY : O_RDWR) | O_CLOEXEC);
+	if (v->fd < 0) {
+		ret = -errno;
+		fsck_vol_say(o, "%s: %s", path, strerror(-ret));
+		return ret;
+	}
+	ret = image_size(v->fd, total);
+	if (ret < 0)
+		fsck_vol_say(o, "%s: %s", path, strerror(-ret));
+	return ret;
+}
+
+void fsck_vol_close(struct fsck_vol *v)
+{
+	free(v->base);
+	free(v->size);
+	free(v->hdr);
+	free(v->hdr_ok);
+	if (v->fd >= 0)
+		close(v->fd);
+	v->base = v->size = NULL;
+	v->hdr = NULL;
+	v->hdr_ok = NULL;
+	v->fd = -1;
+}
+
+static int vol_alloc(struct fsck_vol *v, uint32_t n)
+{
+	free(v->base);
+	free(v->size);
+	free(v->hdr);
+	free(v->hdr_ok);
+	v->base = calloc(n, sizeof(*v->base));
+	v->size = calloc(n, sizeof(*v->size));
+	v->hdr = calloc(n, sizeof(*v->hdr));
+	v->hdr_ok = calloc(n, 1);
+	if (!v->base || !v->size || !v->hdr || !v->hdr_ok)
+		return -ENOMEM;
+	return 0;
+}
+
+/* Where each chunk is: chunk 0's header gives the count, each chunk's own
+ * header its size (chunk 0's size when its header is unreadable, as the
+ * library does). Only first blocks (and mirror candidates) are read. */
+int fsck_vol_locate(struct fsck_vol *v, uint64_t total, const struct fsck_opts *o)
+{
+	struct od_chunk_header ref, h0;
+	uint64_t base = 0;
+	uint32_t n, nb0;
+	uint8_t ok0;
+
+	v->nchunks = 1;
+	if (vol_alloc(v, 1) < 0)
+		return -ENOMEM;
+	fsck_vol_read_header(v, 0, 0, total, 0);
+	if (v->hdr_ok[0]) {
+		ref = v->hdr[0];
+	} else {
+		/* No header of chunk 0 in either copy: chunk 1's, found where
+		 * a chunk of each possible size would put it, gives the count
+		 * and the size (mkfs makes every chunk the same size). */
+		struct fsck_vol probe = *v;
+		struct od_chunk_header h[2];
+		uint8_t ok[2] = { 0, 0 };
+		probe.hdr = h;
+		probe.hdr_ok = ok;
+		for (uint64_t sz = OD_MIN_CHUNK_SIZE; sz <= OD_MAX_CHUNK_SIZE && sz < total && !ok[1];
+		     sz <<= 1)
+			if (fsck_vol_read_header(&probe, 1, sz, total - sz, 0) == 0 &&
+			    (uint64_t)h[1].nblocks * OD_BLOCK_SIZE != sz)
+				ok[1] = 0;
+		if (!ok[1]) {
+			/* Only chunk 0 can be named: its check reports the header. */
+			v->size[0] = total;
+			return 0;
+		}
+		ref = h[1];
+		fsck_vol_say(o, "chunk 0: no valid header; the volume's layout is taken from chunk 1's");
+	}
+	n = ref.chunk_count;
+	nb0 = ref.nblocks;
+	memcpy(v->uuid, ref.volume_uuid, 16);
+	v->have_uuid = 1;
+	if (n == 0 || n > OD_MAX_CHUNKS) {
+		fsck_vol_say(o, "chunk 0: header says the volume has %u chunks", n);
+		n = 1;
+	}
+	h0 = v->hdr[0];
+	ok0 = v->hdr_ok[0];
+	if (vol_alloc(v, n) < 0)
+		return -ENOMEM;
+	v->hdr[0] = h0;
+	v->hdr_ok[0] = ok0;
+	v->nchunks = n;
+	for (uint32_t i = 0; i < n; i++) {
+		uint64_t sz;
+		v->base[i] = base;
+		if (i > 0)
+			fsck_vol_read_header(v, i, base, base < total ? total - base : 0, nb0);
+		sz = (uint64_t)(v->hdr_ok[i] ? v->hdr[i].nblocks : nb0) * OD_BLOCK_SIZE;
+		/* A chunk cut short by the image keeps what there is: its check
+		 * reports the size. */
+		v->size[i] = base >= total ? 0 : (total - base < sz ? total - base : sz);
+		base += sz;
+	}
+	return 0;
+}
+
+/* --- running the checks (-j) ----------------------------------------------------- */
+
+struct vol_run {
+	pthread_mutex_t lock;          /* everything below, and the callbacks */
+	const struct fsck_opts *user;  /* the caller's options */
+	struct fsck_opts o;            /* the same, with the serialized callbacks */
+	struct fsck_vol *v;
+	int chunk;                     /* the one to check, -1: all */
+	uint32_t next;                 /* the next chunk to take */
+	uint32_t done, total;
+	struct fsck_result *res;
+};
+
+static void run_out(void *ctx, const char *line)
+{
+	struct vol_run *r = ctx;
+
+	pthread_mutex_lock(&r->lock);
+	r->user->out(r->user->ctx, line);
+	pthread_mutex_unlock(&r->lock);
+}
+
+/* The next chunk to check, or UINT32_MAX; under r->lock. */
+static uint32_t run_take(struct vol_run *r)
+{
+	if (r->chunk >= 0) {
+		if (r->next > (uint32_t)r->chunk)
+			return UINT32_MAX;
+		r->next = (uint32_t)r->chunk + 1;
+		return (uint32_t)r->chunk;
+	}
+	return r->next < r->v->nchunks ? r->next++ : UINT32_MAX;
+}
+
+static void *run_worker(void *arg)
+{
+	struct vol_run *r = arg;
+
+	for (;;) {
+		struct fsck_result one;
+		struct chunk_store *st;
+		uint32_t i;
+		int ret;
+
+		memset(&one, 0, sizeof(one));
+		pthread_mutex_lock(&r->lock);
+		i = run_take(r);
+		if (i != UINT32_MAX && r->user->cancel && *r->user->cancel) {
+			r->res->exit_code |= FSCK_EXIT_CANCELLED;
+			i = UINT32_MAX;
+		}
+		pthread_mutex_unlock(&r->lock);
+		if (i == UINT32_MAX)
+			break;
+		ret = store_file_region(r->v->fd, r->v->base[i], r->v->size[i], &st);
+		if (ret == 0) {
+			ret = fsck_check_chunk(st, i, &r->o, r->v, &one);
+			store_close(st);
+		}
+		if (ret < 0) {
+			fsck_vol_say(&r->o, "chunk %u: %s", i, strerror(-ret));
+			one.exit_code |= FSCK_EXIT_OPERATIONAL;
+		}
+		pthread_mutex_lock(&r->lock);
+		fsck_add_result(r->res, &one);
+		r->done++;
+		if (r->user->progress)
+			r->user->progress(r->user->progress_ctx, r->done, r->total);
+		pthread_mutex_unlock(&r->lock);
+	}
+	return NULL;
+}
+
+/* The chunks checked by min(jobs, chunks) threads: this one and the rest
+ * started here. A thread that cannot be started leaves its share to the
+ * others (said so). */
+static void vol_run(struct fsck_vol *v, int chunk, const struct fsck_opts *o,
+		    struct fsck_result *res)
+{
+	struct vol_run r;
+	pthread_t *tids = NULL;
+	uint32_t jobs = o->jobs > 1 ? (uint32_t)o->jobs : 1, started = 0;
+
+	memset(&r, 0, sizeof(r));
+	pthread_mutex_init(&r.lock, NULL);
+	r.user = o;
+	r.o = *o;
+	if (o->out) {
+		r.o.out = run_out;
+		r.o.ctx = &r;
+	}
+	r.o.progress = NULL;
+	r.v = v;
+	r.chunk = chunk;
+	r.total = chunk >= 0 ? 1 : v->nchunks;
+	r.res = res;
+	if (jobs > r.total)
+		jobs = r.total;
+	if (o->progress)
+		o->progress(o->progress_ctx, 0, r.total);
+	if (jobs > 1) {
+		tids = calloc(jobs - 1, sizeof(*tids));
+		for (uint32_t t = 0; tids && t < jobs - 1; t++) {
+			int err = pthread_create(&tids[t], NULL, run_worker, &r);
+			if (err) {
+				fsck_vol_say(o, "only %u of %u checking threads started: %s",
+					     started + 1, jobs, strerror(err));
+				break;
+			}
+			started++;
+		}
+		if (!tids)
+			fsck_vol_say(o, "no memory for %u checking threads: one is used", jobs);
+	}
+	run_worker(&r);
+	for (uint32_t t = 0; t < started; t++)
+		pthread_join(tids[t], NULL);
+	free(tids);
+	pthread_mutex_destroy(&r.lock);
+}
+
+int fsck_volume_path(const char *path, int chunk, const struct fsck_opts *o,
+		     struct fsck_result *res)
+{
+	struct fsck_result local;
+	struct od_chunk_header h;
+	struct fsck_vol v;
+	struct chunk_store *whole;
+	uint64_t total = 0;
+	int ret, kind;
+
+	if (!res)
+		res = &local;
+	memset(res, 0, sizeof(*res));
+	memset(&v, 0, sizeof(v));
+	v.fd = -1;
+	ret = fsck_vol_open(path, o, &v, &total);
+	if (ret < 0) {
+		res->exit_code = FSCK_EXIT_OPERATIONAL;
+		goto out;
+	}
+	/* An image of one chunk alone is checked as that chunk. */
+	ret = store_file_region(v.fd, 0, total, &whole);
+	if (ret < 0) {
+		fsck_vol_say(o, "%s: %s", path, strerror(-ret));
+		res->exit_code = FSCK_EXIT_OPERATIONAL;
+		goto out;
+	}
+	kind = fsck_image_kind(whole, &h);
+	if (kind == FSCK_IMG_CHUNK) {
+		ret = fsck_image_store(whole, chunk, o, res);
+		store_close(whole);
+		goto out;
+	}
+	store_close(whole);
+	ret = fsck_vol_locate(&v, total, o);
+	if (ret < 0) {
+		fsck_vol_say(o, "%s: %s", path, strerror(-ret));
+		res->exit_code = FSCK_EXIT_OPERATIONAL;
+		goto out;
+	}
+	if (chunk >= 0 && (uint32_t)chunk >= v.nchunks) {
+		fsck_vol_say(o, "%s: no chunk %d (the volume has %u)", path, chunk, v.nchunks);
+		res->exit_code = FSCK_EXIT_USAGE;
+		ret = -EINVAL;
+		goto out;
+	}
+	vol_run(&v, chunk, o, res);
+	ret = 0;
+out:
+	fsck_vol_close(&v);
+	return ret;
+}

@@ -1,0 +1,190 @@
+/* A chunk store on an NBD export, through libnbd: pread, pwrite, flush and
+ * trim become NBD commands, split to the server's largest request; the
+ * size is the export's. Opened read-only (for fsck -n) it refuses writes
+ * itself. Linked into fsck.chunkfs, not into libchunkfs. */
+#include "config.h"
+
+#include <errno.h>
+#include <libnbd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store_nbd.h"
+
+/* Requests are cut to this size, or to the server's maximum if smaller. */
+#define NBD_STORE_MAX_REQUEST (4u << 20)
+
+struct nbd_store {
+	struct chunk_store st;
+	struct nbd_handle *h;
+	int writable;
+	int export_ro;
+	int can_flush;
+	int can_trim;
+	size_t max_req;
+};
+
+static struct nbd_store *to_ns(struct chunk_store *st)
+{
+	return (struct nbd_store *)st;
+}
+
+/* libnbd's errno for the call that just failed (EIO when it has none). */
+static int nbd_err(void)
+{
+	int e = nbd_get_errno();
+
+	return e > 0 ? -e : -EIO;
+}
+
+static int range_ok(struct chunk_store *st, size_t len, uint64_t off)
+{
+	return off <= st->size && len <= st->size - off;
+}
+
+static int ns_pread(struct chunk_store *st, void *buf, size_t len, uint64_t off)
+{
+	struct nbd_store *ns = to_ns(st);
+	uint8_t *p = buf;
+
+	if (!range_ok(st, len, off))
+		return -EINVAL;
+	while (len) {
+		size_t n = len < ns->max_req ? len : ns->max_req;
+		if (nbd_pread(ns->h, p, n, off, 0) < 0)
+			return nbd_err();
+		p += n;
+		off += n;
+		len -= n;
+	}
+	return 0;
+}
+
+static int ns_pwrite(struct chunk_store *st, const void *buf, size_t len, uint64_t off)
+{
+	struct nbd_store *ns = to_ns(st);
+	const uint8_t *p = buf;
+
+	if (!ns->writable || ns->export_ro)
+		return -EROFS;
+	if (!range_ok(st, len, off))
+		return -EINVAL;
+	while (len) {
+		size_t n = len < ns->max_req ? len : ns->max_req;
+		if (nbd_pwrite(ns->h, p, n, off, 0) < 0)
+			return nbd_err();
+		p += n;
+		off += n;
+		len -= n;
+	}
+	return 0;
+}
+
+/* A server that cannot flush says its writes are durable when answered
+ * (the NBD protocol's meaning of no flush support). */
+static int ns_flush(struct chunk_store *st)
+{
+	struct nbd_store *ns = to_ns(st);
+
+	if (!ns->can_flush)
+		return 0;
+	return nbd_flush(ns->h, 0) < 0 ? nbd_err() : 0;
+}
+
+static int ns_trim(struct chunk_store *st, size_t len, uint64_t off)
+{
+	struct nbd_store *ns = to_ns(st);
+
+	if (!ns->writable || ns->export_ro)
+		return -EROFS;
+	if (!range_ok(st, len, off))
+		return -EINVAL;
+	if (!ns->can_trim)
+		return -EOPNOTSUPP;
+	while (len) {
+		size_t n = len < ns->max_req ? len : ns->max_req;
+		if (nbd_trim(ns->h, n, off, 0) < 0)
+			return nbd_err();
+		off += n;
+		len -= n;
+	}
+	return 0;
+}
+
+static void ns_close(struct chunk_store *st)
+{
+	struct nbd_store *ns = to_ns(st);
+
+	/* Every write was flushed by the check; a failed shutdown changes
+	 * nothing then, and the handle goes either way. */
+	nbd_shutdown(ns->h, 0);
+	nbd_close(ns->h);
+	free(ns);
+}
+
+static const struct chunk_store_ops nbd_store_ops = {
+	.pread = ns_pread,
+	.pwrite = ns_pwrite,
+	.flush = ns_flush,
+	.trim = ns_trim,
+	.close = ns_close,
+};
+
+int store_nbd_is_uri(const char *name)
+{
+	return strncmp(name, "nbd://", 6) == 0 || strncmp(name, "nbds://", 7) == 0 ||
+	       strncmp(name, "nbd+", 4) == 0 || strncmp(name, "nbds+", 5) == 0;
+}
+
+static int fail(struct nbd_store *ns, char *why, size_t whylen)
+{
+	int ret = nbd_err();
+
+	snprintf(why, whylen, "%s", nbd_get_error() ? nbd_get_error() : strerror(-ret));
+	if (ns->h)
+		nbd_close(ns->h);
+	free(ns);
+	return ret;
+}
+
+int store_nbd_open(const char *uri, int writable, struct chunk_store **out, char *why,
+		   size_t whylen)
+{
+	struct nbd_store *ns = calloc(1, sizeof(*ns));
+	int64_t size, maxblk;
+	int ro, fl, tr;
+
+	if (!ns) {
+		snprintf(why, whylen, "%s", strerror(ENOMEM));
+		return -ENOMEM;
+	}
+	ns->h = nbd_create();
+	if (!ns->h)
+		return fail(ns, why, whylen);
+	if (nbd_connect_uri(ns->h, uri) < 0)
+		return fail(ns, why, whylen);
+	size = nbd_get_size(ns->h);
+	ro = nbd_is_read_only(ns->h);
+	fl = nbd_can_flush(ns->h);
+	tr = nbd_can_trim(ns->h);
+	maxblk = nbd_get_block_size(ns->h, LIBNBD_SIZE_MAXIMUM);
+	if (size < 0 || ro < 0 || fl < 0 || tr < 0 || maxblk < 0)
+		return fail(ns, why, whylen);
+	ns->st.ops = &nbd_store_ops;
+	ns->st.size = (uint64_t)size;
+	ns->writable = writable;
+	ns->export_ro = ro;
+	ns->can_flush = fl;
+	ns->can_trim = tr;
+	ns->max_req = NBD_STORE_MAX_REQUEST;
+	if (maxblk > 0 && (uint64_t)maxblk < ns->max_req)
+		ns->max_req = (size_t)maxblk;
+	*out = &ns->st;
+	return 0;
+}
+
+int store_nbd_export_read_only(struct chunk_store *st)
+{
+	return to_ns(st)->export_ro;
+}

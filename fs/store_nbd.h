@@ -1,0 +1,25 @@
+/* The chunk store over an NBD export (fs/store_nbd.c, through libnbd):
+ * fsck.chunkfs checks a chunk served on another host, for instance by the
+ * chunkfs nbdkit plugin while the rest of the volume stays online. Built
+ * into fsck.chunkfs only, so that libchunkfs does not depend on libnbd. */
+#ifndef CHUNKFS_STORE_NBD_H
+#define CHUNKFS_STORE_NBD_H
+
+#include <stddef.h>
+
+#include "store.h"
+
+/* Is name an NBD URI (nbd://, nbds://, nbd+unix://, nbds+unix://, ...)? */
+int store_nbd_is_uri(const char *name);
+
+/* Connect to the export at uri (any URI nbd_connect_uri accepts). The
+ * store's size is the export's. writable 0: the store refuses every write
+ * (-EROFS), whatever the export allows. why gets libnbd's message when
+ * the connection fails. */
+int store_nbd_open(const char *uri, int writable, struct chunk_store **out, char *why,
+		   size_t whylen);
+
+/* 1 when the server exports it read-only, 0 when writes are allowed. */
+int store_nbd_export_read_only(struct chunk_store *st);
+
+#endif
