@@ -86,7 +86,7 @@ static void cache_shrink(struct fs_volume *v)
 
 	while (v->cache_bytes > v->cache_limit && b != &v->lru) {
 		struct buf *prev = b->lru_prev;
-		if (!b->dirty && b->refs == 0)
+		if (!b->dirty && b->refs == 0 && !b->pinned)
 			buf_destroy(v, b);
 		b = prev;
 	}

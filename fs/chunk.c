@@ -121,16 +121,43 @@ static void bitmap_set(struct chunk *c, uint32_t block, int used)
  * overwritten. */
 static int block_busy(const struct chunk *c, uint32_t b)
 {
-	return bitmap_test(c, b) || ((c->reserved[b >> 3] >> (b & 7)) & 1);
+	return bitmap_test(c, b) || ((c->reserved[b >> 3] >> (b & 7)) & 1) ||
+	       ((c->frozen[b >> 3] >> (b & 7)) & 1);
 }
 
-void chunk_commit_frees(struct chunk *c)
+void chunk_freeze_frees(struct chunk *c)
 {
-	if (c->any_reserved)
-		memset(c->reserved, 0, (size_t)c->hdr.bitmap_blocks * OD_MB_PAYLOAD);
+	uint8_t *t;
+
+	if (!c->loaded || !c->any_reserved)
+		return;
+	/* Only one transaction is written at a time: frozen is empty. */
+	t = c->frozen;
+	c->frozen = c->reserved;
+	c->reserved = t;
+	c->any_frozen = 1;
 	c->any_reserved = 0;
-	c->free_outside += c->reserved_outside;
+	c->frozen_outside = c->reserved_outside;
 	c->reserved_outside = 0;
+}
+
+void chunk_thaw_frees(struct chunk *c, int committed)
+{
+	size_t bytes = (size_t)c->hdr.bitmap_blocks * OD_MB_PAYLOAD;
+
+	if (!c->any_frozen)
+		return;
+	if (committed) {
+		c->free_outside += c->frozen_outside;
+	} else {
+		for (size_t i = 0; i < bytes; i++)
+			c->reserved[i] |= c->frozen[i];
+		c->any_reserved = 1;
+		c->reserved_outside += c->frozen_outside;
+	}
+	memset(c->frozen, 0, bytes);
+	c->any_frozen = 0;
+	c->frozen_outside = 0;
 }
 
 static int data_usable(const struct chunk *c, uint32_t b);
@@ -172,8 +199,9 @@ static int load_bitmap(struct chunk *c)
 
 	c->bitmap = calloc(1, bytes);
 	c->reserved = calloc(1, bytes);
+	c->frozen = calloc(1, bytes);
 	c->bitmap_dirty = calloc(h->bitmap_blocks, 1);
-	if (!c->bitmap || !c->reserved || !c->bitmap_dirty)
+	if (!c->bitmap || !c->reserved || !c->frozen || !c->bitmap_dirty)
 		return -ENOMEM;
 	if (h->flags & OD_CHF_BITMAP_UNINIT) {
 		/* Never written: the fixed metadata of both halves is used,
@@ -261,10 +289,11 @@ int chunk_load(struct chunk *c)
 	if (ret < 0) {
 		free(c->bitmap);
 		free(c->reserved);
+		free(c->frozen);
 		free(c->bitmap_dirty);
 		free(c->free_map);
 		free(c->free_slots);
-		c->bitmap = c->bitmap_dirty = c->reserved = NULL;
+		c->bitmap = c->bitmap_dirty = c->reserved = c->frozen = NULL;
 		c->free_map = c->free_slots = NULL;
 		c->nfree_map = c->cap_free_map = c->nfree_slots = c->cap_free_slots = 0;
 		return ret;

@@ -28,6 +28,7 @@ struct buf {
 	int dirty;
 	int refs;
 	int heal_copy;                /* -1, or the copy found bad: the next write goes there */
+	int pinned;                   /* in a transaction being written: not evicted */
 	struct buf *hnext;            /* hash chain */
 	struct buf *lru_prev, *lru_next;
 };
@@ -55,6 +56,9 @@ struct chunk {
 	uint8_t *bitmap_dirty;        /* 1 byte per bitmap block */
 	uint8_t *reserved;            /* freed since the last commit: not reusable yet */
 	int any_reserved;
+	uint8_t *frozen;              /* freed before a transaction being written */
+	int any_frozen;
+	uint32_t frozen_outside;
 	uint32_t alloc_hint_meta;
 	uint32_t alloc_hint_data;
 	uint32_t free_outside;        /* free data blocks outside the metadata zone */
@@ -94,6 +98,11 @@ struct fs_volume {
 	uint32_t ndirty;
 	struct fs_recovery_stats recovery;
 	struct dindex_set *dindex;    /* name indexes of directories (dindex.c) */
+
+	/* The transaction being written without the lock (fs_sync), if any. */
+	struct txn *inflight;
+	pthread_mutex_t commit_lock;
+	pthread_cond_t commit_cond;
 };
 
 /* A loaded inode: where it lives and its decoded form. */
@@ -128,7 +137,22 @@ void buf_forget(struct chunk *c, uint32_t block);
 struct buf *buf_peek(struct chunk *c, uint32_t block);
 
 /* txn.c */
-int txn_commit(struct fs_volume *v);
+/* One transaction from prepare to finish. Prepare (volume locked) takes a
+ * copy of every dirty unit and cleans the buffers; write (unlocked: other
+ * operations go on, their changes are the next transaction's) writes the
+ * lists and the units with their flushes; finish (locked) records the
+ * outcome. io_done is set, under the volume's commit mutex, when write
+ * has returned. */
+struct chunk_txn;
+struct txn {
+	uint64_t txid;
+	struct chunk_txn *ct;
+	uint32_t nchunks, nparts; /* nparts 0: nothing to write */
+	int io_done, io_ret, finished;
+};
+int txn_prepare(struct fs_volume *v, struct txn *t);
+int txn_write(struct fs_volume *v, struct txn *t);
+int txn_finish(struct fs_volume *v, struct txn *t, int result);
 int txn_recover(struct fs_volume *v, struct fs_recovery_stats *st);
 int txn_current_copy(const struct chunk *c, uint32_t block);
 
@@ -149,7 +173,10 @@ void free_blocks(struct chunk *c, uint32_t start, uint32_t len);
 void free_meta(struct chunk *c, uint32_t start, uint32_t units);
 uint32_t chunk_free_blocks(const struct chunk *c);
 /* After a commit: blocks freed by it may be allocated again. */
-void chunk_commit_frees(struct chunk *c);
+/* Blocks freed so far wait for the transaction being written (freeze);
+ * when it ends they are free (thaw, committed) or wait for the next. */
+void chunk_freeze_frees(struct chunk *c);
+void chunk_thaw_frees(struct chunk *c, int committed);
 
 /* map.c (handles/): stable number <-> location */
 int map_alloc(struct chunk *home, struct od_loc loc, uint64_t *stable, uint32_t *gen);

@@ -64,20 +64,32 @@ static int cmp_entry(const void *a, const void *b)
 
 /* --- the list of one transaction in one chunk ---------------------------- */
 
+/* A unit the transaction writes: its content as it was when the
+ * transaction was prepared (later changes belong to the next one). */
 struct pending {
-	struct buf *b;      /* the unit's content: a dirty buffer, or a catch-up copy */
-	int owned;          /* a catch-up buffer made here, freed after the sync */
+	uint32_t block;
+	uint16_t units;
 	uint8_t copy;       /* which copy this transaction writes */
+	uint8_t changed;    /* a dirty unit (else a catch-up of the last transaction) */
+	int heal_copy;      /* the buffer's heal_copy, given back if the write fails */
+	uint8_t *data;      /* sealed with the transaction's txid; owned */
 };
 
 struct chunk_txn {
 	struct chunk *c;
 	struct pending *p;
 	uint32_t n, cap;
+	int single_copy;    /* read at prepare: the header is not read unlocked */
 };
 
-static int pend_push(struct chunk_txn *ct, struct buf *b, int owned)
+/* Queue a unit whose content is data (units blocks, sealed here). */
+static int pend_push(struct chunk_txn *ct, uint32_t block, uint16_t units, const uint8_t *data,
+		     int changed, int heal_copy, uint64_t txid)
 {
+	size_t len = (size_t)units * OD_BLOCK_SIZE;
+	struct od_mb_header h;
+	struct pending *p;
+
 	if (ct->n == ct->cap) {
 		uint32_t ncap = ct->cap ? ct->cap * 2 : 64;
 		struct pending *np = realloc(ct->p, ncap * sizeof(*np));
@@ -86,13 +98,24 @@ static int pend_push(struct chunk_txn *ct, struct buf *b, int owned)
 		ct->p = np;
 		ct->cap = ncap;
 	}
-	ct->p[ct->n].b = b;
-	ct->p[ct->n].owned = owned;
-	ct->p[ct->n].copy = (uint8_t)(1 - txn_current_copy(ct->c, b->block));
-	if (b->heal_copy >= 0)
-		ct->p[ct->n].copy = (uint8_t)b->heal_copy; /* rewrite the bad copy */
-	if (b->c->hdr.flags & OD_CHF_SINGLE_COPY)
-		ct->p[ct->n].copy = 0;
+	p = &ct->p[ct->n];
+	p->data = malloc(len);
+	if (!p->data)
+		return -ENOMEM;
+	memcpy(p->data, data, len);
+	od_get_mb_header(p->data, &h);
+	h.txid = txid;
+	od_put_mb_header(p->data, &h);
+	od_seal(p->data, len);
+	p->block = block;
+	p->units = units;
+	p->changed = (uint8_t)changed;
+	p->heal_copy = heal_copy;
+	p->copy = (uint8_t)(1 - txn_current_copy(ct->c, block));
+	if (heal_copy >= 0)
+		p->copy = (uint8_t)heal_copy; /* rewrite the bad copy */
+	if (ct->c->hdr.flags & OD_CHF_SINGLE_COPY)
+		p->copy = 0;
 	ct->n++;
 	return 0;
 }
@@ -132,8 +155,8 @@ static int write_list(struct chunk_txn *ct, uint64_t txid, uint32_t nparts)
 		}
 		for (uint32_t j = 0; j < room && k < ct->n; j++, k++) {
 			struct od_dl_entry e = {
-				.block = ct->p[k].b->block,
-				.units = (uint16_t)ct->p[k].b->units,
+				.block = ct->p[k].block,
+				.units = ct->p[k].units,
 				.copy = ct->p[k].copy,
 			};
 			od_put_dl_entry(p + j * DL_ENTRY_SIZE, &e);
@@ -147,55 +170,51 @@ static int write_list(struct chunk_txn *ct, uint64_t txid, uint32_t nparts)
 }
 
 /* The catch-up of units the last transaction wrote and this one does not:
- * their current content, read from the cache or from the current copy. */
-static int add_catch_up(struct chunk_txn *ct)
+ * their current content, from the cache or from the copy last written. */
+static int add_catch_up(struct chunk_txn *ct, uint64_t txid)
 {
 	struct chunk *c = ct->c;
+	uint8_t *tmp = NULL;
+	size_t tmp_len = 0;
+	int ret = 0;
 
-	for (uint32_t i = 0; i < c->nlast; i++) {
+	for (uint32_t i = 0; i < c->nlast && ret == 0; i++) {
 		const struct dl_entry *e = &c->last[i];
+		size_t len = (size_t)e->units * OD_BLOCK_SIZE;
 		struct buf *b = buf_peek(c, e->block);
-		int ret;
 
 		if (b && b->dirty)
 			continue; /* written anyway */
-		if (!b) {
-			b = calloc(1, sizeof(*b));
-			if (!b)
-				return -ENOMEM;
-			b->c = c;
-			b->block = e->block;
-			b->units = e->units;
-			b->data = malloc((size_t)e->units * OD_BLOCK_SIZE);
-			ret = b->data ? store_pread(c->store, b->data, (size_t)e->units * OD_BLOCK_SIZE,
-						   copy_offset(c, e->block, e->copy))
-				      : -ENOMEM;
-			if (ret == 0 && od_verify(b->data, (size_t)e->units * OD_BLOCK_SIZE) < 0)
-				ret = -EIO;
-			if (ret == 0)
-				ret = pend_push(ct, b, 1);
-			if (ret < 0) {
-				free(b->data);
-				free(b);
-				return ret;
-			}
+		if (b) {
+			ret = pend_push(ct, e->block, e->units, b->data, 0, -1, txid);
 			continue;
 		}
-		ret = pend_push(ct, b, 0);
-		if (ret < 0)
-			return ret;
+		if (len > tmp_len) {
+			uint8_t *n = realloc(tmp, len);
+			if (!n) {
+				ret = -ENOMEM;
+				break;
+			}
+			tmp = n;
+			tmp_len = len;
+		}
+		ret = store_pread(c->store, tmp, len, copy_offset(c, e->block, e->copy));
+		if (ret == 0 && od_verify(tmp, len) < 0)
+			ret = -EIO;
+		if (ret == 0)
+			ret = pend_push(ct, e->block, e->units, tmp, 0, -1, txid);
 	}
-	return 0;
+	free(tmp);
+	return ret;
 }
 
 static void chunk_txn_release(struct chunk_txn *ct)
 {
 	for (uint32_t i = 0; i < ct->n; i++)
-		if (ct->p[i].owned) {
-			free(ct->p[i].b->data);
-			free(ct->p[i].b);
-		}
+		free(ct->p[i].data);
 	free(ct->p);
+	ct->p = NULL;
+	ct->n = ct->cap = 0;
 }
 
 /* The new "last" of a chunk: the units whose two copies now differ, i.e.
@@ -214,10 +233,10 @@ static int set_last(struct chunk_txn *ct)
 	if (!c->last)
 		return -ENOMEM;
 	for (uint32_t i = 0; i < ct->n; i++) {
-		if (ct->p[i].owned || !ct->p[i].b->dirty)
+		if (!ct->p[i].changed)
 			continue;
-		c->last[n].block = ct->p[i].b->block;
-		c->last[n].units = (uint16_t)ct->p[i].b->units;
+		c->last[n].block = ct->p[i].block;
+		c->last[n].units = ct->p[i].units;
 		c->last[n].copy = ct->p[i].copy;
 		n++;
 	}
@@ -226,72 +245,120 @@ static int set_last(struct chunk_txn *ct)
 	return 0;
 }
 
-int txn_commit(struct fs_volume *v)
+/* --- prepare, write, finish ---------------------------------------------- */
+
+static void txn_free(struct txn *t)
 {
-	struct chunk_txn *ct = calloc(v->nchunks, sizeof(*ct));
-	uint32_t nparts = 0;
-	uint64_t txid;
+	for (uint32_t i = 0; i < t->nchunks; i++)
+		chunk_txn_release(&t->ct[i]);
+	free(t->ct);
+	t->ct = NULL;
+}
+
+int txn_prepare(struct fs_volume *v, struct txn *t)
+{
 	struct buf *b;
 	int ret = 0;
 
-	if (!ct)
+	memset(t, 0, sizeof(*t));
+	t->ct = calloc(v->nchunks, sizeof(*t->ct));
+	if (!t->ct)
 		return -ENOMEM;
-	for (uint32_t i = 0; i < v->nchunks; i++)
-		ct[i].c = &v->chunks[i];
+	t->nchunks = v->nchunks;
+	t->txid = v->txid + 1;
+	for (uint32_t i = 0; i < v->nchunks; i++) {
+		t->ct[i].c = &v->chunks[i];
+		t->ct[i].single_copy = !!(v->chunks[i].hdr.flags & OD_CHF_SINGLE_COPY);
+	}
 	for (b = v->lru.lru_next; b != &v->lru && ret == 0; b = b->lru_next)
 		if (b->dirty)
-			ret = pend_push(&ct[b->c->index], b, 0);
+			ret = pend_push(&t->ct[b->c->index], b->block, (uint16_t)b->units, b->data, 1,
+					b->heal_copy, t->txid);
 	for (uint32_t i = 0; i < v->nchunks && ret == 0; i++)
-		ret = add_catch_up(&ct[i]);
-	if (ret < 0)
-		goto out;
+		ret = add_catch_up(&t->ct[i], t->txid);
+	if (ret < 0) {
+		txn_free(t);
+		return ret;
+	}
 	for (uint32_t i = 0; i < v->nchunks; i++)
-		nparts += ct[i].n > 0;
-	if (nparts == 0)
-		goto out;
-	txid = v->txid + 1;
-	/* 1: the lists, durable together with the data written before them. */
-	for (uint32_t i = 0; i < v->nchunks && ret == 0; i++)
-		if (ct[i].n && !(ct[i].c->hdr.flags & OD_CHF_SINGLE_COPY))
-			ret = write_list(&ct[i], txid, nparts);
+		t->nparts += t->ct[i].n > 0;
+	if (t->nparts == 0) {
+		txn_free(t);
+		return 0;
+	}
+	/* What is queued is the transaction's: the buffers are clean again
+	 * (a change from now on is the next one's) and stay cached until it
+	 * ends, so that nothing reads the copies it is writing. */
+	for (b = v->lru.lru_next; b != &v->lru; b = b->lru_next)
+		if (b->dirty) {
+			b->dirty = 0;
+			b->heal_copy = -1;
+			b->pinned = 1;
+		}
+	v->ndirty = 0;
+	for (uint32_t i = 0; i < v->nchunks; i++)
+		chunk_freeze_frees(&v->chunks[i]);
+	return 0;
+}
+
+int txn_write(struct fs_volume *v, struct txn *t)
+{
+	int ret = 0;
+
+	/* 1: the lists; one flush makes them durable together with every data
+	 * block written since the last sync. */
+	for (uint32_t i = 0; i < t->nchunks && ret == 0; i++)
+		if (t->ct[i].n && !t->ct[i].single_copy)
+			ret = write_list(&t->ct[i], t->txid, t->nparts);
 	if (ret == 0)
 		ret = vol_flush(v);
 	/* 2: one copy of every unit; durable, T is committed. */
-	for (uint32_t i = 0; i < v->nchunks && ret == 0; i++) {
-		struct chunk *c = ct[i].c;
-		for (uint32_t k = 0; k < ct[i].n && ret == 0; k++) {
-			struct pending *p = &ct[i].p[k];
-			size_t len = (size_t)p->b->units * OD_BLOCK_SIZE;
-			struct od_mb_header h;
-			od_get_mb_header(p->b->data, &h);
-			h.txid = txid;
-			od_put_mb_header(p->b->data, &h);
-			od_seal(p->b->data, len);
-			ret = store_pwrite(c->store, p->b->data, len,
-					   copy_offset(c, p->b->block, p->copy));
+	for (uint32_t i = 0; i < t->nchunks && ret == 0; i++) {
+		struct chunk_txn *ct = &t->ct[i];
+		for (uint32_t k = 0; k < ct->n && ret == 0; k++) {
+			struct pending *p = &ct->p[k];
+			ret = store_pwrite(ct->c->store, p->data, (size_t)p->units * OD_BLOCK_SIZE,
+					   copy_offset(ct->c, p->block, p->copy));
 		}
 	}
 	if (ret == 0)
 		ret = vol_flush(v);
-	if (ret < 0)
-		goto out;
-	v->txid = txid;
-	for (uint32_t i = 0; i < v->nchunks && ret == 0; i++)
-		if (ct[i].n)
-			ret = set_last(&ct[i]);
-	for (b = v->lru.lru_next; b != &v->lru; b = b->lru_next) {
-		b->dirty = 0;
-		b->heal_copy = -1;
-	}
-	v->ndirty = 0;
-	for (uint32_t i = 0; i < v->nchunks; i++)
-		chunk_commit_frees(&v->chunks[i]);
-out:
-	for (uint32_t i = 0; i < v->nchunks; i++)
-		chunk_txn_release(&ct[i]);
-	free(ct);
 	return ret;
 }
+
+int txn_finish(struct fs_volume *v, struct txn *t, int result)
+{
+	int ret = result;
+
+	for (uint32_t i = 0; i < t->nchunks; i++) {
+		struct chunk_txn *ct = &t->ct[i];
+		for (uint32_t k = 0; k < ct->n; k++) {
+			struct pending *p = &ct->p[k];
+			struct buf *b = buf_peek(ct->c, p->block);
+			if (!b)
+				continue; /* freed meanwhile */
+			b->pinned = 0;
+			/* Failed: what it carried is to be written again. */
+			if (result < 0 && p->changed) {
+				buf_dirty(b);
+				if (b->heal_copy < 0)
+					b->heal_copy = p->heal_copy;
+			}
+		}
+	}
+	if (result == 0) {
+		v->txid = t->txid;
+		for (uint32_t i = 0; i < t->nchunks && ret == 0; i++)
+			if (t->ct[i].n)
+				ret = set_last(&t->ct[i]);
+	}
+	for (uint32_t i = 0; i < v->nchunks; i++)
+		chunk_thaw_frees(&v->chunks[i], result == 0);
+	txn_free(t);
+	t->finished = 1;
+	return ret;
+}
+
 
 /* --- recovery ------------------------------------------------------------ */
 

@@ -415,6 +415,7 @@ static void vol_free(struct fs_volume *v)
 			store_close(c->store);
 		free(c->bitmap);
 		free(c->reserved);
+		free(c->frozen);
 		free(c->bitmap_dirty);
 		free(c->free_map);
 		free(c->free_slots);
@@ -423,6 +424,8 @@ static void vol_free(struct fs_volume *v)
 	free(v->chunks);
 	if (v->fd >= 0)
 		close(v->fd);
+	pthread_cond_destroy(&v->commit_cond);
+	pthread_mutex_destroy(&v->commit_lock);
 	pthread_mutex_destroy(&v->lock);
 	free(v);
 }
@@ -434,6 +437,8 @@ static struct fs_volume *vol_alloc(int flags)
 	if (!v)
 		return NULL;
 	pthread_mutex_init(&v->lock, NULL);
+	pthread_mutex_init(&v->commit_lock, NULL);
+	pthread_cond_init(&v->commit_cond, NULL);
 	v->fd = -1;
 	v->rdonly = !!(flags & FS_OPEN_RDONLY);
 	return v;
@@ -544,14 +549,33 @@ void fs_set_cache_limit(struct fs_volume *v, uint64_t bytes)
 	vol_unlock(v);
 }
 
-/* Write out every change; chunks that changed are marked dirty on disk
- * until a clean close marks them clean again. */
-int vol_sync(struct fs_volume *v, int closing)
+/* The transaction fs_sync is writing, if any, ends here (the volume is
+ * locked): once its writes have returned, its outcome is recorded. The
+ * lock is kept throughout, so the operation calling this stays atomic. */
+static void vol_end_inflight(struct fs_volume *v)
+{
+	struct txn *t = v->inflight;
+
+	if (!t)
+		return;
+	pthread_mutex_lock(&v->commit_lock);
+	while (!t->io_done)
+		pthread_cond_wait(&v->commit_cond, &v->commit_lock);
+	pthread_mutex_unlock(&v->commit_lock);
+	/* A failure is the writer's to report; its units are dirty again and
+	 * go out with the next transaction. */
+	txn_finish(v, t, t->io_ret);
+	v->inflight = NULL;
+}
+
+/* The units of every change so far, in transaction t (t->nparts 0: none).
+ * Chunks that changed are marked dirty on disk until a clean close marks
+ * them clean again. */
+static int vol_prepare(struct fs_volume *v, int closing, struct txn *t)
 {
 	int ret;
 
-	if (v->rdonly)
-		return 0;
+	vol_end_inflight(v);
 	for (uint32_t i = 0; i < v->nchunks; i++) {
 		struct chunk *c = &v->chunks[i];
 		ret = chunk_write_bitmap(c);
@@ -568,21 +592,53 @@ int vol_sync(struct fs_volume *v, int closing)
 				return ret;
 		}
 	}
-	/* Data blocks first, then the metadata that points at them. */
-	if (v->ndirty) {
-		ret = vol_flush(v);
-		if (ret < 0)
-			return ret;
-	}
-	return txn_commit(v);
+	return txn_prepare(v, t);
 }
 
-int fs_sync(struct fs_volume *v)
+int vol_sync(struct fs_volume *v, int closing)
 {
+	struct txn t;
 	int ret;
 
+	if (v->rdonly)
+		return 0;
+	ret = vol_prepare(v, closing, &t);
+	if (ret < 0 || t.nparts == 0)
+		return ret;
+	return txn_finish(v, &t, txn_write(v, &t));
+}
+
+/* Operations go on while the transaction is written: only its prepare and
+ * its finish hold the volume lock. */
+int fs_sync(struct fs_volume *v)
+{
+	struct txn t;
+	int ret;
+
+	if (v->rdonly)
+		return 0;
 	vol_lock(v);
-	ret = vol_sync(v, 0);
+	ret = vol_prepare(v, 0, &t);
+	if (ret < 0 || t.nparts == 0) {
+		vol_unlock(v);
+		return ret;
+	}
+	v->inflight = &t;
+	vol_unlock(v);
+	ret = txn_write(v, &t);
+	pthread_mutex_lock(&v->commit_lock);
+	t.io_ret = ret;
+	t.io_done = 1;
+	pthread_cond_broadcast(&v->commit_cond);
+	pthread_mutex_unlock(&v->commit_lock);
+	vol_lock(v);
+	/* An operation that had to sync meanwhile may have finished it. */
+	if (!t.finished) {
+		int fret = txn_finish(v, &t, ret);
+		if (ret == 0)
+			ret = fret;
+		v->inflight = NULL;
+	}
 	vol_unlock(v);
 	return ret;
 }
@@ -657,7 +713,7 @@ int vol_enospc_retry(struct fs_volume *v)
 	int any = 0;
 
 	for (uint32_t i = 0; i < v->nchunks; i++)
-		any |= v->chunks[i].any_reserved;
+		any |= v->chunks[i].any_reserved || v->chunks[i].any_frozen;
 	return any && vol_sync(v, 0) == 0;
 }
 

@@ -524,8 +524,10 @@ void nfs3_proc_write(struct nfs_ctx *ctx, WRITE3args *args, WRITE3res *res)
 	if (ret == 0) {
 		if (count > ctx->wtmax)
 			count = ctx->wtmax;
+		/* Stable writes are made durable by the dispatcher's group
+		 * commit, shared with concurrent calls, not one sync each. */
 		ret = fs_write(ctx->vol, &ctx->cred, ino, args->offset, count, args->data.data_val,
-			       how, &post);
+			       FS_UNSTABLE, &post);
 	}
 	res->status = nfs3_status(ret);
 	if (ret == 0) {
@@ -534,7 +536,7 @@ void nfs3_proc_write(struct nfs_ctx *ctx, WRITE3args *args, WRITE3res *res)
 		post_attr(ctx, &post, &wcc.after);
 		ok->file_wcc = wcc;
 		ok->count = count;
-		/* fs_write made DATA_SYNC data durable with all its metadata. */
+		/* DATA_SYNC data is made durable with all its metadata. */
 		ok->committed = how == FS_UNSTABLE ? UNSTABLE : FILE_SYNC;
 		memcpy(ok->verf, ctx->write_verf, NFS3_WRITEVERFSIZE);
 		if (how != FS_UNSTABLE)
@@ -1127,11 +1129,11 @@ void nfs3_proc_commit(struct nfs_ctx *ctx, COMMIT3args *args, COMMIT3res *res)
 
 	memset(res, 0, sizeof(*res));
 	memset(&wcc, 0, sizeof(wcc));
-	/* fs_commit makes the whole volume durable: offset and count do not
-	 * narrow it. */
+	/* The dispatcher's group commit makes the whole volume durable:
+	 * offset and count do not narrow it. */
 	ret = wcc_begin(ctx, &args->file, &ino, &wcc, NULL);
 	if (ret == 0)
-		ret = fs_commit(ctx->vol, ino);
+		ctx->needs_sync = 1;
 	wcc_end(ctx, ino, &wcc);
 	res->status = nfs3_status(ret);
 	if (ret == 0) {

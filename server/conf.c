@@ -17,7 +17,7 @@ void config_defaults(struct config *cfg)
 	snprintf(cfg->volume, sizeof(cfg->volume), "/var/lib/chunkfs/volume.img");
 	snprintf(cfg->listen, sizeof(cfg->listen), "127.0.0.1");
 	cfg->port = 2049;
-	cfg->workers = 4;
+	cfg->workers = 8;
 	cfg->rpcbind = RPCBIND_AUTO;
 	cfg->max_conn_requests = 64;
 	cfg->max_requests = 1024;

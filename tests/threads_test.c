@@ -1,6 +1,9 @@
 /* Several threads calling the library at once, as the daemon's workers do:
  * each works in its own directory and in one shared directory, and at the
- * end every file has its exact contents and the invariants hold. */
+ * end every file has its exact contents and the invariants hold. Syncs run
+ * all the while (fs_sync writes its transaction without the volume lock,
+ * stable writes sync inside it), and the cache is kept small so that units
+ * are evicted and read again while transactions are being written. */
 #include "config.h"
 
 #include <errno.h>
@@ -19,6 +22,7 @@
 static struct fs_volume *vol;
 static struct fs_ino root, shared;
 static int thread_errors;
+static int workers_done; /* atomic */
 static pthread_mutex_t err_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void fail(int t, const char *what, int ret)
@@ -78,6 +82,22 @@ static void *worker(void *arg)
 			if ((ret = fs_remove(vol, NULL, dir, name)) < 0)
 				fail(t, "remove", ret);
 		}
+		if (i % 2 && (ret = fs_sync(vol)) < 0)
+			fail(t, "sync", ret);
+	}
+	return NULL;
+}
+
+static void *syncer(void *arg)
+{
+	unsigned n = 0;
+	int ret;
+
+	(void)arg;
+	while (!__atomic_load_n(&workers_done, __ATOMIC_ACQUIRE) || n == 0) {
+		if ((ret = fs_sync(vol)) < 0)
+			fail(THREADS, "sync", ret);
+		n++;
 	}
 	return NULL;
 }
@@ -92,7 +112,7 @@ int main(void)
 	const char *tmp = getenv("TMPDIR");
 	struct fs_mkfs_opts o = { .chunk_size = 4 << 20, .chunk_count = 4, .force = 1,
 				  .bytes_per_inode = 4096 };
-	pthread_t th[THREADS];
+	pthread_t th[THREADS], sy;
 	char image[256];
 	struct fs_attr a;
 
@@ -101,10 +121,14 @@ int main(void)
 	CHECK_EQ(fs_open(image, 0, &vol), 0);
 	CHECK_EQ(fs_root(vol, &root), 0);
 	CHECK_EQ(fs_mkdir(vol, NULL, root, "shared", 0777, &shared, NULL), 0);
+	fs_set_cache_limit(vol, 64 << 10);
+	CHECK_EQ(pthread_create(&sy, NULL, syncer, NULL), 0);
 	for (int t = 0; t < THREADS; t++)
 		CHECK_EQ(pthread_create(&th[t], NULL, worker, (void *)(intptr_t)t), 0);
 	for (int t = 0; t < THREADS; t++)
 		pthread_join(th[t], NULL);
+	__atomic_store_n(&workers_done, 1, __ATOMIC_RELEASE);
+	pthread_join(sy, NULL);
 	CHECK_EQ(thread_errors, 0);
 	CHECK_EQ(fs_check_invariants(vol, report, NULL), 0);
 	CHECK_EQ(fs_close(vol), 0);
