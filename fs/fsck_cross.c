@@ -520,7 +520,8 @@ int fsck_cross(struct fsck_ctx *c)
 			fsck_note(c, "deferred (the other end cannot be read): %s", line);
 		} else if (bad) {
 			p.str = bad;
-			fix_problem(c, code, &p);
+			if (fix_problem(c, code, &p) && code == PR_6_NEXT)
+				fsck_cut_chain(c, d->rec);
 		}
 	}
 	return 0;

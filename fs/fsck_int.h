@@ -54,6 +54,7 @@ const struct fsck_problem *fsck_problem_find(uint32_t code);
 #define PR_1_INO_NEXT_RANGE 0x010023
 #define PR_1_INO_HEAD_RANGE 0x010024
 #define PR_1_INO_DUP_STABLE 0x010025
+#define PR_1_INO_INLINE_LEN 0x010026
 #define PR_1_MAP_FLAGS 0x010030
 /* 0x02: pass 2, directory units and entries */
 #define PR_2_DIR_EXTENT 0x020001
@@ -75,6 +76,7 @@ const struct fsck_problem *fsck_problem_find(uint32_t code);
 #define PR_3_EXT_START 0x030005
 #define PR_3_EXTU_BAD 0x030006
 #define PR_3_EXT_NONFILE 0x030007
+#define PR_3_DUP_CLONE 0x030008
 /* 0x04: pass 4, link counts, the map, continuation chains */
 #define PR_4_ENT_FREE 0x040001
 #define PR_4_ENT_MISSING 0x040002
@@ -98,6 +100,7 @@ const struct fsck_problem *fsck_problem_find(uint32_t code);
 #define PR_4_PART_HOME 0x040014
 #define PR_4_ENT_FREE_KEEP 0x040016
 #define PR_4_MAP_WRONG_LOC 0x040017
+#define PR_4_ORPHAN_KEEP 0x040018
 /* 0x05: pass 5, the bitmap and the header counters */
 #define PR_5_USED_MARKED_FREE 0x050001
 #define PR_5_FREE_MARKED_USED 0x050002
@@ -144,6 +147,7 @@ struct fsck_ino {
 	uint8_t dead;       /* garbage, or cleared by a repair: not counted */
 	uint8_t ext_done;   /* extent list checked (problems reported once) */
 	uint8_t walked;     /* directory units walked (pass 2) */
+	uint8_t orphan;     /* no entry names it: for lost+found (pass 4) */
 };
 
 /* A directory entry found in a unit of this chunk. */
@@ -320,6 +324,10 @@ int fsck_mode_ok(uint32_t mode);
 void fsck_clear_entry(struct fsck_ctx *c, uint32_t di);
 void fsck_set_nlink(struct fsck_ctx *c, uint32_t ri, uint32_t nlink);
 void fsck_zero_slot(struct fsck_ctx *c, uint32_t ri);
+/* pass4 (fsck_pass4_lost.c): link the orphans into lost+found */
+int fsck_lost_found(struct fsck_ctx *c);
+/* pass4: end r's chain (its next pointer leads nowhere) */
+void fsck_cut_chain(struct fsck_ctx *c, uint32_t ri);
 /* pass3: forget the blocks claimed by r (its inode is going away) */
 void fsck_unclaim(struct fsck_ctx *c, uint32_t ri);
 

@@ -332,6 +332,26 @@ static int read_map(struct fsck_ctx *c)
 
 /* --- inodes ----------------------------------------------------------------- */
 
+/* Make inline_len and size agree (the smaller wins), record and unit. */
+static void fix_inline_len(struct fsck_ctx *c, uint32_t ri, int shrink)
+{
+	struct fsck_ino *r = &c->recs[ri];
+	struct fsck_unit *u = fsck_unit_find(c, r->block);
+	struct od_inode ino;
+
+	if (shrink)
+		r->ino.inline_len = (uint32_t)r->ino.size;
+	else
+		r->ino.size = r->ino.inline_len;
+	if (!u || !u->data)
+		return;
+	od_get_inode(u->data + r->off, &ino);
+	ino.inline_len = r->ino.inline_len;
+	ino.size = r->ino.size;
+	od_put_inode(u->data + r->off, &ino);
+	fsck_unit_modified(c, u);
+}
+
 void fsck_check_inode(struct fsck_ctx *c, uint32_t ri)
 {
 	struct fsck_ino *r = &c->recs[ri];
@@ -358,9 +378,16 @@ void fsck_check_inode(struct fsck_ctx *c, uint32_t ri)
 		else if (ino->nextents || ino->ext_block)
 			why = "inline data and extents at once";
 		else if (ino->inline_len != ino->size) {
-			snprintf(buf, sizeof(buf), "inline data %u bytes, size %llu",
-				 ino->inline_len, (unsigned long long)ino->size);
-			why = buf;
+			/* The entry holds inline_len bytes (pass 2 checked that it
+			 * fits): the shorter of the two is what is known. */
+			int shrink = ino->inline_len > ino->size;
+			p.num = ino->inline_len;
+			p.num2 = ino->size;
+			p.str = shrink ? "set the inline length to the size"
+				       : "set the size to the inline length";
+			if (fix_problem(c, PR_1_INO_INLINE_LEN, &p))
+				fix_inline_len(c, ri, shrink);
+			(void)buf;
 		}
 		if (why) {
 			p.str = why;

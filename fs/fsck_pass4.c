@@ -13,6 +13,7 @@
  *           its entry; next pointers inside the chunk; that a continuation
  *           whose head is in this chunk has it; the root.
  * Repairs:  clear entries naming free or missing inodes, fix link counts,
+ *           link orphans into lost+found (fsck_pass4_lost.c),
  *           zero garbage slots, free map entries leading nowhere (or point
  *           them at the inode when it is here), rebuild entries of a map
  *           block that was replaced.
@@ -293,7 +294,7 @@ static void check_links(struct fsck_ctx *c)
 		c->res.inodes++;
 		if (!is_dir(r)) {
 			if (r->links == 0) {
-				fix_problem(c, PR_4_ORPHAN, &p);
+				r->orphan = 1; /* reported by fsck_lost_found() */
 			} else if (r->ino.nlink != r->links) {
 				p.num = r->ino.nlink;
 				p.num2 = r->links;
@@ -311,9 +312,11 @@ static void check_links(struct fsck_ctx *c)
 				p.str = "its parent is not itself";
 				fix_problem(c, PR_4_ROOT, &p);
 			}
-		} else if (r->links != 1) {
+		} else if (r->links > 1) {
 			p.num = r->links;
-			fix_problem(c, r->links ? PR_4_DIR_NAMES : PR_4_ORPHAN, &p);
+			fix_problem(c, PR_4_DIR_NAMES, &p);
+		} else if (r->links == 0) {
+			r->orphan = 1; /* reported by fsck_lost_found() */
 		}
 		if (!root && r->dent != FSCK_NONE && !c->dents[r->dent].cleared) {
 			const struct fsck_ino *holder = &c->recs[c->dents[r->dent].dir];
@@ -387,6 +390,23 @@ static void check_homes(struct fsck_ctx *c)
 
 /* --- continuation chains ---------------------------------------------------- */
 
+void fsck_cut_chain(struct fsck_ctx *c, uint32_t ri)
+{
+	struct fsck_ino *r = &c->recs[ri];
+	struct fsck_unit *u = fsck_unit_find(c, r->block);
+	struct od_inode ino;
+
+	r->ino.next.chunk = OD_LOC_NONE;
+	r->ino.next.block = 0;
+	r->ino.next.off = 0;
+	if (!u || !u->data)
+		return;
+	od_get_inode(u->data + r->off, &ino);
+	ino.next = r->ino.next;
+	od_put_inode(u->data + r->off, &ino);
+	fsck_unit_modified(c, u);
+}
+
 static void check_chains(struct fsck_ctx *c)
 {
 	/* Who points at whom inside the chunk. */
@@ -414,7 +434,8 @@ static void check_chains(struct fsck_ctx *c)
 		else
 			p.str = NULL;
 		if (p.str) {
-			fix_problem(c, PR_4_NEXT_BAD, &p);
+			if (fix_problem(c, PR_4_NEXT_BAD, &p))
+				fsck_cut_chain(c, ri);
 			continue;
 		}
 		c->recs[ti].preds++;
@@ -491,5 +512,7 @@ int fsck_pass4(struct fsck_ctx *c)
 	check_chains(c);
 	check_links(c);
 	check_root(c);
-	return c->oper;
+	if (c->oper)
+		return c->oper;
+	return fsck_lost_found(c);
 }

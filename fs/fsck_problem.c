@@ -65,6 +65,7 @@ static const struct fsck_problem problems[] = {
 	{ PR_1_INO_HEAD_RANGE, "%i: head in chunk %n (the volume has %N)", NULL, PR_NOFIX },
 	{ PR_1_INO_DUP_STABLE, "%i: number %I found twice in this chunk (also as %j)", NULL,
 	  PR_NOFIX },
+	{ PR_1_INO_INLINE_LEN, "%i: inline data %n bytes, size %N", "%s", 0 },
 	{ PR_1_MAP_FLAGS, "map entry %n: unknown flags 0x%X", NULL, PR_NOFIX },
 
 	/* --- pass 2: directory units and entries --- */
@@ -98,6 +99,8 @@ static const struct fsck_problem problems[] = {
 	{ PR_3_EXTU_BAD, "%i: extent unit %b: %s (the rest of the chain is not read)", NULL,
 	  PR_NOFIX },
 	{ PR_3_EXT_NONFILE, "%i: %s", NULL, PR_NOFIX },
+	{ PR_3_DUP_CLONE, "block %b: data of %i, also claimed by %j",
+	  "give %j a copy of the %n blocks of its extent", 0 },
 
 	/* --- pass 4: link counts, the map, continuation chains --- */
 	{ PR_4_ENT_FREE, "entry %e in unit %b names inode %I, which is free", "clear the entry",
@@ -111,7 +114,7 @@ static const struct fsck_problem problems[] = {
 	{ PR_4_ENT_BAD_NUMBER, "entry %e in unit %b names %I, which is no inode number",
 	  "clear the entry", PR_PREEN_OK },
 	{ PR_4_LINK_COUNT, "%i: link count %n, counted %N", "set it to %N", PR_PREEN_OK },
-	{ PR_4_ORPHAN, "%i: no entry names it", NULL, PR_NOFIX },
+	{ PR_4_ORPHAN, "%i: no entry names it", "link it into lost+found as %s", PR_COMPLETE },
 	{ PR_4_DIR_NAMES, "%i: a directory named by %n entries", NULL, PR_NOFIX },
 	{ PR_4_DIR_PARENT, "%i: parent %I, but its entry is in directory %J", NULL, PR_NOFIX },
 	{ PR_4_MAP_DANGLING, "map entry %n (inode %I): no such inode at its location (block %b)",
@@ -122,7 +125,8 @@ static const struct fsck_problem problems[] = {
 	{ PR_4_CONT_ORPHAN, "%i: its head %I is not in this chunk, where it says it is",
 	  "zero the slot", 0 },
 	{ PR_4_CONT_BAD_HEAD, "%i: its head %j is %s", NULL, PR_NOFIX },
-	{ PR_4_NEXT_BAD, "%i: next pointer to block %b offset %n, %s", NULL, PR_NOFIX },
+	{ PR_4_NEXT_BAD, "%i: next pointer to block %b offset %n, %s",
+	  "end the chain there (what it held reads as zeros)", 0 },
 	{ PR_4_CONT_TWICE, "%i: reached from %n inodes of this chunk", NULL, PR_NOFIX },
 	{ PR_4_ROOT, "root directory %I: %s", NULL, PR_NOFIX },
 	{ PR_4_WATERMARK, "%s %n is at or above the watermark %N", NULL, PR_NOFIX },
@@ -148,7 +152,8 @@ static const struct fsck_problem problems[] = {
 
 	/* --- -x: the far end of cross-chunk references --- */
 	{ PR_6_HEAD, "%i: its head %I in chunk %n %s", NULL, PR_NOFIX },
-	{ PR_6_NEXT, "%i: its next pointer to chunk %n block %b %s", NULL, PR_NOFIX },
+	{ PR_6_NEXT, "%i: its next pointer to chunk %n block %b %s",
+	  "end the chain there (what it held reads as zeros)", 0 },
 	{ PR_6_MAP_LOC, "map entry %n (inode %I): at chunk %N block %b %s", NULL, PR_NOFIX },
 	{ PR_6_MAP_HOME, "%i: its map entry in chunk %n %s", NULL, PR_NOFIX },
 	{ PR_6_ENTRY, "entry %e names inode %I of chunk %n, which %s", NULL, PR_NOFIX },

@@ -20,58 +20,25 @@
 #include "fs/ondisk.h"
 #include "fs/store.h"
 #include "tap.h"
+#include "tests/fsck_image.h"
 
-#define CHUNK_SIZE (1u << 20)
-#define NCHUNKS 4
-#define NMANY 300
-#define BIG_SIZE (1500u * 1000u)
+#define CHUNK_SIZE FI_CHUNK_SIZE
+#define NCHUNKS FI_NCHUNKS
+#define NMANY FI_NMANY
+#define BIG_SIZE FI_BIG_SIZE
 
 static char image[200], pristine[256], work[256];
 static int verbose;
 
 /* What the build left, for the damage to aim at. */
-static struct {
-	uint64_t small, hl_target, gone, big, many, sub;
-} tree;
+static struct fi_tree tree;
 
-/* --- files -------------------------------------------------------------------- */
-
-static uint8_t *slurp(const char *path, size_t *len)
-{
-	int fd = open(path, O_RDONLY);
-	struct stat st;
-	uint8_t *buf;
-
-	if (fd < 0 || fstat(fd, &st) < 0)
-		return NULL;
-	buf = malloc((size_t)st.st_size);
-	if (buf && pread(fd, buf, (size_t)st.st_size, 0) != st.st_size) {
-		free(buf);
-		buf = NULL;
-	}
-	close(fd);
-	*len = (size_t)st.st_size;
-	return buf;
-}
+#define slurp fi_slurp
+#define fill fi_fill
 
 static void copy_file(const char *from, const char *to)
 {
-	size_t len;
-	uint8_t *buf = slurp(from, &len);
-	int fd = open(to, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-
-	CHECK(buf != NULL && fd >= 0);
-	if (buf && fd >= 0)
-		CHECK_EQ(pwrite(fd, buf, len, 0), (long long)len);
-	if (fd >= 0)
-		close(fd);
-	free(buf);
-}
-
-static void fill(uint8_t *buf, size_t len, unsigned seed)
-{
-	for (size_t i = 0; i < len; i++)
-		buf[i] = (uint8_t)((i * 131 + seed * 7 + (i >> 12)) & 0xff);
+	CHECK_EQ(fi_copy(from, to), 0);
 }
 
 /* --- running fsck --------------------------------------------------------------- */
@@ -301,64 +268,35 @@ static struct fs_ino lookup(struct fs_volume *v, struct fs_ino dir, const char *
 
 static void build(void)
 {
-	struct fs_mkfs_opts mo = { .chunk_size = CHUNK_SIZE, .chunk_count = NCHUNKS,
-				   .bytes_per_inode = 4096, .force = 1 };
-	struct fs_ino root, d1, sub, f, many, x;
-	struct fs_volume *v = NULL;
-	uint8_t *big = malloc(BIG_SIZE);
-	char name[32];
-
-	CHECK_EQ(fs_mkfs(image, &mo), 0);
-	CHECK_EQ(fs_open(image, 0, &v), 0);
-	CHECK_EQ(fs_root(v, &root), 0);
-	CHECK_EQ(fs_mkdir(v, NULL, root, "d1", 0755, &d1, NULL), 0);
-	CHECK_EQ(fs_create(v, NULL, d1, "small", 0644, FS_CREATE_GUARDED, 0, &f, NULL), 0);
-	CHECK_EQ(fs_write(v, NULL, f, 0, 11, "hello small", FS_UNSTABLE, NULL), 0);
-	tree.small = f.num;
-	CHECK_EQ(fs_create(v, NULL, d1, "gone", 0644, FS_CREATE_GUARDED, 0, &x, NULL), 0);
-	tree.gone = x.num;
-	CHECK_EQ(fs_link(v, NULL, f, d1, "hl"), 0);
-	CHECK_EQ(fs_mkdir(v, NULL, d1, "sub", 0700, &sub, NULL), 0);
-	tree.sub = sub.num;
-	CHECK_EQ(fs_create(v, NULL, sub, "f2", 0600, FS_CREATE_GUARDED, 0, &x, NULL), 0);
-	CHECK_EQ(fs_write(v, NULL, x, 0, 9, "second f2", FS_UNSTABLE, NULL), 0);
-	CHECK_EQ(fs_symlink(v, NULL, root, "ln", "d1/small", 0777, NULL, NULL), 0);
-	/* An inode relocated to a slot, then removed: a free slot below the
-	 * watermark. */
-	CHECK_EQ(fs_create(v, NULL, d1, "rel", 0644, FS_CREATE_GUARDED, 0, &x, NULL), 0);
-	CHECK_EQ(fs_link(v, NULL, x, d1, "rel2"), 0);
-	CHECK_EQ(fs_remove(v, NULL, d1, "rel"), 0);
-	CHECK_EQ(fs_remove(v, NULL, d1, "rel2"), 0);
-	/* More files than chunk 0 has numbers: "many" gets parts elsewhere. */
-	CHECK_EQ(fs_mkdir(v, NULL, root, "many", 0755, &many, NULL), 0);
-	tree.many = many.num;
-	for (int i = 0; i < NMANY; i++) {
-		snprintf(name, sizeof(name), "f%03d", i);
-		CHECK_EQ(fs_create(v, NULL, many, name, 0644, FS_CREATE_GUARDED, 0, &x, NULL), 0);
-		CHECK_EQ(fs_write(v, NULL, x, 0, strlen(name), name, FS_UNSTABLE, NULL), 0);
-	}
-	CHECK_EQ(fs_mkdir(v, NULL, many, "late", 0755, &x, NULL), 0);
-	CHECK_EQ(fs_mkdir(v, NULL, x, "deeper", 0755, NULL, NULL), 0);
-	/* A hard link from the root (chunk 0) to a file of another chunk. */
-	x = lookup(v, many, "f299");
-	CHECK(OD_STABLE_CHUNK(x.num) != 0);
-	CHECK_EQ(fs_link(v, NULL, x, root, "far_link"), 0);
-	/* A file larger than what one chunk has room for. */
-	fill(big, BIG_SIZE, 3);
-	CHECK_EQ(fs_create(v, NULL, root, "big", 0644, FS_CREATE_GUARDED, 0, &x, NULL), 0);
-	CHECK_EQ(fs_write(v, NULL, x, 0, BIG_SIZE, big, FS_UNSTABLE, NULL), 0);
-	tree.big = x.num;
-	/* A freed number, for an entry to name later. */
-	CHECK_EQ(fs_remove(v, NULL, d1, "gone"), 0);
-	CHECK_EQ(OD_STABLE_CHUNK(tree.gone), OD_STABLE_CHUNK(tree.small));
-	CHECK_EQ(fs_check_invariants(v, NULL, NULL), 0);
-	CHECK_EQ(fs_close(v), 0);
-	free(big);
+	CHECK_EQ(fi_build(image, &tree), 0);
 }
 
 /* What a damage is expected to have cost. */
 #define LOST_HL 1 /* the hard link d1/hl */
 #define LOST_F2 2 /* d1/sub/f2 */
+#define LOST_ORPH 4  /* d1/orph2: the file is in lost+found instead */
+#define LOST_DATA2 8 /* d1/data2 holds orph's blocks (a copy of them) */
+
+/* Bytes of big that are kept (the rest reads as zeros). */
+static size_t big_keep = BIG_SIZE;
+
+/* dir/name holds exactly want[0..len). */
+static void check_file(struct fs_volume *v, struct fs_ino dir, const char *name,
+		       const uint8_t *want, size_t len, uint32_t nlink)
+{
+	uint8_t *buf = malloc(len + 1);
+	struct fs_attr a;
+	struct fs_ino x = lookup(v, dir, name);
+	size_t n = 0;
+	int eof = 0;
+
+	CHECK_EQ(fs_read(v, NULL, x, 0, len + 1, buf, &n, &eof), 0);
+	CHECK_EQ(n, len);
+	CHECK(n == len && memcmp(buf, want, len) == 0);
+	CHECK_EQ(fs_getattr(v, x, &a), 0);
+	CHECK_EQ(a.nlink, nlink);
+	free(buf);
+}
 
 /* The tree as built, read through the library, but for what was lost. */
 static void verify_tree(const char *path, int lost)
@@ -390,11 +328,30 @@ static void verify_tree(const char *path, int lost)
 		CHECK_EQ(fs_read(v, NULL, x, 0, sizeof(buf), buf, &n, &eof), 0);
 		CHECK(n == 9 && memcmp(buf, "second f2", 9) == 0);
 	}
+	fill(want, FI_ORPH_SIZE, 5);
+	if (lost & LOST_ORPH) {
+		struct fs_ino lf = lookup(v, root, "lost+found");
+		char nm[32];
+		snprintf(nm, sizeof(nm), "#%llu", (unsigned long long)tree.orph);
+		CHECK_EQ(fs_lookup(v, NULL, d1, "orph2", NULL, NULL), -ENOENT);
+		check_file(v, lf, nm, want, FI_ORPH_SIZE, 1);
+		CHECK_EQ(fs_getattr(v, lf, &a), 0);
+		CHECK_EQ(a.nlink, 2);
+	} else {
+		check_file(v, d1, "orph2", want, FI_ORPH_SIZE, 1);
+	}
+	if (lost & LOST_DATA2) {
+		memset(want + FI_ORPH_SIZE, 0, FI_DATA2_SIZE - FI_ORPH_SIZE);
+	} else {
+		fill(want, FI_DATA2_SIZE, 6);
+	}
+	check_file(v, d1, "data2", want, FI_DATA2_SIZE, 1);
 	x = lookup(v, root, "ln");
 	CHECK_EQ(fs_readlink(v, x, buf, sizeof(buf), &n), 0);
 	CHECK(n == 8 && memcmp(buf, "d1/small", 8) == 0);
 	x = lookup(v, root, "big");
 	fill(want, BIG_SIZE, 3);
+	memset(want + big_keep, 0, BIG_SIZE - big_keep);
 	CHECK_EQ(fs_read(v, NULL, x, 0, BIG_SIZE, big, &n, &eof), 0);
 	CHECK(n == BIG_SIZE && memcmp(big, want, BIG_SIZE) == 0);
 	many = lookup(v, root, "many");
@@ -882,6 +839,317 @@ static void case_store(void)
 	close(fd);
 }
 
+/* --- the damage cases added with the random test ------------------------------ */
+
+/* Change one copy of a unit (0: at block, 1: at block + H) and seal it. */
+static void patch_copy(int fd, uint32_t chunk, uint32_t block, uint32_t units, int copy,
+		       patch_fn fn, void *arg)
+{
+	size_t len = (size_t)units * OD_BLOCK_SIZE;
+	uint8_t *buf = malloc(len);
+	off_t off = (off_t)chunk * CHUNK_SIZE +
+		    (off_t)(block + (copy ? CHUNK_SIZE / OD_BLOCK_SIZE / 2 : 0)) * OD_BLOCK_SIZE;
+
+	CHECK_EQ(pread(fd, buf, len, off), (long long)len);
+	CHECK_EQ(od_verify(buf, len), 0);
+	fn(buf, arg);
+	od_seal(buf, len);
+	CHECK_EQ(pwrite(fd, buf, len, off), (long long)len);
+	free(buf);
+}
+
+/* Remove the entry at off as the library would: merged into the one
+ * before it, or made the free first entry. */
+static void drop_entry(uint8_t *unit, void *arg)
+{
+	uint32_t at = *(uint32_t *)arg, prev = 0;
+	struct od_dirent de, pd;
+
+	for (uint32_t o = OD_MB_HEADER_SIZE; o < at;) {
+		od_get_dirent(unit + o, &pd);
+		prev = o;
+		o += pd.rec_len;
+	}
+	od_get_dirent(unit + at, &de);
+	memset(unit + at, 0, OD_DIRENT_HEADER);
+	if (prev) {
+		od_get_dirent(unit + prev, &pd);
+		pd.rec_len = (uint16_t)(pd.rec_len + de.rec_len);
+		od_put_dirent(unit + prev, &pd);
+	} else {
+		struct od_dirent fr = { .rec_len = de.rec_len, .kind = OD_DE_FREE };
+		od_put_dirent(unit + at, &fr);
+	}
+}
+
+/* (b) The only entry naming a file whose inode lives in a slot is lost:
+ * the file goes to lost+found, whole, and lost+found is made for it. */
+static void case_orphan(void)
+{
+	uint32_t chunk = OD_STABLE_CHUNK(tree.orph), unit = 0, off = 0;
+	struct od_chunk_header h;
+	int fd;
+
+	CHECK_EQ(chunk, 0);
+	copy_file(pristine, work);
+	fd = img_fd(work);
+	h = header_of(fd, chunk);
+	CHECK_EQ(find_entry(fd, chunk, "orph2", &unit, &off), 0);
+	patch_unit(fd, chunk, unit, h.dir_unit, drop_entry, &off);
+	close(fd);
+	expect_repair("orphan inode (no entry names it) -> lost+found", (int)chunk, 0x040007,
+		      FSCK_YES, LOST_ORPH);
+	/* -p does not make that repair. */
+	copy_file(pristine, work);
+	fd = img_fd(work);
+	patch_unit(fd, chunk, unit, h.dir_unit, drop_entry, &off);
+	close(fd);
+	{
+		struct fsck_result r;
+		CHECK_EQ(run(work, (int)chunk, FSCK_PREEN, 0, &r), FSCK_EXIT_UNCORRECTED);
+		CHECK(reported(0x040007));
+		CHECK_EQ(r.fixed, 0);
+	}
+}
+
+struct ext_arg {
+	uint16_t off;
+	uint32_t pblk;
+};
+
+static void set_ext0(uint8_t *unit, void *arg)
+{
+	struct ext_arg *a = arg;
+	struct od_inode ino;
+
+	od_get_inode(unit + a->off, &ino);
+	ino.ext[0].pblk = a->pblk;
+	od_put_inode(unit + a->off, &ino);
+}
+
+/* The inode at map location l (read from its unit). */
+static struct od_inode inode_at(int fd, struct od_loc l)
+{
+	struct od_chunk_header h = header_of(fd, l.chunk);
+	uint32_t units = l.block < h.data_start ? 1 : h.dir_unit;
+	uint8_t *buf = malloc((size_t)units * OD_BLOCK_SIZE);
+	struct od_inode ino;
+
+	memset(&ino, 0, sizeof(ino));
+	CHECK_EQ(read_unit(fd, l.chunk, l.block, units, h.nblocks / 2, buf), 0);
+	od_get_inode(buf + l.off, &ino);
+	free(buf);
+	return ino;
+}
+
+/* (a) data2's extent made to claim orph's two blocks: data2 (checked
+ * after orph) gets a copy of them, its own blocks are freed. */
+static void case_dup(void)
+{
+	struct od_loc lo, ld;
+	struct od_inode io, id;
+	struct ext_arg a;
+	int fd;
+
+	copy_file(pristine, work);
+	fd = img_fd(work);
+	lo = where(fd, tree.orph);
+	ld = where(fd, tree.data2);
+	CHECK_EQ(lo.chunk, ld.chunk);
+	io = inode_at(fd, lo);
+	id = inode_at(fd, ld);
+	CHECK(lo.block < header_of(fd, lo.chunk).data_start); /* orph: a slot */
+	CHECK_EQ(io.nextents, 1);
+	CHECK_EQ(id.nextents, 1);
+	CHECK_EQ(io.ext[0].len, 2);
+	CHECK_EQ(id.ext[0].len, 2);
+	a.off = ld.off;
+	a.pblk = io.ext[0].pblk;
+	patch_unit(fd, ld.chunk, ld.block, header_of(fd, ld.chunk).dir_unit, set_ext0, &a);
+	close(fd);
+	expect_repair2("block claimed by two inodes", (int)lo.chunk, 0x030008, 0x050002, FSCK_YES,
+		       LOST_DATA2);
+	fd = img_fd(work);
+	id = inode_at(fd, where(fd, tree.data2));
+	CHECK(id.ext[0].pblk != io.ext[0].pblk);
+	close(fd);
+}
+
+/* A continuation of big: the last one (greatest cont_start), its chunk,
+ * slot offset and the location of the inode pointing to it. */
+static int last_cont(int fd, uint32_t *chunk, uint16_t *off, struct od_inode *cont,
+		     struct od_loc *pred)
+{
+	struct od_loc l = { 0 };
+	struct od_inode ino;
+	int found = 0;
+
+	for (uint32_t k = 0; k < NCHUNKS; k++) {
+		struct od_chunk_header h = header_of(fd, k);
+		uint8_t blk[OD_BLOCK_SIZE];
+		for (uint32_t b = 0; b * OD_ISLOTS_PER_BLOCK < h.islot_watermark; b++) {
+			if (read_unit(fd, k, h.itable_start + b, 1, h.nblocks / 2, blk) < 0)
+				continue;
+			for (uint32_t s = 0; s < OD_ISLOTS_PER_BLOCK; s++) {
+				od_get_inode(blk + OD_MB_HEADER_SIZE + s * OD_INODE_SIZE, &ino);
+				if (!(ino.flags & OD_INF_CONT) || ino.head_stable != tree.big)
+					continue;
+				if (!found || ino.cont_start > cont->cont_start) {
+					*cont = ino;
+					*chunk = k;
+					*off = (uint16_t)(OD_MB_HEADER_SIZE + s * OD_INODE_SIZE);
+					l.chunk = k;
+					l.block = h.itable_start + b;
+					l.off = *off;
+					found = 1;
+				}
+			}
+		}
+	}
+	if (!found)
+		return -1;
+	/* Who points at it: the head or another continuation. */
+	ino = inode_at(fd, where(fd, tree.big));
+	*pred = where(fd, tree.big);
+	while (ino.next.chunk != OD_LOC_NONE &&
+	       !(ino.next.chunk == l.chunk && ino.next.block == l.block && ino.next.off == l.off)) {
+		*pred = ino.next;
+		ino = inode_at(fd, ino.next);
+	}
+	return ino.next.chunk == OD_LOC_NONE ? -1 : 0;
+}
+
+static void zero_inode(uint8_t *unit, void *arg)
+{
+	memset(unit + *(uint16_t *)arg, 0, OD_INODE_SIZE);
+}
+
+/* (c) The last continuation of big is lost (its slot zeroed): the forward
+ * pointer to it dangles. With -x the chain is ended where it points (the
+ * rest of the file reads as zeros), and the lost continuation's blocks are
+ * freed in its own chunk. */
+static void case_dangling_next(void)
+{
+	struct od_inode cont = { 0 };
+	struct od_loc pred = { 0 };
+	struct fsck_result r;
+	char before[300];
+	uint32_t chunk = 0;
+	uint16_t off = 0;
+	size_t la, lb;
+	uint8_t *x, *y;
+	int fd, rc;
+
+	copy_file(pristine, work);
+	fd = img_fd(work);
+	CHECK_EQ(last_cont(fd, &chunk, &off, &cont, &pred), 0);
+	CHECK(pred.chunk != chunk);
+	patch_unit(fd, chunk, header_of(fd, chunk).itable_start + (off - OD_MB_HEADER_SIZE) /
+		   OD_INODE_SIZE / OD_ISLOTS_PER_BLOCK, 1, zero_inode, &off);
+	close(fd);
+	snprintf(before, sizeof(before), "%s.before", work);
+	copy_file(work, before);
+	/* Alone, the chunk of the pointer sees nothing wrong: deferred. */
+	CHECK_EQ(run(work, (int)pred.chunk, FSCK_CHECK_ONLY, 0, &r), 0);
+	CHECK(r.deferred > 0);
+	CHECK_EQ(run(work, -1, FSCK_CHECK_ONLY, 1, &r), FSCK_EXIT_UNCORRECTED);
+	CHECK(reported(0x060002));
+	CHECK(reported(0x050002));
+	CHECK(files_same(work, before));
+	CHECK_EQ(run(work, -1, FSCK_YES, 1, &r), FSCK_EXIT_FIXED);
+	CHECK_EQ(r.unfixed, 0);
+	/* Only the two chunks involved were written. */
+	x = slurp(work, &la);
+	y = slurp(before, &lb);
+	CHECK(x && y && la == lb);
+	for (uint32_t k = 0; x && y && k < NCHUNKS; k++)
+		if (k != chunk && k != pred.chunk)
+			CHECK(memcmp(x + (size_t)k * CHUNK_SIZE, y + (size_t)k * CHUNK_SIZE,
+				     CHUNK_SIZE) == 0);
+	free(x);
+	free(y);
+	rc = run(work, -1, FSCK_CHECK_ONLY, 1, &r);
+	CHECK_EQ(rc, 0);
+	CHECK_EQ(r.problems, 0);
+	big_keep = (size_t)cont.cont_start * OD_BLOCK_SIZE;
+	CHECK(big_keep < BIG_SIZE);
+	verify_tree(work, 0);
+	big_keep = BIG_SIZE;
+	unlink(before);
+	printf("dangling forward pointer: found by -x (0x060002), chain ended, clean on the "
+	       "second run\n");
+}
+
+struct inl_arg {
+	uint16_t off;
+	uint32_t len;
+};
+
+static void set_inline_len(uint8_t *unit, void *arg)
+{
+	struct inl_arg *a = arg;
+	struct od_inode ino;
+
+	od_get_inode(unit + a->off, &ino);
+	ino.inline_len = a->len;
+	od_put_inode(unit + a->off, &ino);
+}
+
+/* (d) Inline data longer than the inode's size: cut to the size. */
+static void case_inline(void)
+{
+	struct inl_arg a;
+	struct od_loc l;
+	int fd;
+
+	copy_file(pristine, work);
+	fd = img_fd(work);
+	l = where(fd, tree.small);
+	a.off = l.off;
+	a.len = 13; /* 11 bytes: still within the entry's 16 */
+	patch_unit(fd, l.chunk, l.block, header_of(fd, l.chunk).dir_unit, set_inline_len, &a);
+	close(fd);
+	expect_repair("inline data longer than the size", (int)l.chunk, 0x010026, FSCK_YES, 0);
+}
+
+static void bad_geometry(uint8_t *unit, void *arg)
+{
+	struct od_chunk_header h;
+
+	(void)arg;
+	od_get_chunk_header(unit, &h);
+	h.bitmap_start = 5; /* the 4-block list area of an old layout */
+	od_put_chunk_header(unit, &h);
+}
+
+static void bad_dir_unit(uint8_t *unit, void *arg)
+{
+	struct od_chunk_header h;
+
+	(void)arg;
+	od_get_chunk_header(unit, &h);
+	h.dir_unit = 9;
+	od_put_chunk_header(unit, &h);
+}
+
+/* (e) One header copy with a valid checksum but an invalid layout: the
+ * other copy is current and rewrites it. */
+static void case_header_geometry(void)
+{
+	int fd;
+
+	copy_file(pristine, work);
+	fd = img_fd(work);
+	patch_copy(fd, 1, 0, 1, 0, bad_geometry, NULL);
+	close(fd);
+	expect_repair("header copy 0 with an inconsistent layout", 1, 0x010001, FSCK_PREEN, 0);
+	copy_file(pristine, work);
+	fd = img_fd(work);
+	patch_copy(fd, 3, 0, 1, 1, bad_dir_unit, NULL);
+	close(fd);
+	expect_repair("header copy 1 with dir_unit 9", 3, 0x010001, FSCK_YES, 0);
+}
+
 static void case_table(void)
 {
 	uint32_t code, flags, prev = 0;
@@ -928,6 +1196,11 @@ int main(int argc, char **argv)
 	case_store();
 	case_slot();
 	case_cross();
+	case_orphan();
+	case_dup();
+	case_dangling_next();
+	case_inline();
+	case_header_geometry();
 	unlink(image);
 	unlink(pristine);
 	unlink(work);

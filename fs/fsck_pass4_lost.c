@@ -1,0 +1,472 @@
+/* fsck pass 4, the last step: inodes no entry names (orphans) are given a
+ * name in the chunk's lost+found, "#<number>", the way the library would
+ * have linked them, so that what they hold is kept and reachable.
+ * The lost+found of a chunk is the directory "lost+found" of the root, when
+ * the root's head lives in this chunk (chunk 0): found among the root's
+ * entries here, or made here (an embedded directory in a root unit with
+ * room, its map entry, one directory unit). Every byte this writes is in
+ * this chunk, and so are every count it changes: the orphan's, lost+found's
+ * and the root's. In the other chunks an entry may only be added to a
+ * directory part already there, and lost+found's part cannot be told from
+ * this chunk alone: their orphans are reported and left (PR_4_ORPHAN_KEEP).
+ * Relies on passes 1-4 (records, entries, block owners, the map). */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "crc32c.h"
+#include "fsck_int.h"
+
+#define LF_NAME "lost+found"
+#define LF_NAME_LEN 10u
+
+static int is_dir_rec(const struct fsck_ino *r)
+{
+	return S_ISDIR(r->ino.mode);
+}
+
+/* The root's record, when its head is in this chunk. */
+static uint32_t root_rec(struct fsck_ctx *c)
+{
+	uint64_t root = c->hdr.root_stable;
+	uint32_t ri;
+
+	if ((uint32_t)root == 0 || OD_STABLE_CHUNK(root) != c->index)
+		return FSCK_NONE;
+	ri = fsck_rec_by_stable(c, root);
+	if (ri == FSCK_NONE || c->recs[ri].dead || !is_dir_rec(&c->recs[ri]) ||
+	    (c->recs[ri].ino.flags & OD_INF_CONT))
+		return FSCK_NONE;
+	return ri;
+}
+
+/* lost+found among the root's entries here, or FSCK_NONE. */
+static uint32_t find_lf(struct fsck_ctx *c, uint32_t root)
+{
+	for (uint32_t di = 0; di < c->ndents; di++) {
+		const struct fsck_dent *d = &c->dents[di];
+		struct fsck_unit *u;
+		if (d->cleared || d->dir != root || d->target == FSCK_NONE ||
+		    d->name_len != LF_NAME_LEN)
+			continue;
+		u = fsck_unit_find(c, d->unit);
+		if (!u || !u->data ||
+		    memcmp(u->data + d->off + OD_DIRENT_HEADER, LF_NAME, LF_NAME_LEN) != 0)
+			continue;
+		if (c->recs[d->target].dead || !is_dir_rec(&c->recs[d->target]))
+			return FSCK_NONE;
+		return d->target;
+	}
+	return FSCK_NONE;
+}
+
+/* Where in unit u an entry of `need` bytes fits: *at and the rec_len the
+ * holder keeps (*keep, 0 when the new entry takes a free first entry's
+ * place). 0, or -ENOSPC. */
+static int unit_room(const struct fsck_unit *u, uint32_t need, uint32_t *holder, uint32_t *at,
+		     uint32_t *keep)
+{
+	uint32_t size = (uint32_t)u->units * OD_BLOCK_SIZE;
+
+	for (uint32_t off = OD_MB_HEADER_SIZE; off + OD_DIRENT_HEADER <= size;) {
+		struct od_dirent de;
+		uint32_t used;
+		od_get_dirent(u->data + off, &de);
+		if (de.rec_len < OD_DIRENT_HEADER || (de.rec_len & 7) || off + de.rec_len > size)
+			return -ENOSPC;
+		used = od_dirent_used(u->data + off, &de);
+		if (used <= de.rec_len && de.rec_len - used >= need) {
+			*holder = off;
+			*at = off + used;
+			*keep = used;
+			return 0;
+		}
+		off += de.rec_len;
+	}
+	return -ENOSPC;
+}
+
+/* A walked unit of directory ri with room for `need` bytes. */
+static int dir_room(struct fsck_ctx *c, uint32_t ri, uint32_t need, struct fsck_unit **out,
+		    uint32_t *holder, uint32_t *at, uint32_t *keep)
+{
+	struct od_extent *ext;
+	uint32_t n, *units, nunits;
+	int ret = fsck_extents(c, ri, &ext, &n, &units, &nunits);
+
+	if (ret < 0)
+		return ret;
+	ret = -ENOSPC;
+	for (uint32_t i = 0; i < n && ret == -ENOSPC; i++) {
+		struct fsck_unit *u = fsck_unit_find(c, ext[i].pblk);
+		if (!u || !u->data || !u->walked || u->type != OD_MB_DIR)
+			continue;
+		if (unit_room(u, need, holder, at, keep) == 0) {
+			*out = u;
+			ret = 0;
+		}
+	}
+	free(ext);
+	free(units);
+	return ret;
+}
+
+static int block_free(const struct fsck_ctx *c, uint32_t b)
+{
+	return c->owner[b] == 0 && !((c->disk_bitmap[b >> 3] >> (b & 7)) & 1);
+}
+
+/* A place for a new directory unit: copy 0 and its mirror free. */
+static int unit_place(const struct fsck_ctx *c, uint32_t *blk)
+{
+	uint32_t du = c->hdr.dir_unit;
+
+	for (uint32_t b = c->hdr.data_start; b + du <= c->half; b++) {
+		uint32_t k;
+		if (c->bitmap_unknown[b / (OD_MB_PAYLOAD * 8)] ||
+		    c->bitmap_unknown[(b + c->half) / (OD_MB_PAYLOAD * 8)])
+			continue;
+		for (k = 0; k < du; k++)
+			if (!block_free(c, b + k) || !block_free(c, b + c->half + k))
+				break;
+		if (k == du) {
+			*blk = b;
+			return 0;
+		}
+	}
+	return -ENOSPC;
+}
+
+/* A map index for a new number: a free entry below the watermark that no
+ * inode found here claims, else the watermark when its block is here. */
+static int map_slot(const struct fsck_ctx *c, uint32_t *idx)
+{
+	for (uint32_t i = 0; i < c->nmap; i++) {
+		/* (a number some inode here has, even a dead one, is not taken) */
+		if (c->map_lost[i] || (c->map[i].flags & OD_MAPF_USED) ||
+		    fsck_hmap_get(&c->by_stable, OD_STABLE(c->index, i)) != FSCK_NONE)
+			continue;
+		*idx = i;
+		return 0;
+	}
+	if (c->nmap < c->hdr.max_inodes && c->nmap % OD_MAP_PER_BLOCK != 0) {
+		struct fsck_unit *u =
+			fsck_unit_find((struct fsck_ctx *)c, c->hdr.map_start + c->nmap / OD_MAP_PER_BLOCK);
+		if (u && u->data) {
+			*idx = c->nmap;
+			return 0;
+		}
+	}
+	return -ENOSPC;
+}
+
+/* Why the orphan ri cannot be linked into lost+found now, or NULL. */
+static const char *cannot_link(struct fsck_ctx *c, uint32_t ri)
+{
+	uint32_t root = root_rec(c), lf, dummy, u32;
+	struct fsck_unit *u;
+	uint32_t ref_need = od_dirent_size(24, 0, 0);
+
+	if (c->recs[ri].slot == FSCK_NONE)
+		return "it is embedded in an entry that names another number";
+	if (root == FSCK_NONE)
+		return "this chunk holds no lost+found (only the root's own chunk can make one)";
+	if (c->incomplete)
+		return "some owners of blocks could not be read (no block can be taken)";
+	if (!c->owner || !c->disk_bitmap)
+		return "the blocks in use are not known";
+	if (c->hdr.flags & OD_CHF_BITMAP_UNINIT)
+		return "the block bitmap was never written";
+	lf = find_lf(c, root);
+	if (lf != FSCK_NONE) {
+		if (dir_room(c, lf, ref_need, &u, &dummy, &dummy, &dummy) == 0)
+			return NULL;
+		if (c->recs[lf].ino.nextents >= OD_INODE_EXTENTS || c->recs[lf].ino.ext_block)
+			return "lost+found is full";
+		return unit_place(c, &u32) == 0 ? NULL : "no room for a directory unit";
+	}
+	if (dir_room(c, root, od_dirent_size(LF_NAME_LEN, 1, 0), &u, &dummy, &dummy, &dummy) < 0)
+		return "no room in the root's units for lost+found";
+	if (map_slot(c, &u32) < 0)
+		return "no free inode number for lost+found";
+	if (unit_place(c, &u32) < 0)
+		return "no room for a directory unit";
+	return NULL;
+}
+
+/* Write the entry (and its embedded inode) into u at `at`. */
+static void put_entry(struct fsck_ctx *c, struct fsck_unit *u, uint32_t holder, uint32_t at,
+		      uint32_t keep, const char *name, uint64_t stable, const struct od_inode *embed)
+{
+	uint32_t len = (uint32_t)strlen(name), end;
+	struct od_dirent hd, de = { .name_len = (uint8_t)len,
+				    .kind = embed ? OD_DE_EMBEDDED : OD_DE_REF,
+				    .hash = crc32c(0, name, len), .stable = stable };
+
+	od_get_dirent(u->data + holder, &hd);
+	end = holder + hd.rec_len;
+	if (keep) {
+		hd.rec_len = (uint16_t)keep;
+		od_put_dirent(u->data + holder, &hd);
+	}
+	de.rec_len = (uint16_t)(end - at);
+	memset(u->data + at, 0, od_dirent_size(len, embed != NULL, 0));
+	od_put_dirent(u->data + at, &de);
+	memcpy(u->data + at + OD_DIRENT_HEADER, name, len);
+	if (embed)
+		od_put_inode(u->data + at + OD_DIRENT_HEADER + od_align8(len), embed);
+	fsck_unit_modified(c, u);
+}
+
+static int push_dent(struct fsck_ctx *c, uint32_t unit, uint32_t off, uint64_t stable,
+		     uint32_t dir, uint32_t target, uint8_t kind, uint8_t name_len)
+{
+	struct fsck_dent *d;
+
+	if (c->ndents == c->capdents) {
+		uint32_t ncap = c->capdents ? c->capdents * 2 : 1024;
+		struct fsck_dent *p = realloc(c->dents, ncap * sizeof(*p));
+		if (!p)
+			return fsck_oom(c);
+		c->dents = p;
+		c->capdents = ncap;
+	}
+	d = &c->dents[c->ndents++];
+	memset(d, 0, sizeof(*d));
+	d->unit = unit;
+	d->off = off;
+	d->stable = stable;
+	d->dir = dir;
+	d->target = target;
+	d->kind = kind;
+	d->name_len = name_len;
+	return 0;
+}
+
+/* A new directory unit for lost+found (record lf): its only entry free. */
+static int new_unit(struct fsck_ctx *c, uint32_t lf, uint64_t lf_stable, struct fsck_unit **out)
+{
+	uint32_t du = c->hdr.dir_unit, blk, seq = 0;
+	size_t len = (size_t)du * OD_BLOCK_SIZE;
+	struct fsck_ino *r = &c->recs[lf];
+	struct fsck_unit *u;
+	struct od_extent e;
+
+	if (unit_place(c, &blk) < 0 || r->ino.nextents >= OD_INODE_EXTENTS)
+		return -ENOSPC;
+	for (uint32_t i = 0; i < r->ino.nextents; i++)
+		if (r->ino.ext[i].lblk >= seq)
+			seq = (uint32_t)r->ino.ext[i].lblk + 1;
+	u = calloc(1, sizeof(*u));
+	if (!u || !(u->data = calloc(1, len))) {
+		free(u);
+		return fsck_oom(c);
+	}
+	u->block = blk;
+	u->units = (uint16_t)du;
+	u->type = OD_MB_DIR;
+	u->cur = -1;
+	u->walked = 1;
+	u->txid = c->hdr_unit->txid;
+	{
+		struct od_mb_header h = { .magic = OD_MB_MAGIC, .type = OD_MB_DIR,
+					  .units = (uint16_t)du, .chunk = c->index, .block = blk,
+					  .seq = seq, .txid = u->txid, .owner = lf_stable };
+		struct od_dirent fr = { .rec_len = (uint16_t)(len - OD_MB_HEADER_SIZE),
+					.kind = OD_DE_FREE };
+		od_put_mb_header(u->data, &h);
+		od_put_dirent(u->data + OD_MB_HEADER_SIZE, &fr);
+	}
+	u->modified = 1;
+	fsck_unit_add(c, u);
+	for (uint32_t k = 0; k < du; k++) {
+		uint32_t b[2] = { blk + k, blk + k + c->half };
+		for (int m = 0; m < 2; m++) {
+			c->owner[b[m]] = lf + 1;
+			c->disk_bitmap[b[m] >> 3] |= (uint8_t)(1u << (b[m] & 7));
+		}
+	}
+	c->hdr.free_blocks -= 2 * du;
+	c->hdr_changed = 1;
+	e.lblk = seq;
+	e.pblk = blk;
+	e.len = du;
+	r->ino.ext[r->ino.nextents++] = e;
+	c->res.dir_units++;
+	*out = u;
+	return 0;
+}
+
+/* The inode of record ri, as it is now, back into its unit. */
+static void store_inode(struct fsck_ctx *c, uint32_t ri)
+{
+	struct fsck_ino *r = &c->recs[ri];
+	struct fsck_unit *u = fsck_unit_find(c, r->block);
+
+	if (!u || !u->data)
+		return;
+	od_put_inode(u->data + r->off, &r->ino);
+	fsck_unit_modified(c, u);
+}
+
+/* Make lost+found in the root (record root): an embedded directory. */
+static int make_lf(struct fsck_ctx *c, uint32_t root, uint32_t *lf_out)
+{
+	uint32_t idx, holder, at, keep, ri, di;
+	struct fsck_unit *u;
+	struct od_inode ino;
+	struct od_map_entry *e;
+	uint64_t s;
+	int ret;
+
+	if (map_slot(c, &idx) < 0)
+		return -ENOSPC;
+	ret = dir_room(c, root, od_dirent_size(LF_NAME_LEN, 1, 0), &u, &holder, &at, &keep);
+	if (ret < 0)
+		return ret;
+	if (idx == c->nmap) {
+		struct od_map_entry *m = realloc(c->map, (c->nmap + 1) * sizeof(*m));
+		uint8_t *l;
+		if (!m)
+			return fsck_oom(c);
+		c->map = m;
+		l = realloc(c->map_lost, c->nmap + 1);
+		if (!l)
+			return fsck_oom(c);
+		c->map_lost = l;
+		memset(&c->map[c->nmap], 0, sizeof(*m));
+		c->map_lost[c->nmap] = 0;
+		c->nmap++;
+		c->hdr.map_watermark = c->nmap;
+		c->hdr_changed = 1;
+	}
+	s = OD_STABLE(c->index, idx);
+	memset(&ino, 0, sizeof(ino));
+	ino.stable = s;
+	e = &c->map[idx];
+	ino.generation = e->generation + 1 ? e->generation + 1 : 1;
+	ino.mode = S_IFDIR | 0700;
+	ino.nlink = 2;
+	ino.parent = c->recs[root].ino.stable;
+	ino.next.chunk = OD_LOC_NONE;
+	ino.atime = ino.mtime = ino.ctime = (int64_t)time(NULL);
+	put_entry(c, u, holder, at, keep, LF_NAME, s, &ino);
+	di = c->ndents;
+	ret = push_dent(c, u->block, at, s, root, FSCK_NONE, OD_DE_EMBEDDED, LF_NAME_LEN);
+	if (ret < 0)
+		return ret;
+	ret = fsck_add_rec(c, &ino, u->block, (uint16_t)(at + OD_DIRENT_HEADER + od_align8(LF_NAME_LEN)),
+			   FSCK_NONE, di, &ri);
+	if (ret < 0)
+		return ret;
+	c->recs[ri].links = 1;
+	c->recs[ri].walked = 1;
+	c->recs[ri].ext_done = 1;
+	c->dents[di].target = ri;
+	e->loc.chunk = c->index;
+	e->loc.block = u->block;
+	e->loc.off = c->recs[ri].off;
+	e->flags = OD_MAPF_USED;
+	e->generation = ino.generation;
+	{
+		struct fsck_unit *mu = fsck_unit_find(c, c->hdr.map_start + idx / OD_MAP_PER_BLOCK);
+		od_put_map_entry(mu->data + OD_MB_HEADER_SIZE +
+					 (idx % OD_MAP_PER_BLOCK) * OD_MAP_ENTRY_SIZE, e);
+		fsck_unit_modified(c, mu);
+	}
+	c->used_map++;
+	c->hdr.used_inodes++;
+	c->hdr_changed = 1;
+	c->res.inodes++;
+	/* The root gains a subdirectory. */
+	c->recs[root].subdirs++;
+	c->recs[root].ino.nlink++;
+	store_inode(c, root);
+	fsck_note(c, "lost+found made: inode %llu", (unsigned long long)s);
+	*lf_out = ri;
+	return 0;
+}
+
+/* Link orphan ri into lost+found as name. */
+static int link_orphan(struct fsck_ctx *c, uint32_t ri, const char *name)
+{
+	uint32_t root = root_rec(c), lf, holder, at, keep, need;
+	uint64_t lf_stable;
+	struct fsck_unit *u;
+	int ret;
+
+	if (root == FSCK_NONE)
+		return -ENOENT;
+	lf = find_lf(c, root);
+	if (lf == FSCK_NONE) {
+		ret = make_lf(c, root, &lf);
+		if (ret < 0)
+			return ret;
+	}
+	lf_stable = c->recs[lf].ino.stable;
+	need = od_dirent_size((uint32_t)strlen(name), 0, 0);
+	if (dir_room(c, lf, need, &u, &holder, &at, &keep) < 0) {
+		ret = new_unit(c, lf, lf_stable, &u);
+		if (ret < 0)
+			return ret;
+		store_inode(c, lf);
+		holder = at = OD_MB_HEADER_SIZE;
+		keep = 0;
+	}
+	put_entry(c, u, holder, at, keep, name, c->recs[ri].ino.stable, NULL);
+	ret = push_dent(c, u->block, at, c->recs[ri].ino.stable, lf, ri, OD_DE_REF,
+			(uint8_t)strlen(name));
+	if (ret < 0)
+		return ret;
+	c->recs[ri].links = 1;
+	if (is_dir_rec(&c->recs[ri])) {
+		c->recs[ri].ino.parent = lf_stable;
+		store_inode(c, ri);
+		c->recs[lf].subdirs++;
+		c->recs[lf].ino.nlink++;
+		store_inode(c, lf);
+	} else if (c->recs[ri].ino.nlink != 1) {
+		fsck_set_nlink(c, ri, 1);
+	}
+	return 0;
+}
+
+int fsck_lost_found(struct fsck_ctx *c)
+{
+	for (uint32_t ri = 0; ri < c->nrecs && !c->oper; ri++) {
+		struct fsck_pctx p = { .rec = &c->recs[ri], .ino = c->recs[ri].ino.stable };
+		const char *why;
+		char name[32];
+		int ret;
+
+		if (!c->recs[ri].orphan || c->recs[ri].dead)
+			continue;
+		c->recs[ri].orphan = 0;
+		why = cannot_link(c, ri);
+		if (why) {
+			p.str = why;
+			fix_problem(c, PR_4_ORPHAN_KEEP, &p);
+			continue;
+		}
+		snprintf(name, sizeof(name), "#%llu", (unsigned long long)c->recs[ri].ino.stable);
+		p.str = name;
+		if (!fix_problem(c, PR_4_ORPHAN, &p))
+			continue;
+		ret = link_orphan(c, ri, name);
+		if (ret == -ENOMEM)
+			return ret;
+		if (ret < 0) {
+			/* cannot_link() said it could: a bug here, not the disk's */
+			fsck_note(c, "linking inode %llu into lost+found failed: %s",
+				  (unsigned long long)c->recs[ri].ino.stable, strerror(-ret));
+			c->oper = ret;
+			return ret;
+		}
+	}
+	return 0;
+}
