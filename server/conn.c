@@ -12,6 +12,7 @@
 #include <event2/buffer.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "server/log.h"
 #include "server/server.h"
@@ -86,8 +87,24 @@ void conn_reply(struct conn *c, const uint8_t *buf, size_t len)
 	dead = c->dead;
 	pthread_mutex_unlock(&c->lock);
 	/* (the request's reference keeps the bufferevent alive) */
-	if (!dead)
+	if (dead)
+		return;
+	/* Nothing queued before it: the reply goes to the socket from here,
+	 * without waking the loop; what the socket does not take now is
+	 * queued and sent by the loop. Under the bufferevent's lock, so the
+	 * loop never writes at the same time and the order is kept. */
+	bufferevent_lock(c->bev);
+	if (evbuffer_get_length(bufferevent_get_output(c->bev)) == 0) {
+		ssize_t n = send(bufferevent_getfd(c->bev), buf, len, MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (n > 0) {
+			buf += n;
+			len -= (size_t)n;
+		}
+		/* An error other than a full socket is the loop's to see. */
+	}
+	if (len)
 		bufferevent_write(c->bev, buf, len);
+	bufferevent_unlock(c->bev);
 }
 
 static int over_limits(struct server *srv, struct conn *c)
