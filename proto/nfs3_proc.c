@@ -471,7 +471,8 @@ void nfs3_proc_read(struct nfs_ctx *ctx, READ3args *args, READ3res *res)
 	}
 	if (count > ctx->rtmax)
 		count = ctx->rtmax;
-	buf = arena_alloc(&ctx->arena, count ? count : 1);
+	buf = ctx->read_into && count <= ctx->read_room ? (char *)ctx->read_into
+							: arena_alloc(&ctx->arena, count ? count : 1);
 	if (buf)
 		ret = fs_read(ctx->vol, &ctx->cred, ino, args->offset, count, buf, &n, &eof);
 	else

@@ -32,6 +32,10 @@ struct nfs_ctx {
 	uint32_t rtmax, wtmax;     /* FSINFO limits; READ/WRITE counts are clamped to them */
 	int needs_sync;            /* set by a modifying procedure: durable before the reply */
 	struct arena arena;
+	/* Where READ may put its data so that the reply is not copied: the
+	 * reply buffer at the data's place (NULL: arena memory). */
+	uint8_t *read_into;
+	size_t read_room;
 	/* For MOUNT, which works on the server's state: the server and the
 	 * connection the call came on (opaque to procedure code). */
 	struct server *srv;
