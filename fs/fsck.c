@@ -382,7 +382,25 @@ int fsck_unit_decide(struct fsck_ctx *c, struct fsck_unit *u, uint8_t *raw[2], c
 	u->pending = pc != FSCK_NONE;
 	pc &= 0xff;
 	u->cur = -1;
-	if (valid[0] && valid[1]) {
+	if (u->pending && c->rollback) {
+		/* The transaction is rolled back (fsck_txn.c): the copy it
+		 * did not write holds the version before it. */
+		int old = 1 - (int)pc;
+		if (valid[old]) {
+			u->cur = (int8_t)old;
+			if (!valid[pc] || memcmp(raw[0], raw[1], len) != 0)
+				u->heal[pc] = HEAL_SETTLE;
+		} else if (is_hdr && valid[pc]) {
+			/* No header before it: the transaction's own is all there is. */
+			u->cur = (int8_t)pc;
+			p.copy = old;
+			p.str = why[old];
+			if (fix_problem(c, PR_1_HDR_COPY_BAD, &p))
+				u->heal[old] = HEAL_FIX;
+		} else {
+			u->no_older = 1; /* new in the transaction */
+		}
+	} else if (valid[0] && valid[1]) {
 		uint64_t t0 = raw_txid(raw[0]), t1 = raw_txid(raw[1]);
 		int newer = t1 > t0 ? 1 : 0;
 		u->cur = (int8_t)newer;
@@ -546,8 +564,10 @@ int fsck_unit_get(struct fsck_ctx *c, uint32_t block, uint16_t units, uint16_t t
 	fsck_unit_add(c, u);
 	fsck_unit_decide(c, u, raw, valid, why);
 	if (!u->data) {
-		struct fsck_pctx p = { .blk = block, .str = fsck_unit_name(type) };
-		int code = type == OD_MB_BITMAP ? PR_0_BITMAP_BOTH_BAD : PR_0_UNIT_BOTH_BAD;
+		struct fsck_pctx p = { .blk = block, .str = fsck_unit_name(type), .num = c->pend_txid };
+		int code = type == OD_MB_BITMAP ? PR_0_BITMAP_BOTH_BAD
+			   : u->no_older    ? PR_0_UNIT_NO_OLDER
+					    : PR_0_UNIT_BOTH_BAD;
 		if (fix_problem(c, code, &p)) {
 			u->data = malloc(len);
 			if (!u->data)
@@ -703,8 +723,11 @@ static int write_copy(struct fsck_ctx *c, const struct fsck_unit *u, int copy)
 	return store_pwrite(c->st, u->data, (size_t)u->units * OD_BLOCK_SIZE, off);
 }
 
-/* A pending unit the check never read: the newer valid copy over the other. */
-static int settle_unread(struct fsck_ctx *c, uint32_t block, uint16_t units, uint32_t *n)
+/* A pending unit the check never read: the newer valid copy over the
+ * other, or, when the transaction is rolled back, the copy it did not
+ * write over the one it wrote (written: that copy). */
+static int settle_unread(struct fsck_ctx *c, uint32_t block, uint16_t units, int written,
+			 uint32_t *n)
 {
 	size_t len = (size_t)units * OD_BLOCK_SIZE;
 	uint8_t *b0 = malloc(len), *b1 = malloc(len);
@@ -723,7 +746,15 @@ static int settle_unread(struct fsck_ctx *c, uint32_t block, uint16_t units, uin
 			      sizeof(why)) == 0)
 			v1 = copy_ok(c, b1, len, block, 0, why, sizeof(why));
 	}
-	if ((v0 || v1) && !(v0 && v1 && memcmp(b0, b1, len) == 0)) {
+	if (c->rollback) {
+		int old = 1 - written;
+		if ((old ? v1 : v0) && (!(old ? v0 : v1) || memcmp(b0, b1, len) != 0)) {
+			ret = store_pwrite(c->st, old ? b1 : b0, len,
+					   (uint64_t)(block + (written ? c->half : 0)) * OD_BLOCK_SIZE);
+			if (ret == 0)
+				(*n)++;
+		}
+	} else if ((v0 || v1) && !(v0 && v1 && memcmp(b0, b1, len) == 0)) {
 		int from = v0 && (!v1 || raw_txid(b0) >= raw_txid(b1)) ? 0 : 1;
 		ret = store_pwrite(c->st, from ? b1 : b0, len,
 				   (uint64_t)(block + (from ? 0 : c->half)) * OD_BLOCK_SIZE);
@@ -738,7 +769,7 @@ static int settle_unread(struct fsck_ctx *c, uint32_t block, uint16_t units, uin
 static int write_out(struct fsck_ctx *c)
 {
 	uint32_t nwritten = 0, nsettled = 0;
-	int any = c->hdr_changed, ret = 0;
+	int any = c->hdr_changed || c->force_write, ret = 0;
 
 	for (uint32_t h = 0; h < c->uhash_size && !any; h++)
 		for (struct fsck_unit *u = c->uhash[h]; u; u = u->hnext)
@@ -762,7 +793,8 @@ static int write_out(struct fsck_ctx *c)
 			continue;
 		block = (uint32_t)(c->pend.keys[i] - 1);
 		if (!fsck_unit_find(c, block))
-			ret = settle_unread(c, block, (uint16_t)(c->pend.vals[i] >> 8), &nsettled);
+			ret = settle_unread(c, block, (uint16_t)(c->pend.vals[i] >> 8),
+					    (int)(c->pend.vals[i] & 0xff), &nsettled);
 	}
 	/* Copies 0, then copies 1, then the header the same way: a crash in
 	 * between leaves every unit with one copy of each version. */
@@ -815,6 +847,7 @@ static void ctx_free(struct fsck_ctx *c)
 	}
 	free(c->uhash);
 	fsck_hmap_free(&c->pend);
+	fsck_txn_free(c);
 	fsck_hmap_free(&c->by_loc);
 	fsck_hmap_free(&c->by_stable);
 	free(c->recs);
@@ -851,8 +884,13 @@ void fsck_add_result(struct fsck_result *to, const struct fsck_result *r)
 	to->exit_code |= r->exit_code;
 }
 
-int fsck_check_chunk(struct chunk_store *st, uint32_t expect, const struct fsck_opts *o,
-		     struct fsck_vol *vol, struct fsck_result *out)
+/* One round of a chunk's check. The cross-chunk step comes before the
+ * bitmap (pass 5), so that the blocks of what it removes are freed there.
+ * *again: a repair was written that the passes before it could not take
+ * into account (a directory part removed: the entries in its units are
+ * gone), so the chunk is to be checked once more. */
+static int check_round(struct chunk_store *st, uint32_t expect, const struct fsck_opts *o,
+		       struct fsck_vol *vol, struct fsck_result *out, int *again, uint32_t *index)
 {
 	struct fsck_ctx *c = calloc(1, sizeof(*c));
 	uint64_t t0 = now_usec();
@@ -880,7 +918,7 @@ int fsck_check_chunk(struct chunk_store *st, uint32_t expect, const struct fsck_
 	}
 	if (!skipped) {
 		int (*const passes[])(struct fsck_ctx *) = { fsck_pass2, fsck_pass3, fsck_pass4,
-							     fsck_pass5, fsck_cross };
+							     fsck_cross, fsck_pass5 };
 		for (size_t i = 0; i < sizeof(passes) / sizeof(passes[0]); i++) {
 			if (ret < 0 || c->fatal || c->oper || fsck_cancelled(c))
 				break;
@@ -888,8 +926,10 @@ int fsck_check_chunk(struct chunk_store *st, uint32_t expect, const struct fsck_
 		}
 		if (ret < 0 && !c->oper)
 			c->oper = ret;
-		if (!c->fatal && !c->oper && !fsck_cancelled(c) && o->mode != FSCK_CHECK_ONLY)
-			write_out(c);
+		if (!c->fatal && !c->oper && !fsck_cancelled(c) && o->mode != FSCK_CHECK_ONLY &&
+		    write_out(c) == 0 && c->restart)
+			*again = 1;
+		*index = c->index;
 		fsck_note(c, "%llu inodes, %llu blocks used, %u problems, %u fixed%s",
 			  (unsigned long long)c->res.inodes,
 			  (unsigned long long)c->res.blocks_used, c->res.problems, c->res.fixed,
@@ -912,6 +952,55 @@ int fsck_check_chunk(struct chunk_store *st, uint32_t expect, const struct fsck_
 	fsck_add_result(out, &c->res);
 	ctx_free(c);
 	return 0;
+}
+
+#define MAX_ROUNDS 4
+
+int fsck_check_chunk(struct chunk_store *st, uint32_t expect, const struct fsck_opts *o,
+		     struct fsck_vol *vol, struct fsck_result *out)
+{
+	struct fsck_result sum, last;
+	uint32_t index = expect == UINT32_MAX ? 0 : expect;
+	int again = 1, ret = 0;
+
+	memset(&sum, 0, sizeof(sum));
+	memset(&last, 0, sizeof(last));
+	for (int round = 0; again && round < MAX_ROUNDS && ret == 0; round++) {
+		if (round) {
+			/* What the earlier rounds found and fixed is kept; what
+			 * is left is what the last round leaves. */
+			sum.problems += last.problems;
+			sum.fixed += last.fixed;
+			sum.exit_code |= last.exit_code & FSCK_EXIT_FIXED;
+			sum.usec += last.usec;
+			if (o->out) {
+				char line[96];
+				snprintf(line, sizeof(line),
+					 "chunk %u: checked again (a repair removed entries)", index);
+				o->out(o->ctx, line);
+			}
+		}
+		again = 0;
+		memset(&last, 0, sizeof(last));
+		ret = check_round(st, expect, o, vol, &last, &again, &index);
+	}
+	if (again) {
+		/* Still changing after MAX_ROUNDS: said, and left to the next run. */
+		if (o->out) {
+			char line[96];
+			snprintf(line, sizeof(line), "chunk %u: still changing after %d rounds: run "
+				 "the check again", index, MAX_ROUNDS);
+			o->out(o->ctx, line);
+		}
+		last.unfixed++;
+		last.exit_code |= FSCK_EXIT_UNCORRECTED;
+	}
+	last.problems += sum.problems;
+	last.fixed += sum.fixed;
+	last.exit_code |= sum.exit_code;
+	last.usec += sum.usec;
+	fsck_add_result(out, &last);
+	return ret;
 }
 
 int fsck_chunk_store(struct chunk_store *st, uint32_t expect_index, const struct fsck_opts *o,

@@ -90,7 +90,9 @@ found:
 	return 0;
 }
 
-/* A unit of another chunk: the newer of its valid copies. */
+/* A unit of another chunk: the copy its newest dirty list makes current
+ * when it names the unit (rolled forward or back, fsck_txn.c), else the
+ * newer of its valid copies. */
 static int far_unit(struct fsck_ctx *c, uint32_t chunk, uint32_t block, uint16_t units,
 		    uint16_t type, uint8_t *buf)
 {
@@ -98,18 +100,23 @@ static int far_unit(struct fsck_ctx *c, uint32_t chunk, uint32_t block, uint16_t
 	size_t len = (size_t)units * OD_BLOCK_SIZE;
 	uint8_t *other;
 	uint64_t best = 0;
-	int found = 0;
+	int found = 0, only, ret;
 
 	if (chunk >= v->nchunks || !v->hdr_ok[chunk])
 		return -ENXIO;
 	if ((uint64_t)block + units > v->hdr[chunk].nblocks / 2)
 		return -ERANGE;
+	ret = fsck_txn_far_copy(c, chunk, block, &only);
+	if (ret < 0)
+		return ret;
 	other = malloc(len);
 	if (!other)
 		return -ENOMEM;
 	for (int copy = 0; copy < 2; copy++) {
 		uint64_t off = (uint64_t)(block + (copy ? v->hdr[chunk].nblocks / 2 : 0)) * OD_BLOCK_SIZE;
 		struct od_mb_header h;
+		if (only >= 0 && copy != only)
+			continue;
 		if (copy && (v->hdr[chunk].flags & OD_CHF_SINGLE_COPY))
 			break;
 		if (vol_pread(v, chunk, other, len, off) < 0 || od_verify(other, len) < 0)
@@ -520,8 +527,20 @@ int fsck_cross(struct fsck_ctx *c)
 			fsck_note(c, "deferred (the other end cannot be read): %s", line);
 		} else if (bad) {
 			p.str = bad;
-			if (fix_problem(c, code, &p) && code == PR_6_NEXT)
+			if (!fix_problem(c, code, &p))
+				continue;
+			if (code == PR_6_NEXT) {
 				fsck_cut_chain(c, d->rec);
+			} else if (code == PR_6_HEAD) {
+				/* Nothing reaches it: its slot and blocks are freed
+				 * (pass 5 comes after this step). A directory part
+				 * takes the entries of its units with it, which the
+				 * passes before counted: the chunk is checked again. */
+				if (S_ISDIR(r->ino.mode))
+					c->restart = 1;
+				fsck_unclaim(c, d->rec);
+				fsck_zero_slot(c, d->rec);
+			}
 		}
 	}
 	return 0;

@@ -36,6 +36,8 @@ const struct fsck_problem *fsck_problem_find(uint32_t code);
 #define PR_0_BITMAP_BOTH_BAD 0x000004
 #define PR_0_UNIT_CONFLICT 0x000005
 #define PR_0_UNIT_LIST_MISMATCH 0x000006
+#define PR_0_TXN_DAMAGED 0x000007
+#define PR_0_UNIT_NO_OLDER 0x000008
 /* 0x01: pass 1, the chunk header, fixed units and inode-area slots */
 #define PR_1_HDR_COPY_BAD 0x010001
 #define PR_1_HDR_BOTH_BAD 0x010002
@@ -130,6 +132,7 @@ struct fsck_unit {
 	uint8_t heal[2];    /* copies to rewrite with data, byte for byte */
 	uint8_t modified;   /* a repair changed data: resealed, both copies written */
 	uint8_t pending;    /* named by the chunk's newest dirty list */
+	uint8_t no_older;   /* rolled back, but no valid copy before the transaction */
 	uint8_t walked;     /* directory units: entries read (pass 2) */
 	struct fsck_unit *hnext;
 };
@@ -200,6 +203,18 @@ struct fsck_vol {
 	int have_uuid;
 };
 
+/* A chunk's newest dirty list and what becomes of it (fsck_txn.c). */
+struct fsck_txlist {
+	uint8_t loaded;     /* looked for */
+	uint8_t present;    /* a valid list was found */
+	uint8_t decided, rollback;
+	uint64_t txid;
+	uint32_t nparts;
+	uint32_t n;         /* entries */
+	uint32_t bad;       /* ... whose written copy does not carry txid */
+	struct od_dl_entry *e;
+};
+
 struct fsck_ctx {
 	const struct fsck_opts *o;
 	struct fsck_result res;
@@ -225,6 +240,13 @@ struct fsck_ctx {
 	struct fsck_hmap pend;        /* block + 1 -> copy written */
 	int lists_present;
 	uint64_t pend_txid;           /* the transaction of that list */
+	int rollback;                 /* ... rolled back: the other copies are current */
+	int force_write;              /* a repair run writes even if nothing else changed */
+	int restart;                  /* a repair needs another round of the check (fsck.c) */
+	struct fsck_txlist tx_own;    /* this chunk's list */
+	struct fsck_txlist *tx_far;   /* the volume's other chunks' (with vol), lazily */
+	uint64_t tx_newest;           /* the volume's newest transaction (with vol) */
+	int tx_newest_known, tx_newest_committed;
 
 	/* Inodes and entries. */
 	struct fsck_ino *recs;
@@ -330,6 +352,13 @@ int fsck_lost_found(struct fsck_ctx *c);
 void fsck_cut_chain(struct fsck_ctx *c, uint32_t ri);
 /* pass3: forget the blocks claimed by r (its inode is going away) */
 void fsck_unclaim(struct fsck_ctx *c, uint32_t ri);
+
+/* fsck_txn.c: this chunk's newest dirty list into c->pend, and whether
+ * it is rolled back (c->rollback); the copy of a unit of chunk `chunk` to
+ * read for its current version (*copy -1: the newer valid one). */
+int fsck_txn_read(struct fsck_ctx *c);
+int fsck_txn_far_copy(struct fsck_ctx *c, uint32_t chunk, uint32_t block, int *copy);
+void fsck_txn_free(struct fsck_ctx *c);
 
 /* fsck_cross.c: the deferred checks, printed or (with -x) confirmed */
 int fsck_cross(struct fsck_ctx *c);

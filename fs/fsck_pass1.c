@@ -10,7 +10,7 @@
  *           other inode a number), and the fields every inode must have
  *           right (fsck_check_inode(), also used by pass 2).
  * Collects: c->hdr and c->half, the units the newest dirty list names (the
- *           copies of those may differ), c->map[], c->disk_bitmap, and a
+ *           copies of those may differ; fsck_txn.c decides which is current), c->map[], c->disk_bitmap, and a
  *           record for every slot in use: the root, directory parts,
  *           continuations and relocated inodes, all of which live in slots.
  * Relies on nothing before it. */
@@ -78,75 +78,6 @@ static int header_candidate(struct fsck_ctx *c, uint8_t *buf, uint64_t block, ui
 		return 0;
 	}
 	return 1;
-}
-
-/* The newest valid list of one area: 0, or -ENOENT when it holds none. */
-static int read_list(struct fsck_ctx *c, uint32_t area, int parity, struct fsck_hmap *into,
-		     uint64_t *txid)
-{
-	uint32_t per_first = (OD_MB_PAYLOAD - 16) / 8, per_block = OD_MB_PAYLOAD / 8;
-	uint32_t cap = (c->hdr.dirty_blocks * OD_MB_PAYLOAD - 16) / 8, k = 0;
-	uint8_t blk[OD_BLOCK_SIZE];
-	struct od_mb_header h;
-	struct od_dl_head dh;
-
-	if (store_pread(c->st, blk, sizeof(blk), (uint64_t)area * OD_BLOCK_SIZE) < 0 ||
-	    od_verify(blk, sizeof(blk)) < 0)
-		return -ENOENT;
-	od_get_mb_header(blk, &h);
-	od_get_dl_head(blk + OD_MB_HEADER_SIZE, &dh);
-	if (h.type != OD_MB_DIRTY_LIST || h.seq != 0 || dh.nblocks == 0 ||
-	    dh.nblocks > c->hdr.dirty_blocks || dh.nentries > cap || (int)(h.txid & 1) != parity)
-		return -ENOENT;
-	*txid = h.txid;
-	for (uint32_t i = 0; i < dh.nblocks; i++) {
-		uint32_t room = i == 0 ? per_first : per_block;
-		const uint8_t *p = blk + OD_MB_HEADER_SIZE + (i == 0 ? 16 : 0);
-		struct od_mb_header hi;
-		if (i > 0) {
-			if (store_pread(c->st, blk, sizeof(blk),
-					(uint64_t)(area + i) * OD_BLOCK_SIZE) < 0 ||
-			    od_verify(blk, sizeof(blk)) < 0)
-				return -ENOENT;
-			od_get_mb_header(blk, &hi);
-			if (hi.type != OD_MB_DIRTY_LIST || hi.seq != i || hi.txid != *txid)
-				return -ENOENT;
-		}
-		for (uint32_t j = 0; j < room && k < dh.nentries; j++, k++) {
-			struct od_dl_entry e;
-			od_get_dl_entry(p + 8 * j, &e);
-			if (e.units == 0 || e.units > c->hdr.dir_unit || e.copy > 1 ||
-			    (uint64_t)e.block + e.units > c->half)
-				return -ENOENT;
-			if (into && fsck_hmap_put(into, (uint64_t)e.block + 1,
-						  e.copy | ((uint32_t)e.units << 8)) < 0)
-				return fsck_oom(c);
-		}
-	}
-	return 0;
-}
-
-/* The units whose copies may differ are those of the newest list. */
-static int read_lists(struct fsck_ctx *c)
-{
-	uint64_t t[2] = { 0, 0 };
-	int ok[2], newest;
-
-	if (c->single_copy)
-		return 0;
-	for (int a = 0; a < 2; a++) {
-		int ret = read_list(c, c->hdr.dirty_start + (a ? c->half : 0), a, NULL, &t[a]);
-		if (ret == -ENOMEM)
-			return ret;
-		ok[a] = ret == 0;
-	}
-	c->lists_present = ok[0] || ok[1];
-	if (!c->lists_present)
-		return 0;
-	newest = ok[0] && (!ok[1] || t[0] > t[1]) ? 0 : 1;
-	c->pend_txid = t[newest];
-	return read_list(c, c->hdr.dirty_start + (newest ? c->half : 0), newest, &c->pend,
-			 &t[newest]) == -ENOMEM ? -ENOMEM : 0;
 }
 
 static int check_header(struct fsck_ctx *c, uint32_t expect)
@@ -236,10 +167,10 @@ static int check_header(struct fsck_ctx *c, uint32_t expect)
 		fix_problem(c, PR_1_HDR_UUID, &p);
 		return 0;
 	}
-	if (read_lists(c) < 0) {
+	if (fsck_txn_read(c) < 0) {
 		free(raw[0]);
 		free(raw[1]);
-		return fsck_oom(c);
+		return c->oper ? c->oper : -ENOMEM;
 	}
 	u = calloc(1, sizeof(*u));
 	if (!u) {

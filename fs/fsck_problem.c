@@ -38,6 +38,13 @@ static const struct fsck_problem problems[] = {
 	{ PR_0_UNIT_LIST_MISMATCH, "%s %b: its copies differ in a way the newest dirty list "
 				   "(transaction %n) does not explain", "rewrite copy %c from copy %C",
 	  PR_PREEN_OK },
+	{ PR_0_TXN_DAMAGED, "dirty list of transaction %n: %N of the %I copies it wrote in this "
+			    "chunk do not carry it, though transaction %J has begun since (damage "
+			    "after it committed)", "roll this chunk's part of it back (every unit it "
+			    "names from its older copy)", PR_PREEN_OK },
+	{ PR_0_UNIT_NO_OLDER, "%s %b: in use, but new in transaction %n, which is rolled back in "
+			      "this chunk: no version before it", "replace it with an empty one (what "
+			      "it held is lost)", 0 },
 
 	/* --- pass 1: the chunk header, fixed units, inode-area slots --- */
 	{ PR_1_HDR_COPY_BAD, "chunk header: copy %c is bad (%s)", "rewrite it from copy %C",
@@ -151,7 +158,8 @@ static const struct fsck_problem problems[] = {
 			      "use", "write the bitmap", PR_PREEN_OK },
 
 	/* --- -x: the far end of cross-chunk references --- */
-	{ PR_6_HEAD, "%i: its head %I in chunk %n %s", NULL, PR_NOFIX },
+	{ PR_6_HEAD, "%i: its head %I in chunk %n %s",
+	  "zero its slot and free its blocks (what it held is lost)", 0 },
 	{ PR_6_NEXT, "%i: its next pointer to chunk %n block %b %s",
 	  "end the chain there (what it held reads as zeros)", 0 },
 	{ PR_6_MAP_LOC, "map entry %n (inode %I): at chunk %N block %b %s", NULL, PR_NOFIX },
