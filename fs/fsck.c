@@ -388,8 +388,21 @@ int fsck_unit_decide(struct fsck_ctx *c, struct fsck_unit *u, uint8_t *raw[2], c
 		int old = 1 - (int)pc;
 		if (valid[old]) {
 			u->cur = (int8_t)old;
-			if (!valid[pc] || memcmp(raw[0], raw[1], len) != 0)
+			if (!valid[pc] && c->txn_report) {
+				/* Alone, a bad written copy may be damage as well as a
+				 * crash: reported; the rollback rewrites it anyway. */
+				p.copy = (int)pc;
+				if (is_hdr)
+					p.str = why[pc];
+				else
+					p.str2 = why[pc];
+				u->heal[pc] = fix_problem(c, is_hdr ? PR_1_HDR_COPY_BAD
+								    : PR_0_UNIT_COPY_BAD, &p)
+						      ? HEAL_FIX
+						      : HEAL_SETTLE;
+			} else if (!valid[pc] || memcmp(raw[0], raw[1], len) != 0) {
 				u->heal[pc] = HEAL_SETTLE;
+			}
 		} else if (is_hdr && valid[pc]) {
 			/* No header before it: the transaction's own is all there is. */
 			u->cur = (int8_t)pc;

@@ -103,6 +103,7 @@ const struct fsck_problem *fsck_problem_find(uint32_t code);
 #define PR_4_ENT_FREE_KEEP 0x040016
 #define PR_4_MAP_WRONG_LOC 0x040017
 #define PR_4_ORPHAN_KEEP 0x040018
+#define PR_4_ROOT_LOST 0x040019
 /* 0x05: pass 5, the bitmap and the header counters */
 #define PR_5_USED_MARKED_FREE 0x050001
 #define PR_5_FREE_MARKED_USED 0x050002
@@ -242,6 +243,7 @@ struct fsck_ctx {
 	uint64_t pend_txid;           /* the transaction of that list */
 	int rollback;                 /* ... rolled back: the other copies are current */
 	int force_write;              /* a repair run writes even if nothing else changed */
+	int txn_report;               /* rolled back alone: bad written copies are problems */
 	int restart;                  /* a repair needs another round of the check (fsck.c) */
 	struct fsck_txlist tx_own;    /* this chunk's list */
 	struct fsck_txlist *tx_far;   /* the volume's other chunks' (with vol), lazily */
@@ -348,6 +350,9 @@ void fsck_set_nlink(struct fsck_ctx *c, uint32_t ri, uint32_t nlink);
 void fsck_zero_slot(struct fsck_ctx *c, uint32_t ri);
 /* pass4 (fsck_pass4_lost.c): link the orphans into lost+found */
 int fsck_lost_found(struct fsck_ctx *c);
+/* pass4 (fsck_pass4_lost.c): a lost root made anew, empty, in *slot */
+const char *fsck_root_place(struct fsck_ctx *c, uint32_t *slot);
+int fsck_make_root(struct fsck_ctx *c, uint32_t slot);
 /* pass4: end r's chain (its next pointer leads nowhere) */
 void fsck_cut_chain(struct fsck_ctx *c, uint32_t ri);
 /* pass3: forget the blocks claimed by r (its inode is going away) */

@@ -11,7 +11,8 @@
  *           number, a missing inode, one elsewhere); link counts; that a
  *           directory is named once and its parent is the directory holding
  *           its entry; next pointers inside the chunk; that a continuation
- *           whose head is in this chunk has it; the root.
+ *           whose head is in this chunk has it; the root (made anew, empty,
+ *           when it is lost).
  * Repairs:  clear entries naming free or missing inodes, fix link counts,
  *           link orphans into lost+found (fsck_pass4_lost.c),
  *           zero garbage slots, free map entries leading nowhere (or point
@@ -490,8 +491,19 @@ static void check_root(struct fsck_ctx *c)
 		return;
 	ri = fsck_rec_by_stable(c, root);
 	if (ri == FSCK_NONE) {
-		p.str = "not found in this chunk";
-		fix_problem(c, PR_4_ROOT, &p);
+		uint32_t slot;
+		const char *why = fsck_root_place(c, &slot);
+		char buf[160];
+		if (why) {
+			snprintf(buf, sizeof(buf), "not found in this chunk, and cannot be made anew: %s",
+				 why);
+			p.str = buf;
+			fix_problem(c, PR_4_ROOT, &p);
+		} else if (fix_problem(c, PR_4_ROOT_LOST, &p)) {
+			int ret = fsck_make_root(c, slot);
+			if (ret < 0 && !c->oper)
+				c->oper = ret;
+		}
 	} else if (!is_dir(&c->recs[ri])) {
 		p.str = "not a directory";
 		fix_problem(c, PR_4_ROOT, &p);

@@ -9,6 +9,8 @@
  * and the root's. In the other chunks an entry may only be added to a
  * directory part already there, and lost+found's part cannot be told from
  * this chunk alone: their orphans are reported and left (PR_4_ORPHAN_KEEP).
+ * Also the root made anew when its inode is lost (fsck_make_root()), so
+ * that the orphans have somewhere to go.
  * Relies on passes 1-4 (records, entries, block owners, the map). */
 #include "config.h"
 
@@ -116,9 +118,15 @@ static int dir_room(struct fsck_ctx *c, uint32_t ri, uint32_t need, struct fsck_
 	return ret;
 }
 
+/* Free: no owner, and not marked used, unless the bitmap block has no
+ * valid copy (pass 5 rebuilds it from the owners, all of which were seen:
+ * cannot_link() insists on it). */
 static int block_free(const struct fsck_ctx *c, uint32_t b)
 {
-	return c->owner[b] == 0 && !((c->disk_bitmap[b >> 3] >> (b & 7)) & 1);
+	if (c->owner[b])
+		return 0;
+	return c->bitmap_unknown[b / (OD_MB_PAYLOAD * 8)] ||
+	       !((c->disk_bitmap[b >> 3] >> (b & 7)) & 1);
 }
 
 /* A place for a new directory unit: copy 0 and its mirror free. */
@@ -128,9 +136,6 @@ static int unit_place(const struct fsck_ctx *c, uint32_t *blk)
 
 	for (uint32_t b = c->hdr.data_start; b + du <= c->half; b++) {
 		uint32_t k;
-		if (c->bitmap_unknown[b / (OD_MB_PAYLOAD * 8)] ||
-		    c->bitmap_unknown[(b + c->half) / (OD_MB_PAYLOAD * 8)])
-			continue;
 		for (k = 0; k < du; k++)
 			if (!block_free(c, b + k) || !block_free(c, b + c->half + k))
 				break;
@@ -190,7 +195,8 @@ static const char *cannot_link(struct fsck_ctx *c, uint32_t ri)
 			return "lost+found is full";
 		return unit_place(c, &u32) == 0 ? NULL : "no room for a directory unit";
 	}
-	if (dir_room(c, root, od_dirent_size(LF_NAME_LEN, 1, 0), &u, &dummy, &dummy, &dummy) < 0)
+	if (dir_room(c, root, od_dirent_size(LF_NAME_LEN, 1, 0), &u, &dummy, &dummy, &dummy) < 0 &&
+	    (c->recs[root].ino.nextents >= OD_INODE_EXTENTS || c->recs[root].ino.ext_block))
 		return "no room in the root's units for lost+found";
 	if (map_slot(c, &u32) < 0)
 		return "no free inode number for lost+found";
@@ -314,7 +320,8 @@ static void store_inode(struct fsck_ctx *c, uint32_t ri)
 	fsck_unit_modified(c, u);
 }
 
-/* Make lost+found in the root (record root): an embedded directory. */
+/* Make lost+found in the root (record root): an embedded directory, in a
+ * new unit of the root's when its units have no room. */
 static int make_lf(struct fsck_ctx *c, uint32_t root, uint32_t *lf_out)
 {
 	uint32_t idx, holder, at, keep, ri, di;
@@ -327,6 +334,14 @@ static int make_lf(struct fsck_ctx *c, uint32_t root, uint32_t *lf_out)
 	if (map_slot(c, &idx) < 0)
 		return -ENOSPC;
 	ret = dir_room(c, root, od_dirent_size(LF_NAME_LEN, 1, 0), &u, &holder, &at, &keep);
+	if (ret == -ENOSPC) {
+		ret = new_unit(c, root, c->recs[root].ino.stable, &u);
+		if (ret < 0)
+			return ret;
+		store_inode(c, root);
+		holder = at = OD_MB_HEADER_SIZE;
+		keep = 0;
+	}
 	if (ret < 0)
 		return ret;
 	if (idx == c->nmap) {
@@ -433,6 +448,97 @@ static int link_orphan(struct fsck_ctx *c, uint32_t ri, const char *name)
 	} else if (c->recs[ri].ino.nlink != 1) {
 		fsck_set_nlink(c, ri, 1);
 	}
+	return 0;
+}
+
+/* --- a root lost with its inode ------------------------------------------- */
+
+/* Where a new root can go: a free slot below the watermark whose block is
+ * here, and its map entry. NULL and *slot, or why not. */
+const char *fsck_root_place(struct fsck_ctx *c, uint32_t *slot)
+{
+	uint32_t idx = OD_STABLE_INDEX(c->hdr.root_stable);
+
+	if (idx >= c->nmap || c->map_lost[idx] == 1 ||
+	    !fsck_unit_find(c, c->hdr.map_start + idx / OD_MAP_PER_BLOCK))
+		return "its map entry cannot be read";
+	if (c->incomplete || !c->owner || !c->disk_bitmap)
+		return "some owners of blocks could not be read";
+	for (uint32_t k = 0; k < c->hdr.islot_watermark; k++) {
+		uint32_t block = c->hdr.itable_start + k / OD_ISLOTS_PER_BLOCK;
+		uint16_t off = (uint16_t)(OD_MB_HEADER_SIZE + (k % OD_ISLOTS_PER_BLOCK) * OD_INODE_SIZE);
+		struct fsck_unit *u = fsck_unit_find(c, block);
+		uint32_t ri = fsck_rec_at(c, block, off);
+		uint32_t z = 0;
+		if (!u || !u->data || (ri != FSCK_NONE && !c->recs[ri].dead))
+			continue;
+		for (uint32_t i = 0; i < OD_INODE_SIZE; i++)
+			z |= u->data[off + i];
+		if (z == 0 || ri != FSCK_NONE) {
+			*slot = k;
+			return NULL;
+		}
+	}
+	return "no free inode-area slot below the watermark";
+}
+
+/* An empty root directory in slot `slot`, with the root's number and its
+ * map entry's generation: the orphans of this chunk then go to its
+ * lost+found. What the lost root listed is not found again here: inodes
+ * embedded in its units went with it, and their map entries were freed. */
+int fsck_make_root(struct fsck_ctx *c, uint32_t slot)
+{
+	uint64_t root = c->hdr.root_stable;
+	uint32_t idx = OD_STABLE_INDEX(root), block, ri;
+	uint16_t off = (uint16_t)(OD_MB_HEADER_SIZE + (slot % OD_ISLOTS_PER_BLOCK) * OD_INODE_SIZE);
+	struct od_map_entry *e = &c->map[idx];
+	struct fsck_unit *u, *mu;
+	struct od_inode ino;
+	int ret;
+
+	block = c->hdr.itable_start + slot / OD_ISLOTS_PER_BLOCK;
+	u = fsck_unit_find(c, block);
+	mu = fsck_unit_find(c, c->hdr.map_start + idx / OD_MAP_PER_BLOCK);
+	if (!u || !u->data || !mu || !mu->data)
+		return -EUCLEAN;
+	memset(&ino, 0, sizeof(ino));
+	ino.stable = root;
+	ino.generation = e->generation ? e->generation : 1;
+	ino.mode = S_IFDIR | 0755;
+	ino.nlink = 2;
+	ino.parent = root;
+	ino.next.chunk = OD_LOC_NONE;
+	ino.atime = ino.mtime = ino.ctime = (int64_t)time(NULL);
+	od_put_inode(u->data + off, &ino);
+	fsck_unit_modified(c, u);
+	ri = fsck_rec_at(c, block, off);
+	if (ri != FSCK_NONE) {
+		/* a dead record there: it is the root now */
+		memset(&c->recs[ri], 0, sizeof(c->recs[ri]));
+		c->recs[ri].ino = ino;
+		c->recs[ri].block = block;
+		c->recs[ri].off = off;
+		c->recs[ri].slot = slot;
+		c->recs[ri].dent = FSCK_NONE;
+	} else if ((ret = fsck_add_rec(c, &ino, block, off, slot, FSCK_NONE, &ri)) < 0) {
+		return ret;
+	}
+	c->recs[ri].walked = 1;
+	c->recs[ri].ext_done = 1;
+	if (!(e->flags & OD_MAPF_USED))
+		c->used_map++;
+	e->loc.chunk = c->index;
+	e->loc.block = block;
+	e->loc.off = off;
+	e->flags = OD_MAPF_USED;
+	e->generation = ino.generation;
+	if (c->map_lost[idx] == 2)
+		c->map_lost[idx] = 0;
+	od_put_map_entry(mu->data + OD_MB_HEADER_SIZE + (idx % OD_MAP_PER_BLOCK) * OD_MAP_ENTRY_SIZE,
+			 e);
+	fsck_unit_modified(c, mu);
+	c->res.inodes++;
+	fsck_note(c, "root directory %llu made anew in slot %u", (unsigned long long)root, slot);
 	return 0;
 }
 

@@ -142,6 +142,10 @@ static const struct fsck_problem problems[] = {
 	  NULL, PR_NOFIX },
 	{ PR_4_MAP_WRONG_LOC, "map entry %n (inode %I) places it at block %b, where it is not; it "
 			      "is %j", "point the entry at it", 0 },
+	{ PR_4_ORPHAN_KEEP, "%i: no entry names it, and it cannot be linked into lost+found: %s",
+	  NULL, PR_NOFIX },
+	{ PR_4_ROOT_LOST, "root directory %I: not found in this chunk",
+	  "make an empty root directory with its number (the orphans go to its lost+found)", 0 },
 
 	/* --- pass 5: the bitmap and the header counters --- */
 	{ PR_5_USED_MARKED_FREE, "block bitmap: %n blocks in use are marked free (the first: %b)",

@@ -35,9 +35,12 @@
  * it alone. When a later transaction exists (seen only with the whole
  * volume), an incomplete list is damage to a committed transaction:
  * PR_0_TXN_DAMAGED. A chunk checked alone (an image of one chunk, NBD)
- * cannot tell the two apart: its part is rolled back, noted, and with
- * -p/-y written back as rolled back, which is what recovery does to a
- * newest transaction anyway. Such a chunk sees only its own part of a
+ * cannot tell the two apart: its part is rolled back, each written copy
+ * that does not verify is reported as a bad copy (the rollback rewrites it
+ * from the other copy), and -p/-y write the whole part back as rolled
+ * back, which is what recovery does to a newest transaction anyway. (A
+ * written copy that verifies but carries an older txid, as after that
+ * repair, is no problem.) Such a chunk sees only its own part of a
  * transaction of several chunks (nparts > 1): its part is taken forward
  * when it is complete, and a repair written then commits it there; the
  * cross-chunk references that end up broken are -x's to confirm. */
@@ -308,10 +311,15 @@ int fsck_txn_read(struct fsck_ctx *c)
 			     "copies do not carry it): its units are read from their older copies, "
 			     "as recovery rolls it back", (unsigned long long)l->txid, l->bad, l->n);
 		/* Alone, the chunk cannot tell a torn newest transaction from a
-		 * damaged older one: a repair run writes the rollback, which
-		 * recovery then keeps in both cases. */
-		if (!c->vol && c->o->mode != FSCK_CHECK_ONLY)
-			c->force_write = 1;
+		 * damaged older one: a written copy that does not verify is
+		 * reported (as a bad copy, which the rollback rewrites from the
+		 * other), and a repair run writes the rollback, which recovery
+		 * then keeps in both cases. */
+		if (!c->vol) {
+			c->txn_report = 1;
+			if (c->o->mode != FSCK_CHECK_ONLY)
+				c->force_write = 1;
+		}
 	}
 	return 0;
 }

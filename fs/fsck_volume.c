@@ -430,6 +430,25 @@ int fsck_volume_path(const char *path, int chunk, const struct fsck_opts *o,
 		goto out;
 	}
 	vol_run(&v, chunk, o, res);
+	/* With -x on the whole volume, a repair in one chunk (a head removed,
+	 * a chain cut) can leave a chunk checked before it with a reference to
+	 * what went away: the volume is checked again until a run repairs
+	 * nothing (at most 3 more runs); what is left is the last run's. */
+	for (uint32_t run = 0, fixed = res->fixed;
+	     run < 3 && chunk < 0 && o->cross && o->mode != FSCK_CHECK_ONLY && fixed &&
+	     !(res->exit_code & (FSCK_EXIT_OPERATIONAL | FSCK_EXIT_CANCELLED));
+	     run++) {
+		struct fsck_result more;
+		memset(&more, 0, sizeof(more));
+		fsck_vol_say(o, "checking the volume again (repairs were made)");
+		vol_run(&v, chunk, o, &more);
+		fixed = more.fixed;
+		res->problems += more.problems;
+		res->fixed += more.fixed;
+		res->unfixed = more.unfixed;
+		res->usec += more.usec;
+		res->exit_code = (res->exit_code & FSCK_EXIT_FIXED) | more.exit_code;
+	}
 	ret = 0;
 out:
 	fsck_vol_close(&v);

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "crash_state.h"
+#include "fs/fsck.h"
 
 #define SNAP_MAX_DEPTH 64
 #define SNAP_MAX_FILE (64ull << 20) /* a larger size is damage, not data */
@@ -485,6 +486,8 @@ struct checker {
 	size_t ngen;          /* states generated: the index of the next one */
 	size_t nstates, nfailed;
 	long only;            /* the one state index to check, or -1 */
+	size_t fsck_every;    /* fsck -n on every Nth state (and on state #only) */
+	size_t nfsck, nrolled; /* states fsck'd; of those, with a list read as rolled back */
 };
 
 struct msgs {
@@ -616,6 +619,88 @@ static void dump_image(const char *path, const uint8_t *img, size_t len)
 		close(fd);
 }
 
+/* fsck -n of every chunk of img: 0 when no chunk reports a problem, else
+ * -EUCLEAN and the lines in m. After recovery each chunk is checked
+ * through a store of its own bytes alone (fsck_chunk_store, as a chunk
+ * taken out of the volume is). The crashed image is checked as a volume
+ * (written to a file for fsck_volume_path), by this rule (fs/fsck_txn.c):
+ * the newest dirty list of a chunk names units whose two copies differ,
+ * and when the crash came while the units of the volume's newest
+ * transaction were being written, some of its written copies do not carry
+ * it; fsck then reads that transaction as rolled back in every chunk it
+ * took part in (as recovery will) and says so in a note, which is not a
+ * problem. Alone, a chunk cannot tell such a torn copy from damage (it
+ * reports it), which is why the crashed image is checked whole. */
+struct fsck_lines {
+	struct msgs *m;
+	unsigned n;
+	int rolled;
+};
+
+static void fsck_line(void *ctx, const char *line)
+{
+	struct fsck_lines *l = ctx;
+
+	if (strstr(line, "did not complete") || strstr(line, "did not commit"))
+		l->rolled = 1;
+	if (strstr(line, "[0x") && l->n++ < 4)
+		msg_add(l->m, "\n    fsck: %s", line);
+}
+
+static int fsck_volume_image(struct checker *ck, uint8_t *img, struct msgs *m)
+{
+	const char *tmp = getenv("TMPDIR");
+	struct fsck_lines l = { .m = m, .n = 0 };
+	struct fsck_opts o = { .mode = FSCK_CHECK_ONLY, .force = 1, .out = fsck_line, .ctx = &l };
+	struct fsck_result res;
+	char path[256];
+	int fd, ret = 0;
+
+	snprintf(path, sizeof(path), "%s/crash_fsck.%d.img", tmp ? tmp : "/tmp", (int)getpid());
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	if (fd < 0 || pwrite(fd, img, ck->image_size, 0) != (ssize_t)ck->image_size)
+		ret = -EIO;
+	if (fd >= 0)
+		close(fd);
+	if (ret == 0)
+		ret = fsck_volume_path(path, -1, &o, &res);
+	unlink(path);
+	ck->nrolled += l.rolled;
+	if (ret < 0 || res.problems || res.exit_code != FSCK_EXIT_OK) {
+		msg_add(m, "\n  fsck -n of the crashed volume: %s, %u problems, exit %d",
+			ret < 0 ? strerror(-ret) : "ran", ret < 0 ? 0 : res.problems,
+			ret < 0 ? -1 : res.exit_code);
+		return -EUCLEAN;
+	}
+	return 0;
+}
+
+static int fsck_chunks(struct checker *ck, uint8_t *img, struct msgs *m, const char *when)
+{
+	const struct recording *r = ck->r;
+	struct fsck_lines l = { .m = m, .n = 0 };
+	struct fsck_opts o = { .mode = FSCK_CHECK_ONLY, .force = 1, .out = fsck_line, .ctx = &l };
+	int bad = 0;
+
+	for (uint32_t i = 0; i < r->nchunks; i++) {
+		struct chunk_store *st = NULL;
+		struct fsck_result res;
+		int ret = crash_store_new(img + i * r->chunk_size, r->chunk_size, &st);
+		if (ret == 0)
+			ret = fsck_chunk_store(st, i, &o, &res);
+		if (st)
+			store_close(st);
+		if (ret < 0 || res.problems || (res.exit_code & ~FSCK_EXIT_OK)) {
+			msg_add(m, "\n  fsck -n of chunk %u %s: %s, %u problems, exit %d", i, when,
+				ret < 0 ? strerror(-ret) : "ran", ret < 0 ? 0 : res.problems,
+				ret < 0 ? -1 : res.exit_code);
+			bad = 1;
+		}
+	}
+	ck->nrolled += l.rolled; /* (none expected: recovery spent the lists) */
+	return bad ? -EUCLEAN : 0;
+}
+
 /* Open, recover, check, compare, close, reopen, check again. */
 static void check_state(struct checker *ck, const struct cstate *cs)
 {
@@ -627,7 +712,7 @@ static void check_state(struct checker *ck, const struct cstate *cs)
 	struct snap got = { 0 }, again = { 0 };
 	struct msgs m = { .len = 0 };
 	char why[512];
-	int ret, bad;
+	int ret, bad, fsck;
 
 	if (ck->only >= 0 && (size_t)ck->only != idx)
 		return;
@@ -648,6 +733,12 @@ static void check_state(struct checker *ck, const struct cstate *cs)
 	while (last + 1 < r->nck && r->ck[last + 1].pos <= end)
 		last++;
 
+	/* A sample of the states (every one costs more than the rest of
+	 * the check): CRASH_FSCK_EVERY=1 checks them all. */
+	fsck = ck->only >= 0 || idx % ck->fsck_every == 0;
+	ck->nfsck += fsck;
+	if (fsck && fsck_volume_image(ck, ck->img, &m) < 0)
+		goto fail;
 	ret = open_image(ck, ck->img, &v, why, sizeof(why));
 	if (ret < 0) {
 		msg_add(&m, "\n  open failed: %s: %s", strerror(-ret), why);
@@ -689,6 +780,8 @@ static void check_state(struct checker *ck, const struct cstate *cs)
 		msg_add(&m, "\n  close after recovery: %s", strerror(-ret));
 		goto fail;
 	}
+	if (fsck && fsck_chunks(ck, ck->img, &m, "after recovery and close") < 0)
+		goto fail;
 	ret = open_image(ck, ck->img, &v, why, sizeof(why));
 	if (ret < 0) {
 		msg_add(&m, "\n  reopen after recovery and close: %s: %s", strerror(-ret), why);
@@ -833,9 +926,11 @@ int crash_check(const struct recording *r, const struct crash_opts *o, struct cr
 		.dump = o->dump,
 		.only = o->only,
 	};
+	const char *every = getenv("CRASH_FSCK_EVERY");
 	size_t maxlen = 0;
 	int ret;
 
+	ck.fsck_every = every && strtoul(every, NULL, 0) ? strtoul(every, NULL, 0) : 8;
 	rng_state = o->seed;
 	ret = barriers_find(&r->log, &ck.b);
 	if (ret < 0)
@@ -857,6 +952,10 @@ int crash_check(const struct recording *r, const struct crash_opts *o, struct cr
 	out->barriers = ck.b.n - 1;
 	out->states = ck.nstates;
 	out->failed = ck.nfailed;
+	if (ret == 0)
+		printf("crash: %s: fsck -n clean before (as a volume) and after recovery (each chunk "
+		       "alone) on %zu states (every %zu; %zu read a transaction as rolled back)\n", r->name, ck.nfsck,
+		       ck.fsck_every, ck.nrolled);
 	free(ck.prefix);
 	free(ck.img);
 	free(ck.take);

@@ -99,7 +99,9 @@ struct crash_result {
 /* Every prefix of r's log at a barrier, and subsets and torn writes of the
  * interval after each: each must open (recovering), pass the invariants,
  * show the last checkpoint at or before its barrier (or one its interval
- * may commit) and reopen the same. Failures are described on stderr; 0, or
+ * may commit) and reopen the same. On a sample of the states (every 8th;
+ * CRASH_FSCK_EVERY=N), fsck -n of each chunk alone must find no problem,
+ * both on the crashed image and after recovery and close. Failures are described on stderr; 0, or
  * a negative errno when checking could not run. */
 int crash_check(const struct recording *r, const struct crash_opts *o, struct crash_result *out);
 

@@ -11,6 +11,11 @@
  *   with -x on the whole volume are clean;
  *   the volume opens and fs_check_invariants() passes;
  * and the files of the tree that still read back exactly are counted.
+ * Losses by design are counted, not failed: a damaged copy written by the
+ * newest transaction rolls that transaction back (in the "pending" image
+ * it is the whole build: nothing of the tree is left, as recovery would
+ * leave it), a lost root is made anew and empty, and the pieces of files
+ * whose heads are lost are removed.
  * SEED= picks the first seed (default 1), FSCK_SEEDS= how many (200). */
 #include "config.h"
 
@@ -175,6 +180,7 @@ int main(int argc, char **argv)
 	char image[200], settled[256], work[256], what[512];
 	uint64_t first = es ? strtoull(es, NULL, 0) : 1;
 	unsigned nseeds = en ? (unsigned)strtoul(en, NULL, 0) : 200, *surv, total = 0;
+	unsigned n_rolled = 0, n_root = 0, n_heads = 0, n_lossy = 0, n_all = 0;
 	uint8_t *img[2], *dmg, *now;
 	struct meta *m = malloc(sizeof(*m) * FI_NCHUNKS);
 	struct fi_tree tree;
@@ -232,6 +238,8 @@ int main(int argc, char **argv)
 		free(now);
 		/* -y on the chunk: nothing written elsewhere. */
 		rc[1] = fsck(work, (int)chunk, FSCK_YES, 0, &r);
+		n_rolled += strstr(out_text, "did not complete") || strstr(out_text, "[0x000007]");
+		n_root += strstr(out_text, "[0x040019]") != NULL;
 		now = fi_slurp(work, &nl);
 		if (rc[1] < 0 || (rc[1] & ~FSCK_EXIT_FIXED) || !now || !same_except(now, dmg, (int)chunk)) {
 			fprintf(stderr, "seed %llu: -y on chunk %u: exit %d%s\n%s",
@@ -249,6 +257,7 @@ int main(int argc, char **argv)
 		}
 		/* The far ends, then the whole volume clean. */
 		rc[3] = fsck(work, -1, FSCK_YES, 1, &r);
+		n_heads += strstr(out_text, "[0x060001]") != NULL;
 		if (rc[3] < 0 || (rc[3] & ~FSCK_EXIT_FIXED)) {
 			fprintf(stderr, "seed %llu: -y -x: exit %d\n%s", (unsigned long long)seed,
 				rc[3], out_text);
@@ -275,6 +284,8 @@ int main(int argc, char **argv)
 		}
 		alarm(0);
 		surv[i] = got;
+		n_lossy += got < total;
+		n_all += got == 0;
 		CHECK(!fail);
 		if (fail || verbose)
 			printf("seed %llu (%s): %s; exits %d %d %d %d %d; %u/%u files survived%s\n",
@@ -285,6 +296,9 @@ int main(int argc, char **argv)
 		qsort(surv, nseeds, sizeof(*surv), cmp_u);
 		printf("files survived per seed: min %u / median %u / max %u (of %u, %u seeds)\n",
 		       surv[0], surv[nseeds / 2], surv[nseeds - 1], total, nseeds);
+		printf("losses accepted: %u seeds lost files (%u lost all); %u rolled a transaction "
+		       "back, %u made the root anew, %u removed pieces whose head was lost\n",
+		       n_lossy, n_all, n_rolled, n_root, n_heads);
 	}
 	unlink(image);
 	unlink(settled);
