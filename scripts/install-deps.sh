@@ -6,7 +6,8 @@ set -eu
 packages="build-essential autoconf automake libtool pkg-config
 libevent-dev libtirpc-dev rpcsvc-proto libssl-dev
 libnbd-dev libnbd-bin nbdkit nbdkit-plugin-dev
-libnfs-dev libnfs-utils rpcbind e2fsprogs"
+libnfs-dev libnfs-utils rpcbind e2fsprogs
+libsystemd-dev systemd groff-base man-db"
 
 missing=""
 for p in $packages; do

@@ -1,5 +1,6 @@
 /* Parsing chunkfsd.conf: "key = value" lines and one "export PATH opts"
- * line per export; every error names its line. */
+ * line per export; every error names its line, and all of them are
+ * reported, not only the first. */
 #include "config.h"
 
 #include <arpa/inet.h>
@@ -116,8 +117,16 @@ static int parse_export(char *rest, struct config *cfg, char *err, size_t errlen
 	e.rw = 1;
 	e.squash = SQUASH_ROOT;
 	e.anonuid = e.anongid = 65534;
-	if (!tok || tok[0] != '/' || strlen(tok) >= sizeof(e.path)) {
-		snprintf(err, errlen, "export needs an absolute path");
+	if (!tok) {
+		snprintf(err, errlen, "export needs a path");
+		return -EINVAL;
+	}
+	if (tok[0] != '/') {
+		snprintf(err, errlen, "export path '%s' is not absolute", tok);
+		return -EINVAL;
+	}
+	if (strlen(tok) >= sizeof(e.path)) {
+		snprintf(err, errlen, "export path longer than %zu bytes", sizeof(e.path) - 1);
 		return -EINVAL;
 	}
 	strcpy(e.path, tok);
@@ -167,7 +176,7 @@ static int parse_export(char *rest, struct config *cfg, char *err, size_t errlen
 			}
 		} else if (!strcmp(k, "anonuid") || !strcmp(k, "anongid")) {
 			if (parse_uint(v, 0xffffffffu, &n) < 0) {
-				snprintf(err, errlen, "%s must be a number, not '%s'", k, v);
+				snprintf(err, errlen, "%s must be a number 0-4294967295, not '%s'", k, v);
 				goto fail;
 			}
 			if (k[4] == 'u')
@@ -200,6 +209,21 @@ fail:
 	free(e.clients);
 	return -EINVAL;
 }
+
+/* What a key accepts, for its error message. */
+static const char *const key_wants[][2] = {
+	{ "volume", "a path" },
+	{ "listen", "one IPv4 or IPv6 address, without /prefix" },
+	{ "port", "0-65535" },
+	{ "workers", "1-256" },
+	{ "rpcbind", "auto, yes or no" },
+	{ "max_requests_per_connection", "1-4096" },
+	{ "max_requests", "1-1048576" },
+	{ "max_io", "a power of two from 4096 to 16777216" },
+	{ "cache_mb", "4-1048576" },
+	{ "log_level", "error, warning, info or debug" },
+	{ "syslog", "yes or no" },
+};
 
 static int parse_key(const char *k, const char *v, struct config *cfg, char *err, size_t errlen)
 {
@@ -265,25 +289,80 @@ static int parse_key(const char *k, const char *v, struct config *cfg, char *err
 	}
 	return 0;
 bad:
-	snprintf(err, errlen, "bad value '%s' for %s", v, k);
+	for (size_t i = 0; i < sizeof(key_wants) / sizeof(key_wants[0]); i++)
+		if (!strcmp(k, key_wants[i][0]))
+			snprintf(err, errlen, "bad value '%s' for %s (expected %s)", v, k,
+				 key_wants[i][1]);
 	return -EINVAL;
 }
 
-int config_load(const char *path, struct config *cfg, char *why, size_t whylen)
+/* One line, comments and blanks already handled: s is its text. */
+static int parse_line(char *s, int lineno, struct config *cfg, char *err, size_t errlen)
+{
+	char *eq;
+	int ret;
+
+	if (!strncmp(s, "export", 6) && (isspace((unsigned char)s[6]) || !s[6])) {
+		ret = parse_export(s + 6, cfg, err, errlen);
+		if (ret < 0)
+			return ret;
+		cfg->exports[cfg->nexports - 1].line = lineno;
+		for (int i = 0; i < cfg->nexports - 1; i++) {
+			if (strcmp(cfg->exports[i].path, cfg->exports[cfg->nexports - 1].path))
+				continue;
+			snprintf(err, errlen, "export %s is already given on line %d",
+				 cfg->exports[i].path, cfg->exports[i].line);
+			free(cfg->exports[--cfg->nexports].clients);
+			return -EINVAL;
+		}
+		return 0;
+	}
+	eq = strchr(s, '=');
+	if (!eq) {
+		snprintf(err, errlen, "expected 'key = value' or 'export PATH ...'");
+		return -EINVAL;
+	}
+	*eq = '\0';
+	s = trim(s);
+	if (!*s) {
+		snprintf(err, errlen, "no key before '='");
+		return -EINVAL;
+	}
+	return parse_key(s, trim(eq + 1), cfg, err, errlen);
+}
+
+static void report_at(config_report_fn report, void *arg, const char *path, int lineno,
+		      const char *err)
+{
+	char msg[4500];
+
+	if (lineno > 0)
+		snprintf(msg, sizeof(msg), "%s:%d: %s", path, lineno, err);
+	else
+		snprintf(msg, sizeof(msg), "%s: %s", path, err);
+	report(arg, msg);
+}
+
+int config_load(const char *path, struct config *cfg, config_report_fn report, void *arg)
 {
 	FILE *f = fopen(path, "r");
 	char line[4096];
-	int lineno = 0, ret = 0;
+	int lineno = 0, errors = 0, ret;
 
 	if (!f) {
-		snprintf(why, whylen, "%s: %s", path, strerror(errno));
-		return -errno;
+		ret = -errno;
+		report_at(report, arg, path, 0, strerror(-ret));
+		return ret;
 	}
 	while (fgets(line, sizeof(line), f)) {
-		char err[256] = "", *s, *hash, *eq;
+		char err[256] = "", *s, *hash;
 		lineno++;
 		if (!strchr(line, '\n') && !feof(f)) {
-			snprintf(err, sizeof(err), "line too long");
+			int c;
+			snprintf(err, sizeof(err), "line too long (at most %zu bytes)",
+				 sizeof(line) - 1);
+			while ((c = fgetc(f)) != EOF && c != '\n')
+				; /* the rest of this line */
 			ret = -EINVAL;
 		} else {
 			hash = strchr(line, '#');
@@ -292,25 +371,21 @@ int config_load(const char *path, struct config *cfg, char *why, size_t whylen)
 			s = trim(line);
 			if (!*s)
 				continue;
-			if (!strncmp(s, "export", 6) && isspace((unsigned char)s[6])) {
-				ret = parse_export(s + 7, cfg, err, sizeof(err));
-			} else if ((eq = strchr(s, '='))) {
-				*eq = '\0';
-				ret = parse_key(trim(s), trim(eq + 1), cfg, err, sizeof(err));
-			} else {
-				snprintf(err, sizeof(err), "expected 'key = value' or 'export PATH ...'");
-				ret = -EINVAL;
-			}
+			ret = parse_line(s, lineno, cfg, err, sizeof(err));
 		}
 		if (ret < 0) {
-			snprintf(why, whylen, "%s:%d: %s", path, lineno, err);
-			break;
+			report_at(report, arg, path, lineno, err);
+			errors++;
 		}
 	}
-	fclose(f);
-	if (ret == 0 && cfg->nexports == 0) {
-		snprintf(why, whylen, "%s: no export line", path);
-		ret = -EINVAL;
+	if (ferror(f)) {
+		report_at(report, arg, path, 0, "read error");
+		errors++;
 	}
-	return ret;
+	fclose(f);
+	if (cfg->nexports == 0) {
+		report_at(report, arg, path, 0, "no export line (at least one is required)");
+		errors++;
+	}
+	return errors ? -EINVAL : 0;
 }

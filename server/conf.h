@@ -1,8 +1,10 @@
 /* chunkfsd's configuration: the file format (etc/chunkfsd.conf documents
- * every key), defaults, exports with their client lists and squashing. */
+ * every key), defaults, exports with their client lists and squashing, and
+ * the set of exports in force, which SIGHUP replaces while workers read it. */
 #ifndef CHUNKFS_SERVER_CONF_H
 #define CHUNKFS_SERVER_CONF_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
@@ -31,6 +33,7 @@ struct export {
 	uint32_t anonuid, anongid;
 	int secure;        /* only privileged source ports (< 1024) */
 	struct fs_ino root; /* resolved when the volume opens */
+	int line;          /* where the config file gave it */
 };
 
 enum rpcbind_mode {
@@ -56,14 +59,46 @@ struct config {
 };
 
 void config_defaults(struct config *cfg);
-/* Read a config file; on error why[] says "PATH:LINE: what is wrong". */
-int config_load(const char *path, struct config *cfg, char *why, size_t whylen);
+/* Read a config file over cfg (defaults first). Every error is passed to
+ * report as "PATH:LINE: what is wrong" (or "PATH: ..." for the file as a
+ * whole) and reading goes on, so one run lists them all; the result is
+ * -EINVAL when there was any, -errno when the file cannot be read. */
+typedef void (*config_report_fn)(void *arg, const char *msg);
+int config_load(const char *path, struct config *cfg, config_report_fn report, void *arg);
 void config_free(struct config *cfg);
 /* Parse one "clients" list item: an address or address/prefix. */
 int config_parse_net(const char *s, struct client_net *out);
 
-/* exports.c */
-const struct export *export_for_client(const struct config *cfg, const struct sockaddr *sa);
+/* exports.c: the exports in force. A set is immutable once published and
+ * reference counted; the table's pointer to the current one is swapped
+ * under a rwlock, so a worker holding a set keeps using it while a reload
+ * publishes the next, and the last holder frees it. */
+struct export_set {
+	int refs;                  /* atomic */
+	struct export *exports;
+	int nexports;
+};
+
+struct export_table {
+	pthread_rwlock_t lock;     /* guards cur (the pointer, not the set) */
+	struct export_set *cur;
+};
+
+/* The directory an export names, looked up from the volume's root into
+ * e->root. */
+int export_resolve(struct fs_volume *vol, struct export *e);
+/* A set holding cfg's exports (taken from cfg, which is left without). */
+int export_set_new(struct config *cfg, struct export_set **out);
+void export_set_put(struct export_set *s);
+int export_table_init(struct export_table *t, struct export_set *first);
+/* The current set, with a reference for the caller to put. */
+struct export_set *export_table_get(struct export_table *t);
+/* Publish next (the table takes the caller's reference) and drop the
+ * table's reference on the previous set. */
+void export_table_swap(struct export_table *t, struct export_set *next);
+void export_table_destroy(struct export_table *t);
+
+const struct export *export_for_client(const struct export_set *s, const struct sockaddr *sa);
 int export_allows(const struct export *e, const struct sockaddr *sa);
 void export_squash(const struct export *e, struct fs_cred *cred);
 

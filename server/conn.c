@@ -290,10 +290,15 @@ static void accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct socka
 		inet_ntop(AF_INET6, &in6->sin6_addr, c->peer_name, sizeof(c->peer_name));
 		c->peer_port = ntohs(in6->sin6_port);
 	}
-	c->export = export_for_client(&srv->cfg, sa);
-	if (!c->export)
-		log_warn("%s:%u: connected, but no export allows this client", c->peer_name,
-			 c->peer_port);
+	{
+		/* Each call looks its export up again (a reload may change it):
+		 * this is only the warning. */
+		struct export_set *es = export_table_get(&srv->exports);
+		if (!export_for_client(es, sa))
+			log_warn("%s:%u: connected, but no export allows this client",
+				 c->peer_name, c->peer_port);
+		export_set_put(es);
+	}
 	c->bev = bufferevent_socket_new(srv->base, fd, BEV_OPT_CLOSE_ON_FREE | BEV_OPT_THREADSAFE);
 	if (!c->bev) {
 		evutil_closesocket(fd);

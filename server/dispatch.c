@@ -185,10 +185,8 @@ static const struct proc_desc *lookup_proc(const struct rpc_call *call, uint32_t
 
 /* The credentials a call runs with: AUTH_SYS's, or the anonymous ids for
  * AUTH_NONE, squashed as the export says. */
-static void call_cred(const struct conn *c, const struct rpc_call *call, struct fs_cred *cred)
+static void call_cred(const struct export *e, const struct rpc_call *call, struct fs_cred *cred)
 {
-	const struct export *e = c->export;
-
 	if (call->flavor == RPC_AUTH_SYS) {
 		*cred = call->cred;
 	} else {
@@ -220,6 +218,8 @@ int dispatch_call(struct server *srv, struct conn *c, const uint8_t *rec, size_t
 	const struct proc_desc *pd = NULL;
 	uint32_t stat, low = 0, high = 0;
 	void *args = NULL, *res = NULL;
+	struct export_set *es = NULL;
+	const struct export *e = NULL;
 	XDR x;
 	int ret;
 
@@ -273,31 +273,35 @@ int dispatch_call(struct server *srv, struct conn *c, const uint8_t *rec, size_t
 		ret = rpc_encode_accepted(&x, call.xid, GARBAGE_ARGS, 0, 0);
 		goto out;
 	}
+	/* The export this client gets, from the exports in force now: a
+	 * reload (SIGHUP) applies to the next call on the same connection. */
+	es = export_table_get(&srv->exports);
+	e = export_for_client(es, (const struct sockaddr *)&c->peer);
 	/* Who may do what: NULL is always answered. */
 	if (call.proc != 0) {
 		int status = call.prog == NFS_PROGRAM ? NFS3ERR_ACCES : MNT3ERR_ACCES;
-		if (!c->export || (c->export->secure && c->peer_port >= 1024)) {
+		if (!e || (e->secure && c->peer_port >= 1024)) {
 			log_warn("%s:%u: %s.%s refused: %s", c->peer_name, c->peer_port,
 				 call.prog == NFS_PROGRAM ? "nfs" : "mount", pd->name,
-				 c->export ? "unprivileged port on a secure export"
+				 e ? "unprivileged port on a secure export"
 					   : "client not in any export");
 			ret = refuse(pd, &call, status, &x, res);
 			goto out;
 		}
-		if (call.prog == NFS_PROGRAM && (pd->flags & P_MODIFIES) && !c->export->rw) {
+		if (call.prog == NFS_PROGRAM && (pd->flags & P_MODIFIES) && !e->rw) {
 			ret = refuse(pd, &call, NFS3ERR_ROFS, &x, res);
 			goto out;
 		}
 	}
 	ctx.vol = srv->vol;
 	ctx.key = srv->key;
-	ctx.rdonly = c->export ? !c->export->rw : 1;
+	ctx.rdonly = e ? !e->rw : 1;
 	memcpy(ctx.write_verf, srv->write_verf, sizeof(ctx.write_verf));
 	ctx.rtmax = ctx.wtmax = srv->cfg.max_io;
 	ctx.srv = srv;
 	ctx.conn = c;
-	if (c->export)
-		call_cred(c, &call, &ctx.cred);
+	if (e)
+		call_cred(e, &call, &ctx.cred);
 	if (call.prog == NFS_PROGRAM && call.proc == NFSPROC3_READ &&
 	    outcap > READ_DATA_OFFSET + 4) {
 		ctx.read_into = out + READ_DATA_OFFSET;
@@ -336,6 +340,7 @@ out:
 		pd->xdr_args(&fx, args);
 	}
 	arena_release(&ctx.arena);
+	export_set_put(es);
 done:
 	if (ret < 0)
 		return ret;

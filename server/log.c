@@ -18,14 +18,26 @@ void log_init(const char *ident, int use_syslog, enum log_level level)
 {
 	log_ident = ident;
 	log_syslog = use_syslog;
-	log_level = level;
+	log_set_level(level);
 	if (use_syslog)
 		openlog(ident, LOG_PID | LOG_NDELAY, LOG_DAEMON);
 }
 
+void log_set_level(enum log_level level)
+{
+	__atomic_store_n(&log_level, level, __ATOMIC_RELAXED);
+}
+
+const char *log_level_name(enum log_level level)
+{
+	static const char *const names[] = { "error", "warning", "info", "debug" };
+
+	return level <= LOG_LVL_DEBUG ? names[level] : "?";
+}
+
 int log_enabled(enum log_level level)
 {
-	return level <= log_level;
+	return level <= __atomic_load_n(&log_level, __ATOMIC_RELAXED);
 }
 
 void log_msg(enum log_level level, const char *fmt, ...)

@@ -12,6 +12,9 @@ enum log_level {
 
 void log_init(const char *ident, int use_syslog, enum log_level level);
 int log_enabled(enum log_level level);
+/* Change the level while other threads log (a reload). */
+void log_set_level(enum log_level level);
+const char *log_level_name(enum log_level level);
 void log_msg(enum log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #define log_error(...) log_msg(LOG_LVL_ERROR, __VA_ARGS__)

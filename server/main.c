@@ -1,8 +1,9 @@
 /* chunkfsd: serves one chunkfs volume over NFSv3 and MOUNT v3 on one TCP
  * port. Start-up (config, volume, exports, handle key, listener, workers,
- * rpcbind), the event loop, and a clean stop on SIGTERM/SIGINT: stop
- * accepting, drain the requests in flight, commit, close the volume so that
- * every chunk is marked clean. */
+ * rpcbind), readiness for the service manager, the event loop, SIGHUP
+ * (reload.c), and a clean stop on SIGTERM/SIGINT: stop accepting, drain the
+ * requests in flight, commit, close the volume so that every chunk is
+ * marked clean. */
 #include "config.h"
 
 #include <errno.h>
@@ -18,36 +19,82 @@
 #include <unistd.h>
 
 #include "server/log.h"
+#include "server/notify.h"
+#include "server/reload.h"
 #include "server/server.h"
+
+#ifndef SYSCONFDIR
+#define SYSCONFDIR "/etc"
+#endif
+#define DEFAULT_CONFIG SYSCONFDIR "/chunkfsd.conf"
 
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: chunkfsd [-f] [-d] [-c CONFIG] [--port-file FILE] [--check-config]\n"
-		   "  -c CONFIG        configuration file (default /etc/chunkfsd.conf)\n"
+		   "  -c CONFIG        configuration file (default " DEFAULT_CONFIG ")\n"
 		   "  -f               stay in the foreground (log to stderr)\n"
 		   "  -d               debug logging (one line per call)\n"
 		   "  --port-file F    write the port actually bound to F (with port = 0)\n"
 		   "  --check-config   check the configuration and exit\n");
 }
 
-/* The directory an export names, looked up from the volume's root. */
-static int resolve_export(struct fs_volume *vol, struct export *e)
+/* A notify message that could not be sent is logged, once per kind. */
+static void notify_checked(const char *what, int ret)
 {
-	char path[sizeof(e->path)], *save = NULL, *part;
-	struct fs_attr a;
-	int ret = fs_root(vol, &e->root);
+	static int warned;
 
-	if (ret < 0)
-		return ret;
-	strcpy(path, e->path);
-	for (part = strtok_r(path, "/", &save); part; part = strtok_r(NULL, "/", &save)) {
-		ret = fs_lookup(vol, NULL, e->root, part, &e->root, &a);
-		if (ret < 0)
-			return ret;
-		if (!S_ISDIR(a.mode))
-			return -ENOTDIR;
+	if (ret < 0 && !warned) {
+		warned = 1;
+		log_warn("cannot tell the service manager %s (NOTIFY_SOCKET=%s): %s", what,
+			 getenv("NOTIFY_SOCKET"), strerror(-ret));
 	}
-	return 0;
+}
+
+/* READY=1 with a STATUS line: the volume open, the exports resolved, the
+ * listener accepting and the loop running. */
+static void notify_ready(struct server *srv)
+{
+	struct export_set *es = export_table_get(&srv->exports);
+	struct fs_statfs st;
+	char status[512];
+	int ret = fs_statfs(srv->vol, &st), n = es->nexports;
+
+	export_set_put(es);
+	if (ret < 0) {
+		log_warn("statfs for the status line: %s", strerror(-ret));
+		snprintf(status, sizeof(status), "serving on %s port %u, %d export%s",
+			 srv->cfg.listen, srv->port, n, n == 1 ? "" : "s");
+	} else {
+		int len = snprintf(status, sizeof(status), "serving %u chunk%s on %s port %u, %d export%s",
+				   st.chunks_online, st.chunks_online == 1 ? "" : "s",
+				   srv->cfg.listen, srv->port, n, n == 1 ? "" : "s");
+		if (st.chunks_online < st.chunk_count && len > 0 && (size_t)len < sizeof(status))
+			snprintf(status + len, sizeof(status) - (size_t)len, ", %u of %u chunks offline",
+				 st.chunk_count - st.chunks_online, st.chunk_count);
+	}
+	notify_checked("READY=1", notify_sendf("READY=1\nSTATUS=%s", status));
+	log_info("ready: %s", status);
+}
+
+/* First thing the running loop does. */
+static void ready_cb(evutil_socket_t fd, short what, void *arg)
+{
+	notify_ready(arg);
+}
+
+static void reload_cb(evutil_socket_t sig, short what, void *arg)
+{
+	struct server *srv = arg;
+
+	if (srv->stopping)
+		return;
+	log_info("signal %d: reloading the configuration", (int)sig);
+	notify_checked("RELOADING=1",
+		       notify_sendf("RELOADING=1\nMONOTONIC_USEC=%llu\nSTATUS=reloading %s",
+				    notify_monotonic_usec(), srv->config_path));
+	if (reload_config(srv) < 0)
+		log_warn("reload failed: still serving with the previous configuration");
+	notify_ready(srv);
 }
 
 static void stop_cb(evutil_socket_t sig, short what, void *arg)
@@ -59,6 +106,7 @@ static void stop_cb(evutil_socket_t sig, short what, void *arg)
 	if (srv->stopping)
 		return;
 	log_info("signal %d: stopping (draining requests in flight)", (int)sig);
+	notify_checked("STOPPING=1", notify_send("STOPPING=1\nSTATUS=stopping: draining requests"));
 	evconnlistener_disable(srv->listener);
 	workers_stop(srv);
 	ret = fs_sync(srv->vol);
@@ -66,6 +114,15 @@ static void stop_cb(evutil_socket_t sig, short what, void *arg)
 		log_error("final sync failed: %s", strerror(-ret));
 	/* Give the replies just written a moment to leave. */
 	event_base_loopexit(srv->base, &flush);
+}
+
+/* config_load's report: one line per error on stderr, counted. */
+static void print_error(void *arg, const char *msg)
+{
+	int *errors = arg;
+
+	fprintf(stderr, "chunkfsd: %s\n", msg);
+	(*errors)++;
 }
 
 static int write_port_file(const char *path, uint16_t port)
@@ -76,6 +133,30 @@ static int write_port_file(const char *path, uint16_t port)
 		return -errno;
 	fprintf(f, "%u\n", port);
 	return fclose(f) == 0 ? 0 : -errno;
+}
+
+/* What recovery at open found, so that a restart after a crash says so. */
+static void log_recovery(struct server *srv)
+{
+	struct fs_counters c;
+	int ret = fs_get_counters(srv->vol, &c);
+
+	if (ret < 0) {
+		log_warn("volume counters: %s", strerror(-ret));
+		return;
+	}
+	if (c.recovery.lists_read == 0) {
+		log_info("recovery: no dirty lists to replay");
+		return;
+	}
+	log_info("recovery: transaction %llu %s; %u dirty list%s read, %u metadata cop%s "
+		 "rewritten, %u damaged",
+		 (unsigned long long)c.recovery.newest_txid,
+		 c.recovery.committed ? "had committed (rolled forward)"
+				      : "had not committed (rolled back)",
+		 c.recovery.lists_read, c.recovery.lists_read == 1 ? "" : "s",
+		 c.recovery.units_copied, c.recovery.units_copied == 1 ? "y" : "ies",
+		 c.recovery.damaged);
 }
 
 static int open_volume(struct server *srv)
@@ -91,11 +172,13 @@ static int open_volume(struct server *srv)
 	}
 	if (why[0])
 		log_warn("volume %s: %s", srv->cfg.volume, why);
+	log_recovery(srv);
 	fs_set_cache_limit(srv->vol, srv->cfg.cache_mb << 20);
 	for (int i = 0; i < srv->cfg.nexports; i++) {
-		ret = resolve_export(srv->vol, &srv->cfg.exports[i]);
+		ret = export_resolve(srv->vol, &srv->cfg.exports[i]);
 		if (ret < 0) {
-			log_error("export %s: %s", srv->cfg.exports[i].path, strerror(-ret));
+			log_error("%s:%d: export %s: %s", srv->config_path, srv->cfg.exports[i].line,
+				  srv->cfg.exports[i].path, strerror(-ret));
 			return ret;
 		}
 	}
@@ -129,11 +212,12 @@ int main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *config_path = "/etc/chunkfsd.conf", *port_file = NULL;
-	int foreground = 0, debug = 0, check_only = 0, opt, ret = 1;
-	struct event *sigterm = NULL, *sigint = NULL;
+	const char *config_path = DEFAULT_CONFIG, *port_file = NULL;
+	int foreground = 0, debug = 0, check_only = 0, opt, ret = 1, errors = 0;
+	struct event *sigterm = NULL, *sigint = NULL, *sighup = NULL;
+	struct export_set *first = NULL;
+	char *config_abs = NULL;
 	struct server srv;
-	char why[1024];
 
 	memset(&srv, 0, sizeof(srv));
 	while ((opt = getopt_long(argc, argv, "fdc:h", longopts, NULL)) != -1) {
@@ -166,8 +250,12 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	config_defaults(&srv.cfg);
-	if (config_load(config_path, &srv.cfg, why, sizeof(why)) < 0) {
-		fprintf(stderr, "chunkfsd: %s\n", why);
+	srv.config_path = config_path;
+	srv.debug = debug;
+	if (config_load(config_path, &srv.cfg, print_error, &errors) < 0) {
+		if (errors > 1)
+			fprintf(stderr, "chunkfsd: %s: %d errors\n", config_path, errors);
+		config_free(&srv.cfg);
 		return 1;
 	}
 	if (check_only) {
@@ -176,18 +264,22 @@ int main(int argc, char **argv)
 		config_free(&srv.cfg);
 		return 0;
 	}
-	/* daemon() moves to /: a relative volume path is made absolute. */
+	/* daemon() moves to /: a relative volume path is made absolute, and
+	 * so is the config's, which SIGHUP reads again. */
 	{
 		char *abs = realpath(srv.cfg.volume, NULL);
 		if (abs && strlen(abs) < sizeof(srv.cfg.volume))
 			strcpy(srv.cfg.volume, abs);
 		free(abs);
+		config_abs = realpath(config_path, NULL);
+		if (config_abs)
+			srv.config_path = config_abs;
 	}
 	log_init("chunkfsd", !foreground || srv.cfg.use_syslog,
 		 debug ? LOG_LVL_DEBUG : srv.cfg.log_level);
 	signal(SIGPIPE, SIG_IGN);
-	/* Reloading the exports on SIGHUP is not built yet: until it is,
-	 * SIGHUP must not kill the daemon without a clean close. */
+	/* Until the loop's SIGHUP event exists, a reload request must not kill
+	 * the daemon without a clean close. */
 	signal(SIGHUP, SIG_IGN);
 	if (!foreground && daemon(0, 0) < 0) {
 		log_error("daemon: %s", strerror(errno));
@@ -205,6 +297,11 @@ int main(int argc, char **argv)
 	make_write_verf(srv.write_verf);
 	if (open_volume(&srv) < 0)
 		goto out;
+	if (export_set_new(&srv.cfg, &first) < 0 || export_table_init(&srv.exports, first) < 0) {
+		log_error("out of memory");
+		export_set_put(first);
+		goto out;
+	}
 	srv.drc = drc_new(4096);
 	srv.base = event_base_new();
 	if (!srv.drc || !srv.base) {
@@ -229,15 +326,27 @@ int main(int argc, char **argv)
 	}
 	sigterm = evsignal_new(srv.base, SIGTERM, stop_cb, &srv);
 	sigint = evsignal_new(srv.base, SIGINT, stop_cb, &srv);
-	if (!sigterm || !sigint || evsignal_add(sigterm, NULL) < 0 || evsignal_add(sigint, NULL) < 0) {
+	sighup = evsignal_new(srv.base, SIGHUP, reload_cb, &srv);
+	if (!sigterm || !sigint || !sighup || evsignal_add(sigterm, NULL) < 0 ||
+	    evsignal_add(sigint, NULL) < 0 || evsignal_add(sighup, NULL) < 0) {
 		log_error("cannot set up signals");
 		ret = 1;
 		goto out;
 	}
 	mountd_register(&srv);
-	for (int i = 0; i < srv.cfg.nexports; i++)
-		log_info("exporting %s (%s) on %s port %u", srv.cfg.exports[i].path,
-			 srv.cfg.exports[i].rw ? "rw" : "ro", srv.cfg.listen, srv.port);
+	for (int i = 0; i < first->nexports; i++)
+		log_info("exporting %s (%s) on %s port %u", first->exports[i].path,
+			 first->exports[i].rw ? "rw" : "ro", srv.cfg.listen, srv.port);
+	/* READY=1 from inside the running loop: the listener accepts and
+	 * every connection is served from then on. */
+	{
+		struct timeval now = { 0, 0 };
+		if (event_base_once(srv.base, -1, EV_TIMEOUT, ready_cb, &srv, &now) < 0) {
+			log_error("cannot schedule the readiness notification");
+			ret = 1;
+			goto out;
+		}
+	}
 	event_base_dispatch(srv.base);
 	ret = 0;
 out:
@@ -248,6 +357,8 @@ out:
 		event_free(sigterm);
 	if (sigint)
 		event_free(sigint);
+	if (sighup)
+		event_free(sighup);
 	if (srv.listener)
 		evconnlistener_free(srv.listener);
 	if (srv.vol) {
@@ -268,6 +379,9 @@ out:
 		srv.mounts = m->next;
 		free(m);
 	}
+	if (srv.exports.cur)
+		export_table_destroy(&srv.exports);
 	config_free(&srv.cfg);
+	free(config_abs);
 	return ret;
 }

@@ -82,26 +82,32 @@ void mountd_mnt(struct nfs_ctx *ctx, void *args, void *vres)
 	size_t best = 0;
 	int *flavors, ret;
 	uint8_t *fh;
+	/* The exports in force when this call started: a reload meanwhile
+	 * does not change what it sees. */
+	struct export_set *es = export_table_get(&srv->exports);
 
-	for (int i = 0; i < srv->cfg.nexports; i++) {
+	for (int i = 0; i < es->nexports; i++) {
 		const char *r;
-		size_t n = strlen(srv->cfg.exports[i].path);
-		if (under_export(srv->cfg.exports[i].path, path, &r) && (!e || n > best)) {
-			e = &srv->cfg.exports[i];
+		size_t n = strlen(es->exports[i].path);
+		if (under_export(es->exports[i].path, path, &r) && (!e || n > best)) {
+			e = &es->exports[i];
 			rest = r;
 			best = n;
 		}
 	}
 	if (!e) {
+		export_set_put(es);
 		res->fhs_status = MNT3ERR_NOENT;
 		return;
 	}
 	if (!export_allows(e, (const struct sockaddr *)&c->peer)) {
+		export_set_put(es);
 		log_warn("%s: mount of %s refused: client not allowed", c->peer_name, path);
 		res->fhs_status = MNT3ERR_ACCES;
 		return;
 	}
 	ret = mnt_target(ctx, e, rest, &target);
+	export_set_put(es);
 	if (ret < 0) {
 		res->fhs_status = ret == -ENOTDIR ? MNT3ERR_NOTDIR
 				  : ret == -EACCES ? MNT3ERR_ACCES
@@ -197,14 +203,15 @@ void mountd_export(struct nfs_ctx *ctx, void *args, void *vres)
 {
 	struct server *srv = ctx->srv;
 	exports *res = vres, *tail = res;
+	struct export_set *es = export_table_get(&srv->exports);
 
 	*res = NULL;
-	for (int i = 0; i < srv->cfg.nexports; i++) {
-		const struct export *e = &srv->cfg.exports[i];
+	for (int i = 0; i < es->nexports; i++) {
+		const struct export *e = &es->exports[i];
 		struct exportnode *node = arena_alloc(&ctx->arena, sizeof(*node));
 		groups *gtail;
 		if (!node)
-			return;
+			goto nomem;
 		node->ex_dir = arena_strndup(&ctx->arena, e->path, strlen(e->path));
 		node->ex_groups = NULL;
 		node->ex_next = NULL;
@@ -212,7 +219,7 @@ void mountd_export(struct nfs_ctx *ctx, void *args, void *vres)
 		for (int k = 0; k < e->nclients; k++) {
 			struct groupnode *g = arena_alloc(&ctx->arena, sizeof(*g));
 			if (!g)
-				return;
+				goto nomem;
 			g->gr_name = net_string(ctx, &e->clients[k]);
 			g->gr_next = NULL;
 			*gtail = g;
@@ -221,6 +228,12 @@ void mountd_export(struct nfs_ctx *ctx, void *args, void *vres)
 		*tail = node;
 		tail = &node->ex_next;
 	}
+	export_set_put(es);
+	return;
+nomem:
+	/* The list so far is answered; the log says it is cut short. */
+	log_error("mount.export: out of memory: the export list is incomplete");
+	export_set_put(es);
 }
 
 void mountd_register(struct server *srv)

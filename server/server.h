@@ -22,7 +22,6 @@ struct conn {
 	struct sockaddr_storage peer;
 	char peer_name[64];
 	uint16_t peer_port;
-	const struct export *export;  /* NULL: this client is not allowed */
 	pthread_mutex_t lock;
 	int refs;
 	int outstanding;
@@ -49,7 +48,12 @@ struct mount_entry {
 };
 
 struct server {
-	struct config cfg;
+	struct config cfg;             /* exports moved to exports at start */
+	const char *config_path;       /* read again at SIGHUP */
+	int debug;                     /* -d: debug logging whatever the file says */
+	/* The exports in force: each call takes the current set for its
+	 * duration (export_table_get), a reload swaps in the next. */
+	struct export_table exports;
 	struct fs_volume *vol;
 	struct hnd_fh_key *key;
 	uint8_t write_verf[8];

@@ -1,0 +1,319 @@
+/* The client side of the service tests (reload.sh, crash-commit.sh), over
+ * libnfs's raw API (nfs_raw.h):
+ *
+ *   svc_client HOST PORT reload TO_RO BROKEN TO_RW
+ *       One connection throughout. A WRITE succeeds; the shell command TO_RO
+ *       (which rewrites the export as access=ro and sends SIGHUP) runs; on
+ *       the same TCP connection WRITE and CREATE now get NFS3ERR_ROFS and
+ *       READ still works; BROKEN (a config with errors, SIGHUP) changes
+ *       nothing; after TO_RW writes work again.
+ *   svc_client HOST PORT commit-stream STATE ACKS
+ *       UNSTABLE writes of numbered records, a COMMIT after every BATCH;
+ *       once a COMMIT succeeds with the verifier the batch's writes got,
+ *       the batch's record numbers go to ACKS. Until the server goes away.
+ *   svc_client HOST PORT commit-verify STATE ACKS
+ *       After a restart, every record in ACKS is there. */
+#include <errno.h>
+#include <inttypes.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "nfs_raw.h"
+
+#define RECORD 8192
+#define BATCH 4
+#define MAX_RECORDS 40000
+
+/* The bytes of record n, recomputed by the verifier. */
+static void fill(char *buf, size_t len, uint32_t n)
+{
+	uint32_t x = n * 2654435761u + 12345u;
+
+	for (size_t i = 0; i < len; i++) {
+		x = x * 1103515245u + 12345u;
+		buf[i] = (char)(x >> 23);
+	}
+}
+
+static nfs_fh3 mount_root(void)
+{
+	mountres3 m = call_mnt("/");
+
+	CHECK(m.fhs_status == MNT3_OK, "MNT /: status %d", m.fhs_status);
+	return call_mnt_root(&m);
+}
+
+static CREATE3res create(nfs_fh3 dir, const char *name)
+{
+	CREATE3args a;
+
+	memset(&a, 0, sizeof(a));
+	a.where.dir = dir;
+	a.where.name = (char *)name;
+	a.how.mode = UNCHECKED;
+	return call_create(&a);
+}
+
+static nfs_fh3 create_ok(nfs_fh3 dir, const char *name)
+{
+	CREATE3res r = create(dir, name);
+
+	expect(name, r.status, NFS3_OK);
+	CHECK(r.CREATE3res_u.resok.obj.handle_follows, "CREATE %s: no handle", name);
+	return r.CREATE3res_u.resok.obj.post_op_fh3_u.handle;
+}
+
+static WRITE3res write_at(nfs_fh3 fh, uint64_t off, const char *data, size_t len)
+{
+	WRITE3args a = { .file = fh, .offset = off, .count = (count3)len, .stable = FILE_SYNC };
+
+	a.data.data_len = (u_int)len;
+	a.data.data_val = (char *)data;
+	return call_write(&a);
+}
+
+static void read_is(const char *what, nfs_fh3 fh, const char *want, size_t len)
+{
+	READ3args a = { .file = fh, .offset = 0, .count = (count3)len };
+	READ3res r = call_read(&a);
+
+	expect(what, r.status, NFS3_OK);
+	CHECK(r.READ3res_u.resok.data.data_len == len &&
+		      !memcmp(r.READ3res_u.resok.data.data_val, want, len),
+	      "%s: %u bytes, not the %zu written", what, r.READ3res_u.resok.data.data_len, len);
+}
+
+/* The local port of the connection: the same one means the same TCP
+ * connection (libnfs did not reconnect). */
+static unsigned local_port(void)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+
+	if (getsockname(rpc_get_fd(call_context()), (struct sockaddr *)&ss, &len) < 0)
+		fail("getsockname: %s", strerror(errno));
+	return ntohs(ss.ss_family == AF_INET ? ((struct sockaddr_in *)&ss)->sin_port
+					     : ((struct sockaddr_in6 *)&ss)->sin6_port);
+}
+
+static void run(const char *cmd)
+{
+	int st = system(cmd);
+
+	CHECK(st == 0, "command failed (status %d): %s", st, cmd);
+}
+
+static void reload(const char *to_ro, const char *broken, const char *to_rw)
+{
+	nfs_fh3 root = mount_root(), f;
+	unsigned port0;
+	WRITE3res w;
+
+	f = create_ok(root, "reload.dat");
+	w = write_at(f, 0, "before", 6);
+	expect("WRITE before the reload", w.status, NFS3_OK);
+	port0 = local_port();
+
+	run(to_ro);
+	w = write_at(f, 0, "during", 6);
+	expect("WRITE after the reload to access=ro", w.status, NFS3ERR_ROFS);
+	expect("CREATE after the reload to access=ro", create(root, "new.dat").status,
+	       NFS3ERR_ROFS);
+	read_is("READ after the reload to access=ro", f, "before", 6);
+	CHECK(local_port() == port0, "the connection changed (local port %u, was %u)",
+	      local_port(), port0);
+	printf("ok: after SIGHUP (rw -> ro) on the same connection (local port %u): WRITE and "
+	       "CREATE NFS3ERR_ROFS, READ works\n", port0);
+
+	run(broken);
+	w = write_at(f, 0, "during", 6);
+	expect("WRITE after a reload of a broken config", w.status, NFS3ERR_ROFS);
+	printf("ok: a broken config changed nothing: WRITE still NFS3ERR_ROFS\n");
+
+	run(to_rw);
+	w = write_at(f, 0, "after!", 6);
+	expect("WRITE after the reload back to access=rw", w.status, NFS3_OK);
+	read_is("READ after the reload back to access=rw", f, "after!", 6);
+	CHECK(local_port() == port0, "the connection changed (local port %u, was %u)",
+	      local_port(), port0);
+	printf("ok: after SIGHUP (ro -> rw) on the same connection: WRITE works again\n");
+}
+
+/* --- UNSTABLE writes + COMMIT across kill -9 -------------------------------- */
+
+struct pending {
+	int done, status;
+	union {
+		WRITE3res w;
+		COMMIT3res c;
+	} res;
+};
+
+static void on_done(struct rpc_context *rpc, int status, void *data, void *private_data)
+{
+	struct pending *p = private_data;
+
+	(void)rpc;
+	p->done = 1;
+	p->status = status;
+	if (status == RPC_STATUS_SUCCESS)
+		memcpy(&p->res, data, sizeof(p->res));
+}
+
+/* 0 when answered, -1 when the connection went (the server was killed). */
+static int wait_done(struct pending *p)
+{
+	struct rpc_context *rpc = call_context();
+
+	while (!p->done) {
+		struct pollfd pfd = { .fd = rpc_get_fd(rpc), .events = rpc_which_events(rpc) };
+		int n = poll(&pfd, 1, 10000);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			fail("poll: %s", strerror(errno));
+		if (n == 0)
+			fail("no reply for 10 s, and the server did not go away");
+		if (rpc_service(rpc, pfd.revents) < 0)
+			return -1;
+	}
+	return p->status == RPC_STATUS_SUCCESS ? 0 : -1;
+}
+
+static void save_fh(const char *path, nfs_fh3 fh)
+{
+	FILE *f = fopen(path, "w");
+
+	if (!f)
+		fail("%s: %s", path, strerror(errno));
+	for (u_int i = 0; i < fh.data.data_len; i++)
+		fprintf(f, "%02x", (unsigned char)fh.data.data_val[i]);
+	fprintf(f, "\n");
+	if (fclose(f) != 0)
+		fail("%s: %s", path, strerror(errno));
+}
+
+static nfs_fh3 load_fh(const char *path)
+{
+	static char bytes[NFS3_FHSIZE];
+	nfs_fh3 fh = { .data = { 0, bytes } };
+	FILE *f = fopen(path, "r");
+	unsigned b;
+
+	if (!f)
+		fail("%s: %s", path, strerror(errno));
+	while (fh.data.data_len < NFS3_FHSIZE && fscanf(f, "%2x", &b) == 1)
+		bytes[fh.data.data_len++] = (char)b;
+	fclose(f);
+	CHECK(fh.data.data_len > 0, "%s: no handle", path);
+	return fh;
+}
+
+static void commit_stream(const char *state, const char *acks)
+{
+	static char buf[RECORD];
+	struct rpc_context *rpc = call_context();
+	nfs_fh3 fh = create_ok(mount_root(), "commit.dat");
+	uint32_t next = 0, acked = 0;
+	FILE *out;
+
+	save_fh(state, fh);
+	out = fopen(acks, "w");
+	if (!out)
+		fail("%s: %s", acks, strerror(errno));
+	for (;;) {
+		char verf[NFS3_WRITEVERFSIZE];
+		struct pending p;
+		int i;
+
+		CHECK(next < MAX_RECORDS, "%u records written and the server is still there", next);
+		for (i = 0; i < BATCH; i++) {
+			WRITE3args a = { .file = fh, .offset = (uint64_t)(next + i) * RECORD,
+					 .count = RECORD, .stable = UNSTABLE };
+			fill(buf, RECORD, next + i);
+			a.data.data_len = RECORD;
+			a.data.data_val = buf;
+			memset(&p, 0, sizeof(p));
+			if (rpc_nfs3_write_async(rpc, on_done, &a, &p) != 0 || wait_done(&p) < 0)
+				goto lost;
+			expect("WRITE UNSTABLE", p.res.w.status, NFS3_OK);
+			if (i == 0)
+				memcpy(verf, p.res.w.WRITE3res_u.resok.verf, sizeof(verf));
+			else
+				CHECK(!memcmp(verf, p.res.w.WRITE3res_u.resok.verf, sizeof(verf)),
+				      "the write verifier changed within one server's life");
+		}
+		{
+			COMMIT3args c = { .file = fh, .offset = 0, .count = 0 };
+			memset(&p, 0, sizeof(p));
+			if (rpc_nfs3_commit_async(rpc, on_done, &c, &p) != 0 || wait_done(&p) < 0)
+				goto lost;
+			expect("COMMIT", p.res.c.status, NFS3_OK);
+			CHECK(!memcmp(verf, p.res.c.COMMIT3res_u.resok.verf, sizeof(verf)),
+			      "COMMIT's verifier is not the writes'");
+		}
+		for (i = 0; i < BATCH; i++)
+			fprintf(out, "%u\n", next + i);
+		fflush(out);
+		next += BATCH;
+		acked += BATCH;
+	}
+lost:
+	fclose(out);
+	printf("streamed: %u records committed before the connection went\n", acked);
+	CHECK(acked > 0, "no COMMIT succeeded");
+}
+
+static void commit_verify(const char *state, const char *acks)
+{
+	static char want[RECORD];
+	nfs_fh3 fh = load_fh(state);
+	FILE *f = fopen(acks, "r");
+	unsigned n, count = 0;
+
+	if (!f)
+		fail("%s: %s", acks, strerror(errno));
+	mount_root();
+	while (fscanf(f, "%u", &n) == 1) {
+		READ3args a = { .file = fh, .offset = (uint64_t)n * RECORD, .count = RECORD };
+		READ3res r = call_read(&a);
+
+		expect("READ of a committed record", r.status, NFS3_OK);
+		fill(want, RECORD, n);
+		CHECK(r.READ3res_u.resok.data.data_len == RECORD &&
+			      !memcmp(r.READ3res_u.resok.data.data_val, want, RECORD),
+		      "record %u was COMMITted, but it is not there after kill -9 and a restart", n);
+		count++;
+	}
+	fclose(f);
+	CHECK(count > 0, "%s lists no committed record", acks);
+	printf("verified: all %u committed records are there\n", count);
+}
+
+int main(int argc, char **argv)
+{
+	const char *mode = argc > 3 ? argv[3] : "";
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (!((argc == 7 && !strcmp(mode, "reload")) ||
+	      (argc == 6 && (!strcmp(mode, "commit-stream") || !strcmp(mode, "commit-verify"))))) {
+		fprintf(stderr, "usage: svc_client HOST PORT reload TO_RO BROKEN TO_RW\n"
+				"       svc_client HOST PORT commit-stream|commit-verify STATE ACKS\n");
+		return 2;
+	}
+	call_connect(argv[1], atoi(argv[2]), 0, 0);
+	if (!strcmp(mode, "reload"))
+		reload(argv[4], argv[5], argv[6]);
+	else if (!strcmp(mode, "commit-stream"))
+		commit_stream(argv[4], argv[5]);
+	else
+		commit_verify(argv[4], argv[5]);
+	call_disconnect();
+	return 0;
+}

@@ -1,0 +1,103 @@
+/* SIGHUP: the configuration file is read again while connections stay up.
+ * Exports (and their options) and log_level take effect for the requests
+ * that start afterwards; settings fixed at start (the volume, the socket,
+ * the thread and buffer sizes) are kept, with a warning. A file with any
+ * error changes nothing. Runs on the event loop thread. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/log.h"
+#include "server/reload.h"
+#include "server/server.h"
+
+static void report_error(void *arg, const char *msg)
+{
+	log_error("reload: %s", msg);
+}
+
+/* One setting that cannot change while running: warn when the file asks
+ * for another value. */
+static void keep(const char *key, int differs, const char *running)
+{
+	if (differs)
+		log_warn("reload: %s cannot change while the server runs: keeping %s", key,
+			 running);
+}
+
+static void keep_fixed(const struct server *srv, const struct config *nc)
+{
+	const struct config *cur = &srv->cfg;
+	char *abs = realpath(nc->volume, NULL);
+	char buf[32];
+
+	keep("volume", strcmp(abs ? abs : nc->volume, cur->volume) != 0, cur->volume);
+	free(abs);
+	keep("listen", strcmp(nc->listen, cur->listen) != 0, cur->listen);
+	snprintf(buf, sizeof(buf), "%u", cur->port);
+	keep("port", nc->port != cur->port, buf);
+	snprintf(buf, sizeof(buf), "%d", cur->workers);
+	keep("workers", nc->workers != cur->workers, buf);
+	keep("rpcbind", nc->rpcbind != cur->rpcbind,
+	     cur->rpcbind == RPCBIND_AUTO ? "auto" : cur->rpcbind == RPCBIND_YES ? "yes" : "no");
+	snprintf(buf, sizeof(buf), "%d", cur->max_conn_requests);
+	keep("max_requests_per_connection", nc->max_conn_requests != cur->max_conn_requests, buf);
+	snprintf(buf, sizeof(buf), "%d", cur->max_requests);
+	keep("max_requests", nc->max_requests != cur->max_requests, buf);
+	snprintf(buf, sizeof(buf), "%u", cur->max_io);
+	keep("max_io", nc->max_io != cur->max_io, buf);
+	keep("syslog", nc->use_syslog != cur->use_syslog, cur->use_syslog ? "yes" : "no");
+}
+
+int reload_config(struct server *srv)
+{
+	struct export_set *ns = NULL;
+	struct config nc;
+	int ret;
+
+	log_info("reload: reading %s", srv->config_path);
+	config_defaults(&nc);
+	ret = config_load(srv->config_path, &nc, report_error, NULL);
+	if (ret < 0)
+		goto keep_old;
+	for (int i = 0; i < nc.nexports; i++) {
+		ret = export_resolve(srv->vol, &nc.exports[i]);
+		if (ret < 0) {
+			log_error("reload: %s:%d: export %s: %s", srv->config_path,
+				  nc.exports[i].line, nc.exports[i].path, strerror(-ret));
+			goto keep_old;
+		}
+	}
+	keep_fixed(srv, &nc);
+	ret = export_set_new(&nc, &ns);
+	if (ret < 0) {
+		log_error("reload: %s", strerror(-ret));
+		goto keep_old;
+	}
+	for (int i = 0; i < ns->nexports; i++)
+		log_info("exporting %s (%s)", ns->exports[i].path, ns->exports[i].rw ? "rw" : "ro");
+	export_table_swap(&srv->exports, ns);
+	if (nc.log_level != srv->cfg.log_level) {
+		srv->cfg.log_level = nc.log_level;
+		if (srv->debug)
+			log_info("reload: log_level %s (-d keeps debug logging)",
+				 log_level_name(nc.log_level));
+		else
+			log_set_level(nc.log_level);
+	}
+	if (nc.cache_mb != srv->cfg.cache_mb) {
+		srv->cfg.cache_mb = nc.cache_mb;
+		fs_set_cache_limit(srv->vol, nc.cache_mb << 20);
+	}
+	log_info("reload: %s in force (%d export%s, log_level %s)", srv->config_path,
+		 ns->nexports, ns->nexports == 1 ? "" : "s", log_level_name(nc.log_level));
+	config_free(&nc);
+	return 0;
+keep_old:
+	log_error("reload: %s not applied: the running configuration stays", srv->config_path);
+	config_free(&nc);
+	return ret;
+}
