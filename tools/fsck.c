@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -212,6 +213,12 @@ int main(int argc, char **argv)
 	const char *image;
 
 	o.ctx = stdout;
+	/* Every unit read is a fresh malloc, freed with its chunk: without a
+	 * high trim threshold glibc gives the heap back after each chunk and
+	 * the next one page-faults it in again (about 12% of a warm check). */
+	if (mallopt(M_TRIM_THRESHOLD, 256 << 20) != 1 || mallopt(M_TOP_PAD, 64 << 20) != 1)
+		fprintf(stderr, "%s: mallopt refused the heap settings (checking anyway)\n",
+			progname);
 	while ((opt = getopt_long(argc, argv, "npayc:j:C::xflh", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'n':
