@@ -31,6 +31,13 @@ int fsck_vol_open(const char *path, const struct fsck_opts *o, struct fsck_vol *
 int fsck_vol_locate(struct fsck_vol *v, uint64_t total, const struct fsck_opts *o);
 void fsck_vol_close(struct fsck_vol *v);
 
+/* fsck_lock.c: the chunks to be checked (chunk, or all when -1) locked
+ * for writing with -p/-y, for reading with -n (chunk_lock.h);
+ * fsck_image_lock: an image of one chunk, whole. 0, or -EBUSY (said to
+ * o->out) when another process holds one, or another negative errno. */
+int fsck_vol_lock(struct fsck_vol *v, int chunk, const struct fsck_opts *o);
+int fsck_image_lock(struct fsck_vol *v, const struct fsck_opts *o);
+
 /* One line to o->out (when there is one). */
 void fsck_vol_say(const struct fsck_opts *o, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));

@@ -412,6 +412,12 @@ int fsck_volume_path(const char *path, int chunk, const struct fsck_opts *o,
 	}
 	kind = fsck_image_kind(whole, &h);
 	if (kind == FSCK_IMG_CHUNK) {
+		ret = fsck_image_lock(&v, o);
+		if (ret < 0) {
+			store_close(whole);
+			res->exit_code = FSCK_EXIT_OPERATIONAL;
+			goto out;
+		}
 		ret = fsck_image_store(whole, chunk, o, res);
 		store_close(whole);
 		goto out;
@@ -427,6 +433,11 @@ int fsck_volume_path(const char *path, int chunk, const struct fsck_opts *o,
 		fsck_vol_say(o, "%s: no chunk %d (the volume has %u)", path, chunk, v.nchunks);
 		res->exit_code = FSCK_EXIT_USAGE;
 		ret = -EINVAL;
+		goto out;
+	}
+	ret = fsck_vol_lock(&v, chunk, o);
+	if (ret < 0) {
+		res->exit_code = FSCK_EXIT_OPERATIONAL;
 		goto out;
 	}
 	vol_run(&v, chunk, o, res);

@@ -49,6 +49,8 @@ struct chunk {
 	int header_dirty;
 	int header_heal;              /* -1, or the header copy found bad */
 	int offline;
+	uint64_t base;                /* byte offset in the image (one-image volumes) */
+	int locked;                   /* this volume holds the chunk's OFD lock (vol_chunk_lock.c) */
 
 	/* Allocation state, loaded on first use. */
 	int loaded;
@@ -286,5 +288,24 @@ struct chunk *vol_pick_chunk(struct fs_volume *v, struct chunk *prefer, int kind
 /* A chunk other than except with data room outside its metadata zone. */
 struct chunk *vol_pick_data_chunk(struct fs_volume *v, struct chunk *except);
 void fs_now(int64_t *sec, uint32_t *nsec);
+/* The header at base of st (both copies: the newer valid one; *healed 0,
+ * or 1/2: copy 0/1 needs rewriting). 0, or -EUCLEAN when neither is valid. */
+int vol_read_header(struct chunk_store *st, uint64_t base, uint32_t guess_nblocks,
+		    struct od_chunk_header *h, int *healed);
+
+/* vol_chunk_lock.c: the volume's OFD lock on each chunk's range of the
+ * image (chunk_lock.h), write lock, or read lock for FS_OPEN_RDONLY.
+ * vol_chunk_lock_open: at open, before anything is written (-EBUSY and
+ * why[] when another process holds it). vol_chunk_release: drop chunk i's
+ * lock, so that the nbdkit plugin or fsck.chunkfs may open it; the caller
+ * (the offline state machine, volume lock held) has made sure nothing of
+ * the chunk is in flight or dirty. vol_chunk_reacquire: take it again
+ * before the chunk comes back online (-EBUSY while someone else holds it;
+ * why[] says so when given). Both return 0 and do nothing when the lock
+ * is already in that state, and on volumes opened from stores, which hold
+ * no locks (their stores are the caller's). */
+int vol_chunk_lock_open(struct fs_volume *v, struct chunk *c, char *why, size_t whylen);
+int vol_chunk_release(struct fs_volume *v, uint32_t i);
+int vol_chunk_reacquire(struct fs_volume *v, uint32_t i, char *why, size_t whylen);
 
 #endif

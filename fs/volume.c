@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "chunk_lock.h"
 #include "internal.h"
 #include "signature.h"
 
@@ -177,6 +178,12 @@ int fs_mkfs(const char *path, const struct fs_mkfs_opts *o)
 	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
 	if (fd < 0)
 		return -errno;
+	/* The whole image, to its end: refused while anyone has a chunk open. */
+	ret = chunk_lock_try(fd, 0, 0, 1);
+	if (ret < 0) {
+		ret = ret == -EAGAIN ? -EBUSY : ret;
+		goto out;
+	}
 	ret = device_size(fd, &size, &is_blk);
 	if (ret < 0)
 		goto out;
@@ -263,8 +270,8 @@ static int header_copy(struct chunk_store *st, uint64_t off, uint32_t at_block,
  * mirror is found from the first copy's geometry, or, when that copy is
  * bad, by trying every possible chunk size (starting with guess). *healed
  * says which copy needs rewriting: 0 none, 1 the first, 2 the mirror. */
-static int read_header(struct chunk_store *st, uint64_t base, uint32_t guess_nblocks,
-		       struct od_chunk_header *h, int *healed)
+int vol_read_header(struct chunk_store *st, uint64_t base, uint32_t guess_nblocks,
+		    struct od_chunk_header *h, int *healed)
 {
 	struct od_chunk_header m;
 	uint64_t t0, t1;
@@ -311,7 +318,7 @@ static int open_chunks(struct fs_volume *v, struct vol_source *src, char *why, s
 	uint64_t base = 0;
 	int healed, ret;
 
-	ret = read_header(src->whole ? src->whole : src->stores[0], 0, 0, &h0, &healed);
+	ret = vol_read_header(src->whole ? src->whole : src->stores[0], 0, 0, &h0, &healed);
 	if (ret < 0) {
 		if (why && whylen)
 			snprintf(why, whylen, "not a chunkfs volume: no valid chunk header in "
@@ -345,7 +352,7 @@ static int open_chunks(struct fs_volume *v, struct vol_source *src, char *why, s
 			c->store = st; /* the volume owns it from here on */
 			src->stores[i] = NULL;
 		}
-		ret = read_header(st, at, h0.nblocks, &c->hdr, &healed);
+		ret = vol_read_header(st, at, h0.nblocks, &c->hdr, &healed);
 		if (ret < 0)
 			healed = 0;
 		if (ret == 0 && memcmp(c->hdr.volume_uuid, h0.volume_uuid, 16) != 0) {
@@ -392,6 +399,10 @@ static int open_chunks(struct fs_volume *v, struct vol_source *src, char *why, s
 			c->header_heal = healed - 1;
 		}
 		if (src->whole) {
+			c->base = base;
+			ret = vol_chunk_lock_open(v, c, why, whylen);
+			if (ret < 0)
+				return ret;
 			ret = store_file_region(src->fd, base,
 						(uint64_t)c->hdr.nblocks * OD_BLOCK_SIZE, &c->store);
 			if (ret < 0)
@@ -456,7 +467,7 @@ static int vol_recover(struct fs_volume *v)
 		int healed;
 		if (c->offline)
 			continue;
-		ret = read_header(c->store, 0, c->hdr.nblocks, &c->hdr, &healed);
+		ret = vol_read_header(c->store, 0, c->hdr.nblocks, &c->hdr, &healed);
 		if (ret < 0) {
 			c->offline = 1;
 			c->hdr.state = OD_STATE_NEEDS_REPAIR;

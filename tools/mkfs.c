@@ -551,6 +551,14 @@ int main(int argc, char **argv)
 		int fd;
 
 		undo_sizing(a.image, created, old_size, img.is_blockdev);
+		if (ret == -EBUSY) {
+			/* A chunk lock (fs/chunk_lock.h) held by another process. */
+			fprintf(stderr,
+				"%s: %s is in use: chunkfsd, nbdkit chunkfs or fsck.chunkfs has it "
+				"open\n",
+				progname, a.image);
+			goto out;
+		}
 		if (ret != -EEXIST) {
 			fprintf(stderr, "%s: making the filesystem on %s: %s\n", progname, a.image,
 				strerror(-ret));

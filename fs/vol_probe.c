@@ -1,0 +1,165 @@
+/* Locating a volume image's chunks from their headers, for the nbdkit
+ * plugin (see vol_probe.h); the header reader and checks are volume.c's
+ * and chunk.c's. */
+#include "config.h"
+
+#include <errno.h>
+#include <linux/fs.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+
+#include "internal.h"
+#include "vol_probe.h"
+
+static int image_bytes(int fd, uint64_t *size)
+{
+	struct stat st;
+
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (S_ISBLK(st.st_mode))
+		return ioctl(fd, BLKGETSIZE64, size) < 0 ? -errno : 0;
+	if (!S_ISREG(st.st_mode))
+		return -EINVAL;
+	*size = (uint64_t)st.st_size;
+	return 0;
+}
+
+/* Chunk i's header at its base: header_ok, or the reason it is unusable. */
+static void probe_chunk(struct chunk_store *whole, const struct od_chunk_header *h0, uint32_t i,
+			struct vol_probe_chunk *pc)
+{
+	int healed, ret = vol_read_header(whole, pc->base, h0->nblocks, &pc->hdr, &healed);
+
+	pc->header_ok = 0;
+	pc->reason[0] = '\0';
+	if (ret < 0) {
+		snprintf(pc->reason, sizeof(pc->reason), "both copies of its header are bad");
+		return;
+	}
+	if (memcmp(pc->hdr.volume_uuid, h0->volume_uuid, 16) != 0) {
+		snprintf(pc->reason, sizeof(pc->reason), "belongs to another volume");
+		return;
+	}
+	if (chunk_check_header(&pc->hdr, i, pc->reason, sizeof(pc->reason)) < 0)
+		return;
+	pc->header_ok = 1;
+}
+
+/* Sizes and bases from the headers; a chunk beyond the image is cut short. */
+static void probe_layout(struct chunk_store *whole, const struct od_chunk_header *h0,
+			 struct vol_probe *p)
+{
+	uint64_t base = 0;
+
+	for (uint32_t i = 0; i < p->nchunks; i++) {
+		struct vol_probe_chunk *pc = &p->chunks[i];
+		pc->base = base;
+		probe_chunk(whole, h0, i, pc);
+		pc->full_size = (uint64_t)(pc->header_ok ? pc->hdr.nblocks : h0->nblocks) *
+				OD_BLOCK_SIZE;
+		pc->size = base >= p->image_size ? 0 :
+			   (p->image_size - base < pc->full_size ? p->image_size - base :
+								  pc->full_size);
+		if (pc->header_ok && pc->size < pc->full_size) {
+			pc->header_ok = 0;
+			snprintf(pc->reason, sizeof(pc->reason),
+				 "image truncated: %llu bytes, chunk ends at %llu",
+				 (unsigned long long)p->image_size,
+				 (unsigned long long)(base + pc->full_size));
+		}
+		base += pc->full_size;
+	}
+}
+
+int vol_probe_fd(int fd, struct vol_probe *out, char *why, size_t whylen)
+{
+	struct od_chunk_header h0;
+	struct chunk_store *whole;
+	int healed, ret;
+
+	memset(out, 0, sizeof(*out));
+	if (why && whylen)
+		why[0] = '\0';
+	ret = image_bytes(fd, &out->image_size);
+	if (ret == 0)
+		ret = store_file_region(fd, 0, out->image_size, &whole);
+	if (ret < 0) {
+		if (why && whylen)
+			snprintf(why, whylen, "%s",
+				 ret == -EINVAL ? "neither a regular file nor a block device" :
+						  strerror(-ret));
+		return ret;
+	}
+	ret = vol_read_header(whole, 0, 0, &h0, &healed);
+	if (ret < 0) {
+		if (why && whylen)
+			snprintf(why, whylen, "not a chunkfs volume: no valid chunk header in "
+					      "either copy of chunk 0");
+		ret = -EINVAL;
+		goto out;
+	}
+	if (h0.chunk_count == 0 || h0.chunk_count > OD_MAX_CHUNKS) {
+		if (why && whylen)
+			snprintf(why, whylen, "corrupt volume: chunk count %u", h0.chunk_count);
+		ret = -EUCLEAN;
+		goto out;
+	}
+	out->ref = h0;
+	out->nchunks = h0.chunk_count;
+	out->chunks = calloc(out->nchunks, sizeof(*out->chunks));
+	if (!out->chunks) {
+		ret = -ENOMEM;
+		if (why && whylen)
+			snprintf(why, whylen, "%s", strerror(-ret));
+		goto out;
+	}
+	probe_layout(whole, &h0, out);
+	if (!out->chunks[0].header_ok) {
+		if (why && whylen)
+			snprintf(why, whylen, "chunk 0: %s", out->chunks[0].reason);
+		ret = -EUCLEAN;
+	}
+out:
+	store_close(whole);
+	if (ret < 0)
+		vol_probe_free(out);
+	return ret;
+}
+
+int vol_probe_refresh(int fd, struct vol_probe *p)
+{
+	struct chunk_store *whole;
+	int ret = store_file_region(fd, 0, p->image_size, &whole);
+
+	if (ret < 0)
+		return ret;
+	for (uint32_t i = 0; i < p->nchunks; i++) {
+		struct vol_probe_chunk *pc = &p->chunks[i];
+		probe_chunk(whole, &p->ref, i, pc);
+		if (pc->header_ok && (uint64_t)pc->hdr.nblocks * OD_BLOCK_SIZE != pc->full_size) {
+			pc->header_ok = 0;
+			snprintf(pc->reason, sizeof(pc->reason),
+				 "its header now says %u blocks, %llu bytes were found at start",
+				 pc->hdr.nblocks, (unsigned long long)pc->full_size);
+		} else if (pc->header_ok && pc->size < pc->full_size) {
+			pc->header_ok = 0;
+			snprintf(pc->reason, sizeof(pc->reason),
+				 "image truncated: %llu bytes, chunk ends at %llu",
+				 (unsigned long long)p->image_size,
+				 (unsigned long long)(pc->base + pc->full_size));
+		}
+	}
+	store_close(whole);
+	return 0;
+}
+
+void vol_probe_free(struct vol_probe *p)
+{
+	free(p->chunks);
+	p->chunks = NULL;
+	p->nchunks = 0;
+}
