@@ -2,15 +2,15 @@
 # nbdkit-chunkfs-plugin under the real nbdkit, on a 4-chunk volume of 1 MiB
 # chunks with files: the export list and its descriptions (nbdinfo --list
 # and NBD_OPT_LIST), nbdcopy of a chunk byte-identical to its range of the
-# image, fsck.chunkfs -n over TCP, writes (nbdcopy back, pwrite, zero,
-# trim) landing in the chunk's range and nowhere else, and the chunk locks:
-# two nbdkits cannot both write a chunk, readers share, a writer excludes
-# readers, kill -9 frees a lock, chunkfsd holds every online chunk (the
-# plugin refuses them, for writing and for reading) but not a chunk it
-# found offline, a second chunkfsd, fsck.chunkfs and mkfs.chunkfs on the
-# served volume are refused with EBUSY's message. Volumes the plugin
-# refuses to start on: no volume=, not a chunkfs volume, chunk 0's header
-# bad in both copies.
+# image, fsck.chunkfs -n over TCP and -y repairing a chunk through it,
+# writes (nbdcopy back, pwrite, zero, trim) landing in the chunk's range and
+# nowhere else, and the chunk locks: two nbdkits cannot both write a chunk,
+# readers share, a writer excludes readers, kill -9 frees a lock, chunkfsd
+# holds every online chunk (the plugin refuses them, for writing and for
+# reading) but not a chunk it found offline, a second chunkfsd,
+# fsck.chunkfs and mkfs.chunkfs on the served volume are refused with
+# EBUSY's message. Volumes the plugin refuses to start on: no volume=, not
+# a chunkfs volume, chunk 0's header bad in both copies.
 . "$(dirname "$0")/functions.sh"
 requires nbdkit nbdinfo nbdcopy dd cmp od tr head
 PLUGIN=$builddir/.libs/nbdkit-chunkfs-plugin.so
@@ -265,6 +265,37 @@ same "$vol" "$tmp/want.img" "zero and trim in chunk 3 changed other bytes"
 expect_list "$(uri A "")" "$offline; $valid" \
 	"$offline; bad header: both copies of its header are bad" "$offline; $valid" \
 	"$offline; $valid"
+
+# --- fsck.chunkfs -y through the plugin: repair writes land in chunk 2 -----
+cp "$tmp/orig.img" "$vol"
+itable=$(od -An -tu4 -j152 -N4 "$tmp/orig2.img" | tr -d ' ')
+[ "$itable" -gt 17 ] || fail "itable_start $itable"
+printf '\377\377\377\377' |
+	dd of="$vol" bs=1 seek=$((2 * MiB + itable * 4096 + 100)) conv=notrunc status=none
+problem="chunk 2: [0x000001] inode-area block $itable: copy 0 is bad (checksum mismatch). Rewrite it from copy 1"
+# fsck_run EXPECTED ARGS...: fsck.chunkfs, its output in $tmp/out.
+fsck_run() {
+	want=$1
+	shift
+	"$FSCK" "$@" >"$tmp/out" 2>&1
+	got=$?
+	[ "$got" -eq "$want" ] || {
+		cat "$tmp/out"
+		fail "fsck.chunkfs $*: exit $got, expected $want"
+	}
+}
+fsck_run 4 -n "$(uri A 2)"
+has "$tmp/out" "$problem: not fixed (-n)."
+fsck_run 1 -y "$(uri A 2)"
+has "$tmp/out" "$problem: fixed."
+has "$tmp/out" "fsck.chunkfs: 1 chunk checked (0 clean), 1 problems, 1 fixed, 0 left"
+fsck_run 0 -n "$(uri A 2)"
+has "$tmp/out" "fsck.chunkfs: 1 chunk checked (0 clean), 0 problems, 0 fixed, 0 left"
+for c in 0 1 3; do
+	chunk "$vol" $c "$tmp/now$c.img"
+	same "$tmp/now$c.img" "$tmp/orig$c.img" "fsck -y through the plugin changed chunk $c"
+done
+fsck_run 0 -n -f "$vol"
 
 # --- locks between plugins ----------------------------------------------------
 cp "$tmp/orig.img" "$vol"
