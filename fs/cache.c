@@ -187,6 +187,28 @@ ok:
 	return 0;
 }
 
+int cache_drop_chunk(struct chunk *c)
+{
+	struct fs_volume *v = c->vol;
+	struct buf *b = v->lru.lru_next;
+	int busy = 0;
+
+	while (b != &v->lru) {
+		struct buf *next = b->lru_next;
+		if (b->c == c) {
+			if (b->refs || b->pinned) {
+				busy++;
+			} else {
+				if (b->dirty)
+					v->ndirty--;
+				buf_destroy(v, b);
+			}
+		}
+		b = next;
+	}
+	return busy ? -EBUSY : 0;
+}
+
 struct buf *buf_peek(struct chunk *c, uint32_t block)
 {
 	return cache_find(c, block);

@@ -275,6 +275,22 @@ static int load_free_lists(struct chunk *c)
 	return ret;
 }
 
+void chunk_unload(struct chunk *c)
+{
+	free(c->bitmap);
+	free(c->reserved);
+	free(c->frozen);
+	free(c->bitmap_dirty);
+	free(c->free_map);
+	free(c->free_slots);
+	c->bitmap = c->bitmap_dirty = c->reserved = c->frozen = NULL;
+	c->free_map = c->free_slots = NULL;
+	c->nfree_map = c->cap_free_map = c->nfree_slots = c->cap_free_slots = 0;
+	c->any_reserved = c->any_frozen = 0;
+	c->reserved_outside = c->frozen_outside = c->free_outside = 0;
+	c->loaded = 0;
+}
+
 int chunk_load(struct chunk *c)
 {
 	int ret;
@@ -287,15 +303,7 @@ int chunk_load(struct chunk *c)
 	if (ret == 0)
 		ret = load_free_lists(c);
 	if (ret < 0) {
-		free(c->bitmap);
-		free(c->reserved);
-		free(c->frozen);
-		free(c->bitmap_dirty);
-		free(c->free_map);
-		free(c->free_slots);
-		c->bitmap = c->bitmap_dirty = c->reserved = c->frozen = NULL;
-		c->free_map = c->free_slots = NULL;
-		c->nfree_map = c->cap_free_map = c->nfree_slots = c->cap_free_slots = 0;
+		chunk_unload(c);
 		return ret;
 	}
 	c->alloc_hint_meta = c->hdr.data_start;

@@ -362,9 +362,35 @@ out:
 
 /* --- walking ------------------------------------------------------------ */
 
+/* The next part of a directory's chain; a part in an offline chunk comes
+ * from what was recorded when it went offline (*ghost set). */
+static int next_part(struct fs_volume *v, struct od_loc loc, struct iref *part, int *ghost)
+{
+	struct chunk *c = vol_chunk(v, loc.chunk);
+	int ret;
+
+	*ghost = 0;
+	if (c && c->offline) {
+		*ghost = 1;
+		return chunk_ghost_part(c, loc, part);
+	}
+	ret = ino_read(v, loc, part);
+	return ret;
+}
+
 int dir_walk(struct fs_volume *v, const struct iref *dir, uint64_t from_cookie, dir_walk_fn fn,
 	     void *ctx)
 {
+	int skipped = 0;
+	int ret = dir_walk_skipping(v, dir, from_cookie, fn, ctx, &skipped);
+
+	return ret == 0 && skipped ? -EIO : ret;
+}
+
+int dir_walk_skipping(struct fs_volume *v, const struct iref *dir, uint64_t from_cookie,
+		      dir_walk_fn fn, void *ctx, int *skipped)
+{
+	int ghost = 0;
 	uint32_t want_chunk = 0, want_seq = 0, want_off = 0, hops = 0;
 	int seeking = from_cookie != 0;
 	struct iref part = *dir;
@@ -383,7 +409,13 @@ int dir_walk(struct fs_volume *v, const struct iref *dir, uint64_t from_cookie, 
 		struct chunk *c = vol_chunk(v, part.loc.chunk);
 		int here = seeking && part.loc.chunk == want_chunk;
 
-		if (!seeking || here) {
+		if (ghost) {
+			/* Its entries are out of reach: the walk goes on after it
+			 * (a cookie inside it resumes at the next part). */
+			*skipped = 1;
+			if (here)
+				seeking = 0;
+		} else if (!seeking || here) {
 			ret = ext_load(v, &part, &el);
 			if (ret < 0)
 				return ret;
@@ -426,7 +458,7 @@ int dir_walk(struct fs_volume *v, const struct iref *dir, uint64_t from_cookie, 
 			break;
 		if (++hops > v->nchunks)
 			return -EUCLEAN;
-		ret = ino_read(v, part.ino.next, &part);
+		ret = next_part(v, part.ino.next, &part, &ghost);
 		if (ret < 0)
 			return ret;
 		if (!(part.ino.flags & OD_INF_CONT) || part.ino.head_stable != dir->ino.stable)
@@ -493,7 +525,7 @@ int dir_find(struct fs_volume *v, const struct iref *dir, const char *name, size
 		return ret;
 	ret = dir_walk(v, dir, 0, find_fn, &fc);
 	if (ret < 0)
-		return ret;
+		return ret; /* -EIO: not found, but a part in an offline chunk may hold it */
 	return ret == 1 ? 0 : -ENOENT;
 }
 

@@ -172,6 +172,37 @@ int fs_statfs(struct fs_volume *vol, struct fs_statfs *out);
 void fs_volume_uuid(struct fs_volume *vol, uint8_t uuid[16]);
 void fs_volume_secret(struct fs_volume *vol, uint8_t secret[32]);
 
+/* offline.c: one chunk out of service while the volume serves the rest. */
+struct fsck_opts;
+struct fsck_result;
+struct fs_chunk_info {
+	uint32_t index;
+	int online;
+	int holds_root;            /* the root directory needs it: cannot go offline */
+	int64_t offline_since;     /* time(2), 0 when online */
+	uint32_t kind;             /* enum fs_chunk_kind */
+	uint32_t state;            /* the header's: clean, dirty, needs repair */
+	uint64_t nblocks, free_blocks;
+	uint64_t max_inodes, used_inodes;
+	uint64_t healed;           /* reads that found one bad copy and rewrote it */
+	uint64_t unreadable;       /* reads that found both copies bad */
+};
+uint32_t fs_chunk_count(struct fs_volume *vol);
+int fs_chunk_info(struct fs_volume *vol, uint32_t chunk, struct fs_chunk_info *out);
+/* Commit, forget the chunk's cached state and release its lock; from then
+ * on what needs it fails with -EIO. force: when the commit fails, the
+ * chunk's uncommitted changes are dropped and it goes anyway. Refused
+ * (-EBUSY) for the chunk the root directory needs. why[] says why on
+ * failure. */
+int fs_chunk_offline(struct fs_volume *vol, uint32_t chunk, int force, char *why, size_t whylen);
+/* Check the chunk (fsck_volume_path on image, check only, with the
+ * cross-chunk checks; check gives the output callback), and only when it
+ * is clean take its lock again, settle its last transaction and serve it.
+ * The volume is locked throughout: the check's figures are in res. */
+int fs_chunk_online(struct fs_volume *vol, uint32_t chunk, const char *image,
+		    const struct fsck_opts *check, struct fsck_result *res, char *why,
+		    size_t whylen);
+
 /* attr.c */
 int fs_getattr(struct fs_volume *vol, struct fs_ino ino, struct fs_attr *out);
 int fs_setattr(struct fs_volume *vol, const struct fs_cred *cred, struct fs_ino ino,

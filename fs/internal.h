@@ -49,6 +49,10 @@ struct chunk {
 	int header_dirty;
 	int header_heal;              /* -1, or the header copy found bad */
 	int offline;
+	int64_t offline_since;        /* time(2) it went offline (fs_chunk_offline), or 0 */
+	struct od_inode *ghosts;      /* while offline: its directory parts, as they were */
+	struct od_loc *ghost_locs;    /* ... and where, sorted */
+	uint32_t nghosts;
 	uint64_t base;                /* byte offset in the image (one-image volumes) */
 	int locked;                   /* this volume holds the chunk's OFD lock (vol_chunk_lock.c) */
 
@@ -135,6 +139,9 @@ int buf_fresh(struct chunk *c, uint32_t block, uint32_t units, uint16_t type, ui
 void buf_dirty(struct buf *b);
 void buf_put(struct buf *b);
 void buf_forget(struct chunk *c, uint32_t block);
+/* Forget every cached unit of chunk c, dirty ones included (their changes
+ * are lost); -EBUSY when one is still referenced or being written. */
+int cache_drop_chunk(struct chunk *c);
 /* The cached unit at block, without taking a reference, or NULL. */
 struct buf *buf_peek(struct chunk *c, uint32_t block);
 
@@ -156,10 +163,21 @@ int txn_prepare(struct fs_volume *v, struct txn *t);
 int txn_write(struct fs_volume *v, struct txn *t);
 int txn_finish(struct fs_volume *v, struct txn *t, int result);
 int txn_recover(struct fs_volume *v, struct fs_recovery_stats *st);
+/* A chunk coming back online: the last transaction's list there (no newer
+ * than the volume's last commit) is rolled forward and spent, so both
+ * copies of every unit agree. -EUCLEAN when the list is newer than the
+ * volume (not this volume's doing: the chunk needs fsck). */
+int txn_settle_chunk(struct fs_volume *v, struct chunk *c);
 int txn_current_copy(const struct chunk *c, uint32_t block);
 
 /* chunk.c */
 int chunk_load(struct chunk *c);
+/* offline.c: the directory part an offline chunk held at loc, as it was
+ * when the chunk went offline; -EIO when there is none. */
+int chunk_ghost_part(const struct chunk *c, struct od_loc loc, struct iref *out);
+void chunk_free_ghosts(struct chunk *c);
+/* Forget the allocation state (loaded again on first use). */
+void chunk_unload(struct chunk *c);
 int chunk_write_header(struct chunk *c);
 int chunk_write_bitmap(struct chunk *c);
 void chunk_geometry(struct od_chunk_header *h, uint32_t nblocks, uint32_t bytes_per_inode);
@@ -240,6 +258,13 @@ struct dir_walk_ent {
 	uint32_t unit_seq;
 };
 typedef int (*dir_walk_fn)(struct fs_volume *v, void *ctx, const struct dir_walk_ent *e);
+/* Every entry from from_cookie on, part after part. A part in an offline
+ * chunk is stepped over (its continuation is known from when the chunk
+ * went offline, offline.c) and *skipped set: its entries are not seen.
+ * dir_walk: the same, but a walk that had to step over a part and did not
+ * stop early fails with -EIO (its answer would be incomplete). */
+int dir_walk_skipping(struct fs_volume *v, const struct iref *dir, uint64_t from_cookie,
+		      dir_walk_fn fn, void *ctx, int *skipped);
 int dir_walk(struct fs_volume *v, const struct iref *dir, uint64_t from_cookie, dir_walk_fn fn,
 	     void *ctx);
 uint64_t dir_cookie(uint32_t part, uint32_t unit_seq, uint32_t off);

@@ -75,7 +75,7 @@ int fs_readdir(struct fs_volume *v, const struct fs_cred *cred, struct fs_ino di
 	struct rd_ctx rc = { .plus = plus, .fn = fn, .ctx = ctx };
 	struct iref dir, parent;
 	uint64_t verf;
-	int ret;
+	int ret, skipped = 0;
 
 	*eof = 0;
 	vol_lock(v);
@@ -104,7 +104,10 @@ int fs_readdir(struct fs_volume *v, const struct fs_cred *cred, struct fs_ino di
 		if (emit(&rc, "..", 2, &parent, COOKIE_DOTDOT))
 			goto out;
 	}
-	ret = dir_walk(v, &dir, cookie <= COOKIE_DOTDOT ? 0 : cookie, walk_fn, &rc);
+	/* Entries in a part whose chunk is offline are left out of the
+	 * listing; they are back when the chunk is (doc/design.md). */
+	ret = dir_walk_skipping(v, &dir, cookie <= COOKIE_DOTDOT ? 0 : cookie, walk_fn, &rc,
+				&skipped);
 	if (ret > 0)
 		ret = 0;
 	if (ret == 0 && !rc.stopped)

@@ -548,3 +548,59 @@ out:
 	free(buf);
 	return ret;
 }
+
+/* --- a chunk coming back online ------------------------------------------- */
+
+int txn_settle_chunk(struct fs_volume *v, struct chunk *c)
+{
+	uint8_t *buf = malloc((size_t)OD_BLOCK_SIZE * c->hdr.dir_unit);
+	struct dlist a, b, *last;
+	uint32_t copied = 0;
+	int ret = 0;
+
+	if (!buf)
+		return -ENOMEM;
+	memset(&a, 0, sizeof(a));
+	memset(&b, 0, sizeof(b));
+	if (c->hdr.flags & OD_CHF_SINGLE_COPY)
+		goto out;
+	if ((ret = read_list(c, dl_area(c, 0), &a)) < 0 && ret != -ENOENT)
+		goto out;
+	if ((ret = read_list(c, dl_area(c, 1), &b)) < 0 && ret != -ENOENT)
+		goto out;
+	ret = 0;
+	if (a.e && (a.txid & 1))
+		free(a.e), memset(&a, 0, sizeof(a));
+	if (b.e && !(b.txid & 1))
+		free(b.e), memset(&b, 0, sizeof(b));
+	last = a.e && (!b.e || a.txid > b.txid) ? &a : &b;
+	if (!last->e)
+		goto out;
+	if (last->txid > v->txid) {
+		ret = -EUCLEAN;
+		goto out;
+	}
+	/* Committed before the chunk went offline: the copy it names is the
+	 * current one wherever it is whole (fsck has settled the others). */
+	for (uint32_t k = 0; k < last->n && ret == 0; k++) {
+		const struct od_dl_entry *e = &last->e[k];
+		if (!copy_is(c, e, e->copy, last->txid, buf))
+			continue;
+		ret = store_pwrite(c->store, buf, (size_t)e->units * OD_BLOCK_SIZE,
+				   copy_offset(c, e->block, (uint8_t)(1 - e->copy)));
+		copied++;
+	}
+	if (ret == 0 && copied)
+		ret = store_flush(c->store);
+	memset(buf, 0, OD_BLOCK_SIZE);
+	for (uint32_t k = 0; k < 2 && ret == 0; k++)
+		ret = store_pwrite(c->store, buf, OD_BLOCK_SIZE,
+				   (uint64_t)dl_area(c, k) * OD_BLOCK_SIZE);
+	if (ret == 0)
+		ret = store_flush(c->store);
+out:
+	free(a.e);
+	free(b.e);
+	free(buf);
+	return ret;
+}

@@ -431,6 +431,7 @@ static void vol_free(struct fs_volume *v)
 		free(c->free_map);
 		free(c->free_slots);
 		free(c->last);
+		chunk_free_ghosts(c);
 	}
 	free(v->chunks);
 	if (v->fd >= 0)
@@ -589,6 +590,8 @@ static int vol_prepare(struct fs_volume *v, int closing, struct txn *t)
 	vol_end_inflight(v);
 	for (uint32_t i = 0; i < v->nchunks; i++) {
 		struct chunk *c = &v->chunks[i];
+		if (c->offline)
+			continue; /* nothing of it is written until it is back */
 		ret = chunk_write_bitmap(c);
 		if (ret < 0)
 			return ret;

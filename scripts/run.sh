@@ -20,10 +20,12 @@ volume = $volume
 listen = 127.0.0.1
 port = $port
 rpcbind = auto
+control = $top/build/chunkfsd.control
 export / clients=127.0.0.0/8 access=rw squash=none
 CONF
 echo "serving $volume on 127.0.0.1:$port (NFSv3 and MOUNT v3 on one port)"
 echo "connect with libnfs, e.g.:"
 echo "  nfs-ls 'nfs://127.0.0.1//?version=3&nfsport=$port&mountport=$port'"
 echo "  nfs-cp FILE 'nfs://127.0.0.1//FILE?version=3&nfsport=$port&mountport=$port'"
+echo "status and repair: build/chunkfsctl -s build/chunkfsd.control status"
 exec build/chunkfsd -f -c "$conf"

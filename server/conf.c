@@ -24,6 +24,7 @@ void config_defaults(struct config *cfg)
 	cfg->max_requests = 1024;
 	cfg->max_io = 1u << 20;
 	cfg->cache_mb = 256;
+	snprintf(cfg->control, sizeof(cfg->control), "/run/chunkfs/control");
 	cfg->log_level = LOG_LVL_INFO;
 }
 
@@ -223,6 +224,8 @@ static const char *const key_wants[][2] = {
 	{ "cache_mb", "4-1048576" },
 	{ "log_level", "error, warning, info or debug" },
 	{ "syslog", "yes or no" },
+	{ "control", "a socket path of at most 107 bytes, or none" },
+	{ "control_group", "a group name" },
 };
 
 static int parse_key(const char *k, const char *v, struct config *cfg, char *err, size_t errlen)
@@ -283,6 +286,15 @@ static int parse_key(const char *k, const char *v, struct config *cfg, char *err
 	} else if (!strcmp(k, "syslog")) {
 		if (parse_bool(v, &cfg->use_syslog) < 0)
 			goto bad;
+	} else if (!strcmp(k, "control")) {
+		if (strlen(v) >= sizeof(cfg->control) || !*v)
+			goto bad;
+		strcpy(cfg->control, strcmp(v, "none") ? v : "");
+		cfg->control_given = 1;
+	} else if (!strcmp(k, "control_group")) {
+		if (strlen(v) >= sizeof(cfg->control_group) || !*v)
+			goto bad;
+		strcpy(cfg->control_group, v);
 	} else {
 		snprintf(err, errlen, "unknown key '%s'", k);
 		return -EINVAL;

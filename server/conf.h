@@ -54,6 +54,9 @@ struct config {
 	uint64_t cache_mb;      /* metadata cache bound */
 	enum log_level log_level;
 	int use_syslog;
+	char control[108];      /* the control socket's path ("" or "none": no socket) */
+	char control_group[64]; /* group allowed to use it ("": root only) */
+	int control_given;      /* control was set in the file: failing to open it is fatal */
 	struct export *exports;
 	int nexports;
 };

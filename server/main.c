@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "server/log.h"
+#include "server/control.h"
 #include "server/notify.h"
 #include "server/reload.h"
 #include "server/server.h"
@@ -215,6 +216,7 @@ int main(int argc, char **argv)
 	const char *config_path = DEFAULT_CONFIG, *port_file = NULL;
 	int foreground = 0, debug = 0, check_only = 0, opt, ret = 1, errors = 0;
 	struct event *sigterm = NULL, *sigint = NULL, *sighup = NULL;
+	struct control *control = NULL;
 	struct export_set *first = NULL;
 	char *config_abs = NULL;
 	struct server srv;
@@ -333,6 +335,10 @@ int main(int argc, char **argv)
 		ret = 1;
 		goto out;
 	}
+	if ((ret = control_start(&srv, &control)) < 0) {
+		ret = 1;
+		goto out;
+	}
 	mountd_register(&srv);
 	for (int i = 0; i < first->nexports; i++)
 		log_info("exporting %s (%s) on %s port %u", first->exports[i].path,
@@ -350,6 +356,7 @@ int main(int argc, char **argv)
 	event_base_dispatch(srv.base);
 	ret = 0;
 out:
+	control_stop(control);
 	if (srv.threads)
 		workers_stop(&srv);
 	mountd_unregister(&srv);

@@ -50,6 +50,9 @@ static void keep_fixed(const struct server *srv, const struct config *nc)
 	snprintf(buf, sizeof(buf), "%u", cur->max_io);
 	keep("max_io", nc->max_io != cur->max_io, buf);
 	keep("syslog", nc->use_syslog != cur->use_syslog, cur->use_syslog ? "yes" : "no");
+	keep("control", strcmp(nc->control, cur->control) != 0, cur->control[0] ? cur->control : "none");
+	keep("control_group", strcmp(nc->control_group, cur->control_group) != 0,
+	     cur->control_group[0] ? cur->control_group : "(root only)");
 }
 
 int reload_config(struct server *srv)

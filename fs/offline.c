@@ -1,0 +1,336 @@
+/* One chunk out of service while the volume serves the rest: taking it
+ * offline (everything committed, its cached units and allocation state
+ * forgotten, its OFD lock released so that nbdkit chunkfs or fsck.chunkfs
+ * may open it), bringing it back (checked first, with the cross-chunk
+ * checks a repair elsewhere had to defer), and what the control socket
+ * shows of each chunk. While a chunk is offline every operation that needs
+ * one of its units or data blocks fails with -EIO (cache.c, file.c,
+ * chunk.c check c->offline); the others go on untouched. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "fsck.h"
+#include "internal.h"
+
+/* The chunks the root directory cannot do without: where its inode lives
+ * and where its stable number is mapped. */
+static int holds_root(struct fs_volume *v, uint32_t i)
+{
+	struct iref r;
+
+	if ((uint32_t)(v->root >> 32) == i)
+		return 1;
+	return ino_get_stable(v, v->root, &r) < 0 || r.loc.chunk == i;
+}
+
+/* --- directory parts of an offline chunk ------------------------------------ */
+
+static int loc_cmp(struct od_loc a, struct od_loc b)
+{
+	if (a.block != b.block)
+		return a.block < b.block ? -1 : 1;
+	return a.off < b.off ? -1 : a.off > b.off;
+}
+
+void chunk_free_ghosts(struct chunk *c)
+{
+	free(c->ghosts);
+	free(c->ghost_locs);
+	c->ghosts = NULL;
+	c->ghost_locs = NULL;
+	c->nghosts = 0;
+}
+
+/* Keep the directory parts (continuation inodes) the chunk holds, so that
+ * walks of those directories can step over them while it is offline. A
+ * block that cannot be read is left out: walks through it fail instead. */
+static int record_ghosts(struct chunk *c)
+{
+	uint32_t cap = 0;
+
+	for (uint32_t slot = 0; slot < c->hdr.islot_watermark; slot += OD_ISLOTS_PER_BLOCK) {
+		uint32_t block = c->hdr.itable_start + slot / OD_ISLOTS_PER_BLOCK;
+		struct buf *b;
+		if (buf_read(c, block, 1, &b) < 0)
+			continue;
+		for (uint32_t k = 0; k < OD_ISLOTS_PER_BLOCK && slot + k < c->hdr.islot_watermark; k++) {
+			uint16_t off = (uint16_t)(OD_MB_HEADER_SIZE + k * OD_INODE_SIZE);
+			struct od_inode ino;
+			od_get_inode(b->data + off, &ino);
+			if (!(ino.flags & OD_INF_CONT) || !S_ISDIR(ino.mode))
+				continue;
+			if (c->nghosts == cap) {
+				uint32_t ncap = cap ? cap * 2 : 16;
+				struct od_inode *ni = realloc(c->ghosts, ncap * sizeof(*ni));
+				struct od_loc *nl = ni ? realloc(c->ghost_locs, ncap * sizeof(*nl)) : NULL;
+				if (ni)
+					c->ghosts = ni;
+				if (!nl) {
+					buf_put(b);
+					chunk_free_ghosts(c);
+					return -ENOMEM;
+				}
+				c->ghost_locs = nl;
+				cap = ncap;
+			}
+			c->ghosts[c->nghosts] = ino;
+			c->ghost_locs[c->nghosts].chunk = c->index;
+			c->ghost_locs[c->nghosts].block = block;
+			c->ghost_locs[c->nghosts].off = off;
+			c->nghosts++;
+		}
+		buf_put(b);
+	}
+	return 0; /* in slot order: sorted by (block, off) */
+}
+
+int chunk_ghost_part(const struct chunk *c, struct od_loc loc, struct iref *out)
+{
+	uint32_t lo = 0, hi = c->nghosts;
+
+	while (lo < hi) {
+		uint32_t mid = (lo + hi) / 2;
+		int d = loc_cmp(c->ghost_locs[mid], loc);
+		if (d == 0) {
+			out->loc = loc;
+			out->ino = c->ghosts[mid];
+			return 0;
+		}
+		if (d < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return -EIO;
+}
+
+/* --- offline and online ------------------------------------------------------- */
+
+int fs_chunk_offline(struct fs_volume *v, uint32_t i, int force, char *why, size_t whylen)
+{
+	struct chunk *c;
+	int ret;
+
+	why[0] = '\0';
+	vol_lock(v);
+	c = vol_chunk(v, i);
+	if (!c) {
+		snprintf(why, whylen, "no chunk %u: the volume has %u", i, v->nchunks);
+		ret = -EINVAL;
+		goto out;
+	}
+	if (c->offline) {
+		ret = 0; /* already */
+		goto out;
+	}
+	if (v->rdonly) {
+		snprintf(why, whylen, "the volume is open read-only");
+		ret = -EROFS;
+		goto out;
+	}
+	if (holds_root(v, i)) {
+		snprintf(why, whylen,
+			 "chunk %u holds the root directory: without it nothing can be served; "
+			 "stop chunkfsd and check the volume with fsck.chunkfs instead",
+			 i);
+		ret = -EBUSY;
+		goto out;
+	}
+	/* Every operation runs under the volume lock: holding it, none is in
+	 * flight. What they changed is committed before the chunk goes. */
+	ret = vol_sync(v, 0);
+	if (ret < 0 && !force) {
+		snprintf(why, whylen,
+			 "committing the changes made so far failed (%s); --force takes the "
+			 "chunk offline anyway and drops its changes not yet committed",
+			 strerror(-ret));
+		goto out;
+	}
+	ret = record_ghosts(c);
+	if (ret == 0)
+		ret = cache_drop_chunk(c);
+	if (ret < 0) {
+		chunk_free_ghosts(c);
+		snprintf(why, whylen, "%s", ret == -ENOMEM ? "out of memory"
+						      : "units of the chunk are still in use");
+		goto out;
+	}
+	if (force) {
+		/* What is left of other chunks' changes goes without it. */
+		ret = vol_sync(v, 0);
+		if (ret < 0) {
+			snprintf(why, whylen, "committing the other chunks' changes failed: %s",
+				 strerror(-ret));
+			goto out;
+		}
+	}
+	c->offline = 1;
+	c->header_dirty = 0;
+	c->header_heal = -1;
+	chunk_unload(c);
+	/* The last transaction's list stays on the chunk: bringing it back
+	 * (or fsck) settles it. Until then it takes no part in any. */
+	free(c->last);
+	c->last = NULL;
+	c->nlast = 0;
+	c->offline_since = time(NULL);
+	ret = vol_chunk_release(v, i);
+	if (ret < 0)
+		snprintf(why, whylen, "chunk %u is offline but its lock could not be released: %s",
+			 i, strerror(-ret));
+out:
+	vol_unlock(v);
+	return ret;
+}
+
+/* The chunk's header as it is on disk now (a repair may have rewritten
+ * it): valid, this volume's, the same chunk with the same geometry. */
+static int reload_header(struct fs_volume *v, struct chunk *c, char *why, size_t whylen)
+{
+	struct od_chunk_header h;
+	char reason[160];
+	int healed = 0;
+	int ret = vol_read_header(c->store, 0, c->hdr.nblocks, &h, &healed);
+
+	if (ret < 0) {
+		snprintf(why, whylen, "both copies of chunk %u's header are bad", c->index);
+		return ret;
+	}
+	if (memcmp(h.volume_uuid, v->uuid, 16) != 0) {
+		snprintf(why, whylen, "chunk %u's header belongs to another volume", c->index);
+		return -EUCLEAN;
+	}
+	ret = chunk_check_header(&h, c->index, reason, sizeof(reason));
+	if (ret == 0 && h.nblocks != c->hdr.nblocks) {
+		snprintf(reason, sizeof(reason), "its size changed (%u blocks, was %u)", h.nblocks,
+			 c->hdr.nblocks);
+		ret = -EUCLEAN;
+	}
+	if (ret < 0) {
+		snprintf(why, whylen, "chunk %u: %s", c->index, reason);
+		return ret;
+	}
+	if (h.state == OD_STATE_NEEDS_REPAIR) {
+		snprintf(why, whylen, "chunk %u is marked as needing repair: run fsck.chunkfs -y on it",
+			 c->index);
+		return -EUCLEAN;
+	}
+	c->hdr = h;
+	if (healed) {
+		c->header_dirty = 1;
+		c->header_heal = healed - 1;
+	}
+	return 0;
+}
+
+int fs_chunk_online(struct fs_volume *v, uint32_t i, const char *image,
+		    const struct fsck_opts *check, struct fsck_result *res, char *why,
+		    size_t whylen)
+{
+	struct fsck_opts o = *check;
+	struct chunk *c;
+	int ret;
+
+	why[0] = '\0';
+	memset(res, 0, sizeof(*res));
+	vol_lock(v);
+	c = vol_chunk(v, i);
+	if (!c) {
+		snprintf(why, whylen, "no chunk %u: the volume has %u", i, v->nchunks);
+		ret = -EINVAL;
+		goto out;
+	}
+	if (!c->offline) {
+		ret = 0;
+		goto out;
+	}
+	/* The other chunks as committed on disk, and not changing while the
+	 * check reads the inodes its cross-chunk pointers lead to. */
+	ret = vol_sync(v, 0);
+	if (ret < 0) {
+		snprintf(why, whylen, "committing before the check failed: %s", strerror(-ret));
+		goto out;
+	}
+	o.mode = FSCK_CHECK_ONLY;
+	o.cross = 1;
+	o.force = 1;
+	o.jobs = 1;
+	ret = fsck_volume_path(image, (int)i, &o, res);
+	if (ret < 0 || res->exit_code != FSCK_EXIT_OK) {
+		snprintf(why, whylen,
+			 res->exit_code & FSCK_EXIT_OPERATIONAL
+				 ? "chunk %u could not be checked (in use by another process, or "
+				   "unreadable): it stays offline"
+				 : "chunk %u still fails its check (%u problems): repair it "
+				   "(fsck.chunkfs -y) and try again",
+			 i, res->problems);
+		ret = ret < 0 ? ret : -EUCLEAN;
+		goto out;
+	}
+	ret = vol_chunk_reacquire(v, i, why, whylen);
+	if (ret < 0)
+		goto out;
+	ret = reload_header(v, c, why, whylen);
+	if (ret == 0) {
+		ret = txn_settle_chunk(v, c);
+		if (ret < 0)
+			snprintf(why, whylen, "chunk %u: settling its last transaction failed: %s", i,
+				 strerror(-ret));
+	}
+	if (ret < 0) {
+		vol_chunk_release(v, i);
+		goto out;
+	}
+	/* Names cached from before may have changed in the repair. */
+	dindex_destroy(v);
+	ret = dindex_init(v);
+	if (ret < 0) {
+		snprintf(why, whylen, "out of memory");
+		vol_chunk_release(v, i);
+		goto out;
+	}
+	c->offline = 0;
+	c->offline_since = 0;
+	chunk_free_ghosts(c);
+out:
+	vol_unlock(v);
+	return ret;
+}
+
+int fs_chunk_info(struct fs_volume *v, uint32_t i, struct fs_chunk_info *out)
+{
+	struct chunk *c;
+
+	memset(out, 0, sizeof(*out));
+	vol_lock(v);
+	c = vol_chunk(v, i);
+	if (!c) {
+		vol_unlock(v);
+		return -EINVAL;
+	}
+	out->index = i;
+	out->online = !c->offline;
+	out->offline_since = c->offline_since;
+	out->kind = c->hdr.kind;
+	out->state = c->hdr.state;
+	out->nblocks = c->hdr.nblocks;
+	out->free_blocks = c->hdr.free_blocks;
+	out->max_inodes = c->hdr.max_inodes;
+	out->used_inodes = c->hdr.used_inodes;
+	out->healed = c->healed;
+	out->unreadable = c->bad_both;
+	out->holds_root = holds_root(v, i);
+	vol_unlock(v);
+	return 0;
+}
+
+uint32_t fs_chunk_count(struct fs_volume *v)
+{
+	return v->nchunks;
+}

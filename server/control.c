@@ -1,0 +1,599 @@
+/* The control socket: a Unix stream socket (root only, or a configured
+ * group) on which chunkctl asks for the volume's status and takes chunks
+ * offline and back. One command per connection, one line:
+ *   status | offline N [force] | online N | fsck N [yes]
+ * and an answer of lines "key=value ...", the last one "ok" or
+ * "error MESSAGE". The loop owns the sockets; commands run one at a time
+ * on the control thread (they wait for the volume lock, and fsck takes
+ * as long as the chunk needs), never on the loop. Values are
+ * percent-encoded where they hold a space, '%', '=' or a control byte. */
+#include "config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <grp.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+
+#include "fs/fsck.h"
+#include "fs/ondisk.h"
+#include "server/control.h"
+#include "server/log.h"
+#include "server/server.h"
+
+#define CMD_MAX 256
+
+/* What the last check of a chunk found (fsck or online from here). */
+struct last_check {
+	int64_t when;   /* 0: never */
+	struct fsck_result res;
+};
+
+struct ctl_conn {
+	struct control *ctl;
+	struct bufferevent *bev;
+	char cmd[CMD_MAX];
+	uid_t uid;
+	int queued;  /* handed to the control thread */
+	int replied;
+	int dead;    /* the peer went while queued: the thread frees it */
+	struct ctl_conn *next;
+};
+
+struct control {
+	struct server *srv;
+	struct evconnlistener *listener;
+	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	pthread_t thread;
+	int thread_started;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	struct ctl_conn *head, *tail;
+	int stopping;
+	struct last_check *checks; /* one per chunk */
+};
+
+/* --- the answer ------------------------------------------------------------ */
+
+struct answer {
+	char *buf;
+	size_t len, cap;
+	int failed;
+};
+
+static void add(struct answer *a, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (a->failed)
+		return;
+	for (;;) {
+		va_start(ap, fmt);
+		n = vsnprintf(a->buf ? a->buf + a->len : NULL, a->buf ? a->cap - a->len : 0, fmt, ap);
+		va_end(ap);
+		if (n < 0) {
+			a->failed = 1;
+			return;
+		}
+		if (a->buf && (size_t)n < a->cap - a->len)
+			break;
+		size_t ncap = (a->cap ? a->cap * 2 : 1024) + (size_t)n;
+		char *nb = realloc(a->buf, ncap);
+		if (!nb) {
+			a->failed = 1;
+			return;
+		}
+		a->buf = nb;
+		a->cap = ncap;
+	}
+	a->len += (size_t)n;
+}
+
+/* A value as one word. */
+static void add_value(struct answer *a, const char *s)
+{
+	for (; *s; s++) {
+		unsigned char ch = (unsigned char)*s;
+		if (ch <= ' ' || ch == '%' || ch == '=' || ch == 0x7f)
+			add(a, "%%%02X", ch);
+		else
+			add(a, "%c", ch);
+	}
+}
+
+static const char *kind_name(uint32_t kind)
+{
+	switch (kind) {
+	case FS_KIND_GENERAL:
+		return "general";
+	case FS_KIND_SMALL:
+		return "small";
+	case FS_KIND_LARGE:
+		return "large";
+	default:
+		return "unknown";
+	}
+}
+
+static const char *state_name(uint32_t state)
+{
+	switch (state) {
+	case OD_STATE_CLEAN:
+		return "clean";
+	case OD_STATE_DIRTY:
+		return "dirty";
+	case OD_STATE_NEEDS_REPAIR:
+		return "needs-repair";
+	default:
+		return "unknown";
+	}
+}
+
+static void add_check(struct answer *a, const struct last_check *lc)
+{
+	if (!lc->when) {
+		add(a, " checked=never");
+		return;
+	}
+	add(a, " checked=%" PRId64 " check_exit=%d problems=%u fixed=%u left=%u deferred=%u check_us=%" PRIu64,
+	    lc->when, lc->res.exit_code, lc->res.problems, lc->res.fixed, lc->res.unfixed,
+	    lc->res.deferred, lc->res.usec);
+}
+
+static void cmd_status(struct control *ctl, struct answer *a)
+{
+	struct fs_volume *v = ctl->srv->vol;
+	struct fs_counters fc;
+	uint32_t n = fs_chunk_count(v), online = 0;
+
+	for (uint32_t i = 0; i < n; i++) {
+		struct fs_chunk_info ci;
+		if (fs_chunk_info(v, i, &ci) == 0)
+			online += ci.online;
+	}
+	fs_get_counters(v, &fc);
+	add(a, "volume chunks=%u online=%u txid=%" PRIu64 " healed=%" PRIu64
+	       " unreadable=%" PRIu64 " needing_repair=%u path=",
+	    n, online, fc.txid, fc.healed, fc.unreadable, fc.chunks_needing_repair);
+	add_value(a, ctl->srv->cfg.volume);
+	add(a, "\n");
+	for (uint32_t i = 0; i < n; i++) {
+		struct fs_chunk_info ci;
+		if (fs_chunk_info(v, i, &ci) < 0)
+			continue;
+		add(a,
+		    "chunk index=%u online=%s kind=%s state=%s blocks=%" PRIu64
+		    " free_blocks=%" PRIu64 " inodes=%" PRIu64 " used_inodes=%" PRIu64
+		    " healed=%" PRIu64 " unreadable=%" PRIu64 " root=%s offline_since=%" PRId64,
+		    i, ci.online ? "yes" : "no", kind_name(ci.kind), state_name(ci.state), ci.nblocks,
+		    ci.free_blocks, ci.max_inodes, ci.used_inodes, ci.healed, ci.unreadable,
+		    ci.holds_root ? "yes" : "no", ci.offline_since);
+		pthread_mutex_lock(&ctl->lock);
+		add_check(a, &ctl->checks[i]);
+		pthread_mutex_unlock(&ctl->lock);
+		add(a, "\n");
+	}
+	add(a, "ok\n");
+}
+
+/* fsck output, each line an answer line. */
+static void fsck_line(void *ctx, const char *line)
+{
+	struct answer *a = ctx;
+
+	add(a, "fsck line=");
+	add_value(a, line);
+	add(a, "\n");
+}
+
+static void record_check(struct control *ctl, uint32_t i, const struct fsck_result *res)
+{
+	pthread_mutex_lock(&ctl->lock);
+	ctl->checks[i].when = time(NULL);
+	ctl->checks[i].res = *res;
+	pthread_mutex_unlock(&ctl->lock);
+}
+
+static int parse_index(const char *s, uint32_t n, uint32_t *out)
+{
+	char *end;
+	unsigned long v;
+
+	if (!s || !isdigit((unsigned char)*s))
+		return -EINVAL;
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || *end || v >= n)
+		return -EINVAL;
+	*out = (uint32_t)v;
+	return 0;
+}
+
+static int bring_online(struct control *ctl, uint32_t i, struct answer *a)
+{
+	struct fsck_opts o = { .out = fsck_line, .ctx = a };
+	struct fsck_result res;
+	char why[512];
+	int ret = fs_chunk_online(ctl->srv->vol, i, ctl->srv->cfg.volume, &o, &res, why,
+				  sizeof(why));
+
+	if (res.chunks)
+		record_check(ctl, i, &res);
+	if (ret < 0) {
+		log_warn("control: chunk %u stays offline: %s", i, why);
+		add(a, "error %s\n", why);
+		return ret;
+	}
+	log_info("control: chunk %u online (checked in %.1f ms)", i, (double)res.usec / 1000);
+	add(a, "online index=%u check_us=%" PRIu64 " deferred=%u\nok\n", i, res.usec,
+	    res.deferred);
+	return 0;
+}
+
+static int take_offline(struct control *ctl, uint32_t i, int force, struct answer *a)
+{
+	char why[512];
+	int ret = fs_chunk_offline(ctl->srv->vol, i, force, why, sizeof(why));
+
+	if (ret < 0) {
+		log_warn("control: chunk %u not taken offline: %s", i, why);
+		add(a, "error %s\n", why);
+		return ret;
+	}
+	log_info("control: chunk %u offline%s", i, force ? " (forced)" : "");
+	add(a, "offline index=%u\n", i);
+	return 0;
+}
+
+/* Offline, check (and with yes repair) here, then back online. */
+static void cmd_fsck(struct control *ctl, uint32_t i, int yes, struct answer *a)
+{
+	struct fsck_opts o = { .mode = yes ? FSCK_YES : FSCK_CHECK_ONLY, .force = 1, .jobs = 1,
+			       .out = fsck_line, .ctx = a };
+	struct fsck_result res;
+	int ret;
+
+	if (take_offline(ctl, i, 0, a) < 0)
+		return;
+	ret = fsck_volume_path(ctl->srv->cfg.volume, (int)i, &o, &res);
+	record_check(ctl, i, &res);
+	add(a, "fsck index=%u exit=%d problems=%u fixed=%u left=%u us=%" PRIu64 "\n", i,
+	    res.exit_code, res.problems, res.fixed, res.unfixed, res.usec);
+	if (ret < 0 || (res.exit_code & ~FSCK_EXIT_FIXED)) {
+		add(a, "error chunk %u %s: it stays offline\n", i,
+		    ret < 0 || (res.exit_code & FSCK_EXIT_OPERATIONAL) ? "could not be checked"
+									: "has problems left");
+		return;
+	}
+	bring_online(ctl, i, a);
+}
+
+static void run_command(struct control *ctl, const char *line, struct answer *a)
+{
+	char buf[CMD_MAX], *w[4] = { 0 };
+	int nw = 0;
+	uint32_t n = fs_chunk_count(ctl->srv->vol), i = 0;
+
+	snprintf(buf, sizeof(buf), "%s", line);
+	for (char *tok = strtok(buf, " \t"); tok && nw < 4; tok = strtok(NULL, " \t"))
+		w[nw++] = tok;
+	if (nw == 0) {
+		add(a, "error empty command\n");
+	} else if (!strcmp(w[0], "status") && nw == 1) {
+		cmd_status(ctl, a);
+	} else if ((!strcmp(w[0], "offline") || !strcmp(w[0], "online") || !strcmp(w[0], "fsck")) &&
+		   nw >= 2 && parse_index(w[1], n, &i) < 0) {
+		add(a, "error no chunk '%s': the volume has chunks 0 to %u\n", w[1], n - 1);
+	} else if (!strcmp(w[0], "offline") && (nw == 2 || (nw == 3 && !strcmp(w[2], "force")))) {
+		if (take_offline(ctl, i, nw == 3, a) == 0)
+			add(a, "ok\n");
+	} else if (!strcmp(w[0], "online") && nw == 2) {
+		bring_online(ctl, i, a);
+	} else if (!strcmp(w[0], "fsck") && (nw == 2 || (nw == 3 && !strcmp(w[2], "yes")))) {
+		cmd_fsck(ctl, i, nw == 3, a);
+	} else {
+		add(a, "error unknown command (status, offline N [force], online N, fsck N [yes])\n");
+	}
+}
+
+/* --- connections ----------------------------------------------------------- */
+
+static void conn_free(struct ctl_conn *cc)
+{
+	bufferevent_free(cc->bev);
+	free(cc);
+}
+
+static void *control_main(void *arg)
+{
+	struct control *ctl = arg;
+
+	pthread_mutex_lock(&ctl->lock);
+	for (;;) {
+		struct ctl_conn *cc;
+		struct answer a = { 0 };
+		while (!ctl->head && !ctl->stopping)
+			pthread_cond_wait(&ctl->cond, &ctl->lock);
+		cc = ctl->head;
+		if (!cc)
+			break;
+		ctl->head = cc->next;
+		if (!ctl->head)
+			ctl->tail = NULL;
+		pthread_mutex_unlock(&ctl->lock);
+		log_info("control: uid %d: %s", (int)cc->uid, cc->cmd);
+		run_command(ctl, cc->cmd, &a);
+		pthread_mutex_lock(&ctl->lock);
+		if (cc->dead) {
+			conn_free(cc);
+		} else {
+			if (a.failed)
+				bufferevent_write(cc->bev, "error out of memory\n", 20);
+			else
+				bufferevent_write(cc->bev, a.buf, a.len);
+			cc->replied = 1;
+		}
+		free(a.buf);
+	}
+	pthread_mutex_unlock(&ctl->lock);
+	return NULL;
+}
+
+static void ctl_read_cb(struct bufferevent *bev, void *arg)
+{
+	struct ctl_conn *cc = arg;
+	struct control *ctl = cc->ctl;
+	struct evbuffer *in = bufferevent_get_input(bev);
+	size_t len;
+	char *line = evbuffer_readln(in, &len, EVBUFFER_EOL_LF);
+
+	if (!line) {
+		if (evbuffer_get_length(in) >= CMD_MAX) {
+			bufferevent_write(bev, "error command too long\n", 23);
+			bufferevent_disable(bev, EV_READ);
+			cc->replied = 1;
+		}
+		return;
+	}
+	bufferevent_disable(bev, EV_READ);
+	if (len >= CMD_MAX) {
+		free(line);
+		bufferevent_write(bev, "error command too long\n", 23);
+		cc->replied = 1;
+		return;
+	}
+	memcpy(cc->cmd, line, len + 1);
+	free(line);
+	pthread_mutex_lock(&ctl->lock);
+	cc->queued = 1;
+	if (ctl->tail)
+		ctl->tail->next = cc;
+	else
+		ctl->head = cc;
+	ctl->tail = cc;
+	pthread_cond_signal(&ctl->cond);
+	pthread_mutex_unlock(&ctl->lock);
+}
+
+/* The answer has left: the connection ends. */
+static void ctl_write_cb(struct bufferevent *bev, void *arg)
+{
+	struct ctl_conn *cc = arg;
+	int done;
+
+	pthread_mutex_lock(&cc->ctl->lock);
+	done = cc->replied && evbuffer_get_length(bufferevent_get_output(bev)) == 0;
+	pthread_mutex_unlock(&cc->ctl->lock);
+	if (done)
+		conn_free(cc);
+}
+
+static void ctl_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+	struct ctl_conn *cc = arg;
+	int busy;
+
+	(void)bev;
+	if (!(what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)))
+		return;
+	pthread_mutex_lock(&cc->ctl->lock);
+	busy = cc->queued && !cc->replied;
+	if (busy)
+		cc->dead = 1; /* the control thread frees it when done */
+	pthread_mutex_unlock(&cc->ctl->lock);
+	if (!busy)
+		conn_free(cc);
+}
+
+static void ctl_accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
+			  int salen, void *arg)
+{
+	struct control *ctl = arg;
+	struct ctl_conn *cc = calloc(1, sizeof(*cc));
+	struct ucred cred;
+	socklen_t clen = sizeof(cred);
+
+	(void)l;
+	(void)sa;
+	(void)salen;
+	if (!cc) {
+		evutil_closesocket(fd);
+		return;
+	}
+	cc->ctl = ctl;
+	cc->uid = (uid_t)-1;
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) == 0)
+		cc->uid = cred.uid;
+	cc->bev = bufferevent_socket_new(ctl->srv->base, fd,
+					 BEV_OPT_CLOSE_ON_FREE | BEV_OPT_THREADSAFE);
+	if (!cc->bev) {
+		evutil_closesocket(fd);
+		free(cc);
+		return;
+	}
+	bufferevent_setcb(cc->bev, ctl_read_cb, ctl_write_cb, ctl_event_cb, cc);
+	bufferevent_enable(cc->bev, EV_READ | EV_WRITE);
+}
+
+/* --- the socket ------------------------------------------------------------ */
+
+/* A socket file left by a daemon that is gone is replaced; one that still
+ * answers belongs to a running daemon. */
+static int clear_stale(const char *path)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	struct stat st;
+	int fd, live;
+
+	if (lstat(path, &st) < 0)
+		return errno == ENOENT ? 0 : -errno;
+	if (!S_ISSOCK(st.st_mode))
+		return -EEXIST;
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", path);
+	live = connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == 0;
+	close(fd);
+	if (live)
+		return -EADDRINUSE;
+	return unlink(path) < 0 ? -errno : 0;
+}
+
+static int open_socket(struct control *ctl, const char *group)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	mode_t mode = 0600;
+	int fd, ret;
+
+	ret = clear_stale(ctl->path);
+	if (ret < 0)
+		return ret;
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return -errno;
+	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", ctl->path);
+	if (bind(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0) {
+		ret = -errno;
+		close(fd);
+		return ret;
+	}
+	if (*group) {
+		struct group *gr = getgrnam(group);
+		if (!gr || chown(ctl->path, (uid_t)-1, gr->gr_gid) < 0) {
+			ret = gr ? -errno : -ENOENT;
+			log_error("control socket: group '%s': %s", group,
+				  gr ? strerror(errno) : "no such group");
+			unlink(ctl->path);
+			close(fd);
+			return ret;
+		}
+		mode = 0660;
+	}
+	if (chmod(ctl->path, mode) < 0 || listen(fd, 16) < 0) {
+		ret = -errno;
+		unlink(ctl->path);
+		close(fd);
+		return ret;
+	}
+	ctl->listener = evconnlistener_new(ctl->srv->base, ctl_accept_cb, ctl,
+					   LEV_OPT_CLOSE_ON_FREE | LEV_OPT_THREADSAFE, -1, fd);
+	if (!ctl->listener) {
+		unlink(ctl->path);
+		close(fd);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+int control_start(struct server *srv, struct control **out)
+{
+	struct control *ctl;
+	int ret;
+
+	*out = NULL;
+	if (!srv->cfg.control[0]) {
+		log_info("no control socket (control = none)");
+		return 0;
+	}
+	ctl = calloc(1, sizeof(*ctl));
+	if (!ctl)
+		return -ENOMEM;
+	ctl->srv = srv;
+	ctl->checks = calloc(fs_chunk_count(srv->vol), sizeof(*ctl->checks));
+	snprintf(ctl->path, sizeof(ctl->path), "%s", srv->cfg.control);
+	pthread_mutex_init(&ctl->lock, NULL);
+	pthread_cond_init(&ctl->cond, NULL);
+	if (!ctl->checks) {
+		ret = -ENOMEM;
+		goto fail;
+	}
+	ret = open_socket(ctl, srv->cfg.control_group);
+	if (ret < 0 && !srv->cfg.control_given && ret != -EADDRINUSE) {
+		/* The default place (systemd's RuntimeDirectory) is not there:
+		 * the daemon serves without one. */
+		log_warn("no control socket: %s: %s (set control = PATH to have one; "
+			 "chunkfsctl cannot reach this daemon)",
+			 ctl->path, strerror(-ret));
+		ret = 0;
+		goto fail;
+	}
+	if (ret < 0) {
+		log_error("cannot open the control socket %s: %s", ctl->path,
+			  ret == -EADDRINUSE ? "another chunkfsd answers on it" : strerror(-ret));
+		goto fail;
+	}
+	ret = -pthread_create(&ctl->thread, NULL, control_main, ctl);
+	if (ret < 0) {
+		evconnlistener_free(ctl->listener);
+		unlink(ctl->path);
+		goto fail;
+	}
+	ctl->thread_started = 1;
+	log_info("control socket %s (%s)", ctl->path,
+		 srv->cfg.control_group[0] ? srv->cfg.control_group : "root only");
+	*out = ctl;
+	return 0;
+fail:
+	pthread_cond_destroy(&ctl->cond);
+	pthread_mutex_destroy(&ctl->lock);
+	free(ctl->checks);
+	free(ctl);
+	return ret;
+}
+
+void control_stop(struct control *ctl)
+{
+	if (!ctl)
+		return;
+	evconnlistener_free(ctl->listener);
+	unlink(ctl->path);
+	pthread_mutex_lock(&ctl->lock);
+	ctl->stopping = 1;
+	/* Commands not started yet are answered as refused. */
+	while (ctl->head) {
+		struct ctl_conn *cc = ctl->head;
+		ctl->head = cc->next;
+		conn_free(cc);
+	}
+	ctl->tail = NULL;
+	pthread_cond_broadcast(&ctl->cond);
+	pthread_mutex_unlock(&ctl->lock);
+	if (ctl->thread_started)
+		pthread_join(ctl->thread, NULL);
+	pthread_cond_destroy(&ctl->cond);
+	pthread_mutex_destroy(&ctl->lock);
+	free(ctl->checks);
+	free(ctl);
+}

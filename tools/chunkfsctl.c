@@ -1,0 +1,427 @@
+/* chunkfsctl: asks a running chunkfsd, through its control socket, for the
+ * volume's status, and takes chunks offline, checks them and brings them
+ * back. The daemon answers in lines of "type key=value ..." ending with
+ * "ok" or "error MESSAGE" (server/control.c); this turns them into tables
+ * or JSON. Exit status: 0 done, 1 the daemon refused or failed, 2 usage or
+ * no daemon to ask. */
+#include "config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#define DEFAULT_SOCKET "/run/chunkfs/control"
+#define MAX_FIELDS 32
+
+static const char *progname = "chunkfsctl";
+
+struct record {
+	char *type;
+	int n;
+	char *key[MAX_FIELDS], *val[MAX_FIELDS];
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: %s [-s SOCKET] [--json] COMMAND\n"
+		"\n"
+		"Commands:\n"
+		"  status             the volume and each chunk: state, kind, use, counters, last check\n"
+		"  offline N [--force]\n"
+		"                     take chunk N out of service (the rest keeps serving);\n"
+		"                     --force: even when committing its changes fails (they are lost)\n"
+		"  online N           check chunk N (with its cross-chunk pointers) and serve it again\n"
+		"  fsck N [-y]        offline, check (-y: and repair) in the daemon, online\n"
+		"\n"
+		"  -s SOCKET   the daemon's control socket (default $CHUNKFS_CONTROL or %s)\n"
+		"  --json      print JSON instead of tables\n"
+		"\n"
+		"Exit status: 0 done, 1 refused or failed, 2 usage error or no daemon.\n",
+		progname, DEFAULT_SOCKET);
+}
+
+/* --- the answer ------------------------------------------------------------- */
+
+static int hexval(int c)
+{
+	return isdigit(c) ? c - '0' : tolower(c) - 'a' + 10;
+}
+
+static void decode(char *s)
+{
+	char *o = s;
+
+	for (; *s; s++) {
+		if (s[0] == '%' && isxdigit((unsigned char)s[1]) && isxdigit((unsigned char)s[2])) {
+			*o++ = (char)(hexval((unsigned char)s[1]) * 16 + hexval((unsigned char)s[2]));
+			s += 2;
+		} else {
+			*o++ = *s;
+		}
+	}
+	*o = '\0';
+}
+
+/* Split one line in place. */
+static void parse_record(char *line, struct record *r)
+{
+	char *save = NULL, *w = strtok_r(line, " ", &save);
+
+	memset(r, 0, sizeof(*r));
+	r->type = w ? w : line;
+	while ((w = strtok_r(NULL, " ", &save)) && r->n < MAX_FIELDS) {
+		char *eq = strchr(w, '=');
+		if (!eq)
+			continue;
+		*eq = '\0';
+		decode(eq + 1);
+		r->key[r->n] = w;
+		r->val[r->n] = eq + 1;
+		r->n++;
+	}
+}
+
+static const char *get(const struct record *r, const char *key)
+{
+	for (int i = 0; i < r->n; i++)
+		if (!strcmp(r->key[i], key))
+			return r->val[i];
+	return "";
+}
+
+static unsigned long long num(const struct record *r, const char *key)
+{
+	return strtoull(get(r, key), NULL, 10);
+}
+
+/* --- output ----------------------------------------------------------------- */
+
+static void json_string(const char *s)
+{
+	putchar('"');
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		if (c == '"' || c == '\\')
+			printf("\\%c", c);
+		else if (c < 0x20)
+			printf("\\u%04x", c);
+		else
+			putchar(c);
+	}
+	putchar('"');
+}
+
+static int all_digits(const char *s)
+{
+	if (*s == '-')
+		s++;
+	if (!*s)
+		return 0;
+	for (; *s; s++)
+		if (!isdigit((unsigned char)*s))
+			return 0;
+	return 1;
+}
+
+static void json_object(const struct record *r)
+{
+	putchar('{');
+	for (int i = 0; i < r->n; i++) {
+		const char *v = r->val[i];
+		if (i)
+			printf(", ");
+		json_string(r->key[i]);
+		printf(": ");
+		if (all_digits(v))
+			printf("%s", v);
+		else if (!strcmp(v, "yes") || !strcmp(v, "no"))
+			printf("%s", !strcmp(v, "yes") ? "true" : "false");
+		else
+			json_string(v);
+	}
+	putchar('}');
+}
+
+static void print_json(struct record *recs, int n, int ok, const char *error)
+{
+	int first;
+
+	printf("{\"ok\": %s", ok ? "true" : "false");
+	if (!ok) {
+		printf(", \"error\": ");
+		json_string(error);
+	}
+	for (int i = 0; i < n; i++)
+		if (!strcmp(recs[i].type, "volume")) {
+			printf(", \"volume\": ");
+			json_object(&recs[i]);
+		}
+	first = 1;
+	for (int i = 0; i < n; i++)
+		if (!strcmp(recs[i].type, "chunk")) {
+			printf(first ? ", \"chunks\": [" : ", ");
+			json_object(&recs[i]);
+			first = 0;
+		}
+	if (!first)
+		putchar(']');
+	first = 1;
+	for (int i = 0; i < n; i++)
+		if (!strcmp(recs[i].type, "fsck") && recs[i].n && !strcmp(recs[i].key[0], "line")) {
+			printf(first ? ", \"fsck_output\": [" : ", ");
+			json_string(recs[i].val[0]);
+			first = 0;
+		}
+	if (!first)
+		putchar(']');
+	for (int i = 0; i < n; i++)
+		if (!strcmp(recs[i].type, "fsck") && !(recs[i].n && !strcmp(recs[i].key[0], "line"))) {
+			printf(", \"fsck\": ");
+			json_object(&recs[i]);
+		} else if (!strcmp(recs[i].type, "online") || !strcmp(recs[i].type, "offline")) {
+			printf(", ");
+			json_string(recs[i].type);
+			printf(": ");
+			json_object(&recs[i]);
+		}
+	printf("}\n");
+}
+
+static void when(const char *epoch, char *buf, size_t n)
+{
+	time_t t = (time_t)strtoll(epoch, NULL, 10);
+	struct tm tm;
+
+	if (!t || !localtime_r(&t, &tm) || !strftime(buf, n, "%Y-%m-%d %H:%M:%S", &tm))
+		snprintf(buf, n, "-");
+}
+
+static void print_status(struct record *recs, int n)
+{
+	for (int i = 0; i < n; i++) {
+		struct record *r = &recs[i];
+		if (!strcmp(r->type, "volume"))
+			printf("volume %s: %llu chunks, %llu online, last transaction %llu; "
+			       "%llu reads healed, %llu unreadable, %llu chunks needing repair\n\n",
+			       get(r, "path"), num(r, "chunks"), num(r, "online"), num(r, "txid"),
+			       num(r, "healed"), num(r, "unreadable"), num(r, "needing_repair"));
+	}
+	printf("%-5s %-8s %-8s %-12s %-22s %-18s %6s %5s  %s\n", "CHUNK", "STATE", "KIND", "HEADER",
+	       "BLOCKS USED", "INODES USED", "HEALED", "BAD", "LAST CHECK");
+	for (int i = 0; i < n; i++) {
+		struct record *r = &recs[i];
+		char blocks[32], inodes[32], check[96], t[32];
+		unsigned long long nb = num(r, "blocks"), used = nb - num(r, "free_blocks");
+		if (strcmp(r->type, "chunk"))
+			continue;
+		snprintf(blocks, sizeof(blocks), "%llu/%llu (%llu%%)", used, nb,
+			 nb ? used * 100 / nb : 0);
+		snprintf(inodes, sizeof(inodes), "%llu/%llu", num(r, "used_inodes"), num(r, "inodes"));
+		if (!strcmp(get(r, "checked"), "never")) {
+			snprintf(check, sizeof(check), "never");
+		} else {
+			when(get(r, "checked"), t, sizeof(t));
+			snprintf(check, sizeof(check), "%s: exit %s, %s problems, %s fixed, %s left", t,
+				 get(r, "check_exit"), get(r, "problems"), get(r, "fixed"),
+				 get(r, "left"));
+		}
+		printf("%-5s %-8s %-8s %-12s %-22s %-18s %6s %5s  %s%s\n", get(r, "index"),
+		       !strcmp(get(r, "online"), "yes") ? "online" : "OFFLINE", get(r, "kind"),
+		       get(r, "state"), blocks, inodes, get(r, "healed"), get(r, "unreadable"), check,
+		       !strcmp(get(r, "root"), "yes") ? " (root)" : "");
+	}
+}
+
+static void print_text(struct record *recs, int n)
+{
+	for (int i = 0; i < n; i++) {
+		struct record *r = &recs[i];
+		if (!strcmp(r->type, "fsck") && r->n && !strcmp(r->key[0], "line"))
+			printf("%s\n", r->val[0]);
+		else if (!strcmp(r->type, "fsck"))
+			printf("fsck of chunk %s: exit %s, %s problems, %s fixed, %s left (%.1f ms)\n",
+			       get(r, "index"), get(r, "exit"), get(r, "problems"), get(r, "fixed"),
+			       get(r, "left"), (double)num(r, "us") / 1000);
+		else if (!strcmp(r->type, "offline"))
+			printf("chunk %s is offline\n", get(r, "index"));
+		else if (!strcmp(r->type, "online"))
+			printf("chunk %s is online (checked in %.1f ms)\n", get(r, "index"),
+			       (double)num(r, "check_us") / 1000);
+	}
+}
+
+/* --- talking to the daemon ----------------------------------------------------- */
+
+static int ask(const char *path, const char *cmd, char **answer)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	size_t len = 0, cap = 4096;
+	char *buf = malloc(cap);
+	int fd;
+
+	if (!buf)
+		return -ENOMEM;
+	if (strlen(path) >= sizeof(sun.sun_path)) {
+		free(buf);
+		return -ENAMETOOLONG;
+	}
+	strcpy(sun.sun_path, path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0 ||
+	    write(fd, cmd, strlen(cmd)) != (ssize_t)strlen(cmd) || write(fd, "\n", 1) != 1) {
+		int err = -errno;
+		if (fd >= 0)
+			close(fd);
+		free(buf);
+		return err;
+	}
+	for (;;) {
+		ssize_t n;
+		if (len + 1 >= cap) {
+			char *nb = realloc(buf, cap * 2);
+			if (!nb) {
+				close(fd);
+				free(buf);
+				return -ENOMEM;
+			}
+			buf = nb;
+			cap *= 2;
+		}
+		n = read(fd, buf + len, cap - len - 1);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+	}
+	close(fd);
+	buf[len] = '\0';
+	*answer = buf;
+	return 0;
+}
+
+static int parse_chunk_arg(const char *s)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	return errno || *end || end == s || v < 0 || v > 65534 ? -1 : (int)v;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "json", no_argument, NULL, 'j' },     { "socket", required_argument, NULL, 's' },
+		{ "force", no_argument, NULL, 'F' },    { "yes", no_argument, NULL, 'y' },
+		{ "help", no_argument, NULL, 'h' },     { NULL, 0, NULL, 0 },
+	};
+	const char *path = getenv("CHUNKFS_CONTROL");
+	int json = 0, force = 0, yes = 0, opt, nrec = 0, ok = 0, ret;
+	char cmd[128], *answer = NULL, *line, *save = NULL;
+	const char *error = "the daemon's answer ended early";
+	struct record *recs;
+
+	if (!path || !*path)
+		path = DEFAULT_SOCKET;
+	while ((opt = getopt_long(argc, argv, "+s:jyh", longopts, NULL)) != -1) {
+		switch (opt) {
+		case 's':
+			path = optarg;
+			break;
+		case 'j':
+			json = 1;
+			break;
+		case 'y':
+			yes = 1;
+			break;
+		case 'F':
+			force = 1;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	/* Options after the command word: --force, -y. */
+	{
+		int k = optind;
+		char *words[3] = { 0 };
+		int nw = 0;
+		for (; k < argc; k++) {
+			if (!strcmp(argv[k], "--force"))
+				force = 1;
+			else if (!strcmp(argv[k], "-y") || !strcmp(argv[k], "--yes"))
+				yes = 1;
+			else if (!strcmp(argv[k], "--json"))
+				json = 1;
+			else if (nw < 3)
+				words[nw++] = argv[k];
+			else
+				nw = 4;
+		}
+		if (nw == 1 && !strcmp(words[0], "status") && !force && !yes) {
+			snprintf(cmd, sizeof(cmd), "status");
+		} else if (nw == 2 && parse_chunk_arg(words[1]) >= 0 &&
+			   ((!strcmp(words[0], "offline") && !yes) ||
+			    (!strcmp(words[0], "online") && !yes && !force) ||
+			    (!strcmp(words[0], "fsck") && !force))) {
+			int n = parse_chunk_arg(words[1]);
+			if (!strcmp(words[0], "offline"))
+				snprintf(cmd, sizeof(cmd), "offline %d%s", n, force ? " force" : "");
+			else if (!strcmp(words[0], "online"))
+				snprintf(cmd, sizeof(cmd), "online %d", n);
+			else
+				snprintf(cmd, sizeof(cmd), "fsck %d%s", n, yes ? " yes" : "");
+		} else {
+			usage(stderr);
+			return 2;
+		}
+	}
+	ret = ask(path, cmd, &answer);
+	if (ret < 0) {
+		fprintf(stderr, "%s: cannot reach chunkfsd at %s: %s\n", progname, path,
+			strerror(-ret));
+		return 2;
+	}
+	recs = calloc(strlen(answer) / 2 + 1, sizeof(*recs));
+	if (!recs) {
+		fprintf(stderr, "%s: out of memory\n", progname);
+		free(answer);
+		return 2;
+	}
+	for (line = strtok_r(answer, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		if (!strcmp(line, "ok")) {
+			ok = 1;
+			break;
+		}
+		if (!strncmp(line, "error", 5) && (line[5] == ' ' || !line[5])) {
+			error = line[5] ? line + 6 : "unknown error";
+			break;
+		}
+		parse_record(line, &recs[nrec++]);
+	}
+	if (json)
+		print_json(recs, nrec, ok, error);
+	else if (!strcmp(cmd, "status"))
+		print_status(recs, nrec);
+	else
+		print_text(recs, nrec);
+	if (!ok && !json)
+		fprintf(stderr, "%s: %s\n", progname, error);
+	free(recs);
+	free(answer);
+	return ok ? 0 : 1;
+}
