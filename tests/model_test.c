@@ -2435,12 +2435,14 @@ static const char *bad_name(char *buf, int dots_ok)
 	case 1:
 		return chance(50) ? "a/b" : "/";
 	case 2:
-	case 3:
-		memset(buf, 'n', FS_NAME_MAX + 1 + rnd(40));
-		buf[FS_NAME_MAX + 1 + rnd(1)] = '\0';
-		if (chance(50))
-			buf[FS_NAME_MAX + 1] = 'n', buf[FS_NAME_MAX + 1 + rnd(8)] = '\0';
+	case 3: {
+		/* Too long, and nothing else wrong with it: every byte is set
+		 * (a byte left from an earlier name could be a '/'). */
+		size_t len = FS_NAME_MAX + 1 + (chance(50) ? rnd(8) : 0);
+		memset(buf, 'n', len);
+		buf[len] = '\0';
 		return buf;
+	}
 	case 4:
 		return ".";
 	default:
