@@ -734,7 +734,7 @@ static int data_inode(struct fs_volume *v, const struct fs_cred *cred, struct fs
 		return -EISDIR;
 	if (!S_ISREG(r->ino.mode))
 		return -EINVAL;
-	return perm_check(cred, &r->ino, mask);
+	return data_perm_check(cred, &r->ino, mask);
 }
 
 int fs_read(struct fs_volume *v, const struct fs_cred *cred, struct fs_ino id, uint64_t offset,

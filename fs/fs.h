@@ -33,7 +33,12 @@ struct fs_cred {
 	uint32_t gid;
 	uint32_t ngroups;
 	uint32_t groups[FS_MAX_GROUPS];
+	uint32_t flags;            /* FS_CRED_* */
 };
+/* A regular file's owner may read, write and truncate it whatever its
+ * mode, as NFS servers allow: a client that creates a file read-only
+ * (cp of a 0444 file) still writes its data. */
+#define FS_CRED_OWNER_OVERRIDE 0x1u
 
 struct fs_attr {
 	uint32_t mode; /* S_IFMT type bits | permission bits */

@@ -273,6 +273,8 @@ int dir_set_inline(struct fs_volume *v, struct iref *r, const void *data, uint32
 
 /* attr.c: permission checks; mask is a combination of 4 (r), 2 (w), 1 (x). */
 int perm_check(const struct fs_cred *cred, const struct od_inode *ino, int mask);
+/* perm_check for a regular file's data, with the owner override. */
+int data_perm_check(const struct fs_cred *cred, const struct od_inode *ino, int mask);
 int dir_sticky_ok(const struct fs_cred *cred, const struct od_inode *dir,
 		  const struct od_inode *victim);
 

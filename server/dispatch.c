@@ -195,6 +195,7 @@ static void call_cred(const struct export *e, const struct rpc_call *call, struc
 		cred->gid = e->anongid;
 	}
 	export_squash(e, cred);
+	cred->flags = FS_CRED_OWNER_OVERRIDE;
 }
 
 /* A call refused before its handler runs: a zeroed result with only the

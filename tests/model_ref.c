@@ -151,7 +151,7 @@ static void detach(struct ref *r, int dir, const char *name)
 
 void ref_init(struct ref *r, struct fs_ino root, const struct fs_attr *root_attr)
 {
-	struct fs_cred owner = {root_attr->uid, root_attr->gid, 0, {0}};
+	struct fs_cred owner = {root_attr->uid, root_attr->gid, 0, {0}, 0};
 
 	memset(r, 0, sizeof(*r));
 	r->root = new_obj(r, S_IFDIR, root_attr->mode, &owner);

@@ -1155,8 +1155,8 @@ static struct {
 	long nskip[SK_COUNT];
 } M;
 
-static const struct fs_cred user_cred = {1000, 1000, 2, {1000, 2000}};
-static const struct fs_cred root_cred = {0, 0, 0, {0}};
+static const struct fs_cred user_cred = {1000, 1000, 2, {1000, 2000}, 0};
+static const struct fs_cred root_cred = {0, 0, 0, {0}, 0};
 
 static uint64_t mix64(uint64_t z)
 {

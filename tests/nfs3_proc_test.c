@@ -766,6 +766,25 @@ static void test_access(void)
 		CHECK(rr.READDIR3res_u.resfail.dir_attributes.attributes_follow);
 	}
 	ctx.cred = cred_root;
+
+	/* The owner writes the file it created read-only (cp of a 0444
+	 * file), as NFS callers may (dispatch sets the override); nobody
+	 * else does, and without the override not even the owner. */
+	{
+		struct fs_cred owner = cred_user, other = { .uid = 2000, .gid = 2000 };
+		nfs_fh3 sd, ro;
+		owner.flags = other.flags = FS_CRED_OWNER_OVERRIDE;
+		CHECK_EQ(t_mkdir(root, "shared", 0777, &sd), NFS3_OK);
+		ctx.cred = owner;
+		CHECK_EQ(t_create(sd, "ro", GUARDED, 0444, &ro, NULL), NFS3_OK);
+		CHECK_EQ(t_write(ro, 0, "abc", 3, FILE_SYNC, NULL), NFS3_OK);
+		ctx.cred = other;
+		CHECK_EQ(t_write(ro, 0, "abc", 3, FILE_SYNC, NULL), NFS3ERR_ACCES);
+		ctx.cred = cred_user;
+		CHECK_EQ(t_write(ro, 0, "abc", 3, FILE_SYNC, NULL), NFS3ERR_ACCES);
+		ctx.cred = cred_root;
+		ctx.needs_sync = 0;
+	}
 }
 
 static void test_symlink_readlink(void)
