@@ -375,6 +375,12 @@ void nfs3_proc_setattr(struct nfs_ctx *ctx, SETATTR3args *args, SETATTR3res *res
 		res->SETATTR3res_u.resfail.obj_wcc = wcc;
 }
 
+static int is_export_root(const struct nfs_ctx *ctx, struct fs_ino dir)
+{
+	return ctx->export_root.num && dir.num == ctx->export_root.num &&
+	       dir.gen == ctx->export_root.gen;
+}
+
 void nfs3_proc_lookup(struct nfs_ctx *ctx, LOOKUP3args *args, LOOKUP3res *res)
 {
 	struct fs_ino dir = { 0 }, ino = { 0 };
@@ -387,7 +393,12 @@ void nfs3_proc_lookup(struct nfs_ctx *ctx, LOOKUP3args *args, LOOKUP3res *res)
 		res->status = nfs3_status(ret);
 		return;
 	}
-	ret = fs_lookup(ctx->vol, &ctx->cred, dir, args->what.name, &ino, &a);
+	if (is_export_root(ctx, dir) && !strcmp(args->what.name, "..")) {
+		/* The export's top: ".." stays there (after the lookup rights). */
+		ret = fs_lookup(ctx->vol, &ctx->cred, dir, ".", &ino, &a);
+	} else {
+		ret = fs_lookup(ctx->vol, &ctx->cred, dir, args->what.name, &ino, &a);
+	}
 	if (ret == 0) {
 		LOOKUP3resok *ok = &res->LOOKUP3res_u.resok;
 
@@ -883,6 +894,10 @@ struct rd_state {
 	entryplus3 **ptail;
 	uint32_t n;
 	int err;
+	/* Listing the export's root: its ".." entry is the root itself. */
+	int at_export_root;
+	struct fs_ino self;
+	struct fs_attr self_attr;
 };
 
 static size_t xdr_string_size(size_t len)
@@ -890,9 +905,11 @@ static size_t xdr_string_size(size_t len)
 	return 4 + ((len + 3) & ~(size_t)3);
 }
 
-static int rd_add(void *arg, const struct fs_dirent *d)
+static int rd_add(void *arg, const struct fs_dirent *dent)
 {
 	struct rd_state *st = arg;
+	struct fs_dirent top;
+	const struct fs_dirent *d = dent;
 	struct arena *ar = &st->ctx->arena;
 	/* fileid, name, cookie; then the "value follows" before the entry */
 	size_t dsize = 8 + xdr_string_size(d->name_len) + 8;
@@ -901,6 +918,13 @@ static int rd_add(void *arg, const struct fs_dirent *d)
 
 	if (size > st->room || (st->plus && dsize > st->dirroom))
 		return 1;
+	if (st->at_export_root && d->name_len == 2 && !memcmp(d->name, "..", 2)) {
+		top = *d;
+		top.fileid = st->self.num;
+		top.ino = st->self;
+		top.attr = st->self_attr;
+		d = &top;
+	}
 	name = arena_strndup(ar, d->name, d->name_len);
 	if (!name)
 		goto nomem;
@@ -961,6 +985,10 @@ static nfsstat3 rd_list(struct nfs_ctx *ctx, struct fs_ino dir, cookie3 cookie, 
 	st->ctx = ctx;
 	st->fsid = volume_fsid(ctx);
 	st->room = count > XDR_READDIR_FIXED ? count - XDR_READDIR_FIXED : 0;
+	if (is_export_root(ctx, dir) && fs_getattr(ctx->vol, dir, &st->self_attr) == 0) {
+		st->at_export_root = 1;
+		st->self = dir;
+	}
 	ret = fs_readdir(ctx->vol, &ctx->cred, dir, cookie, &verf, st->plus, rd_add, st, &end);
 	if (ret == 0 && st->err)
 		ret = st->err;

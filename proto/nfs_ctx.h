@@ -28,6 +28,9 @@ struct nfs_ctx {
 	const struct hnd_fh_key *key;
 	struct fs_cred cred;       /* who asks, after root/all squashing */
 	int rdonly;                /* the export is read-only */
+	/* The root of the caller's export: its ".." is itself, so that no
+	 * LOOKUP or listing leads out of the export (num 0: the volume's). */
+	struct fs_ino export_root;
 	uint8_t write_verf[8];     /* changes whenever the server restarts */
 	uint32_t rtmax, wtmax;     /* FSINFO limits; READ/WRITE counts are clamped to them */
 	int needs_sync;            /* set by a modifying procedure: durable before the reply */

@@ -301,8 +301,10 @@ int dispatch_call(struct server *srv, struct conn *c, const uint8_t *rec, size_t
 	ctx.rtmax = ctx.wtmax = srv->cfg.max_io;
 	ctx.srv = srv;
 	ctx.conn = c;
-	if (e)
+	if (e) {
 		call_cred(e, &call, &ctx.cred);
+		ctx.export_root = e->root;
+	}
 	if (call.prog == NFS_PROGRAM && call.proc == NFSPROC3_READ &&
 	    outcap > READ_DATA_OFFSET + 4) {
 		ctx.read_into = out + READ_DATA_OFFSET;

@@ -1282,6 +1282,39 @@ static int page_readdirplus(nfs_fh3 dir, uint32_t dircount, uint32_t maxcount, s
 	}
 }
 
+/* An export of a subdirectory: ".." at its top is the top itself, in
+ * LOOKUP and in listings, so nothing outside is reached by name. */
+static void test_export_confined(void)
+{
+	nfs_fh3 top, sub, dotdot;
+	struct fs_ino topino;
+	READDIR3res r;
+	fattr3 ta;
+	int seen = 0;
+
+	CHECK_EQ(t_mkdir(root, "exported", 0755, &top), NFS3_OK);
+	CHECK_EQ(t_mkdir(top, "sub", 0755, &sub), NFS3_OK);
+	CHECK_EQ(nfs3_fh_to_ino(&ctx, &top, &topino), 0);
+	CHECK_EQ(t_getattr(top, &ta), NFS3_OK);
+	ctx.export_root = topino;
+	CHECK_EQ(t_lookup(top, "..", &dotdot), NFS3_OK);
+	CHECK(same_fh(&dotdot, &top));
+	CHECK_EQ(t_lookup(sub, "..", &dotdot), NFS3_OK);
+	CHECK(same_fh(&dotdot, &top));
+	CHECK_EQ(t_readdir(top, 0, NULL, 4096, &r), NFS3_OK);
+	for (entry3 *e = r.READDIR3res_u.resok.reply.entries; e; e = e->nextentry)
+		if (!strcmp(e->name, "..")) {
+			CHECK_EQ(e->fileid, ta.fileid);
+			seen++;
+		}
+	CHECK_EQ(seen, 1);
+	/* The volume's root export: ".." of the root is the root, as before. */
+	memset(&ctx.export_root, 0, sizeof(ctx.export_root));
+	CHECK_EQ(t_lookup(top, "..", &dotdot), NFS3_OK);
+	CHECK(same_fh(&dotdot, &root));
+	arena_release(&ctx.arena);
+}
+
 static void test_readdir(void)
 {
 	static const uint32_t counts[] = { 172, 180, 200, 333, 512, 1024, 65536 };
@@ -1417,6 +1450,7 @@ int main(void)
 	test_rofs();
 	test_fs_procs();
 	test_readdir();
+	test_export_confined();
 	teardown();
 	unlink(image);
 	return test_done("nfs3_proc");
