@@ -94,11 +94,11 @@ has "estimate: 1 chunk, "
 itable=$(od -An -tu4 -j152 -N4 "$tmp/c3.img" | tr -d ' ')
 printf '\377\377' | dd of="$tmp/c3.img" bs=1 seek=$((itable * 4096 + 200)) conv=notrunc status=none
 problem="chunk 3: [0x000001] inode-area block $itable: copy 0 is bad (checksum mismatch). Rewrite it from copy 1"
-run 4 -n "$tmp/c3.img"
+run 4 -n -f "$tmp/c3.img"
 has "$problem: not fixed (-n)."
-run 1 -a "$tmp/c3.img"
+run 1 -a -f "$tmp/c3.img"
 has "$problem: fixed."
-run 0 -n "$tmp/c3.img"
+run 0 -n -f "$tmp/c3.img"
 has "fsck.chunkfs: 1 chunk checked (0 clean), 0 problems, 0 fixed, 0 left"
 # Chunk 0 alone (of a volume of four, with no room for a second chunk).
 dd if="$vol" of="$tmp/c0.img" bs=1M count=1 status=none || fail "dd"

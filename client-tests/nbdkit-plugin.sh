@@ -284,12 +284,12 @@ fsck_run() {
 		fail "fsck.chunkfs $*: exit $got, expected $want"
 	}
 }
-fsck_run 4 -n "$(uri A 2)"
+fsck_run 4 -n -f "$(uri A 2)"
 has "$tmp/out" "$problem: not fixed (-n)."
-fsck_run 1 -y "$(uri A 2)"
+fsck_run 1 -y -f "$(uri A 2)"
 has "$tmp/out" "$problem: fixed."
 has "$tmp/out" "fsck.chunkfs: 1 chunk checked (0 clean), 1 problems, 1 fixed, 0 left"
-fsck_run 0 -n "$(uri A 2)"
+fsck_run 0 -n -f "$(uri A 2)"
 has "$tmp/out" "fsck.chunkfs: 1 chunk checked (0 clean), 0 problems, 0 fixed, 0 left"
 for c in 0 1 3; do
 	chunk "$vol" $c "$tmp/now$c.img"

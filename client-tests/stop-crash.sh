@@ -50,14 +50,16 @@ diff -u "$tmp/clean" "$tmp/states1" || fail "after SIGTERM not every chunk heade
 status=$?
 cat "$tmp/fsck1.out"
 [ "$status" -eq 0 ] || fail "fsck.chunkfs -n after SIGTERM: exit status $status"
-grep -q '^fsck.chunkfs: 4 chunks checked ([0-4] clean), 0 problems, 0 fixed, 0 left, in ' "$tmp/fsck1.out" ||
+grep -q '^fsck.chunkfs: 4 chunks checked (4 clean), 0 problems, 0 fixed, 0 left, in ' "$tmp/fsck1.out" ||
 	fail "fsck.chunkfs summary after SIGTERM"
 
 # kill -9 in the middle of the stream.
 start_server "$no_control"
-# The close's transaction is the newest in the lists: it had committed.
-grep -q "info: recovery: transaction [0-9]* had committed (rolled forward); " "$tmp/server.log" ||
-	fail "the start after a clean stop did not find the close's transaction committed"
+# A clean close settles its last transaction and clears the lists: the
+# start after it has nothing to replay.
+if grep -q "info: recovery: transaction" "$tmp/server.log"; then
+	fail "the start after a clean stop replayed a transaction: $(grep recovery "$tmp/server.log")"
+fi
 "$client" 127.0.0.1 "$port" commit-stream "$tmp/state" "$tmp/acked" >"$tmp/stream.out" 2>&1 &
 spid=$!
 for _ in $(seq 1 200); do

@@ -168,6 +168,10 @@ int txn_recover(struct fs_volume *v, struct fs_recovery_stats *st);
  * copies of every unit agree. -EUCLEAN when the list is newer than the
  * volume (not this volume's doing: the chunk needs fsck). */
 int txn_settle_chunk(struct fs_volume *v, struct chunk *c);
+/* At a clean close, after the last transaction: its units' other copies
+ * are caught up and every list is cleared, so nothing is left to replay
+ * and fsck finds every chunk clean. */
+int txn_settle_all(struct fs_volume *v);
 int txn_current_copy(const struct chunk *c, uint32_t block);
 
 /* chunk.c */

@@ -604,3 +604,88 @@ out:
 	free(buf);
 	return ret;
 }
+
+/* --- a clean close -------------------------------------------------------- */
+
+/* The txid of the list in area parity of c, or 0 when it holds none. */
+static uint64_t list_txid(struct chunk *c, uint32_t parity)
+{
+	uint8_t blk[OD_BLOCK_SIZE];
+	struct od_mb_header h;
+
+	if (store_pread(c->store, blk, sizeof(blk), (uint64_t)dl_area(c, parity) * OD_BLOCK_SIZE) < 0 ||
+	    od_verify(blk, sizeof(blk)) < 0)
+		return 0;
+	od_get_mb_header(blk, &h);
+	return h.type == OD_MB_DIRTY_LIST && (h.txid & 1) == parity ? h.txid : 0;
+}
+
+int txn_settle_all(struct fs_volume *v)
+{
+	uint8_t *buf = NULL;
+	size_t cap = 0;
+	int ret = 0;
+
+	/* 1: the other copy of every unit the last transaction wrote. */
+	for (uint32_t i = 0; i < v->nchunks && ret == 0; i++) {
+		struct chunk *c = &v->chunks[i];
+		if (c->offline)
+			continue;
+		for (uint32_t k = 0; k < c->nlast && ret == 0; k++) {
+			const struct dl_entry *e = &c->last[k];
+			size_t len = (size_t)e->units * OD_BLOCK_SIZE;
+			if (len > cap) {
+				uint8_t *nb = realloc(buf, len);
+				if (!nb) {
+					ret = -ENOMEM;
+					break;
+				}
+				buf = nb;
+				cap = len;
+			}
+			ret = store_pread(c->store, buf, len, copy_offset(c, e->block, e->copy));
+			if (ret == 0 && od_verify(buf, len) < 0)
+				ret = -EIO;
+			if (ret == 0)
+				ret = store_pwrite(c->store, buf, len,
+						   copy_offset(c, e->block, (uint8_t)(1 - e->copy)));
+		}
+	}
+	if (ret == 0)
+		ret = vol_flush(v);
+	/* 2: the lists are spent: a later open has nothing to replay. Each
+	 * chunk's older list goes first: cut short in between, what is left
+	 * is each chunk's newest list, as after any transaction. */
+	if (ret == 0) {
+		free(buf);
+		buf = calloc(1, OD_BLOCK_SIZE);
+		if (!buf)
+			ret = -ENOMEM;
+	}
+	for (int pass = 0; pass < 2 && ret == 0; pass++) {
+		for (uint32_t i = 0; i < v->nchunks && ret == 0; i++) {
+			struct chunk *c = &v->chunks[i];
+			uint64_t t0, t1;
+			uint32_t newer;
+			if (c->offline || (c->hdr.flags & OD_CHF_SINGLE_COPY))
+				continue;
+			t0 = list_txid(c, 0);
+			t1 = list_txid(c, 1);
+			if (!t0 && !t1)
+				continue;
+			newer = t1 > t0 ? 1 : 0;
+			ret = store_pwrite(c->store, buf, OD_BLOCK_SIZE,
+					   (uint64_t)dl_area(c, pass ? newer : 1 - newer) * OD_BLOCK_SIZE);
+		}
+		if (ret == 0)
+			ret = vol_flush(v);
+	}
+	if (ret == 0)
+		for (uint32_t i = 0; i < v->nchunks; i++) {
+			free(v->chunks[i].last);
+			v->chunks[i].last = NULL;
+			v->chunks[i].nlast = 0;
+		}
+	free(buf);
+	return ret;
+}

@@ -665,6 +665,8 @@ int fs_close(struct fs_volume *v)
 		return 0;
 	vol_lock(v);
 	ret = vol_sync(v, 1);
+	if (ret == 0 && !v->rdonly)
+		ret = txn_settle_all(v);
 	vol_unlock(v);
 	vol_free(v);
 	return ret;
