@@ -26,6 +26,22 @@ done
 make_volume -s 1M -n 8 -d "$tmp/tree"
 start_server "control = $tmp/control"
 sum() { nfs-cat "$url$1$q" 2>/dev/null | md5sum | cut -d' ' -f1; }
+# damage_map AT XOR: flip a byte AT bytes into copy 0 of chunk K's first map
+# block (the header, doc/format.md, says where the map starts).
+damage_map() {
+	python3 - "$tmp/volume.img" "$K" "$CS" "$1" "$2" <<'EOF' || fail "damaging the image"
+import struct, sys
+path, k, cs, at, x = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5], 0)
+with open(path, "r+b") as f:
+    f.seek(k * cs)
+    map_start = struct.unpack_from("<I", f.read(4096), 48 + 96)[0]
+    off = k * cs + map_start * 4096 + at
+    f.seek(off)
+    b = f.read(1)
+    f.seek(off)
+    f.write(bytes([b[0] ^ x]))
+EOF
+}
 
 # --- status ------------------------------------------------------------------
 "$CTL" -s "$tmp/control" status >"$tmp/status" || fail "status: exit $?"
@@ -91,19 +107,7 @@ client_pid=$!
 trap 'touch "$tmp/stop"; kill "$client_pid" 2>/dev/null; wait "$client_pid" 2>/dev/null; cleanup' EXIT
 
 # --- damage K while it is offline: copy 0 of its first map block ------------------
-python3 - "$tmp/volume.img" $K $CS <<'EOF' || fail "damaging the image"
-import struct, sys
-path, k, cs = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-with open(path, "r+b") as f:
-    f.seek(k * cs)
-    hdr = f.read(4096)
-    map_start = struct.unpack_from("<I", hdr, 48 + 96)[0]
-    off = k * cs + map_start * 4096 + 300
-    f.seek(off)
-    b = f.read(1)
-    f.seek(off)
-    f.write(bytes([b[0] ^ 0x5a]))
-EOF
+damage_map 300 0x5a
 out=$("$CTL" -s "$tmp/control" online $K 2>&1)
 [ $? -eq 1 ] || fail "online of a damaged chunk was not refused"
 echo "$out" | grep -q "still fails its check" || fail "online refused without the reason: $out"
@@ -141,19 +145,7 @@ done <"$tmp/sums"
 
 # --- the same in the daemon: chunkfsctl fsck K -y ---------------------------------
 "$CTL" -s "$tmp/control" offline $K >/dev/null || fail "offline again"
-python3 - "$tmp/volume.img" $K $CS <<'EOF' || fail "damaging the image"
-import struct, sys
-path, k, cs = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-with open(path, "r+b") as f:
-    f.seek(k * cs)
-    hdr = f.read(4096)
-    map_start = struct.unpack_from("<I", hdr, 48 + 96)[0]
-    off = k * cs + map_start * 4096 + 400
-    f.seek(off)
-    b = f.read(1)
-    f.seek(off)
-    f.write(bytes([b[0] ^ 0x33]))
-EOF
+damage_map 400 0x33
 "$CTL" -s "$tmp/control" fsck $K -y >"$tmp/out" 2>&1 || fail "fsck $K -y in the daemon: $(cat "$tmp/out")"
 grep -q "fsck of chunk $K: exit 1" "$tmp/out" || fail "fsck -y: $(cat "$tmp/out")"
 grep -q "chunk $K is online" "$tmp/out" || fail "fsck -y did not bring it back: $(cat "$tmp/out")"

@@ -112,16 +112,26 @@ int chunk_ghost_part(const struct chunk *c, struct od_loc loc, struct iref *out)
 
 /* --- offline and online ------------------------------------------------------- */
 
+/* Chunk i, with the volume locked; NULL and why[] when there is none. */
+static struct chunk *lock_chunk(struct fs_volume *v, uint32_t i, char *why, size_t whylen)
+{
+	struct chunk *c;
+
+	why[0] = '\0';
+	vol_lock(v);
+	c = vol_chunk(v, i);
+	if (!c)
+		snprintf(why, whylen, "no chunk %u: the volume has %u", i, v->nchunks);
+	return c;
+}
+
 int fs_chunk_offline(struct fs_volume *v, uint32_t i, int force, char *why, size_t whylen)
 {
 	struct chunk *c;
 	int ret;
 
-	why[0] = '\0';
-	vol_lock(v);
-	c = vol_chunk(v, i);
+	c = lock_chunk(v, i, why, whylen);
 	if (!c) {
-		snprintf(why, whylen, "no chunk %u: the volume has %u", i, v->nchunks);
 		ret = -EINVAL;
 		goto out;
 	}
@@ -237,12 +247,9 @@ int fs_chunk_online(struct fs_volume *v, uint32_t i, const char *image,
 	struct chunk *c;
 	int ret;
 
-	why[0] = '\0';
 	memset(res, 0, sizeof(*res));
-	vol_lock(v);
-	c = vol_chunk(v, i);
+	c = lock_chunk(v, i, why, whylen);
 	if (!c) {
-		snprintf(why, whylen, "no chunk %u: the volume has %u", i, v->nchunks);
 		ret = -EINVAL;
 		goto out;
 	}

@@ -169,6 +169,25 @@ static int write_list(struct chunk_txn *ct, uint64_t txid, uint32_t nparts)
 	return 0;
 }
 
+/* The copy e names of its unit, verified, into *buf (grown to *cap). */
+static int read_named_copy(struct chunk *c, const struct dl_entry *e, uint8_t **buf, size_t *cap)
+{
+	size_t len = (size_t)e->units * OD_BLOCK_SIZE;
+	int ret;
+
+	if (len > *cap) {
+		uint8_t *n = realloc(*buf, len);
+		if (!n)
+			return -ENOMEM;
+		*buf = n;
+		*cap = len;
+	}
+	ret = store_pread(c->store, *buf, len, copy_offset(c, e->block, e->copy));
+	if (ret == 0 && od_verify(*buf, len) < 0)
+		ret = -EIO;
+	return ret;
+}
+
 /* The catch-up of units the last transaction wrote and this one does not:
  * their current content, from the cache or from the copy last written. */
 static int add_catch_up(struct chunk_txn *ct, uint64_t txid)
@@ -180,7 +199,6 @@ static int add_catch_up(struct chunk_txn *ct, uint64_t txid)
 
 	for (uint32_t i = 0; i < c->nlast && ret == 0; i++) {
 		const struct dl_entry *e = &c->last[i];
-		size_t len = (size_t)e->units * OD_BLOCK_SIZE;
 		struct buf *b = buf_peek(c, e->block);
 
 		if (b && b->dirty)
@@ -189,18 +207,7 @@ static int add_catch_up(struct chunk_txn *ct, uint64_t txid)
 			ret = pend_push(ct, e->block, e->units, b->data, 0, -1, txid);
 			continue;
 		}
-		if (len > tmp_len) {
-			uint8_t *n = realloc(tmp, len);
-			if (!n) {
-				ret = -ENOMEM;
-				break;
-			}
-			tmp = n;
-			tmp_len = len;
-		}
-		ret = store_pread(c->store, tmp, len, copy_offset(c, e->block, e->copy));
-		if (ret == 0 && od_verify(tmp, len) < 0)
-			ret = -EIO;
+		ret = read_named_copy(c, e, &tmp, &tmp_len);
 		if (ret == 0)
 			ret = pend_push(ct, e->block, e->units, tmp, 0, -1, txid);
 	}
@@ -633,21 +640,9 @@ int txn_settle_all(struct fs_volume *v)
 			continue;
 		for (uint32_t k = 0; k < c->nlast && ret == 0; k++) {
 			const struct dl_entry *e = &c->last[k];
-			size_t len = (size_t)e->units * OD_BLOCK_SIZE;
-			if (len > cap) {
-				uint8_t *nb = realloc(buf, len);
-				if (!nb) {
-					ret = -ENOMEM;
-					break;
-				}
-				buf = nb;
-				cap = len;
-			}
-			ret = store_pread(c->store, buf, len, copy_offset(c, e->block, e->copy));
-			if (ret == 0 && od_verify(buf, len) < 0)
-				ret = -EIO;
+			ret = read_named_copy(c, e, &buf, &cap);
 			if (ret == 0)
-				ret = store_pwrite(c->store, buf, len,
+				ret = store_pwrite(c->store, buf, (size_t)e->units * OD_BLOCK_SIZE,
 						   copy_offset(c, e->block, (uint8_t)(1 - e->copy)));
 		}
 	}

@@ -424,12 +424,7 @@ static void vol_free(struct fs_volume *v)
 		struct chunk *c = &v->chunks[i];
 		if (c->store)
 			store_close(c->store);
-		free(c->bitmap);
-		free(c->reserved);
-		free(c->frozen);
-		free(c->bitmap_dirty);
-		free(c->free_map);
-		free(c->free_slots);
+		chunk_unload(c);
 		free(c->last);
 		chunk_free_ghosts(c);
 	}
