@@ -22,6 +22,9 @@ void config_defaults(struct config *cfg)
 	cfg->rpcbind = RPCBIND_AUTO;
 	cfg->max_conn_requests = 64;
 	cfg->max_requests = 1024;
+	cfg->max_connections = 1024;
+	cfg->record_timeout = 30;
+	cfg->max_reply_queue = 4u << 20;
 	cfg->max_io = 1u << 20;
 	cfg->cache_mb = 256;
 	snprintf(cfg->control, sizeof(cfg->control), "/run/chunkfs/control");
@@ -220,6 +223,9 @@ static const char *const key_wants[][2] = {
 	{ "rpcbind", "auto, yes or no" },
 	{ "max_requests_per_connection", "1-4096" },
 	{ "max_requests", "1-1048576" },
+	{ "max_connections", "1-1048576" },
+	{ "record_timeout", "1-86400 (seconds)" },
+	{ "max_reply_queue", "65536-1073741824 (bytes)" },
 	{ "max_io", "a power of two from 4096 to 16777216" },
 	{ "cache_mb", "4-1048576" },
 	{ "log_level", "error, warning, info or debug" },
@@ -267,6 +273,18 @@ static int parse_key(const char *k, const char *v, struct config *cfg, char *err
 		if (parse_uint(v, 1u << 20, &n) < 0 || n == 0)
 			goto bad;
 		cfg->max_requests = (int)n;
+	} else if (!strcmp(k, "max_connections")) {
+		if (parse_uint(v, 1u << 20, &n) < 0 || n == 0)
+			goto bad;
+		cfg->max_connections = (int)n;
+	} else if (!strcmp(k, "record_timeout")) {
+		if (parse_uint(v, 86400, &n) < 0 || n == 0)
+			goto bad;
+		cfg->record_timeout = (int)n;
+	} else if (!strcmp(k, "max_reply_queue")) {
+		if (parse_uint(v, 1u << 30, &n) < 0 || n < 65536)
+			goto bad;
+		cfg->max_reply_queue = n;
 	} else if (!strcmp(k, "max_io")) {
 		if (parse_uint(v, 16u << 20, &n) < 0 || n < 4096 || (n & (n - 1)))
 			goto bad;

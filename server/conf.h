@@ -50,6 +50,11 @@ struct config {
 	enum rpcbind_mode rpcbind;
 	int max_conn_requests;  /* outstanding requests per connection */
 	int max_requests;       /* outstanding requests in all */
+	int max_connections;    /* open connections; more are closed at accept */
+	int record_timeout;     /* seconds for a record to arrive whole, and
+				 * for queued replies to make progress */
+	size_t max_reply_queue; /* a connection's unsent reply bytes beyond which
+				 * none of its requests are taken */
 	uint32_t max_io;        /* READ/WRITE size (FSINFO rtmax/wtmax) */
 	uint64_t cache_mb;      /* metadata cache bound */
 	enum log_level log_level;

@@ -3,31 +3,104 @@
  * multi-fragment records and a maximum record size, handing complete
  * records to the workers, and backpressure: a connection with too many
  * requests outstanding, or a server with too many in all, stops reading
- * until replies drain. */
+ * until replies drain. A request keeps its place in those limits until its
+ * reply has left for the socket, so a client that does not read its
+ * replies is paused like one that sends too much.
+ *
+ * Memory under hostile clients (doc/design.md, "Memory bounds"): at most
+ * max_connections connections; each buffers at most one record being
+ * assembled plus one record's worth of input (the read high watermark),
+ * and a record not complete record_timeout seconds after it started closes
+ * its connection; unsent replies are bounded by the request limits, and a
+ * connection whose replies make no progress for record_timeout is closed. */
 #include "config.h"
 
 #include <arpa/inet.h>
 #include <netinet/tcp.h>
 #include <errno.h>
 #include <event2/buffer.h>
+#include <event2/event.h>
+#include <malloc.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 
 #include "server/log.h"
 #include "server/server.h"
+
+/* Seconds between two "max_connections reached" lines. */
+#define REFUSED_LOG_INTERVAL 10.0
 
 static size_t max_record(const struct server *srv)
 {
 	return srv->cfg.max_io + (64u << 10);
 }
 
+/* A connection that held at least this much gives the heap back. */
+#define TRIM_AFTER_BYTES (64u << 10)
+
+static void release(struct conn *c, int n);
+
+/* glibc keeps freed heap memory: the buffers of closed hostile
+ * connections would stay in the daemon's RSS (they come from many small
+ * evbuffer chains, between live allocations). One malloc_trim, a second
+ * after such closes, returns their pages. */
+static void trim_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct server *srv = arg;
+
+	srv->trim_pending = 0;
+#ifdef __GLIBC__
+	malloc_trim(0);
+#endif
+}
+
+/* The loop's thread: bytes a connection held were freed. */
+static void freed(struct server *srv, size_t bytes)
+{
+	struct timeval tv = { 1, 0 };
+
+	if (bytes < TRIM_AFTER_BYTES || srv->trim_pending)
+		return;
+	if (event_base_once(srv->base, -1, EV_TIMEOUT, trim_cb, srv, &tv) < 0) {
+		log_error("cannot schedule returning freed memory");
+		return;
+	}
+	srv->trim_pending = 1;
+}
+
+/* Replies that never left give their places back (the loop's thread, the
+ * last reference gone). */
+static void release_unsent(struct conn *c)
+{
+	int unsent;
+	size_t queued;
+
+	bufferevent_lock(c->bev);
+	queued = evbuffer_get_length(bufferevent_get_output(c->bev));
+	if (c->out_cb && evbuffer_remove_cb_entry(bufferevent_get_output(c->bev), c->out_cb) < 0)
+		log_error("%s:%u: cannot remove the output callback", c->peer_name, c->peer_port);
+	c->out_cb = NULL;
+	unsent = c->npend;
+	c->npend = 0;
+	bufferevent_unlock(c->bev);
+	if (unsent)
+		release(c, unsent);
+	freed(c->srv, queued);
+}
+
 static void free_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct conn *c = arg;
 
+	release_unsent(c);
+	if (c->rec_timer)
+		event_free(c->rec_timer);
 	bufferevent_free(c->bev);
 	pthread_mutex_destroy(&c->lock);
+	free(c->pend);
 	free(c->rec);
 	free(c);
 }
@@ -44,20 +117,61 @@ void conn_put(struct conn *c)
 		event_base_once(c->srv->base, -1, EV_TIMEOUT, free_cb, c, NULL);
 }
 
-/* The loop's own reference goes once, at EOF, error or kill. */
+/* A closed connection leaves the paused list at once (its reference
+ * there would keep its buffers until some other request finished):
+ * 1 when it was on it, and the caller drops that reference. */
+static int unpause_dead(struct conn *c)
+{
+	struct server *srv = c->srv;
+	struct conn **pp;
+	int was = 0;
+
+	pthread_mutex_lock(&srv->qlock);
+	pthread_mutex_lock(&c->lock);
+	if (c->on_paused_list) {
+		for (pp = &srv->paused; *pp && *pp != c; pp = &(*pp)->next_paused)
+			;
+		if (*pp) {
+			*pp = c->next_paused;
+			c->on_paused_list = 0;
+			was = 1;
+		}
+	}
+	pthread_mutex_unlock(&c->lock);
+	pthread_mutex_unlock(&srv->qlock);
+	return was;
+}
+
+/* The loop's own reference goes once, at EOF, error, a timeout or kill;
+ * the record being assembled and the input not yet parsed go with it.
+ * On the loop's thread. */
 static void conn_close(struct conn *c)
 {
+	struct evbuffer *in = bufferevent_get_input(c->bev);
+	size_t held;
 	int drop;
 
 	pthread_mutex_lock(&c->lock);
 	drop = !c->dead;
 	c->dead = 1;
 	pthread_mutex_unlock(&c->lock);
-	if (drop) {
-		bufferevent_disable(c->bev, EV_READ);
-		log_debug("%s:%u: connection closed", c->peer_name, c->peer_port);
+	if (!drop)
+		return;
+	bufferevent_disable(c->bev, EV_READ);
+	if (c->rec_timer)
+		evtimer_del(c->rec_timer);
+	held = c->rec_cap + evbuffer_get_length(in);
+	if (evbuffer_drain(in, evbuffer_get_length(in)) < 0)
+		log_error("%s:%u: cannot drain the input", c->peer_name, c->peer_port);
+	free(c->rec);
+	c->rec = NULL;
+	c->rec_len = c->rec_cap = 0;
+	c->srv->nconns--;
+	freed(c->srv, held);
+	log_debug("%s:%u: connection closed", c->peer_name, c->peer_port);
+	if (unpause_dead(c))
 		conn_put(c);
-	}
+	conn_put(c);
 }
 
 static void kill_cb(evutil_socket_t fd, short what, void *arg)
@@ -73,22 +187,49 @@ void conn_kill(struct conn *c)
 	pthread_mutex_lock(&c->lock);
 	c->refs++;
 	pthread_mutex_unlock(&c->lock);
-	event_base_once(c->srv->base, -1, EV_TIMEOUT, kill_cb, c, NULL);
+	if (event_base_once(c->srv->base, -1, EV_TIMEOUT, kill_cb, c, NULL) < 0) {
+		log_error("%s:%u: cannot schedule closing the connection", c->peer_name,
+			  c->peer_port);
+		conn_put(c);
+	}
+}
+
+/* Under the bufferevent's lock: the unsent rest of a reply goes on the
+ * output buffer, and on the list of replies the output callback follows. */
+static int queue_reply(struct conn *c, const uint8_t *buf, size_t len)
+{
+	int cap = c->srv->cfg.max_conn_requests;
+
+	/* Each entry is a request still inside its connection's limit. */
+	if (c->npend >= cap)
+		return -EOVERFLOW;
+	if (bufferevent_write(c->bev, buf, len) < 0)
+		return -ENOMEM;
+	c->pend[(c->pend_head + c->npend) % cap] = len;
+	c->npend++;
+	pthread_mutex_lock(&c->lock);
+	c->out_queued += len;
+	pthread_mutex_unlock(&c->lock);
+	return 0;
 }
 
 /* Lock order: the loop thread holds a bufferevent's lock while its
  * callbacks run and takes srv->qlock and c->lock inside it; so nobody may
- * call into a bufferevent while holding either of those. */
+ * call into a bufferevent while holding either of those. A worker holds
+ * one bufferevent's lock at a time and releases its request's place
+ * (which may resume other connections) only after unlocking it. */
 void conn_reply(struct conn *c, const uint8_t *buf, size_t len)
 {
-	int dead;
+	int dead, ret = 0;
 
 	pthread_mutex_lock(&c->lock);
 	dead = c->dead;
 	pthread_mutex_unlock(&c->lock);
 	/* (the request's reference keeps the bufferevent alive) */
-	if (dead)
+	if (dead) {
+		conn_done(c);
 		return;
+	}
 	/* Nothing queued before it: the reply goes to the socket from here,
 	 * without waking the loop; what the socket does not take now is
 	 * queued and sent by the loop. Under the bufferevent's lock, so the
@@ -103,14 +244,22 @@ void conn_reply(struct conn *c, const uint8_t *buf, size_t len)
 		/* An error other than a full socket is the loop's to see. */
 	}
 	if (len)
-		bufferevent_write(c->bev, buf, len);
+		ret = queue_reply(c, buf, len);
 	bufferevent_unlock(c->bev);
+	if (ret < 0) {
+		log_error("%s:%u: cannot queue a reply of %zu bytes: %s: closing", c->peer_name,
+			  c->peer_port, len, strerror(-ret));
+		conn_kill(c);
+	}
+	if (!len || ret < 0)
+		conn_done(c);
 }
 
 static int over_limits(struct server *srv, struct conn *c)
 {
 	return c->outstanding >= srv->cfg.max_conn_requests ||
-	       srv->outstanding >= srv->cfg.max_requests;
+	       srv->outstanding >= srv->cfg.max_requests ||
+	       c->out_queued > srv->cfg.max_reply_queue;
 }
 
 static void resume(struct conn *c)
@@ -129,21 +278,24 @@ static int may_resume(struct server *srv, struct conn *c)
 	return 1;
 }
 
-void conn_done(struct conn *c)
+/* n of c's requests leave the limits (0: its reply queue shrank); c and
+ * the connections paused by the server-wide limit read again when they
+ * may. */
+static void release(struct conn *c, int n)
 {
 	struct server *srv = c->srv;
 	struct conn *wake = NULL, *still = NULL;
 	int self;
 
 	pthread_mutex_lock(&srv->qlock);
-	srv->outstanding--;
+	srv->outstanding -= n;
 	pthread_mutex_lock(&c->lock);
-	c->outstanding--;
+	c->outstanding -= n;
 	self = may_resume(srv, c);
 	pthread_mutex_unlock(&c->lock);
 	/* Connections paused by the server-wide limit: those that may read
 	 * again are resumed below, the others stay on the list. */
-	while (srv->paused) {
+	while (n && srv->paused) {
 		struct conn *p = srv->paused;
 		int keep;
 		srv->paused = p->next_paused;
@@ -160,7 +312,8 @@ void conn_done(struct conn *c)
 			wake = p;
 		}
 	}
-	srv->paused = still;
+	if (n)
+		srv->paused = still;
 	pthread_mutex_unlock(&srv->qlock);
 	if (self)
 		resume(c);
@@ -171,6 +324,43 @@ void conn_done(struct conn *c)
 		conn_put(wake); /* the paused list's reference */
 		wake = next;
 	}
+}
+
+void conn_done(struct conn *c)
+{
+	release(c, 1);
+}
+
+/* The output buffer changed (the loop's thread, under the bufferevent's
+ * lock): replies whose last byte has left release their requests. */
+static void output_cb(struct evbuffer *out, const struct evbuffer_cb_info *info, void *arg)
+{
+	struct conn *c = arg;
+	int cap = c->srv->cfg.max_conn_requests, sent = 0, paused;
+	size_t left = info->n_deleted;
+
+	if (!left)
+		return;
+	while (left && c->npend) {
+		size_t *front = &c->pend[c->pend_head];
+		size_t take = *front < left ? *front : left;
+		*front -= take;
+		left -= take;
+		if (*front)
+			break;
+		c->pend_head = (c->pend_head + 1) % cap;
+		c->npend--;
+		sent++;
+	}
+	if (left)
+		log_error("%s:%u: %zu bytes left the output that no reply accounts for",
+			  c->peer_name, c->peer_port, left);
+	pthread_mutex_lock(&c->lock);
+	c->out_queued -= info->n_deleted - left;
+	paused = c->paused;
+	pthread_mutex_unlock(&c->lock);
+	if (sent || paused)
+		release(c, sent);
 }
 
 /* A complete record goes to the workers. */
@@ -211,55 +401,217 @@ static void submit(struct conn *c)
 	workers_submit(srv, rq);
 }
 
+/* Room for need bytes of record: the first fragment gets its exact size,
+ * later ones double it (up to the maximum record), so a record of many
+ * small fragments costs no quadratic copying. */
+static int rec_reserve(struct conn *c, size_t need)
+{
+	size_t ncap = c->rec_cap;
+	uint8_t *p;
+
+	if (need <= c->rec_cap)
+		return 0;
+	if (!ncap)
+		ncap = need ? need : 1;
+	while (ncap < need)
+		ncap *= 2;
+	if (ncap > max_record(c->srv))
+		ncap = max_record(c->srv); /* need is never more */
+	p = realloc(c->rec, ncap);
+	if (!p)
+		return -ENOMEM;
+	c->rec = p;
+	c->rec_cap = ncap;
+	return 0;
+}
+
+/* One fragment from the input: 1 when one was taken, 0 when there is no
+ * whole fragment yet (or the connection is paused), < 0 when the
+ * connection was closed. */
+static int take_fragment(struct conn *c, struct evbuffer *in)
+{
+	uint8_t hdr[4];
+	uint32_t mark, flen;
+	int paused, ret;
+
+	pthread_mutex_lock(&c->lock);
+	paused = c->paused || c->dead;
+	pthread_mutex_unlock(&c->lock);
+	if (paused || evbuffer_get_length(in) < 4)
+		return 0;
+	evbuffer_copyout(in, hdr, 4);
+	memcpy(&mark, hdr, 4);
+	mark = ntohl(mark);
+	flen = mark & 0x7fffffffu;
+	if (c->rec_len + flen > max_record(c->srv)) {
+		log_warn("%s:%u: record of %zu bytes or more exceeds %zu: closing", c->peer_name,
+			 c->peer_port, c->rec_len + flen, max_record(c->srv));
+		conn_close(c);
+		return -EMSGSIZE;
+	}
+	if (evbuffer_get_length(in) < 4 + (size_t)flen)
+		return 0;
+	ret = rec_reserve(c, c->rec_len + flen);
+	if (ret < 0) {
+		log_error("%s:%u: out of memory for a record of %zu bytes: closing", c->peer_name,
+			  c->peer_port, c->rec_len + flen);
+		conn_close(c);
+		return ret;
+	}
+	evbuffer_drain(in, 4);
+	evbuffer_remove(in, c->rec + c->rec_len, flen);
+	c->rec_len += flen;
+	if (mark & 0x80000000u) {
+		evtimer_del(c->rec_timer); /* the next record gets its own time */
+		submit(c);
+	}
+	return 1;
+}
+
+/* After parsing: a record started and not complete must be whole within
+ * record_timeout; none is timed while the connection is paused (the
+ * server, not the client, holds it up then) or between records. */
+static int time_record(struct conn *c, struct evbuffer *in)
+{
+	struct timeval tv = { c->srv->cfg.record_timeout, 0 };
+	int paused, partial;
+
+	pthread_mutex_lock(&c->lock);
+	paused = c->paused || c->dead;
+	pthread_mutex_unlock(&c->lock);
+	partial = c->rec_len > 0 || evbuffer_get_length(in) > 0;
+	if (paused || !partial)
+		return evtimer_del(c->rec_timer) < 0 ? -EINVAL : 0;
+	if (evtimer_pending(c->rec_timer, NULL))
+		return 0;
+	return evtimer_add(c->rec_timer, &tv) < 0 ? -EINVAL : 0;
+}
+
 static void read_cb(struct bufferevent *bev, void *arg)
 {
 	struct conn *c = arg;
 	struct evbuffer *in = bufferevent_get_input(bev);
+	int ret;
 
-	for (;;) {
-		uint8_t hdr[4];
-		uint32_t mark, flen;
-		int paused;
-
-		pthread_mutex_lock(&c->lock);
-		paused = c->paused || c->dead;
-		pthread_mutex_unlock(&c->lock);
-		if (paused || evbuffer_get_length(in) < 4)
-			return;
-		evbuffer_copyout(in, hdr, 4);
-		memcpy(&mark, hdr, 4);
-		mark = ntohl(mark);
-		flen = mark & 0x7fffffffu;
-		if (c->rec_len + flen > max_record(c->srv)) {
-			log_warn("%s:%u: record of %zu bytes or more exceeds %zu: closing",
-				 c->peer_name, c->peer_port, c->rec_len + flen, max_record(c->srv));
-			conn_close(c);
-			return;
-		}
-		if (evbuffer_get_length(in) < 4 + (size_t)flen)
-			return;
-		if (c->rec_len + flen > c->rec_cap) {
-			size_t ncap = c->rec_len + flen;
-			uint8_t *p = realloc(c->rec, ncap ? ncap : 1);
-			if (!p) {
-				conn_close(c);
-				return;
-			}
-			c->rec = p;
-			c->rec_cap = ncap;
-		}
-		evbuffer_drain(in, 4);
-		evbuffer_remove(in, c->rec + c->rec_len, flen);
-		c->rec_len += flen;
-		if (mark & 0x80000000u)
-			submit(c);
+	while ((ret = take_fragment(c, in)) > 0)
+		;
+	if (ret < 0)
+		return;
+	if (time_record(c, in) < 0) {
+		log_error("%s:%u: cannot set the record timer: closing", c->peer_name, c->peer_port);
+		conn_close(c);
 	}
+}
+
+static void record_timeout_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct conn *c = arg;
+
+	log_warn("%s:%u: a record is not complete after %d s (%zu bytes of it received): "
+		 "closing",
+		 c->peer_name, c->peer_port, c->srv->cfg.record_timeout,
+		 c->rec_len + evbuffer_get_length(bufferevent_get_input(c->bev)));
+	conn_close(c);
 }
 
 static void event_cb(struct bufferevent *bev, short what, void *arg)
 {
-	if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR))
-		conn_close(arg);
+	struct conn *c = arg;
+
+	if (what & BEV_EVENT_TIMEOUT) {
+		/* Only writing has a timeout: replies queued and none of their
+		 * bytes taken by the client for record_timeout. */
+		log_warn("%s:%u: %zu bytes of replies not read for %d s: closing", c->peer_name,
+			 c->peer_port, evbuffer_get_length(bufferevent_get_output(bev)),
+			 c->srv->cfg.record_timeout);
+		conn_close(c);
+	} else if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)) {
+		conn_close(c);
+	}
+}
+
+static void peer_format(const struct sockaddr *sa, char *name, size_t len, uint16_t *port)
+{
+	*port = 0;
+	snprintf(name, len, "?");
+	if (sa->sa_family == AF_INET) {
+		const struct sockaddr_in *in = (const struct sockaddr_in *)sa;
+		inet_ntop(AF_INET, &in->sin_addr, name, (socklen_t)len);
+		*port = ntohs(in->sin_port);
+	} else if (sa->sa_family == AF_INET6) {
+		const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)sa;
+		inet_ntop(AF_INET6, &in6->sin6_addr, name, (socklen_t)len);
+		*port = ntohs(in6->sin6_port);
+	}
+}
+
+/* Over max_connections: closed at once, with at most one log line every
+ * REFUSED_LOG_INTERVAL seconds (counting the ones closed since). */
+static void refuse(struct server *srv, evutil_socket_t fd, const struct sockaddr *sa)
+{
+	struct timespec ts;
+	char name[64];
+	uint16_t port;
+	double now;
+
+	evutil_closesocket(fd);
+	srv->refused++;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	now = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+	if (srv->refused_logged > 0 && now - srv->refused_logged < REFUSED_LOG_INTERVAL)
+		return;
+	peer_format(sa, name, sizeof(name), &port);
+	log_warn("max_connections (%d) reached: closed %lu new connection%s (the last from "
+		 "%s:%u)",
+		 srv->cfg.max_connections, srv->refused, srv->refused == 1 ? "" : "s", name, port);
+	srv->refused = 0;
+	srv->refused_logged = now;
+}
+
+/* The new connection's buffers, timers and limits. */
+static int conn_setup(struct server *srv, struct conn *c, evutil_socket_t fd)
+{
+	struct timeval wtv = { srv->cfg.record_timeout, 0 };
+	int one = 1;
+
+	c->pend = calloc((size_t)srv->cfg.max_conn_requests, sizeof(*c->pend));
+	c->rec_timer = evtimer_new(srv->base, record_timeout_cb, c);
+	c->bev = bufferevent_socket_new(srv->base, fd, BEV_OPT_CLOSE_ON_FREE | BEV_OPT_THREADSAFE);
+	if (!c->pend || !c->rec_timer || !c->bev)
+		return -ENOMEM;
+	c->out_cb = evbuffer_add_cb(bufferevent_get_output(c->bev), output_cb, c);
+	if (!c->out_cb)
+		return -ENOMEM;
+	/* Replies are whole records: no waiting for the client's delayed ACK
+	 * (Nagle held every reply over 16 KiB for ~40 ms), and a 1 MiB READ
+	 * reply goes out in one write, not 64. */
+	if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) < 0)
+		return -errno;
+	if (bufferevent_set_max_single_write(c->bev, max_record(srv)) < 0 ||
+	    bufferevent_set_max_single_read(c->bev, max_record(srv)) < 0)
+		return -EINVAL;
+	/* Input is read up to one largest fragment with its mark beyond what
+	 * is parsed: a connection never buffers more than that. */
+	bufferevent_setwatermark(c->bev, EV_READ, 0, max_record(srv) + 4);
+	if (bufferevent_set_timeouts(c->bev, NULL, &wtv) < 0)
+		return -EINVAL;
+	bufferevent_setcb(c->bev, read_cb, NULL, event_cb, c);
+	if (bufferevent_enable(c->bev, EV_READ | EV_WRITE) < 0)
+		return -EINVAL;
+	return 0;
+}
+
+static void conn_free_new(struct conn *c, evutil_socket_t fd)
+{
+	if (c->rec_timer)
+		event_free(c->rec_timer);
+	if (c->bev)
+		bufferevent_free(c->bev); /* closes fd */
+	else
+		evutil_closesocket(fd);
+	pthread_mutex_destroy(&c->lock);
+	free(c->pend);
+	free(c);
 }
 
 static void accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa, int salen,
@@ -267,13 +619,19 @@ static void accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct socka
 {
 	struct server *srv = arg;
 	struct conn *c;
+	int ret;
 
 	if (srv->stopping) {
 		evutil_closesocket(fd);
 		return;
 	}
+	if (srv->nconns >= srv->cfg.max_connections) {
+		refuse(srv, fd, sa);
+		return;
+	}
 	c = calloc(1, sizeof(*c));
 	if (!c) {
+		log_error("out of memory for a new connection: closing it");
 		evutil_closesocket(fd);
 		return;
 	}
@@ -281,14 +639,13 @@ static void accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct socka
 	c->refs = 1;
 	pthread_mutex_init(&c->lock, NULL);
 	memcpy(&c->peer, sa, (size_t)salen < sizeof(c->peer) ? (size_t)salen : sizeof(c->peer));
-	if (sa->sa_family == AF_INET) {
-		struct sockaddr_in *in = (struct sockaddr_in *)sa;
-		inet_ntop(AF_INET, &in->sin_addr, c->peer_name, sizeof(c->peer_name));
-		c->peer_port = ntohs(in->sin_port);
-	} else if (sa->sa_family == AF_INET6) {
-		struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)sa;
-		inet_ntop(AF_INET6, &in6->sin6_addr, c->peer_name, sizeof(c->peer_name));
-		c->peer_port = ntohs(in6->sin6_port);
+	peer_format(sa, c->peer_name, sizeof(c->peer_name), &c->peer_port);
+	ret = conn_setup(srv, c, fd);
+	if (ret < 0) {
+		log_error("%s:%u: cannot set the connection up: %s: closing", c->peer_name,
+			  c->peer_port, strerror(-ret));
+		conn_free_new(c, fd);
+		return;
 	}
 	{
 		/* Each call looks its export up again (a reload may change it):
@@ -299,24 +656,7 @@ static void accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct socka
 				 c->peer_name, c->peer_port);
 		export_set_put(es);
 	}
-	c->bev = bufferevent_socket_new(srv->base, fd, BEV_OPT_CLOSE_ON_FREE | BEV_OPT_THREADSAFE);
-	if (!c->bev) {
-		evutil_closesocket(fd);
-		pthread_mutex_destroy(&c->lock);
-		free(c);
-		return;
-	}
-	/* Replies are whole records: no waiting for the client's delayed ACK
-	 * (Nagle held every reply over 16 KiB for ~40 ms), and a 1 MiB READ
-	 * reply goes out in one write, not 64. */
-	{
-		int one = 1;
-		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	}
-	bufferevent_set_max_single_write(c->bev, max_record(srv));
-	bufferevent_set_max_single_read(c->bev, max_record(srv));
-	bufferevent_setcb(c->bev, read_cb, NULL, event_cb, c);
-	bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+	srv->nconns++;
 	log_debug("%s:%u: connected", c->peer_name, c->peer_port);
 }
 

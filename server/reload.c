@@ -1,5 +1,6 @@
 /* SIGHUP: the configuration file is read again while connections stay up.
- * Exports (and their options) and log_level take effect for the requests
+ * Exports (and their options), log_level, cache_mb, max_connections and
+ * record_timeout take effect for the requests
  * that start afterwards; settings fixed at start (the volume, the socket,
  * the thread and buffer sizes) are kept, with a warning. A file with any
  * error changes nothing. Runs on the event loop thread. */
@@ -47,6 +48,8 @@ static void keep_fixed(const struct server *srv, const struct config *nc)
 	keep("max_requests_per_connection", nc->max_conn_requests != cur->max_conn_requests, buf);
 	snprintf(buf, sizeof(buf), "%d", cur->max_requests);
 	keep("max_requests", nc->max_requests != cur->max_requests, buf);
+	snprintf(buf, sizeof(buf), "%zu", cur->max_reply_queue);
+	keep("max_reply_queue", nc->max_reply_queue != cur->max_reply_queue, buf);
 	snprintf(buf, sizeof(buf), "%u", cur->max_io);
 	keep("max_io", nc->max_io != cur->max_io, buf);
 	keep("syslog", nc->use_syslog != cur->use_syslog, cur->use_syslog ? "yes" : "no");
@@ -94,6 +97,19 @@ int reload_config(struct server *srv)
 	if (nc.cache_mb != srv->cfg.cache_mb) {
 		srv->cfg.cache_mb = nc.cache_mb;
 		fs_set_cache_limit(srv->vol, nc.cache_mb << 20);
+	}
+	/* Both are read on this (the loop's) thread only: max_connections at
+	 * each accept, record_timeout when a record starts (and a new
+	 * connection's reply timeout). */
+	if (nc.max_connections != srv->cfg.max_connections) {
+		log_info("reload: max_connections %d (was %d); connections already open stay",
+			 nc.max_connections, srv->cfg.max_connections);
+		srv->cfg.max_connections = nc.max_connections;
+	}
+	if (nc.record_timeout != srv->cfg.record_timeout) {
+		log_info("reload: record_timeout %d s (was %d s), for records starting from now",
+			 nc.record_timeout, srv->cfg.record_timeout);
+		srv->cfg.record_timeout = nc.record_timeout;
 	}
 	log_info("reload: %s in force (%d export%s, log_level %s)", srv->config_path,
 		 ns->nexports, ns->nexports == 1 ? "" : "s", log_level_name(nc.log_level));

@@ -29,6 +29,16 @@ struct conn {
 	int dead;
 	uint8_t *rec;                  /* the record being assembled */
 	size_t rec_len, rec_cap;
+	struct event *rec_timer;       /* a started record must be whole by then */
+	/* Replies queued on the output evbuffer, oldest first: the bytes of
+	 * each still unsent. A request keeps its place in the limits until
+	 * its reply has left (conn.c's output_cb), so unsent replies count
+	 * against max_requests(_per_connection) like requests in flight.
+	 * Guarded by the bufferevent's lock; out_queued by lock. */
+	size_t *pend;                  /* ring of max_conn_requests entries */
+	int pend_head, npend;
+	size_t out_queued;
+	struct evbuffer_cb_entry *out_cb;
 	struct conn *next_paused;     /* on srv->paused, holding a reference */
 	int wake_go;
 	int on_paused_list;
@@ -70,6 +80,11 @@ struct server {
 	struct request *qhead, *qtail;
 	int outstanding;               /* all connections */
 	struct conn *paused;
+	/* connections (the loop thread's only) */
+	int nconns;                    /* open (not yet closed) */
+	unsigned long refused;         /* over max_connections since the last log line */
+	double refused_logged;         /* when that line was logged (monotonic s) */
+	int trim_pending;              /* a malloc_trim is scheduled */
 
 	/* group commit */
 	pthread_mutex_t gclock;
@@ -89,7 +104,10 @@ struct server {
 
 /* conn.c */
 int conn_listen(struct server *srv);
+/* A worker's reply to one of c's requests: the request's place in the
+ * limits is released when the reply has left for the socket. */
 void conn_reply(struct conn *c, const uint8_t *buf, size_t len);
+/* A request that has no reply: its place in the limits is released. */
 void conn_done(struct conn *c);
 void conn_kill(struct conn *c);
 void conn_put(struct conn *c);

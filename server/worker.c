@@ -82,11 +82,13 @@ static void *worker_main(void *arg)
 		pthread_mutex_unlock(&srv->qlock);
 
 		ret = dispatch_call(srv, rq->conn, rq->rec, rq->len, out, cap, &len);
-		if (ret == 0)
-			conn_reply(rq->conn, out, len);
-		else if (ret < 0)
-			conn_kill(rq->conn);
-		conn_done(rq->conn);
+		if (ret == 0) {
+			conn_reply(rq->conn, out, len); /* and conn_done once it has left */
+		} else {
+			if (ret < 0)
+				conn_kill(rq->conn);
+			conn_done(rq->conn);
+		}
 		conn_put(rq->conn);
 		free(rq->rec);
 		free(rq);
