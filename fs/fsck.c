@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fs.h"
 #include "fsck_int.h"
 
 /* --- small tables ----------------------------------------------------------- */
@@ -370,7 +371,7 @@ static int list_explains(const struct fsck_ctx *c, uint32_t written, int newer, 
  * checks, why[i]: else what failed), and report what is wrong with the
  * other. The newer valid txid wins; a difference that the newest dirty
  * list explains (a catch-up not made yet, a unit new in that transaction)
- * is no problem. Takes raw[] over. */
+ * is no problem. raw[] stays the caller's. */
 int fsck_unit_decide(struct fsck_ctx *c, struct fsck_unit *u, uint8_t *raw[2], const int valid[2],
 		     const char *why[2])
 {
@@ -449,16 +450,6 @@ int fsck_unit_decide(struct fsck_ctx *c, struct fsck_unit *u, uint8_t *raw[2], c
 				u->heal[1 - good] = HEAL_FIX;
 		}
 	}
-	if (u->cur >= 0) {
-		u->data = raw[u->cur];
-		u->txid = raw_txid(u->data);
-		free(raw[1 - u->cur]);
-	} else {
-		free(raw[0]);
-		free(raw[1]);
-		u->data = NULL;
-	}
-	raw[0] = raw[1] = NULL;
 	return 0;
 }
 
@@ -533,15 +524,245 @@ static void unit_fresh(struct fsck_ctx *c, struct fsck_unit *u, uint64_t owner)
 	u->modified = 1;
 }
 
+/* --- reading ahead, and the context's memory -------------------------------- */
+
+#define SLAB_BYTES (256u << 10)
+
+void *fsck_alloc(struct fsck_ctx *c, size_t len)
+{
+	struct fsck_slab *s = c->slabs;
+
+	len = (len + 15) & ~(size_t)15;
+	if (!s || s->cap - s->used < len) {
+		size_t cap = len > SLAB_BYTES / 4 ? len : SLAB_BYTES;
+		struct fsck_slab *n = malloc(sizeof(*n) + cap);
+		if (!n)
+			return NULL;
+		n->used = 0;
+		n->cap = cap;
+		if (s && cap != SLAB_BYTES) {
+			/* A large piece of its own: the current slab stays in use. */
+			n->next = s->next;
+			s->next = n;
+		} else {
+			n->next = s;
+			c->slabs = n;
+		}
+		s = n;
+	}
+	s->used += len;
+	return s->mem + s->used - len;
+}
+
+static void slabs_free(struct fsck_ctx *c)
+{
+	while (c->slabs) {
+		struct fsck_slab *n = c->slabs->next;
+		free(c->slabs);
+		c->slabs = n;
+	}
+}
+
+static uint64_t run_key(uint8_t copy, uint32_t start)
+{
+	return ((uint64_t)copy << 32) | start;
+}
+
+/* The index of the last run at or before (copy, block), or nruns. */
+static uint32_t run_at(const struct fsck_ctx *c, uint8_t copy, uint32_t block)
+{
+	uint32_t lo = 0, hi = c->nruns;
+	uint64_t key = run_key(copy, block);
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (run_key(c->runs[mid].copy, c->runs[mid].start) <= key)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo ? lo - 1 : c->nruns;
+}
+
+/* The bytes of [block, block + units) of a copy from a run, each block
+ * handed out once (units that overlap get their own reads), or NULL. */
+static uint8_t *run_take(struct fsck_ctx *c, uint8_t copy, uint32_t block, uint16_t units)
+{
+	uint32_t i = run_at(c, copy, block);
+	struct fsck_run *r;
+
+	if (i == c->nruns)
+		return NULL;
+	r = &c->runs[i];
+	if (r->copy != copy || block < r->start || (uint64_t)block + units > (uint64_t)r->start + r->n)
+		return NULL;
+	for (uint32_t k = block - r->start; k < block - r->start + units; k++)
+		if (r->taken[k])
+			return NULL;
+	memset(r->taken + (block - r->start), 1, units);
+	return r->buf + (size_t)(block - r->start) * OD_BLOCK_SIZE;
+}
+
+/* A run made of blocks [start, start + n) of a copy: read and kept in
+ * order, or dropped when the read fails. */
+static int run_add(struct fsck_ctx *c, uint8_t copy, uint32_t start, uint32_t n)
+{
+	uint64_t off = (uint64_t)(start + (copy ? c->half : 0)) * OD_BLOCK_SIZE;
+	size_t len = (size_t)n * OD_BLOCK_SIZE;
+	struct fsck_run r = { .start = start, .n = n, .copy = copy };
+	uint32_t at;
+
+	if (off + len > c->st->size)
+		return 0;
+	if (c->nruns == c->capruns) {
+		uint32_t ncap = c->capruns ? c->capruns * 2 : 64;
+		struct fsck_run *p = realloc(c->runs, ncap * sizeof(*p));
+		if (!p)
+			return -ENOMEM;
+		c->runs = p;
+		c->capruns = ncap;
+	}
+	r.buf = fsck_alloc(c, len);
+	r.taken = fsck_alloc(c, n);
+	if (!r.buf || !r.taken)
+		return -ENOMEM;
+	if (store_pread(c->st, r.buf, len, off) < 0)
+		return 0;
+	memset(r.taken, 0, n);
+	at = run_at(c, copy, start);
+	at = at == c->nruns ? 0 : at + 1;
+	memmove(&c->runs[at + 1], &c->runs[at], (c->nruns - at) * sizeof(r));
+	c->runs[at] = r;
+	c->nruns++;
+	return 0;
+}
+
+int fsck_prefetch(struct fsck_ctx *c, uint32_t start, uint32_t n)
+{
+	int copies = c->both && !c->single_copy ? 2 : 1;
+
+	if ((uint64_t)start + n > c->half)
+		return 0;
+	for (uint32_t done = 0; done < n;) {
+		uint32_t k = n - done < FSCK_RUN_BLOCKS ? n - done : FSCK_RUN_BLOCKS;
+		for (int copy = 0; copy < copies; copy++) {
+			int ret = run_add(c, (uint8_t)copy, start + done, k);
+			if (ret < 0)
+				return fsck_oom(c);
+		}
+		done += k;
+	}
+	return 0;
+}
+
+static int bit_set(const uint8_t *map, uint32_t b)
+{
+	return (map[b >> 3] >> (b & 7)) & 1;
+}
+
+/* Copy 0 of block b may start a unit: in use in both halves. */
+static int zone_used(const struct fsck_ctx *c, uint32_t b)
+{
+	return bit_set(c->disk_bitmap, b) && bit_set(c->disk_bitmap, b + c->half);
+}
+
+#define ZONE_GAP 8u /* blocks not in use that a run reads through */
+
+int fsck_prefetch_zone(struct fsck_ctx *c)
+{
+	const struct od_chunk_header *h = &c->hdr;
+	uint32_t share = h->kind == FS_KIND_SMALL ? 2 : h->kind == FS_KIND_LARGE ? 16 : 4;
+	uint32_t end = h->data_start + (c->half - h->data_start) / share;
+	uint32_t b = h->data_start;
+
+	if (!c->disk_bitmap || (h->flags & OD_CHF_BITMAP_UNINIT))
+		return 0;
+	while (b < end) {
+		uint32_t first, last;
+		while (b < end && !zone_used(c, b))
+			b++;
+		if (b == end)
+			break;
+		first = last = b;
+		/* Extend over used blocks and short gaps, up to one request. */
+		while (b < end && b - first < FSCK_RUN_BLOCKS) {
+			if (zone_used(c, b))
+				last = b;
+			else if (b - last > ZONE_GAP)
+				break;
+			b++;
+		}
+		if (fsck_prefetch(c, first, last + 1 - first) < 0)
+			return -ENOMEM;
+		b = last + 1;
+	}
+	return 0;
+}
+
+/* --- one unit through its copies ---------------------------------------------- */
+
+/* One copy of u: from a run, else read now; *valid whether it passes.
+ * NULL only when out of memory. */
+static uint8_t *copy_bytes(struct fsck_ctx *c, const struct fsck_unit *u, int copy, char *why,
+			   size_t n, int *valid)
+{
+	size_t len = (size_t)u->units * OD_BLOCK_SIZE;
+	uint8_t *buf = run_take(c, (uint8_t)copy, u->block, u->units);
+	uint64_t off = (uint64_t)(u->block + (copy ? c->half : 0)) * OD_BLOCK_SIZE;
+
+	*valid = 0;
+	if (!buf) {
+		buf = fsck_alloc(c, len);
+		if (!buf)
+			return NULL;
+		if (read_copy(c, buf, len, off, why, n) < 0)
+			return buf;
+	}
+	*valid = copy_ok(c, buf, len, u->block, u->type, why, n);
+	return buf;
+}
+
+/* Is copy 0 of u, valid, all that is to be read? Not when both copies
+ * are wanted, nor when the newest dirty list names the unit. */
+static int copy0_enough(const struct fsck_ctx *c, const struct fsck_unit *u)
+{
+	return !c->both && fsck_hmap_get(&c->pend, (uint64_t)u->block + 1) == FSCK_NONE;
+}
+
+/* u's current version into u->data (NULL: no valid copy), through one or
+ * both copies as the reading strategy says. */
+static int unit_load(struct fsck_ctx *c, struct fsck_unit *u)
+{
+	char why0[120], why1[120];
+	const char *why[2] = { why0, why1 };
+	uint8_t *raw[2] = { NULL, NULL };
+	int valid[2] = { 0, 0 };
+
+	raw[0] = copy_bytes(c, u, 0, why0, sizeof(why0), &valid[0]);
+	if (!raw[0])
+		return fsck_oom(c);
+	if (valid[0] && (c->single_copy || copy0_enough(c, u))) {
+		u->cur = 0;
+	} else {
+		snprintf(why1, sizeof(why1), "not kept (SINGLE_COPY)");
+		if (!c->single_copy) {
+			raw[1] = copy_bytes(c, u, 1, why1, sizeof(why1), &valid[1]);
+			if (!raw[1])
+				return fsck_oom(c);
+		}
+		fsck_unit_decide(c, u, raw, valid, why);
+	}
+	u->data = u->cur >= 0 ? raw[u->cur] : NULL;
+	u->txid = u->data ? raw_txid(u->data) : 0;
+	return 0;
+}
+
 int fsck_unit_get(struct fsck_ctx *c, uint32_t block, uint16_t units, uint16_t type,
 		  uint64_t owner, struct fsck_unit **out)
 {
 	size_t len = (size_t)units * OD_BLOCK_SIZE;
-	char why0[120], why1[120];
-	const char *why[2] = { why0, why1 };
-	uint8_t *raw[2];
-	int valid[2] = { 0, 0 };
 	struct fsck_unit *u = fsck_unit_find(c, block);
+	int ret;
 
 	if (u) {
 		if (u->units != units || u->type != type) {
@@ -555,34 +776,25 @@ int fsck_unit_get(struct fsck_ctx *c, uint32_t block, uint16_t units, uint16_t t
 	}
 	if ((uint64_t)block + units > c->half)
 		return -ERANGE;
-	u = calloc(1, sizeof(*u));
-	raw[0] = malloc(len);
-	raw[1] = malloc(len);
-	if (!u || !raw[0] || !raw[1]) {
-		free(u);
-		free(raw[0]);
-		free(raw[1]);
+	u = fsck_alloc(c, sizeof(*u));
+	if (!u)
 		return fsck_oom(c);
-	}
+	memset(u, 0, sizeof(*u));
 	u->block = block;
 	u->units = units;
 	u->type = type;
-	snprintf(why1, sizeof(why1), "not kept (SINGLE_COPY)");
-	if (read_copy(c, raw[0], len, (uint64_t)block * OD_BLOCK_SIZE, why0, sizeof(why0)) == 0)
-		valid[0] = copy_ok(c, raw[0], len, block, type, why0, sizeof(why0));
-	if (!c->single_copy &&
-	    read_copy(c, raw[1], len, (uint64_t)(block + c->half) * OD_BLOCK_SIZE, why1,
-		      sizeof(why1)) == 0)
-		valid[1] = copy_ok(c, raw[1], len, block, type, why1, sizeof(why1));
+	u->pooled = 1;
+	ret = unit_load(c, u);
+	if (ret < 0)
+		return ret;
 	fsck_unit_add(c, u);
-	fsck_unit_decide(c, u, raw, valid, why);
 	if (!u->data) {
 		struct fsck_pctx p = { .blk = block, .str = fsck_unit_name(type), .num = c->pend_txid };
 		int code = type == OD_MB_BITMAP ? PR_0_BITMAP_BOTH_BAD
 			   : u->no_older    ? PR_0_UNIT_NO_OLDER
 					    : PR_0_UNIT_BOTH_BAD;
 		if (fix_problem(c, code, &p)) {
-			u->data = malloc(len);
+			u->data = fsck_alloc(c, len);
 			if (!u->data)
 				return fsck_oom(c);
 			unit_fresh(c, u, owner);
@@ -853,12 +1065,16 @@ static void ctx_free(struct fsck_ctx *c)
 		struct fsck_unit *u = c->uhash[h];
 		while (u) {
 			struct fsck_unit *n = u->hnext;
-			free(u->data);
-			free(u);
+			if (!u->pooled) {
+				free(u->data);
+				free(u);
+			}
 			u = n;
 		}
 	}
 	free(c->uhash);
+	free(c->runs);
+	slabs_free(c);
 	fsck_hmap_free(&c->pend);
 	fsck_txn_free(c);
 	fsck_hmap_free(&c->by_loc);

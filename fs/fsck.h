@@ -36,7 +36,7 @@ struct fsck_opts {
 	/* When not NULL and set nonzero (a signal handler), the check stops
 	 * at the next step, writes nothing more, and returns CANCELLED. */
 	volatile sig_atomic_t *cancel;
-	/* Fields added later; zero keeps the old behaviour. */
+	/* Fields added later; zero keeps the old behaviour (but both_copies). */
 	/* fsck_volume_path: chunks checked at once, each by its own thread
 	 * with its own store and context (0 or 1: one after another). out()
 	 * and progress() are then called one at a time, never concurrently. */
@@ -45,6 +45,14 @@ struct fsck_opts {
 	 * (done of total chunks to check); NULL: none. */
 	void (*progress)(void *progress_ctx, uint32_t done, uint32_t total);
 	void *progress_ctx;
+	/* Nonzero (--both-copies): both copies of every metadata unit are
+	 * read and verified. 0, the default since both_copies was added: the
+	 * current copy of each unit is read (copy 0, or the copy the chunk's
+	 * newest dirty list makes current), and the other copy only when the
+	 * first fails its checks, when that list names the unit (its copies
+	 * may differ) or when the chunk is marked needs-repair; a bad copy
+	 * that is not current is then not found. Chunk headers: both always. */
+	int both_copies;
 };
 
 struct fsck_result {

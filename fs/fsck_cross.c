@@ -91,8 +91,9 @@ found:
 }
 
 /* A unit of another chunk: the copy its newest dirty list makes current
- * when it names the unit (rolled forward or back, fsck_txn.c), else the
- * newer of its valid copies. */
+ * when it names the unit (rolled forward or back, fsck_txn.c), else copy 0
+ * when it is valid (copy 1 when it is not), or with both copies read
+ * (c->both) the newer of the valid ones. */
 static int far_unit(struct fsck_ctx *c, uint32_t chunk, uint32_t block, uint16_t units,
 		    uint16_t type, uint8_t *buf)
 {
@@ -119,6 +120,8 @@ static int far_unit(struct fsck_ctx *c, uint32_t chunk, uint32_t block, uint16_t
 			continue;
 		if (copy && (v->hdr[chunk].flags & OD_CHF_SINGLE_COPY))
 			break;
+		if (copy && found && !c->both)
+			break; /* copy 0 is current: the other is read only if it fails */
 		if (vol_pread(v, chunk, other, len, off) < 0 || od_verify(other, len) < 0)
 			continue;
 		od_get_mb_header(other, &h);

@@ -135,7 +135,24 @@ struct fsck_unit {
 	uint8_t pending;    /* named by the chunk's newest dirty list */
 	uint8_t no_older;   /* rolled back, but no valid copy before the transaction */
 	uint8_t walked;     /* directory units: entries read (pass 2) */
+	uint8_t pooled;     /* the record and data are the context's memory (not freed alone) */
 	struct fsck_unit *hnext;
+};
+
+/* Blocks of one copy read ahead in one request (fsck.c); a unit that lies
+ * wholly inside takes its bytes from there (taken[]: each block once). */
+struct fsck_run {
+	uint32_t start, n;
+	uint8_t copy;
+	uint8_t *buf;
+	uint8_t *taken;
+};
+
+/* Memory that lives as long as the context: unit records and data. */
+struct fsck_slab {
+	struct fsck_slab *next;
+	size_t used, cap;
+	uint8_t mem[];
 };
 
 /* An inode found in this chunk: in an inode-area slot or embedded. */
@@ -225,6 +242,7 @@ struct fsck_ctx {
 	struct od_chunk_header hdr;
 	uint32_t half;
 	int single_copy;
+	int both;                     /* read both copies of every unit (fsck_unit_get) */
 	int fatal;                    /* the check cannot go on */
 	int oper;                     /* an operational error (negative errno) */
 	int incomplete;               /* some owner of blocks may not have been seen */
@@ -236,6 +254,9 @@ struct fsck_ctx {
 	struct fsck_unit **uhash;
 	uint32_t uhash_size;
 	struct fsck_unit *hdr_unit;
+	struct fsck_run *runs;        /* read ahead, sorted by (copy, start) */
+	uint32_t nruns, capruns;
+	struct fsck_slab *slabs;
 
 	/* The newest dirty list: units whose copies may differ. */
 	struct fsck_hmap pend;        /* block + 1 -> copy written */
@@ -305,9 +326,23 @@ int fsck_header_copy(const uint8_t *blk, struct od_chunk_header *h, char *why, s
 int fsck_unit_get(struct fsck_ctx *c, uint32_t block, uint16_t units, uint16_t type,
 		  uint64_t owner, struct fsck_unit **out);
 struct fsck_unit *fsck_unit_find(struct fsck_ctx *c, uint32_t block);
+/* Read blocks [start, start + n) of copy 0 (and of copy 1 with c->both)
+ * in requests of up to FSCK_RUN_BLOCKS, for fsck_unit_get to take its
+ * units from. Only a shortcut: a range that cannot be read is left to be
+ * read unit by unit. 0 or -ENOMEM. */
+#define FSCK_RUN_BLOCKS 256u
+int fsck_prefetch(struct fsck_ctx *c, uint32_t start, uint32_t n);
+/* The copy-0 blocks of the lower metadata zone that the bitmap read says
+ * are in use in both halves (directory and extent units, mostly), read
+ * ahead before pass 2. */
+int fsck_prefetch_zone(struct fsck_ctx *c);
+/* len bytes that live as long as the context, or NULL. */
+void *fsck_alloc(struct fsck_ctx *c, size_t len);
 void fsck_unit_add(struct fsck_ctx *c, struct fsck_unit *u);
 void fsck_unit_modified(struct fsck_ctx *c, struct fsck_unit *u);
-/* A unit of the decision logic's own: the chunk header (pass 1). */
+/* Choose the current copy of u (u->cur, -1: none) from the two read and
+ * report what is wrong with the other; u->data is not set. Used for the
+ * chunk header by pass 1. */
 int fsck_unit_decide(struct fsck_ctx *c, struct fsck_unit *u, uint8_t *raw[2], const int valid[2],
 		     const char *why[2]);
 const char *fsck_unit_name(uint16_t type);

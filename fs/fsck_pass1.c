@@ -182,11 +182,18 @@ static int check_header(struct fsck_ctx *c, uint32_t expect)
 	u->units = 1;
 	u->type = OD_MB_CHUNK_HEADER;
 	fsck_unit_decide(c, u, raw, valid, why);
+	/* One of the two is valid here, so cur >= 0. */
+	u->data = raw[u->cur];
+	u->txid = unit_txid(u->data);
+	free(raw[1 - u->cur]);
 	c->hdr_unit = u;
 	fsck_unit_add(c, u);
 	od_get_chunk_header(u->data, &c->hdr);
+	/* A chunk known to be damaged gets both copies of every unit read. */
+	c->both = c->o->both_copies || c->hdr.state == OD_STATE_NEEDS_REPAIR;
 	if (c->hdr.state == OD_STATE_NEEDS_REPAIR)
-		fsck_note(c, "the chunk is marked needs-repair");
+		fsck_note(c, "the chunk is marked needs-repair%s",
+			  c->o->both_copies ? "" : ": both copies of every unit are read");
 	c->clean_skip = !c->o->force && c->hdr.state == OD_STATE_CLEAN && !c->lists_present &&
 			!u->heal[0] && !u->heal[1] && c->res.problems == 0;
 	return 0;
@@ -210,6 +217,8 @@ static int read_bitmap(struct fsck_ctx *c)
 		}
 		return 0;
 	}
+	if (fsck_prefetch(c, h->bitmap_start, h->bitmap_blocks) < 0)
+		return -ENOMEM;
 	for (uint32_t i = 0; i < h->bitmap_blocks; i++) {
 		struct fsck_unit *u;
 		int ret = fsck_unit_get(c, h->bitmap_start + i, 1, OD_MB_BITMAP, 0, &u);
@@ -234,6 +243,8 @@ static int read_map(struct fsck_ctx *c)
 	c->map_lost = calloc(n ? n : 1, 1);
 	if (!c->map || !c->map_lost)
 		return fsck_oom(c);
+	if (fsck_prefetch(c, h->map_start, (n + OD_MAP_PER_BLOCK - 1) / OD_MAP_PER_BLOCK) < 0)
+		return -ENOMEM;
 	for (uint32_t b = 0; b * OD_MAP_PER_BLOCK < n; b++) {
 		struct fsck_unit *u;
 		int ret = fsck_unit_get(c, h->map_start + b, 1, OD_MB_MAP, 0, &u);
@@ -386,6 +397,8 @@ static int read_slots(struct fsck_ctx *c)
 	const struct od_chunk_header *h = &c->hdr;
 	uint32_t n = h->islot_watermark;
 
+	if (fsck_prefetch(c, h->itable_start, (n + OD_ISLOTS_PER_BLOCK - 1) / OD_ISLOTS_PER_BLOCK) < 0)
+		return -ENOMEM;
 	for (uint32_t b = 0; b * OD_ISLOTS_PER_BLOCK < n; b++) {
 		struct fsck_unit *u;
 		int ret = fsck_unit_get(c, h->itable_start + b, 1, OD_MB_ITABLE, 0, &u);

@@ -236,6 +236,8 @@ static int walk_dir(struct fsck_ctx *c, uint32_t ri)
 
 int fsck_pass2(struct fsck_ctx *c)
 {
+	if (fsck_prefetch_zone(c) < 0)
+		return -ENOMEM;
 	/* Records grow while units are walked: every directory embedded in a
 	 * unit gets its turn. */
 	for (uint32_t i = 0; i < c->nrecs; i++) {

@@ -35,6 +35,39 @@ static void set_bit(uint8_t *map, uint32_t b, int v)
 		map[b >> 3] &= (uint8_t)~(1u << (b & 7));
 }
 
+/* The expected bits of blocks b .. b+7 (b a multiple of 8): owned or not. */
+static uint8_t owned_byte(const struct fsck_ctx *c, uint32_t b)
+{
+	uint8_t x = 0;
+
+	for (uint32_t k = 0; k < 8; k++)
+		x |= (uint8_t)((c->owner[b + k] != 0) << k);
+	return x;
+}
+
+/* Blocks b .. b+7 agree with the disk where it can be trusted: want gets
+ * them at once (the common case, 8 at a time). */
+static int byte_agrees(const struct fsck_ctx *c, uint32_t b, uint32_t nb, uint8_t *want)
+{
+	uint8_t e;
+
+	if ((b & 7) || b + 8 > nb || c->bitmap_unknown[b / BITS_PER_BLOCK])
+		return 0;
+	e = owned_byte(c, b);
+	if (e != c->disk_bitmap[b >> 3])
+		return 0;
+	want[b >> 3] = e;
+	return 1;
+}
+
+static int any_set(const uint8_t *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (p[i])
+			return 1;
+	return 0;
+}
+
 /* Write the bitmap as it is to be into the bitmap units that differ. */
 static int store_bitmap(struct fsck_ctx *c, const uint8_t *want, int all)
 {
@@ -91,9 +124,14 @@ int fsck_pass5(struct fsck_ctx *c)
 	/* The bitmap as it will be: what was found, and, where some owner of
 	 * blocks could not be read, what the disk says on top. */
 	for (uint32_t b = 0; b < nbits; b++) {
-		int unknown = c->bitmap_unknown[b / BITS_PER_BLOCK];
-		int exp = b < nb && c->owner[b] != 0;
-		int disk = bit(c->disk_bitmap, b);
+		int unknown, exp, disk;
+		if (byte_agrees(c, b, nb, want)) {
+			b += 7;
+			continue;
+		}
+		unknown = c->bitmap_unknown[b / BITS_PER_BLOCK];
+		exp = b < nb && c->owner[b] != 0;
+		disk = bit(c->disk_bitmap, b);
 		if (b >= nb) {
 			n_tail += disk && !unknown;
 			continue;
@@ -137,6 +175,9 @@ int fsck_pass5(struct fsck_ctx *c)
 				return fsck_oom(c);
 			}
 			memcpy(out, c->disk_bitmap, bytes);
+			if (!fix_uf && !fix_fu && !fix_tail &&
+			    !any_set(c->bitmap_unknown, h->bitmap_blocks))
+				nbits = 0; /* out is the disk's bitmap */
 			for (uint32_t b = 0; b < nbits; b++) {
 				int unknown = c->bitmap_unknown[b / BITS_PER_BLOCK];
 				int w = bit(want, b), d = bit(out, b);
@@ -148,8 +189,14 @@ int fsck_pass5(struct fsck_ctx *c)
 			free(out);
 		}
 	}
-	for (uint32_t b = 0; b < nb; b++)
+	for (uint32_t b = 0; b < nb; b++) {
+		if (!(b & 7) && b + 8 <= nb) {
+			zeros += 8 - (uint32_t)__builtin_popcount(want[b >> 3]);
+			b += 7;
+			continue;
+		}
 		zeros += !bit(want, b);
+	}
 	c->res.blocks_used = nb - zeros;
 	if (ret == 0 && h->free_blocks != zeros) {
 		struct fsck_pctx p = { .num = h->free_blocks, .num2 = zeros };

@@ -77,6 +77,8 @@ static int run(const char *path, int chunk, int mode, int flags, struct fsck_res
 		o.cross = 1;
 	if (flags & 2)
 		o.force = 0;
+	if (flags & 4)
+		o.both_copies = 1;
 	last.len = 0;
 	if (last.text)
 		last.text[0] = '\0';
@@ -417,17 +419,19 @@ static void case_clean(void)
 }
 
 /* The common shape: -n finds `code` and writes nothing, `mode` repairs,
- * a second -n is clean, other chunks untouched, the tree intact. */
-static void expect_repair2(const char *what, int chunk, uint32_t code, uint32_t code2, int mode,
-			   int lost)
+ * a second -n is clean, other chunks untouched, the tree intact; every run
+ * with run()'s flags 4 (both copies read) when `both`. */
+static void expect_repair_both(const char *what, int chunk, uint32_t code, uint32_t code2,
+			       int mode, int lost, int both)
 {
+	int bf = both ? 4 : 0;
 	char before[300];
 	struct fsck_result r;
 	int rc;
 
 	snprintf(before, sizeof(before), "%s.before", work);
 	copy_file(work, before);
-	rc = run(work, chunk, FSCK_CHECK_ONLY, 0, &r);
+	rc = run(work, chunk, FSCK_CHECK_ONLY, bf, &r);
 	CHECK_EQ(rc, FSCK_EXIT_UNCORRECTED);
 	CHECK(r.problems > 0);
 	CHECK(reported(code));
@@ -436,13 +440,13 @@ static void expect_repair2(const char *what, int chunk, uint32_t code, uint32_t 
 		fprintf(stderr, "%s: 0x%06x not reported; output:\n%s", what, code, last.text);
 	CHECK(files_same(work, before));
 	/* The repair, through the whole volume: only the damaged chunk changes. */
-	rc = run(work, -1, mode, 0, &r);
+	rc = run(work, -1, mode, bf, &r);
 	CHECK_EQ(rc, FSCK_EXIT_FIXED);
 	CHECK(reported(code));
 	CHECK_EQ(r.unfixed, 0);
 	CHECK(others_same(work, before, chunk));
 	CHECK(!files_same(work, before));
-	rc = run(work, -1, FSCK_CHECK_ONLY, 1, &r);
+	rc = run(work, -1, FSCK_CHECK_ONLY, 1 | bf, &r);
 	CHECK_EQ(rc, 0);
 	CHECK_EQ(r.problems, 0);
 	if (r.problems)
@@ -450,6 +454,12 @@ static void expect_repair2(const char *what, int chunk, uint32_t code, uint32_t 
 	verify_tree(work, lost);
 	unlink(before);
 	printf("%s: found (0x%06x), repaired, clean on the second run\n", what, code);
+}
+
+static void expect_repair2(const char *what, int chunk, uint32_t code, uint32_t code2, int mode,
+			   int lost)
+{
+	expect_repair_both(what, chunk, code, code2, mode, lost, 0);
 }
 
 static void expect_repair(const char *what, int chunk, uint32_t code, int mode, int lost)
@@ -469,7 +479,8 @@ static void case_bad_copy(void)
 	close(fd);
 	expect_repair("dir unit copy 0 damaged (-p)", (int)l.chunk, 0x000001, FSCK_PREEN, 0);
 
-	/* The mirror of an inode-area block, repaired by -y. */
+	/* The mirror of an inode-area block, repaired by -y: found when both
+	 * copies are read (case_copies: not by default). */
 	copy_file(pristine, work);
 	fd = img_fd(work);
 	{
@@ -477,7 +488,8 @@ static void case_bad_copy(void)
 		flip(fd, 0, h.itable_start + h.nblocks / 2, 1000);
 	}
 	close(fd);
-	expect_repair("inode-area block copy 1 damaged", 0, 0x000001, FSCK_YES, 0);
+	expect_repair_both("inode-area block copy 1 damaged (both copies read)", 0, 0x000001, 0,
+			   FSCK_YES, 0, 1);
 
 	/* A copy of chunk 1's header. */
 	copy_file(pristine, work);
@@ -1150,6 +1162,167 @@ static void case_header_geometry(void)
 	expect_repair("header copy 1 with dir_unit 9", 3, 0x010001, FSCK_YES, 0);
 }
 
+/* --- the reading strategy: current copies by default -------------------------- */
+
+/* A store that counts what is read from the copy-0 side of the metadata
+ * ([17, H): bitmap onwards) and from the copy-1 side ([H + 17, N)). */
+struct counting {
+	struct chunk_store st;
+	struct chunk_store *in;
+	uint64_t lo, hi;
+	unsigned preads;
+};
+
+static int cnt_pread(struct chunk_store *st, void *buf, size_t len, uint64_t off)
+{
+	struct counting *k = (struct counting *)st;
+	uint64_t b = off / OD_BLOCK_SIZE, half = CHUNK_SIZE / OD_BLOCK_SIZE / 2;
+
+	k->preads++;
+	if (b >= half + 17)
+		k->hi += len;
+	else if (b >= 17 && b < half)
+		k->lo += len;
+	return store_pread(k->in, buf, len, off);
+}
+
+static int cnt_pwrite(struct chunk_store *st, const void *buf, size_t len, uint64_t off)
+{
+	return store_pwrite(((struct counting *)st)->in, buf, len, off);
+}
+
+static int cnt_flush(struct chunk_store *st)
+{
+	return store_flush(((struct counting *)st)->in);
+}
+
+static int cnt_trim(struct chunk_store *st, size_t len, uint64_t off)
+{
+	return store_trim(((struct counting *)st)->in, len, off);
+}
+
+static void cnt_close(struct chunk_store *st)
+{
+	(void)st;
+}
+
+static const struct chunk_store_ops cnt_ops = { cnt_pread, cnt_pwrite, cnt_flush, cnt_trim,
+						cnt_close };
+
+/* Check chunk `chunk` of path through a counting store (mode, both). */
+static int counted(const char *path, uint32_t chunk, int mode, int both, struct counting *k,
+		   struct fsck_result *r)
+{
+	struct fsck_opts o = { .mode = mode, .force = 1, .both_copies = both, .out = collect,
+			       .ctx = &last };
+	int fd = open(path, mode == FSCK_CHECK_ONLY ? O_RDONLY : O_RDWR);
+
+	CHECK(fd >= 0);
+	memset(k, 0, sizeof(*k));
+	CHECK_EQ(store_file_region(fd, (uint64_t)chunk * CHUNK_SIZE, CHUNK_SIZE, &k->in), 0);
+	k->st.ops = &cnt_ops;
+	k->st.size = CHUNK_SIZE;
+	last.len = 0;
+	if (last.text)
+		last.text[0] = '\0';
+	CHECK_EQ(fsck_chunk_store(&k->st, chunk, &o, r), 0);
+	store_close(k->in);
+	close(fd);
+	return r->exit_code;
+}
+
+static void set_needs_repair(uint8_t *unit, void *arg)
+{
+	struct od_chunk_header h;
+
+	(void)arg;
+	od_get_chunk_header(unit, &h);
+	h.state = OD_STATE_NEEDS_REPAIR;
+	od_put_chunk_header(unit, &h);
+}
+
+/* Two copies of inode-area block b of chunk 0 the same? */
+static int copies_same(const char *path, uint32_t b)
+{
+	uint8_t x[OD_BLOCK_SIZE], y[OD_BLOCK_SIZE];
+	int fd = img_fd(path);
+	off_t half = CHUNK_SIZE / 2;
+
+	CHECK_EQ(pread(fd, x, sizeof(x), (off_t)b * OD_BLOCK_SIZE), (long long)sizeof(x));
+	CHECK_EQ(pread(fd, y, sizeof(y), half + (off_t)b * OD_BLOCK_SIZE), (long long)sizeof(y));
+	close(fd);
+	return memcmp(x, y, sizeof(x)) == 0;
+}
+
+static void case_copies(void)
+{
+	struct counting k;
+	struct fsck_result r;
+	struct od_chunk_header h;
+	unsigned p_default;
+	int fd;
+
+	/* Settled volume: by default nothing past the second header and list
+	 * area is read; with both copies, exactly as much as of the first. */
+	CHECK_EQ(counted(pristine, 0, FSCK_CHECK_ONLY, 0, &k, &r), 0);
+	CHECK_EQ(k.hi, 0);
+	CHECK(k.lo > 0);
+	p_default = k.preads;
+	CHECK_EQ(counted(pristine, 0, FSCK_CHECK_ONLY, 1, &k, &r), 0);
+	CHECK(k.hi > 0);
+	CHECK_EQ(k.hi, k.lo);
+	CHECK(k.preads > p_default);
+	printf("chunk 0: %u reads by default, %u with both copies\n", p_default, k.preads);
+
+	/* Damage in copy 1 only: not seen by default, found with both. */
+	copy_file(pristine, work);
+	fd = img_fd(work);
+	h = header_of(fd, 0);
+	flip(fd, 0, h.itable_start + h.nblocks / 2, 1000);
+	close(fd);
+	CHECK_EQ(run(work, 0, FSCK_CHECK_ONLY, 0, &r), 0);
+	CHECK_EQ(r.problems, 0);
+	CHECK_EQ(run(work, 0, FSCK_YES, 0, &r), 0);
+	CHECK(!copies_same(work, h.itable_start)); /* left as it was */
+	CHECK_EQ(run(work, 0, FSCK_CHECK_ONLY, 4, &r), FSCK_EXIT_UNCORRECTED);
+	CHECK_EQ(r.problems, 1);
+	CHECK(reported(0x000001));
+	CHECK(strstr(last.text, "inode-area block") != NULL);
+
+	/* ... and by default in a chunk marked needs-repair. */
+	fd = img_fd(work);
+	patch_unit(fd, 0, 0, 1, set_needs_repair, NULL);
+	close(fd);
+	CHECK_EQ(run(work, 0, FSCK_CHECK_ONLY, 0, &r), FSCK_EXIT_UNCORRECTED);
+	CHECK_EQ(r.problems, 1);
+	CHECK(reported(0x000001));
+	CHECK(strstr(last.text, "marked needs-repair: both copies of every unit are read") != NULL);
+	CHECK_EQ(run(work, 0, FSCK_YES, 0, &r), FSCK_EXIT_FIXED);
+	CHECK(copies_same(work, h.itable_start));
+	CHECK_EQ(header_of(fd = img_fd(work), 0).state, OD_STATE_CLEAN);
+	close(fd);
+	CHECK_EQ(run(work, 0, FSCK_CHECK_ONLY, 4, &r), 0);
+	CHECK_EQ(r.problems, 0);
+
+	/* Damage in copy 0: found by default, repaired from copy 1. */
+	copy_file(pristine, work);
+	fd = img_fd(work);
+	flip(fd, 0, h.itable_start, 1000);
+	close(fd);
+	CHECK_EQ(counted(work, 0, FSCK_CHECK_ONLY, 0, &k, &r), FSCK_EXIT_UNCORRECTED);
+	CHECK_EQ(r.problems, 1);
+	CHECK(reported(0x000001));
+	CHECK_EQ(k.hi, OD_BLOCK_SIZE); /* the other copy of that block, no more */
+	CHECK_EQ(counted(work, 0, FSCK_YES, 0, &k, &r), FSCK_EXIT_FIXED);
+	CHECK_EQ(r.problems, 1);
+	CHECK(copies_same(work, h.itable_start));
+	CHECK(others_same(work, pristine, 0));
+	CHECK_EQ(run(work, 0, FSCK_CHECK_ONLY, 4, &r), 0);
+	CHECK_EQ(r.problems, 0);
+	printf("copy 1 damage: found with both copies (or needs-repair) only; copy 0 damage: "
+	       "found by default, repaired from copy 1\n");
+}
+
 static void case_table(void)
 {
 	uint32_t code, flags, prev = 0;
@@ -1201,6 +1374,7 @@ int main(int argc, char **argv)
 	case_dangling_next();
 	case_inline();
 	case_header_geometry();
+	case_copies();
 	unlink(image);
 	unlink(pristine);
 	unlink(work);
