@@ -6,7 +6,8 @@
 # volume of it each (64 chunks, total about twice the tree, a power of two);
 # then, the page cache dropped before every run, rounds of: fsck.chunkfs
 # -f -n -c K (one chunk: K the busiest unless --chunk), fsck.chunkfs -f -n
-# (whole volume), e2fsck -fn. Prints min/median/max seconds, peak RSS and
+# (whole volume), the same with --both-copies (every second copy read too),
+# e2fsck -fn. Prints min/median/max seconds, peak RSS and
 # the ratios against the targets in shared/BENCHMARKS.md, and the build
 # times of both. Not a test: it prints figures.
 #
@@ -70,7 +71,7 @@ done
 if [ -n "$reuse" ]; then
 	tmp=$(cd "$reuse" && pwd) || die "no directory $reuse"
 	[ -f "$tmp/layout" ] || die "$tmp: not left by --keep"
-	rm -f "$tmp"/one_chunk.t "$tmp"/whole.t "$tmp"/e2fsck.t
+	rm -f "$tmp"/one_chunk.t "$tmp"/whole.t "$tmp"/both.t "$tmp"/e2fsck.t
 else
 	mkdir -p "$tmpbase" || die "cannot make $tmpbase"
 	tmp=$(mktemp -d "$tmpbase/fsck-compare.XXXXXX") || die "no temporary directory"
@@ -145,11 +146,13 @@ else
 fi
 
 # --- the checks ---------------------------------------------------------------
-names="one_chunk whole e2fsck"
+names="one_chunk whole both e2fsck"
 cmd_whole="$fsck -f -n $cimg"
+cmd_both="$fsck -f -n --both-copies $cimg"
 cmd_e2fsck="e2fsck -fn $eimg"
 img_one_chunk=$cimg
 img_whole=$cimg
+img_both=$cimg
 img_e2fsck=$eimg
 
 # What each check found (one run each, warm, output kept). The default
@@ -162,7 +165,7 @@ if [ -z "$chunk" ]; then
 		END { sub(":", "", c); print c + 0 }' "$tmp/whole.out")
 fi
 cmd_one_chunk="$fsck -f -n -c $chunk $cimg"
-for n in one_chunk e2fsck; do
+for n in one_chunk both e2fsck; do
 	c=cmd_$n
 	${!c} >"$tmp/$n.out" 2>&1
 	echo "exit $?" >>"$tmp/$n.out"
@@ -206,14 +209,14 @@ echo "whole volume: $(grep -c "inodes," "$tmp/whole.out") chunks checked," \
 	"$(awk '$4 == "inodes," { n += $3 } END { print n + 0 }' "$tmp/whole.out") inodes;" \
 	"e2fsck: $(grep -m1 " files (" "$tmp/e2fsck.out" | sed 's/^[^:]*: //')"
 echo
-printf "%-34s %10s %10s %10s %10s %10s %6s\n" "check (seconds)" min median max "warm" "RSS KiB" exit
+printf "%-46s %10s %10s %10s %10s %10s %6s\n" "check (seconds)" min median max "warm" "RSS KiB" exit
 for n in $names; do
 	c=cmd_$n
 	label=${!c}
 	label=${label//$tmp\//}
 	label=${label//$builddir\//}
 	set -- $(fig "$tmp/$n.t" 1)
-	printf "%-34s %10.4f %10.4f %10.4f %10.4f %10d %6s\n" "$label" "$1" "$2" "$3" \
+	printf "%-46s %10.4f %10.4f %10.4f %10.4f %10d %6s\n" "$label" "$1" "$2" "$3" \
 		"$(cat "$tmp/$n.warm")" "$(med "$tmp/$n.t" 2)" "$(exits "$tmp/$n.t")"
 done
 echo
@@ -222,6 +225,8 @@ mw=$(med "$tmp/whole.t" 1)
 me=$(med "$tmp/e2fsck.t" 1)
 awk -v a="$me" -v b="$m1" 'BEGIN { printf "e2fsck / one chunk     %8.1fx   (target >= 50x)\n", a / b }'
 awk -v a="$mw" -v b="$me" 'BEGIN { printf "chunkfs whole / e2fsck %8.2f    (target <= 1.0)\n", a / b }'
+awk -v a="$(med "$tmp/both.t" 1)" -v b="$me" \
+	'BEGIN { printf "  with --both-copies    %8.2f\n", a / b }'
 echo
 printf "%-34s %10s %10s %10s %10s %6s\n" "build from the tree (seconds)" min median max "RSS KiB" exit
 for n in mkfs_chunkfs mke2fs; do
