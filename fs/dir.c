@@ -12,6 +12,7 @@
 
 #include "crc32c.h"
 #include "internal.h"
+#include "lostfound.h"
 
 #define COOKIE_OFF_BITS 12
 #define COOKIE_SEQ_BITS 28
@@ -275,7 +276,8 @@ static int unit_is_empty(const struct buf *b)
 	return 1;
 }
 
-/* Free a now-empty unit, and the part that held it when it was its last. */
+/* Free a now-empty unit, and the part that held it when it was its last
+ * (but for a part of lost+found's, which stays for fsck to link into). */
 static int unit_release(struct fs_volume *v, struct iref *dir, struct chunk *c, uint32_t blk)
 {
 	struct iref tmp, *part;
@@ -305,7 +307,7 @@ static int unit_release(struct fs_volume *v, struct iref *dir, struct chunk *c, 
 	ret = ext_store(v, part, &el);
 	if (ret == 0)
 		free_meta(c, blk, c->hdr.dir_unit);
-	if (ret == 0 && part != dir && el.n == 0)
+	if (ret == 0 && part != dir && el.n == 0 && !lf_is_part(part))
 		ret = part_drop(v, dir, part);
 	else if (ret == 0)
 		ret = ino_write(v, part);

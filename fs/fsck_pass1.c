@@ -301,7 +301,8 @@ void fsck_check_inode(struct fsck_ctx *c, uint32_t ri)
 	uint32_t type = ino->mode & S_IFMT, count = fsck_chunk_count(c);
 	struct fsck_pctx p = { .rec = r };
 
-	if (ino->flags & ~(uint32_t)(OD_INF_INLINE | OD_INF_FRESH | OD_INF_CONT | OD_INF_EXCL)) {
+	if (ino->flags & ~(uint32_t)(OD_INF_INLINE | OD_INF_FRESH | OD_INF_CONT | OD_INF_EXCL |
+				     OD_INF_LOSTFOUND)) {
 		p.num = ino->flags;
 		fix_problem(c, PR_1_INO_FLAGS, &p);
 	}

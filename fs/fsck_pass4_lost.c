@@ -4,11 +4,15 @@
  * The lost+found of a chunk is the directory "lost+found" of the root, when
  * the root's head lives in this chunk (chunk 0): found among the root's
  * entries here, or made here (an embedded directory in a root unit with
- * room, its map entry, one directory unit). Every byte this writes is in
- * this chunk, and so are every count it changes: the orphan's, lost+found's
- * and the root's. In the other chunks an entry may only be added to a
- * directory part already there, and lost+found's part cannot be told from
- * this chunk alone: their orphans are reported and left (PR_4_ORPHAN_KEEP).
+ * room, its map entry, one directory unit). In the other chunks it is
+ * lost+found's part there, the directory part flagged OD_INF_LOSTFOUND that
+ * mkfs makes in every chunk (fs/lostfound.c); a chunk without one (an older
+ * image) has its orphans reported and left (PR_4_ORPHAN_KEEP). Every byte
+ * this writes is in this chunk, and so are the counts it changes (the
+ * orphan's, and in chunk 0 lost+found's and the root's), but one: an orphan
+ * directory linked into a part makes lost+found's link count, in its head,
+ * one short. That is reported as deferred and set when lost+found's chunk is
+ * checked with -x (its count is confirmed over its parts there).
  * Also the root made anew when its inode is lost (fsck_make_root()), so
  * that the orphans have somewhere to go.
  * Relies on passes 1-4 (records, entries, block owners, the map). */
@@ -23,9 +27,7 @@
 
 #include "crc32c.h"
 #include "fsck_int.h"
-
-#define LF_NAME "lost+found"
-#define LF_NAME_LEN 10u
+#include "lostfound.h"
 
 static int is_dir_rec(const struct fsck_ino *r)
 {
@@ -65,6 +67,37 @@ static uint32_t find_lf(struct fsck_ctx *c, uint32_t root)
 		return d->target;
 	}
 	return FSCK_NONE;
+}
+
+/* lost+found's part in this chunk (mkfs made it), or FSCK_NONE. */
+static uint32_t lf_part_rec(struct fsck_ctx *c)
+{
+	const uint32_t both = OD_INF_CONT | OD_INF_LOSTFOUND;
+
+	for (uint32_t ri = 0; ri < c->nrecs; ri++) {
+		const struct fsck_ino *r = &c->recs[ri];
+		if (!r->dead && is_dir_rec(r) && (r->ino.flags & both) == both &&
+		    OD_STABLE_CHUNK(r->ino.head_stable) == OD_STABLE_CHUNK(c->hdr.root_stable))
+			return ri;
+	}
+	return FSCK_NONE;
+}
+
+/* lost+found's record here: the root's entry when the root is here, else
+ * its part; FSCK_NONE when there is none (yet). */
+static uint32_t lf_rec(struct fsck_ctx *c)
+{
+	uint32_t root = root_rec(c);
+
+	return root != FSCK_NONE ? find_lf(c, root) : lf_part_rec(c);
+}
+
+/* The number of the directory record ri belongs to (its head's). */
+static uint64_t lf_head_stable(const struct fsck_ctx *c, uint32_t ri)
+{
+	const struct fsck_ino *r = &c->recs[ri];
+
+	return (r->ino.flags & OD_INF_CONT) ? r->ino.head_stable : r->ino.stable;
 }
 
 /* Where in unit u an entry of `need` bytes fits: *at and the rec_len the
@@ -179,7 +212,8 @@ static const char *cannot_link(struct fsck_ctx *c, uint32_t ri)
 
 	if (c->recs[ri].slot == FSCK_NONE)
 		return "it is embedded in an entry that names another number";
-	if (root == FSCK_NONE)
+	lf = lf_rec(c);
+	if (root == FSCK_NONE && lf == FSCK_NONE)
 		return "this chunk holds no lost+found (only the root's own chunk can make one)";
 	if (c->incomplete)
 		return "some owners of blocks could not be read (no block can be taken)";
@@ -187,7 +221,6 @@ static const char *cannot_link(struct fsck_ctx *c, uint32_t ri)
 		return "the blocks in use are not known";
 	if (c->hdr.flags & OD_CHF_BITMAP_UNINIT)
 		return "the block bitmap was never written";
-	lf = find_lf(c, root);
 	if (lf != FSCK_NONE) {
 		if (dir_room(c, lf, ref_need, &u, &dummy, &dummy, &dummy) == 0)
 			return NULL;
@@ -407,6 +440,28 @@ static int make_lf(struct fsck_ctx *c, uint32_t root, uint32_t *lf_out)
 	return 0;
 }
 
+/* Orphan directory ri, now named in lost+found (record lf): its parent is
+ * lost+found, which gains a subdirectory. Its count is in its head: here
+ * when lf is the head, else in another chunk (deferred). */
+static void adopt_dir(struct fsck_ctx *c, uint32_t ri, uint32_t lf)
+{
+	struct fsck_ino *l = &c->recs[lf];
+	uint64_t lf_stable = lf_head_stable(c, lf);
+
+	c->recs[ri].ino.parent = lf_stable;
+	store_inode(c, ri);
+	l->subdirs++;
+	if (!(l->ino.flags & OD_INF_CONT)) {
+		l->ino.nlink++;
+		store_inode(c, lf);
+		return;
+	}
+	fsck_note(c, "deferred: lost+found (inode %llu of chunk %u) gains subdirectory %llu here: "
+		     "its link count is set when chunk %u is checked with -x",
+		  (unsigned long long)lf_stable, OD_STABLE_CHUNK(lf_stable),
+		  (unsigned long long)c->recs[ri].ino.stable, OD_STABLE_CHUNK(lf_stable));
+}
+
 /* Link orphan ri into lost+found as name. */
 static int link_orphan(struct fsck_ctx *c, uint32_t ri, const char *name)
 {
@@ -415,15 +470,15 @@ static int link_orphan(struct fsck_ctx *c, uint32_t ri, const char *name)
 	struct fsck_unit *u;
 	int ret;
 
-	if (root == FSCK_NONE)
-		return -ENOENT;
-	lf = find_lf(c, root);
+	lf = lf_rec(c);
 	if (lf == FSCK_NONE) {
+		if (root == FSCK_NONE)
+			return -ENOENT;
 		ret = make_lf(c, root, &lf);
 		if (ret < 0)
 			return ret;
 	}
-	lf_stable = c->recs[lf].ino.stable;
+	lf_stable = lf_head_stable(c, lf);
 	need = od_dirent_size((uint32_t)strlen(name), 0, 0);
 	if (dir_room(c, lf, need, &u, &holder, &at, &keep) < 0) {
 		ret = new_unit(c, lf, lf_stable, &u);
@@ -439,13 +494,9 @@ static int link_orphan(struct fsck_ctx *c, uint32_t ri, const char *name)
 	if (ret < 0)
 		return ret;
 	c->recs[ri].links = 1;
-	if (is_dir_rec(&c->recs[ri])) {
-		c->recs[ri].ino.parent = lf_stable;
-		store_inode(c, ri);
-		c->recs[lf].subdirs++;
-		c->recs[lf].ino.nlink++;
-		store_inode(c, lf);
-	} else if (c->recs[ri].ino.nlink != 1) {
+	if (is_dir_rec(&c->recs[ri]))
+		adopt_dir(c, ri, lf);
+	else if (c->recs[ri].ino.nlink != 1) {
 		fsck_set_nlink(c, ri, 1);
 	}
 	return 0;

@@ -137,6 +137,10 @@ int slot_free(struct fs_volume *v, struct od_loc loc)
 
 	if (!c)
 		return -EUCLEAN;
+	/* Loaded first: a load after the free would list the slot again. */
+	ret = chunk_load(c);
+	if (ret < 0)
+		return ret;
 	slot = (loc.block - c->hdr.itable_start) * OD_ISLOTS_PER_BLOCK +
 	       (loc.off - OD_MB_HEADER_SIZE) / OD_INODE_SIZE;
 	ret = ino_write(v, &r); /* all zero: mode 0 marks the slot free */

@@ -131,6 +131,7 @@ struct od_map_entry {
 #define OD_INF_FRESH 0x02u      /* created and not yet changed: may go inline */
 #define OD_INF_CONT 0x04u       /* a continuation of the file head_stable */
 #define OD_INF_EXCL 0x08u       /* created EXCLUSIVE: verifier is valid */
+#define OD_INF_LOSTFOUND 0x10u  /* lost+found's head and parts: kept even when empty */
 
 struct od_extent {
 	uint64_t lblk;   /* logical block in the file (or dir unit index) */

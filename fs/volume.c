@@ -16,6 +16,7 @@
 
 #include "chunk_lock.h"
 #include "internal.h"
+#include "lostfound.h"
 #include "signature.h"
 
 #define DEFAULT_CACHE_LIMIT (256ull << 20)
@@ -130,7 +131,8 @@ static int mkfs_check_opts(const struct fs_mkfs_opts *o, uint64_t *chunk_size, u
 	return 0;
 }
 
-/* The root directory: number 1 of chunk 0, in an inode-area slot. */
+/* The root directory: number 1 of chunk 0, in an inode-area slot; and
+ * /lost+found, with a part in every chunk (fs/lostfound.c). */
 static int mkfs_root(struct fs_volume *v)
 {
 	struct chunk *c0 = &v->chunks[0];
@@ -153,6 +155,8 @@ static int mkfs_root(struct fs_volume *v)
 	r.ino.next.chunk = OD_LOC_NONE;
 	ino_touch(&r.ino, 1, 1, 1);
 	ret = ino_write(v, &r);
+	if (ret == 0)
+		ret = lf_mkfs(v, &r);
 	if (ret < 0)
 		return ret;
 	for (uint32_t i = 0; i < v->nchunks; i++) {

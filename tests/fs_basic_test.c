@@ -93,7 +93,12 @@ static void test_names(void)
 	CHECK_EQ(fs_root(v, &root), 0);
 	CHECK_EQ(fs_getattr(v, root, &a), 0);
 	CHECK(S_ISDIR(a.mode));
+	CHECK_EQ(a.nlink, 3); /* lost+found, which mkfs makes */
+	CHECK_EQ(fs_lookup(v, NULL, root, "lost+found", &got, &a), 0);
+	CHECK_EQ(a.mode, S_IFDIR | 0700);
 	CHECK_EQ(a.nlink, 2);
+	CHECK_EQ(fs_create(v, NULL, root, "lost+found", 0644, FS_CREATE_GUARDED, 0, NULL, NULL),
+		 -EEXIST);
 
 	CHECK_EQ(fs_create(v, NULL, root, "a", 0644, FS_CREATE_GUARDED, 0, &f, &a), 0);
 	CHECK(S_ISREG(a.mode));
@@ -120,7 +125,7 @@ static void test_names(void)
 	CHECK_EQ(fs_mkdir(v, NULL, root, "d", 0755, &d, &a), 0);
 	CHECK_EQ(a.nlink, 2);
 	CHECK_EQ(fs_getattr(v, root, &a), 0);
-	CHECK_EQ(a.nlink, 3);
+	CHECK_EQ(a.nlink, 4);
 	CHECK_EQ(fs_lookup(v, NULL, d, "..", &got, NULL), 0);
 	CHECK_EQ(got.num, root.num);
 	CHECK_EQ(fs_lookup(v, NULL, d, ".", &got, NULL), 0);
@@ -183,7 +188,7 @@ static void test_names(void)
 	CHECK_EQ(fs_mkdir(v, NULL, root, "empty", 0755, NULL, NULL), 0);
 	CHECK_EQ(fs_rename(v, NULL, root, "top", root, "empty"), 0);
 	CHECK_EQ(fs_getattr(v, root, &a), 0);
-	CHECK_EQ(a.nlink, 4);
+	CHECK_EQ(a.nlink, 5);
 	CHECK_EQ(invariants(v), 0);
 
 	v = reopen(v);
@@ -311,13 +316,13 @@ static void test_readdir(void)
 	}
 	CHECK_EQ(fs_readdir(v, NULL, root, 0, &verf, 1, collect, &all, &eof), 0);
 	CHECK_EQ(eof, 1);
-	CHECK_EQ(all.n, 42);
+	CHECK_EQ(all.n, 43); /* ".", "..", lost+found and the 40 */
 	CHECK(strcmp(all.list[0], ".") == 0);
 	CHECK(strcmp(all.list[1], "..") == 0);
 	CHECK(has(&all, "file-00") && has(&all, "file-39"));
 	/* Resume after the 20th entry: exactly the rest. */
 	CHECK_EQ(fs_readdir(v, NULL, root, all.cookies[19], &verf, 0, collect, &rest, &eof), 0);
-	CHECK_EQ(rest.n, 22);
+	CHECK_EQ(rest.n, 23);
 	for (int i = 0; i < rest.n && i + 20 < all.n; i++)
 		CHECK(strcmp(rest.list[i], all.list[i + 20]) == 0);
 	{

@@ -895,14 +895,14 @@ static void drop_entry(uint8_t *unit, void *arg)
 }
 
 /* (b) The only entry naming a file whose inode lives in a slot is lost:
- * the file goes to lost+found, whole, and lost+found is made for it. */
+ * the file goes to lost+found, whole, in its own chunk (the root's, or
+ * lost+found's part that mkfs made there). */
 static void case_orphan(void)
 {
 	uint32_t chunk = OD_STABLE_CHUNK(tree.orph), unit = 0, off = 0;
 	struct od_chunk_header h;
 	int fd;
 
-	CHECK_EQ(chunk, 0);
 	copy_file(pristine, work);
 	fd = img_fd(work);
 	h = header_of(fd, chunk);
@@ -922,6 +922,129 @@ static void case_orphan(void)
 		CHECK(reported(0x040007));
 		CHECK_EQ(r.fixed, 0);
 	}
+}
+
+/* In work (a copy of pristine): dir/name gets a second name and loses its
+ * first, so that its inode moves to a slot; then the second name's entry
+ * is dropped from the image, leaving the inode an orphan. Its number. */
+static uint64_t make_orphan(const char *dirname, const char *name)
+{
+	struct fs_volume *v = NULL;
+	struct fs_ino root, dir, x = { 0, 0 };
+	uint32_t chunk, unit = 0, off = 0;
+	int fd;
+
+	CHECK_EQ(fs_open(work, 0, &v), 0);
+	if (!v)
+		return 0;
+	CHECK_EQ(fs_root(v, &root), 0);
+	dir = dirname ? lookup(v, root, dirname) : root;
+	x = lookup(v, dir, name);
+	CHECK_EQ(fs_link(v, NULL, x, dir, "alias"), 0);
+	CHECK_EQ(fs_remove(v, NULL, dir, name), 0);
+	CHECK_EQ(fs_close(v), 0);
+	chunk = OD_STABLE_CHUNK(x.num);
+	fd = img_fd(work);
+	CHECK_EQ(find_entry(fd, chunk, "alias", &unit, &off), 0);
+	patch_unit(fd, chunk, unit, header_of(fd, chunk).dir_unit, drop_entry, &off);
+	close(fd);
+	return x.num;
+}
+
+/* lost+found/#num in work holds exactly want[0..len), with one link; the
+ * directory name is gone; lost+found keeps its count (2). */
+static void check_adopted(const char *dirname, const char *name, uint64_t num, const void *want,
+			  size_t len)
+{
+	struct fs_volume *v = NULL;
+	struct fs_ino root, lf;
+	struct fs_attr a;
+	char nm[32];
+
+	CHECK_EQ(fs_open(work, 0, &v), 0);
+	if (!v)
+		return;
+	CHECK_EQ(fs_root(v, &root), 0);
+	lf = lookup(v, root, "lost+found");
+	snprintf(nm, sizeof(nm), "#%llu", (unsigned long long)num);
+	check_file(v, lf, nm, want, len, 1);
+	CHECK_EQ(lookup(v, lf, nm).num, num);
+	CHECK_EQ(fs_lookup(v, NULL, dirname ? lookup(v, root, dirname) : root, name, NULL, NULL),
+		 -ENOENT);
+	CHECK_EQ(fs_getattr(v, lf, &a), 0);
+	CHECK_EQ(a.nlink, 2);
+	CHECK_EQ(a.mode, S_IFDIR | 0700);
+	CHECK_EQ(fs_check_invariants(v, NULL, NULL), 0);
+	CHECK_EQ(fs_close(v), 0);
+}
+
+/* (b2) An orphan in a chunk other than the root's: linked into lost+found's
+ * part there, only that chunk written. Then one in the root's chunk. */
+static void case_orphan_chunks(void)
+{
+	char name[16];
+	uint64_t num = 0;
+	uint32_t far;
+	int i;
+
+	/* many/f<i>, in a chunk other than 0 and not among those
+	 * verify_tree reads (every 37th). */
+	for (i = 1; i < NMANY && !num; i++) {
+		struct fs_volume *v = NULL;
+		struct fs_ino root;
+		if (i % 37 == 0)
+			continue;
+		snprintf(name, sizeof(name), "f%03d", i);
+		CHECK_EQ(fs_open(pristine, FS_OPEN_RDONLY, &v), 0);
+		if (!v)
+			return;
+		CHECK_EQ(fs_root(v, &root), 0);
+		if (OD_STABLE_CHUNK(lookup(v, lookup(v, root, "many"), name).num) != 0)
+			num = 1;
+		CHECK_EQ(fs_close(v), 0);
+	}
+	CHECK(num != 0);
+	copy_file(pristine, work);
+	num = make_orphan("many", name);
+	CHECK(OD_STABLE_CHUNK(num) != 0);
+	expect_repair("orphan in a chunk other than the root's -> lost+found's part there",
+		      (int)OD_STABLE_CHUNK(num), 0x040007, FSCK_YES, 0);
+	CHECK(!reported(0x040018));
+	check_adopted("many", name, num, name, 4);
+	far = OD_STABLE_CHUNK(num);
+	/* And one in the root's chunk (the root's files stay there). */
+	copy_file(pristine, work);
+	num = make_orphan(NULL, "ln");
+	CHECK_EQ(OD_STABLE_CHUNK(num), 0);
+	{
+		char before[300];
+		struct fsck_result r;
+		snprintf(before, sizeof(before), "%s.before", work);
+		copy_file(work, before);
+		CHECK_EQ(run(work, -1, FSCK_YES, 0, &r), FSCK_EXIT_FIXED);
+		CHECK(reported(0x040007));
+		CHECK(others_same(work, before, 0));
+		CHECK_EQ(run(work, -1, FSCK_CHECK_ONLY, 1, &r), 0);
+		CHECK_EQ(r.problems, 0);
+		unlink(before);
+	}
+	{
+		struct fs_volume *v = NULL;
+		struct fs_ino root, lf;
+		char buf[16], nm[32];
+		size_t n = 0;
+		CHECK_EQ(fs_open(work, 0, &v), 0);
+		if (v) {
+			CHECK_EQ(fs_root(v, &root), 0);
+			lf = lookup(v, root, "lost+found");
+			snprintf(nm, sizeof(nm), "#%llu", (unsigned long long)num);
+			CHECK_EQ(fs_readlink(v, lookup(v, lf, nm), buf, sizeof(buf), &n), 0);
+			CHECK(n == 8 && memcmp(buf, "d1/small", 8) == 0);
+			CHECK_EQ(fs_check_invariants(v, NULL, NULL), 0);
+			CHECK_EQ(fs_close(v), 0);
+		}
+	}
+	printf("orphans of chunk %u and of the root's chunk: in lost+found\n", far);
 }
 
 struct ext_arg {
@@ -1370,6 +1493,7 @@ int main(int argc, char **argv)
 	case_slot();
 	case_cross();
 	case_orphan();
+	case_orphan_chunks();
 	case_dup();
 	case_dangling_next();
 	case_inline();

@@ -686,6 +686,25 @@ static void compare_entry(struct fs_volume *v, const char *rel, const char *name
 	}
 }
 
+/* The root's lost+found, which mkfs makes (an empty directory, 0700), is
+ * taken out of the listing l when the source has none: 1 if it was. */
+static int drop_lost_found(struct listing *l, char **names, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(names[i], "lost+found") == 0)
+			return 0;
+	for (size_t i = 2; i < l->n; i++) {
+		if (strcmp(l->ents[i].name, "lost+found") != 0)
+			continue;
+		CHECK_EQ(l->ents[i].attr.mode, S_IFDIR | 0700);
+		free(l->ents[i].name);
+		l->ents[i] = l->ents[--l->n];
+		return 1;
+	}
+	CHECK(0);
+	return 0;
+}
+
 /* The volume's directory against the source's: the same names, "." and
  * ".." first, each name's object compared; *subdirs counts directories. */
 static void compare_dir(struct fs_volume *v, const char *rel, struct fs_ino dir,
@@ -706,6 +725,8 @@ static void compare_dir(struct fs_volume *v, const char *rel, struct fs_ino dir,
 	CHECK_EQ(l.ents[0].fileid, dir.num);
 	CHECK(strcmp(l.ents[1].name, "..") == 0);
 	CHECK_EQ(l.ents[1].fileid, parent.num);
+	if (rel[0] == '\0')
+		*subdirs += drop_lost_found(&l, names, n);
 	CHECK_EQ(l.n - 2, n);
 	qsort(l.ents + 2, l.n - 2, sizeof(*l.ents), cmp_vent);
 	for (size_t i = 3; i < l.n; i++) {
