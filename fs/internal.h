@@ -318,6 +318,17 @@ struct chunk *vol_pick_chunk(struct fs_volume *v, struct chunk *prefer, int kind
 			     int need_inode, const uint8_t *exclude);
 /* A chunk other than except with data room outside its metadata zone. */
 struct chunk *vol_pick_data_chunk(struct fs_volume *v, struct chunk *except);
+/* Room for a directory unit (and a map entry when need_inode). */
+int vol_chunk_has_room(struct chunk *c, int need_inode);
+/* vol_spread.c: the chunk's load (the larger of its used inode and block
+ * fractions, in 1/65536); whether c's load is above the average of the
+ * chunks best suiting kind_hint by a margin; the least loaded of those
+ * with room for an inode (exclude[] skipped when given; prefer instead
+ * when it is one of them and within 1/64 of that load), NULL: none. */
+uint32_t vol_chunk_load(const struct chunk *c);
+int vol_chunk_crowded(struct fs_volume *v, struct chunk *c, int kind_hint);
+struct chunk *vol_pick_spread(struct fs_volume *v, struct chunk *prefer, int kind_hint,
+			      const uint8_t *exclude);
 void fs_now(int64_t *sec, uint32_t *nsec);
 /* The header at base of st (both copies: the newer valid one; *healed 0,
  * or 1/2: copy 0/1 needs rewriting). 0, or -EUCLEAN when neither is valid. */

@@ -96,8 +96,11 @@ out:
 	return ret;
 }
 
-/* Which chunk a new inode goes to: its directory's chunk while that has
- * room; names of large, written-once files lean to large-file chunks. */
+/* Which chunk a new inode goes to: a file (or symlink, device) to its
+ * directory's chunk while that has room, names of large, written-once
+ * files to large-file chunks; a directory near the top of the tree, or
+ * whose parent's chunk is crowded, to the least loaded chunk (small-file
+ * chunks first, then general ones), else to its parent's chunk. */
 static int name_kind_hint(const char *name, size_t len)
 {
 	static const char *const large[] = { ".iso", ".img", ".mp3", ".mp4", ".mkv", ".avi",
@@ -120,13 +123,27 @@ struct newobj {
 	uint32_t inl_len;
 };
 
+/* Whether a new directory in dir is spread: near the top (dir is the root
+ * or a child of it), or when dir's chunk is crowded; else it stays there. */
+static int spread_dir(struct fs_volume *v, const struct iref *dir, struct chunk *home)
+{
+	return dir->ino.stable == v->root || dir->ino.parent == v->root ||
+	       vol_chunk_crowded(v, home, FS_KIND_SMALL);
+}
+
 /* The chunk for a new inode, skipping those already found full. */
-static struct chunk *pick_home(struct fs_volume *v, struct iref *dir, int hint,
+static struct chunk *pick_home(struct fs_volume *v, struct iref *dir, int is_dir, int hint,
 			       const uint8_t *tried)
 {
 	struct chunk *home = vol_chunk(v, dir->loc.chunk);
 	struct chunk *c = NULL;
 
+	if (is_dir) {
+		/* A directory holds small files inline, whatever its name. */
+		if (spread_dir(v, dir, home))
+			c = vol_pick_spread(v, home, FS_KIND_SMALL, tried);
+		return c ? c : vol_pick_chunk(v, home, FS_KIND_SMALL, 1, tried);
+	}
 	if (hint == FS_KIND_LARGE) {
 		c = vol_pick_chunk(v, NULL, hint, 1, tried);
 		if (c && c->hdr.kind != FS_KIND_LARGE)
@@ -188,7 +205,7 @@ static int make_entry(struct fs_volume *v, const struct fs_cred *cred, struct ir
 	if (!tried)
 		return -ENOMEM;
 	for (;;) {
-		struct chunk *c = pick_home(v, dir, hint, tried);
+		struct chunk *c = pick_home(v, dir, S_ISDIR(no->mode), hint, tried);
 		if (!c)
 			break;
 		ret = make_entry_in(v, cred, dir, c, name, len, no, out);

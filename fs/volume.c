@@ -742,7 +742,7 @@ void fs_volume_secret(struct fs_volume *v, uint8_t secret[32])
 	memcpy(secret, v->secret, 32);
 }
 
-static int chunk_has_room(struct chunk *c, int need_inode)
+int vol_chunk_has_room(struct chunk *c, int need_inode)
 {
 	if (c->offline)
 		return 0;
@@ -761,12 +761,12 @@ struct chunk *vol_pick_chunk(struct fs_volume *v, struct chunk *prefer, int kind
 	struct chunk *best = NULL;
 	int best_kind = 0;
 
-	if (prefer && !(exclude && exclude[prefer->index]) && chunk_has_room(prefer, need_inode))
+	if (prefer && !(exclude && exclude[prefer->index]) && vol_chunk_has_room(prefer, need_inode))
 		return prefer;
 	for (uint32_t i = 0; i < v->nchunks; i++) {
 		struct chunk *c = &v->chunks[i];
 		int kind_ok;
-		if (c == prefer || (exclude && exclude[i]) || !chunk_has_room(c, need_inode))
+		if (c == prefer || (exclude && exclude[i]) || !vol_chunk_has_room(c, need_inode))
 			continue;
 		kind_ok = (int)c->hdr.kind == kind_hint;
 		if (!best || kind_ok > best_kind ||

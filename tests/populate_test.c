@@ -336,7 +336,7 @@ static void build_tree(void)
 	snprintf(rel, sizeof(rel), "a/b/%.200s", longname);
 	mk_file(rel, 0644, 70000);
 
-	/* Across the 1 MiB chunks. */
+	/* Across chunks (the sparse ones are larger than a chunk). */
 	mk_file("big-1.5M", 0644, 3 << 19);
 	mk_file("a/b/c/d/big-1.5M", 0600, (3 << 19) + 1);
 	mk_file("exactly-1M", 0644, 1 << 20);
@@ -835,8 +835,10 @@ static void print_statfs(const char *when, const struct fs_statfs *s)
 
 int main(void)
 {
+	/* 2 MiB chunks: with directories spread, a/b/c's chunk fills with its
+	 * small files, and many/hl-three needs a part of "many" there. */
 	struct fs_mkfs_opts o = {
-		.chunk_size = 1 << 20,
+		.chunk_size = 2 << 20,
 		.chunk_count = 16,
 		.bytes_per_inode = 4096,
 		.force = 1,
