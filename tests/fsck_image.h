@@ -25,7 +25,7 @@ struct fi_tree {
  * orph2 (a file whose inode lives in a slot: its first name was removed),
  * data2 (FI_DATA2_SIZE bytes in blocks)},
  * ln (a symlink), many/f000..f299 (parts in other chunks), many/late/deeper,
- * far_link (a hard link from the root to many/f299), big (continued in
+ * far_link (a hard link from the root to many/f000), big (continued in
  * other chunks). 0 or a negative errno (the failing call is printed). */
 int fi_build(const char *image, struct fi_tree *t);
 

@@ -160,16 +160,20 @@ static void test_top_level(void)
 		CHECK_EQ(chunk_of(d[i]), want);
 		count[chunk_of(d[i])]++;
 	}
-	/* One each in index order, the root's chunk first (it is within 1/64:
-	 * one inode of 64), then two each (a 16 KiB unit is 8 of the 216 data
-	 * blocks, 2427/65536: the second directory does not change the load),
-	 * then one each again. */
+	/* The root's chunk starts with the root, lost+found and the unit
+	 * naming it: a 16 KiB unit is 8 of the 216 data blocks, 2427/65536,
+	 * more than 1/64 (1024) above an empty chunk; an inode is 1024. So:
+	 * one each in index order, the root's chunk last (all at 2427); the
+	 * next to the root's chunk again (3072, within 1/64); then two each
+	 * (a second directory adds an inode and no unit), the root's chunk
+	 * again (4096 against 3072), and one each. */
 	for (int i = 0; i < 16; i++)
-		CHECK_EQ(chunk_of(d[i]), i);
-	for (int i = 16; i < 48; i++)
-		CHECK_EQ(chunk_of(d[i]), (i - 16) / 2);
-	for (int i = 48; i < 64; i++)
-		CHECK_EQ(chunk_of(d[i]), i - 48);
+		CHECK_EQ(chunk_of(d[i]), (i + 1) % 16);
+	CHECK_EQ(chunk_of(d[16]), 0);
+	for (int i = 17; i < 47; i++)
+		CHECK_EQ(chunk_of(d[i]), (i - 15) / 2);
+	for (int i = 47; i < 64; i++)
+		CHECK_EQ(chunk_of(d[i]), (i - 47) % 16);
 	for (int i = 0; i < 16; i++)
 		CHECK_EQ(count[i], 4);
 	for (int i = 0; i < 4; i++)
@@ -231,13 +235,13 @@ static void test_crowded(void)
 		CHECK_EQ(chunk_of(create_at(v, c, name)), cc);
 	}
 	/* 256 inodes a chunk, 256/65536 each; a, b and c all stay with the
-	 * root (each within 1/64), so chunk 0 holds 4 + k inodes (load
-	 * (4 + k) * 256, above its block fraction) and the others nothing: the
-	 * mean is below 8192, the margin 4096, and chunk 0 crowded once
-	 * (4 + k) * 256 > (4 + k) * 256 / 4 + 4096, from k = 18. */
+	 * root and lost+found (each within 1/64), so chunk 0 holds 5 + k
+	 * inodes (load (5 + k) * 256, above its block fraction) and the others
+	 * nothing: the mean is below 8192, the margin 4096, and chunk 0
+	 * crowded once (5 + k) * 256 > (5 + k) * 256 / 4 + 4096, from k = 17. */
 	CHECK_EQ(cc, 0);
-	CHECK_EQ(stayed, 18);
-	CHECK_EQ(moved, 42);
+	CHECK_EQ(stayed, 17);
+	CHECK_EQ(moved, 43);
 	CHECK_EQ(fs_check_invariants(v, report, NULL), 0);
 	CHECK_EQ(fs_close(v), 0);
 }
@@ -298,9 +302,9 @@ static void test_kinds(void)
 
 	v = make(4, 1u << 20, all_large);
 	CHECK_EQ(fs_root(v, &root), 0);
-	CHECK_EQ(chunk_of(mkdir_at(v, root, "l0")), 0);
-	CHECK_EQ(chunk_of(mkdir_at(v, root, "l1")), 1);
-	CHECK_EQ(chunk_of(mkdir_at(v, root, "l2")), 2);
+	CHECK_EQ(chunk_of(mkdir_at(v, root, "l0")), 1);
+	CHECK_EQ(chunk_of(mkdir_at(v, root, "l1")), 2);
+	CHECK_EQ(chunk_of(mkdir_at(v, root, "l2")), 3);
 	CHECK_EQ(fs_close(v), 0);
 }
 
