@@ -103,6 +103,7 @@ const struct fsck_problem *fsck_problem_find(uint32_t code);
 #define PR_4_ENT_FREE_KEEP 0x040016
 #define PR_4_MAP_WRONG_LOC 0x040017
 #define PR_4_ORPHAN_KEEP 0x040018
+#define PR_4_ORPHAN_CLEAR 0x04001a
 #define PR_4_ROOT_LOST 0x040019
 /* 0x05: pass 5, the bitmap and the header counters */
 #define PR_5_USED_MARKED_FREE 0x050001
@@ -392,6 +393,8 @@ int fsck_make_root(struct fsck_ctx *c, uint32_t slot);
 void fsck_cut_chain(struct fsck_ctx *c, uint32_t ri);
 /* pass3: forget the blocks claimed by r (its inode is going away) */
 void fsck_unclaim(struct fsck_ctx *c, uint32_t ri);
+/* Write map entry idx (c->map[idx]) into its map unit. */
+void fsck_write_map_entry(struct fsck_ctx *c, uint32_t idx);
 
 /* fsck_txn.c: this chunk's newest dirty list into c->pend, and whether
  * it is rolled back (c->rollback); the copy of a unit of chunk `chunk` to

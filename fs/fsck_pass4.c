@@ -52,7 +52,7 @@ static struct od_loc here(const struct fsck_ctx *c, const struct fsck_ino *r)
 	return l;
 }
 
-static void write_map_entry(struct fsck_ctx *c, uint32_t idx)
+void fsck_write_map_entry(struct fsck_ctx *c, uint32_t idx)
 {
 	struct fsck_unit *u = fsck_unit_find(c, c->hdr.map_start + idx / OD_MAP_PER_BLOCK);
 
@@ -134,7 +134,7 @@ static void rebuild_map(struct fsck_ctx *c)
 		c->map[idx].loc = here(c, r);
 		c->map[idx].flags = OD_MAPF_USED;
 		c->map[idx].generation = r->ino.generation;
-		write_map_entry(c, idx);
+		fsck_write_map_entry(c, idx);
 		fsck_note(c, "map entry %u rebuilt from inode %llu", idx,
 			  (unsigned long long)r->ino.stable);
 	}
@@ -175,7 +175,7 @@ static void check_map(struct fsck_ctx *c)
 			p.rec2 = &c->recs[found];
 			if (fix_problem(c, PR_4_MAP_WRONG_LOC, &p)) {
 				e->loc = here(c, &c->recs[found]);
-				write_map_entry(c, idx);
+				fsck_write_map_entry(c, idx);
 			}
 			continue;
 		}
@@ -184,7 +184,7 @@ static void check_map(struct fsck_ctx *c)
 		if (fix_problem(c, PR_4_MAP_DANGLING, &p)) {
 			e->flags = 0;
 			e->loc.chunk = OD_LOC_NONE;
-			write_map_entry(c, idx);
+			fsck_write_map_entry(c, idx);
 		}
 	}
 }

@@ -593,6 +593,35 @@ int fsck_make_root(struct fsck_ctx *c, uint32_t slot)
 	return 0;
 }
 
+/* An orphan that cannot be linked anywhere can still go, as e2fsck
+ * clears an unattached inode it cannot connect: when it sits in a slot and
+ * its number is mapped here (a number mapped elsewhere is that chunk's). */
+static int clearable(const struct fsck_ctx *c, uint32_t ri)
+{
+	const struct fsck_ino *r = &c->recs[ri];
+
+	return r->slot != FSCK_NONE && OD_STABLE_CHUNK(r->ino.stable) == c->index &&
+	       OD_STABLE_INDEX(r->ino.stable) < c->nmap;
+}
+
+static void clear_orphan(struct fsck_ctx *c, uint32_t ri)
+{
+	uint32_t idx = OD_STABLE_INDEX(c->recs[ri].ino.stable);
+
+	/* A directory takes its units' entries with it: the chunk is checked
+	 * again, and what they named is an orphan then. */
+	if (S_ISDIR(c->recs[ri].ino.mode))
+		c->restart = 1;
+	fsck_unclaim(c, ri);
+	fsck_zero_slot(c, ri);
+	if (c->map[idx].flags & OD_MAPF_USED) {
+		c->map[idx].flags = 0;
+		c->map[idx].loc.chunk = OD_LOC_NONE;
+		fsck_write_map_entry(c, idx);
+		c->used_map--;
+	}
+}
+
 int fsck_lost_found(struct fsck_ctx *c)
 {
 	for (uint32_t ri = 0; ri < c->nrecs && !c->oper; ri++) {
@@ -607,7 +636,12 @@ int fsck_lost_found(struct fsck_ctx *c)
 		why = cannot_link(c, ri);
 		if (why) {
 			p.str = why;
-			fix_problem(c, PR_4_ORPHAN_KEEP, &p);
+			if (clearable(c, ri)) {
+				if (fix_problem(c, PR_4_ORPHAN_CLEAR, &p))
+					clear_orphan(c, ri);
+			} else {
+				fix_problem(c, PR_4_ORPHAN_KEEP, &p);
+			}
 			continue;
 		}
 		snprintf(name, sizeof(name), "#%llu", (unsigned long long)c->recs[ri].ino.stable);

@@ -146,6 +146,8 @@ static const struct fsck_problem problems[] = {
 	  NULL, PR_NOFIX },
 	{ PR_4_ROOT_LOST, "root directory %I: not found in this chunk",
 	  "make an empty root directory with its number (the orphans go to its lost+found)", 0 },
+	{ PR_4_ORPHAN_CLEAR, "%i: no entry names it, and it cannot be linked into lost+found: %s",
+	  "clear it (what it held is lost)", 0 },
 
 	/* --- pass 5: the bitmap and the header counters --- */
 	{ PR_5_USED_MARKED_FREE, "block bitmap: %n blocks in use are marked free (the first: %b)",
