@@ -200,8 +200,9 @@ int fs_chunk_info(struct fs_volume *vol, uint32_t chunk, struct fs_chunk_info *o
  * (-EBUSY) for the chunk the root directory needs. why[] says why on
  * failure. */
 int fs_chunk_offline(struct fs_volume *vol, uint32_t chunk, int force, char *why, size_t whylen);
-/* Check the chunk (fsck_volume_path on image, check only, with the
- * cross-chunk checks; check gives the output callback), and only when it
+/* Check the chunk (fsck_volume_path on image, check only, both copies of
+ * every unit, with the cross-chunk checks; check gives the output
+ * callback), and only when it
  * is clean take its lock again, settle its last transaction and serve it.
  * The volume is locked throughout: the check's figures are in res. */
 int fs_chunk_online(struct fs_volume *vol, uint32_t chunk, const char *image,

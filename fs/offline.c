@@ -268,6 +268,7 @@ int fs_chunk_online(struct fs_volume *v, uint32_t i, const char *image,
 	o.cross = 1;
 	o.force = 1;
 	o.jobs = 1;
+	o.both_copies = 1; /* the gate back into service reads everything */
 	ret = fsck_volume_path(image, (int)i, &o, res);
 	if (ret < 0 || res->exit_code != FSCK_EXIT_OK) {
 		snprintf(why, whylen,

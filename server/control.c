@@ -260,7 +260,7 @@ static int take_offline(struct control *ctl, uint32_t i, int force, struct answe
 static void cmd_fsck(struct control *ctl, uint32_t i, int yes, struct answer *a)
 {
 	struct fsck_opts o = { .mode = yes ? FSCK_YES : FSCK_CHECK_ONLY, .force = 1, .jobs = 1,
-			       .out = fsck_line, .ctx = a };
+			       .both_copies = 1, .out = fsck_line, .ctx = a };
 	struct fsck_result res;
 	int ret;
 
