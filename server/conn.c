@@ -230,28 +230,20 @@ void conn_reply(struct conn *c, const uint8_t *buf, size_t len)
 		conn_done(c);
 		return;
 	}
-	/* Nothing queued before it: the reply goes to the socket from here,
-	 * without waking the loop; what the socket does not take now is
-	 * queued and sent by the loop. Under the bufferevent's lock, so the
-	 * loop never writes at the same time and the order is kept. */
+	/* The loop sends it. (Sending from here when nothing is queued was
+	 * measured slower: 12.5k against 19k GETATTRs/s at one request in
+	 * flight; the worker held the bufferevent's lock while loopback
+	 * delivered the reply and the loop, woken by the next request,
+	 * waited for it.) */
 	bufferevent_lock(c->bev);
-	if (evbuffer_get_length(bufferevent_get_output(c->bev)) == 0) {
-		ssize_t n = send(bufferevent_getfd(c->bev), buf, len, MSG_DONTWAIT | MSG_NOSIGNAL);
-		if (n > 0) {
-			buf += n;
-			len -= (size_t)n;
-		}
-		/* An error other than a full socket is the loop's to see. */
-	}
-	if (len)
-		ret = queue_reply(c, buf, len);
+	ret = queue_reply(c, buf, len);
 	bufferevent_unlock(c->bev);
 	if (ret < 0) {
 		log_error("%s:%u: cannot queue a reply of %zu bytes: %s: closing", c->peer_name,
 			  c->peer_port, len, strerror(-ret));
 		conn_kill(c);
 	}
-	if (!len || ret < 0)
+	if (ret < 0)
 		conn_done(c);
 }
 
