@@ -54,6 +54,19 @@ assert s["ok"] is True and s["volume"]["chunks"] == 8 and s["volume"]["online"] 
 assert [c["index"] for c in s["chunks"]] == list(range(8)), s
 assert s["chunks"][0]["root"] is True and all(c["online"] for c in s["chunks"]), s
 ' "$tmp/status.json" || fail "status JSON: $(cat "$tmp/status.json")"
+# The settler: a second after the last commit, no unit is left waiting
+# for its second copy.
+head -c 3000 /dev/urandom >"$tmp/settle"
+nfs-cp "$tmp/settle" "${url}d2/settle$q" >/dev/null || fail "nfs-cp settle"
+"$CTL" -s "$tmp/control" --json status >"$tmp/s1.json" || fail "status --json"
+sleep 2.5
+"$CTL" -s "$tmp/control" --json status >"$tmp/s2.json" || fail "status --json"
+python3 -c '
+import json, sys
+a, b = (json.load(open(f))["volume"]["catchup_units"] for f in sys.argv[1:3])
+print("catch-up units right after a write: %d, 2.5 s later: %d" % (a, b))
+assert b == 0, b
+' "$tmp/s1.json" "$tmp/s2.json" || fail "catch-ups still pending after 2.5 s idle"
 out=$("$CTL" -s "$tmp/control" offline 0 2>&1)
 [ $? -eq 1 ] || fail "offline of the root's chunk did not fail"
 echo "$out" | grep -q "holds the root directory" || fail "offline 0: $out"

@@ -158,6 +158,8 @@ struct fs_counters {
 	uint64_t healed;             /* reads that found one bad copy and rewrote it */
 	uint64_t unreadable;         /* reads that found both copies bad */
 	uint32_t chunks_needing_repair;
+	uint32_t catchup_units;      /* written once by the last transaction, the
+				      * other copy waiting for the next one */
 	struct fs_recovery_stats recovery;
 };
 

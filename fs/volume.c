@@ -718,6 +718,7 @@ int fs_get_counters(struct fs_volume *v, struct fs_counters *out)
 		out->healed += c->healed;
 		out->unreadable += c->bad_both;
 		out->chunks_needing_repair += c->offline || c->hdr.state == OD_STATE_NEEDS_REPAIR;
+		out->catchup_units += c->nlast;
 	}
 	vol_unlock(v);
 	return 0;

@@ -164,8 +164,9 @@ static void cmd_status(struct control *ctl, struct answer *a)
 	}
 	fs_get_counters(v, &fc);
 	add(a, "volume chunks=%u online=%u txid=%" PRIu64 " healed=%" PRIu64
-	       " unreadable=%" PRIu64 " needing_repair=%u path=",
-	    n, online, fc.txid, fc.healed, fc.unreadable, fc.chunks_needing_repair);
+	       " unreadable=%" PRIu64 " needing_repair=%u catchup_units=%u path=",
+	    n, online, fc.txid, fc.healed, fc.unreadable, fc.chunks_needing_repair,
+	    fc.catchup_units);
 	add_value(a, ctl->srv->cfg.volume);
 	add(a, "\n");
 	for (uint32_t i = 0; i < n; i++) {

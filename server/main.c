@@ -110,6 +110,7 @@ static void stop_cb(evutil_socket_t sig, short what, void *arg)
 	notify_checked("STOPPING=1", notify_send("STOPPING=1\nSTATUS=stopping: draining requests"));
 	evconnlistener_disable(srv->listener);
 	workers_stop(srv);
+	settle_stop(srv);
 	ret = fs_sync(srv->vol);
 	if (ret < 0)
 		log_error("final sync failed: %s", strerror(-ret));
@@ -326,6 +327,11 @@ int main(int argc, char **argv)
 		ret = 1;
 		goto out;
 	}
+	if ((ret = settle_start(&srv)) < 0) {
+		log_error("cannot start the settler: %s", strerror(-ret));
+		ret = 1;
+		goto out;
+	}
 	sigterm = evsignal_new(srv.base, SIGTERM, stop_cb, &srv);
 	sigint = evsignal_new(srv.base, SIGINT, stop_cb, &srv);
 	sighup = evsignal_new(srv.base, SIGHUP, reload_cb, &srv);
@@ -359,6 +365,7 @@ out:
 	control_stop(control);
 	if (srv.threads)
 		workers_stop(&srv);
+	settle_stop(&srv);
 	mountd_unregister(&srv);
 	if (sigterm)
 		event_free(sigterm);

@@ -92,6 +92,12 @@ struct server {
 	uint64_t gc_done, gc_synced;
 	uint64_t gc_failed_upto;       /* tickets up to this one saw a failed sync */
 	int gc_syncing;
+	uint64_t gc_last_ms;           /* when the last group commit ended (monotonic) */
+
+	/* the settler (settle.c), under gclock */
+	pthread_t settler;
+	int settler_started, settler_stop;
+	pthread_cond_t settle_cond;
 
 	/* duplicate request cache */
 	struct drc *drc;
@@ -118,6 +124,12 @@ void workers_stop(struct server *srv);
 void workers_submit(struct server *srv, struct request *rq);
 /* Wait until a sync covers this call's changes; < 0 if that sync failed. */
 int group_commit(struct server *srv);
+
+/* settle.c: a volume idle for a second gets its last transaction's
+ * catch-up written, so no unit is left with one current copy. */
+uint64_t settle_now_ms(void);
+int settle_start(struct server *srv);
+void settle_stop(struct server *srv);
 
 /* drc.c */
 struct drc *drc_new(size_t entries);

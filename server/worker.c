@@ -36,6 +36,7 @@ int group_commit(struct server *srv)
 			} else if (target > srv->gc_synced) {
 				srv->gc_synced = target;
 			}
+			srv->gc_last_ms = settle_now_ms();
 			pthread_cond_broadcast(&srv->gccond);
 			if (ret < 0) {
 				result = ret; /* target >= ticket: this call was in it */

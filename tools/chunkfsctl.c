@@ -209,10 +209,12 @@ static void print_status(struct record *recs, int n)
 	for (int i = 0; i < n; i++) {
 		struct record *r = &recs[i];
 		if (!strcmp(r->type, "volume"))
-			printf("volume %s: %llu chunks, %llu online, last transaction %llu; "
+			printf("volume %s: %llu chunks, %llu online, last transaction %llu "
+			       "(%llu units awaiting their second copy); "
 			       "%llu reads healed, %llu unreadable, %llu chunks needing repair\n\n",
 			       get(r, "path"), num(r, "chunks"), num(r, "online"), num(r, "txid"),
-			       num(r, "healed"), num(r, "unreadable"), num(r, "needing_repair"));
+			       num(r, "catchup_units"), num(r, "healed"), num(r, "unreadable"),
+			       num(r, "needing_repair"));
 	}
 	printf("%-5s %-8s %-8s %-12s %-22s %-18s %6s %5s  %s\n", "CHUNK", "STATE", "KIND", "HEADER",
 	       "BLOCKS USED", "INODES USED", "HEALED", "BAD", "LAST CHECK");
