@@ -243,6 +243,11 @@ static int new_object(struct fs_volume *v, const struct fs_cred *cred, struct fs
 	}
 	if (ret != -ENOENT)
 		goto out;
+	/* Devices are root's to make (mknod(2) wants CAP_MKNOD). */
+	if ((S_ISCHR(no->mode) || S_ISBLK(no->mode)) && cred && cred->uid != 0) {
+		ret = -EPERM;
+		goto out;
+	}
 	if (S_ISDIR(no->mode) && dir.ino.nlink >= FS_LINK_MAX) {
 		ret = -EMLINK;
 		goto out;

@@ -657,6 +657,8 @@ struct ref_res ref_mknod(struct ref *r, const struct fs_cred *c, struct fs_ino d
 		return perm_or(wperm, -EEXIST, child);
 	if (wperm)
 		return res_of(wperm, -1);
+	if ((type == S_IFCHR || type == S_IFBLK) && c && c->uid != 0)
+		return res_of(-EPERM, -1); /* devices are root's to make */
 	if (!commit)
 		return res_of(0, -1);
 	obj = new_obj(r, type, mode, c);

@@ -885,6 +885,17 @@ static void test_mkdir_mknod(void)
 	CHECK_EQ(t_mknod(root, "sock", NF3SOCK, 0, 0, &r), NFS3_OK);
 	CHECK_EQ(r.MKNOD3res_u.resok.obj_attributes.post_op_attr_u.attributes.type, NF3SOCK);
 	CHECK_EQ(t_mknod(root, "chr", NF3CHR, 5, 7, &r), NFS3ERR_EXIST);
+	/* Devices are root's to make; a user may make a FIFO. */
+	{
+		nfs_fh3 pub;
+		CHECK_EQ(t_mkdir(root, "pub", 0777, &pub), NFS3_OK);
+		ctx.cred = cred_user;
+		CHECK_EQ(t_mknod(pub, "uchr", NF3CHR, 5, 7, &r), NFS3ERR_PERM);
+		CHECK_EQ(t_mknod(pub, "ublk", NF3BLK, 8, 1, &r), NFS3ERR_PERM);
+		CHECK_EQ(t_mknod(pub, "ufifo", NF3FIFO, 0, 0, &r), NFS3_OK);
+		CHECK_EQ(t_lookup(pub, "uchr", NULL), NFS3ERR_NOENT);
+		ctx.cred = cred_root;
+	}
 
 	ctx.needs_sync = 0;
 	CHECK_EQ(t_mknod(root, "reg", NF3REG, 0, 0, &r), NFS3ERR_BADTYPE);
