@@ -64,6 +64,7 @@ struct src_dir {
 	ino_t ino;
 	const char *path; /* for messages only */
 	struct fs_ino dest;
+	int is_root;      /* the top of the tree, copied into the volume's root */
 };
 
 static int report(const struct src_dir *d, const char *name, const char *what, int ret)
@@ -449,6 +450,11 @@ static int copy_subdir(struct populate *p, struct src_dir *parent, const char *n
 	child.dev = st.st_dev;
 	child.ino = st.st_ino;
 	ret = fs_mkdir(p->vol, NULL, parent->dest, name, st.st_mode & 07777, &child.dest, NULL);
+	if (ret == -EEXIST && parent->is_root && !strcmp(name, "lost+found")) {
+		/* mkfs made it (with a part in every chunk): the source's goes
+		 * into it, and its attributes are the source's. */
+		ret = fs_lookup(p->vol, NULL, parent->dest, name, &child.dest, NULL);
+	}
 	if (ret < 0) {
 		report(&child, NULL, "fs_mkdir", ret);
 		goto out;
@@ -571,6 +577,7 @@ int mkfs_populate(struct fs_volume *vol, const char *dir, struct mkfs_populate_s
 	while (len > 0 && path[len - 1] == '/')
 		path[--len] = '\0';
 	root.path = path;
+	root.is_root = 1;
 
 	p.buf = malloc(COPY_PIECE);
 	if (!p.buf) {
