@@ -30,6 +30,12 @@ struct fchain {
 	uint32_t n_orig;              /* segments before this operation */
 	struct newrange *nr;
 	uint32_t n_nr, cap_nr;
+	/* What a cut lets go of, freed only once the chain is stored (a
+	 * failed store then leaves everything as it was). */
+	struct newrange *gone;
+	uint32_t n_gone, cap_gone;
+	struct iref *gone_conts;      /* continuations that go whole */
+	uint32_t n_gone_conts;
 };
 
 static void chain_release(struct fchain *fc)
@@ -38,7 +44,43 @@ static void chain_release(struct fchain *fc)
 		ext_release(&fc->s[i].el);
 	free(fc->s);
 	free(fc->nr);
+	free(fc->gone);
+	free(fc->gone_conts);
 	memset(fc, 0, sizeof(*fc));
+}
+
+static int note_gone(struct fchain *fc, uint32_t chunk, uint32_t pblk, uint32_t len)
+{
+	if (fc->n_gone == fc->cap_gone) {
+		uint32_t ncap = fc->cap_gone ? fc->cap_gone * 2 : 8;
+		struct newrange *p = realloc(fc->gone, ncap * sizeof(*p));
+		if (!p)
+			return -ENOMEM;
+		fc->gone = p;
+		fc->cap_gone = ncap;
+	}
+	fc->gone[fc->n_gone].chunk = chunk;
+	fc->gone[fc->n_gone].pblk = pblk;
+	fc->gone[fc->n_gone].len = len;
+	fc->n_gone++;
+	return 0;
+}
+
+/* After a successful chain_store: free what the cut let go of. */
+static int chain_free_gone(struct fs_volume *v, struct fchain *fc)
+{
+	int ret = 0;
+
+	for (uint32_t i = 0; i < fc->n_gone; i++)
+		free_blocks(vol_chunk(v, fc->gone[i].chunk), fc->gone[i].pblk, fc->gone[i].len);
+	for (uint32_t i = 0; i < fc->n_gone_conts && ret == 0; i++) {
+		struct extlist none = { 0 };
+		ret = ext_store(v, &fc->gone_conts[i], &none);
+		if (ret == 0)
+			ret = slot_free(v, fc->gone_conts[i].loc);
+	}
+	fc->n_gone = fc->n_gone_conts = 0;
+	return ret;
 }
 
 /* Give back what this operation allocated; the chain is then discarded. */
@@ -430,7 +472,9 @@ static int chain_cut(struct fs_volume *v, struct fchain *fc, uint64_t lblk)
 		while (k > 0 && el->e[k - 1].lblk + el->e[k - 1].len > lblk) {
 			struct od_extent *e = &el->e[k - 1];
 			uint32_t keep = e->lblk >= lblk ? 0 : (uint32_t)(lblk - e->lblk);
-			free_blocks(c, e->pblk + keep, e->len - keep);
+			int ret = note_gone(fc, c->index, e->pblk + keep, e->len - keep);
+			if (ret < 0)
+				return ret;
 			s->r.ino.blocks -= e->len - keep;
 			s->dirty = 1;
 			if (keep) {
@@ -441,14 +485,15 @@ static int chain_cut(struct fs_volume *v, struct fchain *fc, uint64_t lblk)
 		}
 		el->n = k;
 		if (i > 0 && s->r.ino.cont_start >= lblk) {
-			/* The whole continuation goes: unlink it. */
-			int ret;
+			/* The whole continuation goes: unlink it (its extent
+			 * units and slot are freed once the chain is stored). */
+			struct iref *p = realloc(fc->gone_conts,
+						 (fc->n_gone_conts + 1) * sizeof(*p));
+			if (!p)
+				return -ENOMEM;
+			fc->gone_conts = p;
+			fc->gone_conts[fc->n_gone_conts++] = s->r;
 			el->n = 0;
-			ret = ext_store(v, &s->r, el);
-			if (ret == 0)
-				ret = slot_free(v, s->r.loc);
-			if (ret < 0)
-				return ret;
 			fc->s[i - 1].r.ino.next = s->r.ino.next;
 			fc->s[i - 1].dirty = 1;
 			ext_release(el);
@@ -533,10 +578,9 @@ static int cow_tail(struct fs_volume *v, struct fchain *fc, uint64_t size)
 	ret = data_io(v, c->index, np, 0, buf, OD_BLOCK_SIZE, 1);
 	if (ret == 0)
 		ret = seg_remap(s, lblk, np);
-	if (ret < 0)
-		return ret;
-	free_blocks(c, p, 1);
-	return 0;
+	if (ret == 0)
+		ret = note_gone(fc, c->index, p, 1);
+	return ret;
 }
 
 /* A newly allocated block that the write covers only in part must not show
@@ -609,13 +653,15 @@ int file_truncate(struct fs_volume *v, struct iref *r, uint64_t size)
 			return ret;
 		/* The copy first: when it finds no block, nothing has changed. */
 		ret = cow_tail(v, &fc, size);
-		if (ret < 0) {
-			chain_undo(v, &fc);
-		} else {
+		if (ret == 0)
 			ret = chain_cut(v, &fc, (size + OD_BLOCK_SIZE - 1) >> OD_BLOCK_SHIFT);
-			if (ret == 0)
-				ret = chain_store(v, &fc, r);
-		}
+		if (ret == 0)
+			ret = chain_store(v, &fc, r);
+		/* Failed: nothing was freed yet, the new tail block goes. */
+		if (ret < 0)
+			chain_undo(v, &fc);
+		else
+			ret = chain_free_gone(v, &fc);
 		chain_release(&fc);
 		if (ret < 0)
 			return ret;
@@ -639,6 +685,8 @@ int file_release(struct fs_volume *v, struct iref *r)
 	ret = chain_cut(v, &fc, 0);
 	if (ret == 0)
 		ret = chain_store(v, &fc, r);
+	if (ret == 0)
+		ret = chain_free_gone(v, &fc);
 	chain_release(&fc);
 	return ret;
 }
