@@ -431,6 +431,35 @@ bad:
 	return -ENOENT;
 }
 
+/* The newest valid list of c (out->e NULL: none); *had gets bit k set when
+ * area k held a valid list. Each area holds only txids of its parity. */
+static int read_newest_list(struct chunk *c, struct dlist *out, uint8_t *had)
+{
+	struct dlist a, b;
+	int ret;
+
+	memset(out, 0, sizeof(*out));
+	if ((ret = read_list(c, dl_area(c, 0), &a)) < 0 && ret != -ENOENT)
+		return ret;
+	if ((ret = read_list(c, dl_area(c, 1), &b)) < 0 && ret != -ENOENT) {
+		free(a.e);
+		return ret;
+	}
+	if (a.e && (a.txid & 1))
+		free(a.e), memset(&a, 0, sizeof(a));
+	if (b.e && !(b.txid & 1))
+		free(b.e), memset(&b, 0, sizeof(b));
+	*had = (uint8_t)((a.e != NULL) | (b.e != NULL) << 1);
+	if (a.e && (!b.e || a.txid > b.txid)) {
+		*out = a;
+		free(b.e);
+	} else {
+		*out = b;
+		free(a.e);
+	}
+	return 0;
+}
+
 /* Does the written copy of e carry a complete unit of transaction txid? */
 static int copy_is(struct chunk *c, const struct od_dl_entry *e, uint8_t copy, uint64_t txid,
 		   uint8_t *buf)
@@ -462,30 +491,13 @@ int txn_recover(struct fs_volume *v, struct fs_recovery_stats *st)
 	}
 	for (uint32_t i = 0; i < v->nchunks; i++) {
 		struct chunk *c = &v->chunks[i];
-		struct dlist a, b;
 		if ((c->hdr.flags & OD_CHF_SINGLE_COPY) || c->offline)
 			continue;
-		if ((ret = read_list(c, dl_area(c, 0), &a)) < 0 && ret != -ENOENT)
+		if ((ret = read_newest_list(c, &dl[i], &had[i])) < 0)
 			goto out;
-		if ((ret = read_list(c, dl_area(c, 1), &b)) < 0 && ret != -ENOENT)
-			goto out;
-		ret = 0;
-		/* Each area holds only txids of its parity. */
-		if (a.e && (a.txid & 1))
-			free(a.e), memset(&a, 0, sizeof(a));
-		if (b.e && !(b.txid & 1))
-			free(b.e), memset(&b, 0, sizeof(b));
-		if (a.e && (!b.e || a.txid > b.txid)) {
-			dl[i] = a;
-			free(b.e);
-		} else {
-			dl[i] = b;
-			free(a.e);
-		}
 		if (dl[i].e && dl[i].txid > newest)
 			newest = dl[i].txid;
-		had[i] = (a.e != NULL) | (b.e != NULL) << 1;
-		st->lists_read += (a.e != NULL) + (b.e != NULL);
+		st->lists_read += (had[i] & 1) + (had[i] >> 1);
 	}
 	/* Did the newest transaction commit in every chunk it touched? */
 	for (uint32_t i = 0; i < v->nchunks && newest; i++) {
@@ -561,27 +573,16 @@ out:
 int txn_settle_chunk(struct fs_volume *v, struct chunk *c)
 {
 	uint8_t *buf = malloc((size_t)OD_BLOCK_SIZE * c->hdr.dir_unit);
-	struct dlist a, b, *last;
+	struct dlist newest = { 0 }, *last = &newest;
 	uint32_t copied = 0;
+	uint8_t had = 0;
 	int ret = 0;
 
 	if (!buf)
 		return -ENOMEM;
-	memset(&a, 0, sizeof(a));
-	memset(&b, 0, sizeof(b));
 	if (c->hdr.flags & OD_CHF_SINGLE_COPY)
 		goto out;
-	if ((ret = read_list(c, dl_area(c, 0), &a)) < 0 && ret != -ENOENT)
-		goto out;
-	if ((ret = read_list(c, dl_area(c, 1), &b)) < 0 && ret != -ENOENT)
-		goto out;
-	ret = 0;
-	if (a.e && (a.txid & 1))
-		free(a.e), memset(&a, 0, sizeof(a));
-	if (b.e && !(b.txid & 1))
-		free(b.e), memset(&b, 0, sizeof(b));
-	last = a.e && (!b.e || a.txid > b.txid) ? &a : &b;
-	if (!last->e)
+	if ((ret = read_newest_list(c, &newest, &had)) < 0 || !last->e)
 		goto out;
 	if (last->txid > v->txid) {
 		ret = -EUCLEAN;
@@ -606,8 +607,7 @@ int txn_settle_chunk(struct fs_volume *v, struct chunk *c)
 	if (ret == 0)
 		ret = store_flush(c->store);
 out:
-	free(a.e);
-	free(b.e);
+	free(newest.e);
 	free(buf);
 	return ret;
 }
