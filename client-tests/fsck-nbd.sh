@@ -9,7 +9,6 @@
 # chunks are byte-identical to before and which then checks clean.
 . "$(dirname "$0")/functions.sh"
 requires nbdkit dd cmp od
-FSCK=$builddir/fsck.chunkfs
 nbd_pid=
 
 stop_nbdkit() {
@@ -64,24 +63,6 @@ serve_unix() {
 	uri="nbd+unix:///?socket=$tmp/nbd.sock"
 }
 
-# run EXPECTED_STATUS ARGS...: fsck.chunkfs, output in $tmp/out.
-run() {
-	want=$1
-	shift
-	"$FSCK" "$@" >"$tmp/out" 2>&1
-	got=$?
-	[ "$got" -eq "$want" ] || {
-		cat "$tmp/out"
-		fail "fsck.chunkfs $*: exit $got, expected $want"
-	}
-}
-
-has() {
-	grep -qF -- "$1" "$tmp/out" || {
-		cat "$tmp/out"
-		fail "no line with: $1"
-	}
-}
 
 # A small tree, spread over the four 1 MiB chunks.
 src=$tmp/src
@@ -96,8 +77,8 @@ for d in 0 1 2 3 4 5; do
 done
 make_volume -s 1M -n 4 -d "$src"
 vol=$tmp/volume.img
-run 0 -n -f "$vol"
-has "fsck.chunkfs: 4 chunks checked (0 clean), 0 problems, 0 fixed, 0 left"
+fsck_run 0 -n -f "$vol"
+out_has "fsck.chunkfs: 4 chunks checked (0 clean), 0 problems, 0 fixed, 0 left"
 cp "$vol" "$tmp/orig.img"
 
 # Chunk 2 alone; the first block of its inode area (from its header: the
@@ -112,54 +93,54 @@ problem="chunk 2: [0x000001] inode-area block $itable: copy 0 is bad (checksum m
 
 # Over TCP: -n reports and writes nothing, -y repairs, -n is clean.
 serve_tcp "$tmp/c2.img"
-run 4 -n -f "$uri"
-has "chunk 2: checked alone (an image of this one chunk, 1 MiB)"
-has "$problem: not fixed (-n)."
-has "fsck.chunkfs: 1 chunk checked (0 clean), 1 problems, 0 fixed, 1 left"
+fsck_run 4 -n -f "$uri"
+out_has "chunk 2: checked alone (an image of this one chunk, 1 MiB)"
+out_has "$problem: not fixed (-n)."
+out_has "fsck.chunkfs: 1 chunk checked (0 clean), 1 problems, 0 fixed, 1 left"
 cmp -s "$tmp/c2.img" "$tmp/c2-damaged.img" || fail "-n over NBD changed the image"
-run 1 -y -f "$uri"
-has "$problem: fixed."
-has "fsck.chunkfs: 1 chunk checked (0 clean), 1 problems, 1 fixed, 0 left"
-run 0 -n -f "$uri"
-has "fsck.chunkfs: 1 chunk checked (0 clean), 0 problems, 0 fixed, 0 left"
-run 16 -n -c 1 "$uri"
-has "the image holds chunk 2 alone, not chunk 1"
+fsck_run 1 -y -f "$uri"
+out_has "$problem: fixed."
+out_has "fsck.chunkfs: 1 chunk checked (0 clean), 1 problems, 1 fixed, 0 left"
+fsck_run 0 -n -f "$uri"
+out_has "fsck.chunkfs: 1 chunk checked (0 clean), 0 problems, 0 fixed, 0 left"
+fsck_run 16 -n -c 1 "$uri"
+out_has "the image holds chunk 2 alone, not chunk 1"
 stop_nbdkit
 cmp -s "$tmp/c2.img" "$tmp/c2-damaged.img" && fail "-y over NBD wrote nothing"
 
 # A read-only export: -y is refused before anything is read, -n works.
 cp "$tmp/c2-damaged.img" "$tmp/c2-ro.img"
 serve_unix "$tmp/c2-ro.img" -r
-run 8 -y "$uri"
-has "fsck.chunkfs: $uri: the export is read-only: cannot repair (-y); check it with -n, or export it writable"
-run 8 -p "$uri"
-has "the export is read-only: cannot repair (-p)"
-run 4 -n -f "$uri"
-has "$problem: not fixed (-n)."
-run 0 --estimate "$uri"
-has "chunk 2: "
-has "estimate: 1 chunk, "
+fsck_run 8 -y "$uri"
+out_has "fsck.chunkfs: $uri: the export is read-only: cannot repair (-y); check it with -n, or export it writable"
+fsck_run 8 -p "$uri"
+out_has "the export is read-only: cannot repair (-p)"
+fsck_run 4 -n -f "$uri"
+out_has "$problem: not fixed (-n)."
+fsck_run 0 --estimate "$uri"
+out_has "chunk 2: "
+out_has "estimate: 1 chunk, "
 stop_nbdkit
 cmp -s "$tmp/c2-ro.img" "$tmp/c2-damaged.img" || fail "the read-only export changed"
 
 # The same repair over a unix socket, on a writable export.
 cp "$tmp/c2-damaged.img" "$tmp/c2-unix.img"
 serve_unix "$tmp/c2-unix.img"
-run 1 -y -f "$uri"
-has "$problem: fixed."
-run 0 -n -f "$uri"
+fsck_run 1 -y -f "$uri"
+out_has "$problem: fixed."
+fsck_run 0 -n -f "$uri"
 stop_nbdkit
 cmp -s -i $((itable * 4096)):$((itable * 4096)) -n 4096 "$tmp/c2-unix.img" "$tmp/c2.img" ||
 	fail "TCP and unix-socket repairs of block $itable differ"
 
 # A whole volume is not one chunk: refused.
 serve_unix "$vol" -r
-run 8 -n "$uri"
-has "the image holds a whole volume (4 chunks): only one chunk can be checked this way"
+fsck_run 8 -n "$uri"
+out_has "the image holds a whole volume (4 chunks): only one chunk can be checked this way"
 stop_nbdkit
 
 # An export that is not there.
-run 8 -n "nbd+unix:///?socket=$tmp/no-such.sock"
+fsck_run 8 -n "nbd+unix:///?socket=$tmp/no-such.sock"
 
 # The repaired chunk back in the volume: the others are untouched.
 dd if="$tmp/c2.img" of="$vol" bs=1M seek=2 conv=notrunc status=none || fail "dd back"
@@ -167,6 +148,6 @@ for c in 0 1 3; do
 	cmp -s -i $((c * 1048576)):$((c * 1048576)) -n 1048576 "$vol" "$tmp/orig.img" ||
 		fail "chunk $c of the volume changed"
 done
-run 0 -n -f "$vol"
-has "fsck.chunkfs: 4 chunks checked (0 clean), 0 problems, 0 fixed, 0 left"
+fsck_run 0 -n -f "$vol"
+out_has "fsck.chunkfs: 4 chunks checked (0 clean), 0 problems, 0 fixed, 0 left"
 echo "PASS: fsck.chunkfs over nbdkit (TCP and unix socket): found, repaired, read-only refused"

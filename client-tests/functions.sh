@@ -34,6 +34,28 @@ fail() {
 	exit 1
 }
 
+FSCK=$builddir/fsck.chunkfs
+
+# fsck_run EXPECTED_STATUS ARGS...: fsck.chunkfs, its output in $tmp/out.
+fsck_run() {
+	want=$1
+	shift
+	"$FSCK" "$@" >"$tmp/out" 2>&1
+	got=$?
+	[ "$got" -eq "$want" ] || {
+		cat "$tmp/out"
+		fail "fsck.chunkfs $*: exit $got, expected $want"
+	}
+}
+
+# out_has TEXT: the last fsck_run printed a line containing TEXT.
+out_has() {
+	grep -qF -- "$1" "$tmp/out" || {
+		cat "$tmp/out"
+		fail "no line with: $1"
+	}
+}
+
 # make_volume [mkfs options...]: the volume at $tmp/volume.img
 make_volume() {
 	"$MKFS" -q "$@" "$tmp/volume.img" || fail "mkfs.chunkfs $*"

@@ -273,17 +273,6 @@ itable=$(od -An -tu4 -j152 -N4 "$tmp/orig2.img" | tr -d ' ')
 printf '\377\377\377\377' |
 	dd of="$vol" bs=1 seek=$((2 * MiB + itable * 4096 + 100)) conv=notrunc status=none
 problem="chunk 2: [0x000001] inode-area block $itable: copy 0 is bad (checksum mismatch). Rewrite it from copy 1"
-# fsck_run EXPECTED ARGS...: fsck.chunkfs, its output in $tmp/out.
-fsck_run() {
-	want=$1
-	shift
-	"$FSCK" "$@" >"$tmp/out" 2>&1
-	got=$?
-	[ "$got" -eq "$want" ] || {
-		cat "$tmp/out"
-		fail "fsck.chunkfs $*: exit $got, expected $want"
-	}
-}
 fsck_run 4 -n -f "$(uri A 2)"
 has "$tmp/out" "$problem: not fixed (-n)."
 fsck_run 1 -y -f "$(uri A 2)"
