@@ -151,6 +151,8 @@ int buf_read(struct chunk *c, uint32_t block, uint32_t units, struct buf **out)
 		return -EIO;
 	if ((uint64_t)block + units > c->half)
 		return -EUCLEAN;
+	if (vol_nowait(c->vol))
+		return vol_would_wait();
 	ret = buf_insert(c, block, units, &b);
 	if (ret < 0)
 		return ret;

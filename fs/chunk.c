@@ -299,6 +299,8 @@ int chunk_load(struct chunk *c)
 		return 0;
 	if (c->offline)
 		return -EIO;
+	if (vol_nowait(c->vol))
+		return vol_would_wait();
 	ret = load_bitmap(c);
 	if (ret == 0)
 		ret = load_free_lists(c);

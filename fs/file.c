@@ -423,7 +423,13 @@ static int data_io(struct fs_volume *v, uint32_t chunk, uint32_t pblk, uint32_t 
 
 	if (c->offline)
 		return -EIO;
-	return write ? store_pwrite(c->store, buf, len, off) : store_pread(c->store, buf, len, off);
+	if (write)
+		return store_pwrite(c->store, buf, len, off);
+	if (vol_nowait(v)) {
+		int ret = store_pread_nowait(c->store, buf, len, off);
+		return ret == -EAGAIN ? vol_would_wait() : ret;
+	}
+	return store_pread(c->store, buf, len, off);
 }
 
 /* Copy file bytes [off, off + len) in or out of mapped blocks; holes read as

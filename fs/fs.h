@@ -179,6 +179,16 @@ int fs_statfs(struct fs_volume *vol, struct fs_statfs *out);
 void fs_volume_uuid(struct fs_volume *vol, uint8_t uuid[16]);
 void fs_volume_secret(struct fs_volume *vol, uint8_t secret[32]);
 
+/* nowait.c: a thread that must not block (an event loop) runs read-only
+ * calls between these two. begin: 0, or -EAGAIN when the volume is busy
+ * (its lock held elsewhere). end: 0, or -EAGAIN when a call inside would
+ * have waited (disk I/O, a sync): those calls failed with -EAGAIN having
+ * changed nothing, so their results are dropped and the calls run again
+ * where they may wait. Only fs_getattr, fs_access, fs_lookup, fs_readlink,
+ * fs_read, fs_readdir and fs_statfs belong inside; sections do not nest. */
+int fs_nowait_begin(struct fs_volume *vol);
+int fs_nowait_end(struct fs_volume *vol);
+
 /* offline.c: one chunk out of service while the volume serves the rest. */
 struct fsck_opts;
 struct fsck_result;

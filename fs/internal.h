@@ -306,6 +306,16 @@ int file_read(struct fs_volume *v, const struct iref *r, uint64_t off, size_t le
 int name_check(const char *name, size_t *len);
 int ino_unlink_final(struct fs_volume *v, struct iref *r);
 
+/* nowait.c: inside fs_nowait_begin/end on this thread, vol_nowait(v) is
+ * true: the lock is held already, and what would wait returns
+ * vol_would_wait() (-EAGAIN, remembered for fs_nowait_end) instead. */
+extern __thread struct fs_volume *vol_nowait_owner;
+static inline int vol_nowait(const struct fs_volume *v)
+{
+	return vol_nowait_owner == v;
+}
+int vol_would_wait(void);
+
 /* volume.c */
 void vol_lock(struct fs_volume *v);
 void vol_unlock(struct fs_volume *v);

@@ -1,10 +1,11 @@
 /* The chunk-store interface: how a chunk's bytes are reached. A region of
  * the volume image, a file or block device of its own, an NBD export, or in
  * tests a recording or fault-injecting store: everything above uses only
- * these five operations. Offsets are relative to the start of the chunk. */
+ * these operations. Offsets are relative to the start of the chunk. */
 #ifndef CHUNKFS_STORE_H
 #define CHUNKFS_STORE_H
 
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -16,6 +17,9 @@ struct chunk_store_ops {
 	int (*flush)(struct chunk_store *st);
 	int (*trim)(struct chunk_store *st, size_t len, uint64_t off);
 	void (*close)(struct chunk_store *st);
+	/* Optional: pread from what is in memory already (the page cache),
+	 * -EAGAIN when any of it would wait for the device. */
+	int (*pread_nowait)(struct chunk_store *st, void *buf, size_t len, uint64_t off);
 };
 
 struct chunk_store {
@@ -26,6 +30,12 @@ struct chunk_store {
 static inline int store_pread(struct chunk_store *st, void *buf, size_t len, uint64_t off)
 {
 	return st->ops->pread(st, buf, len, off);
+}
+
+static inline int store_pread_nowait(struct chunk_store *st, void *buf, size_t len,
+				     uint64_t off)
+{
+	return st->ops->pread_nowait ? st->ops->pread_nowait(st, buf, len, off) : -EAGAIN;
 }
 
 static inline int store_pwrite(struct chunk_store *st, const void *buf, size_t len,

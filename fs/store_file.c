@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "store.h"
@@ -41,6 +42,32 @@ static int file_pread(struct chunk_store *st, void *buf, size_t len, uint64_t of
 		}
 		if (n == 0)
 			return -EIO; /* the image is shorter than its geometry says */
+		p += n;
+		off += (uint64_t)n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* RWF_NOWAIT: what the page cache holds, or -EAGAIN (also where the
+ * kernel or file system cannot tell without waiting). */
+static int file_pread_nowait(struct chunk_store *st, void *buf, size_t len, uint64_t off)
+{
+	struct file_store *fst = to_fs(st);
+	uint8_t *p = buf;
+
+	if (!range_ok(st, len, off))
+		return -EINVAL;
+	while (len) {
+		struct iovec iov = { p, len };
+		ssize_t n = preadv2(fst->fd, &iov, 1, (off_t)(fst->base + off), RWF_NOWAIT);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return errno == EOPNOTSUPP || errno == EWOULDBLOCK ? -EAGAIN : -errno;
+		}
+		if (n == 0)
+			return -EAGAIN; /* short: let the waiting read tell */
 		p += n;
 		off += (uint64_t)n;
 		len -= (size_t)n;
@@ -100,6 +127,7 @@ static const struct chunk_store_ops file_ops = {
 	.flush = file_flush,
 	.trim = file_trim,
 	.close = file_close,
+	.pread_nowait = file_pread_nowait,
 };
 
 int store_file_region(int fd, uint64_t base, uint64_t size, struct chunk_store **out)

@@ -23,6 +23,8 @@
 
 void vol_lock(struct fs_volume *v)
 {
+	if (vol_nowait(v))
+		return; /* held since fs_nowait_begin */
 	pthread_mutex_lock(&v->lock);
 }
 
@@ -34,6 +36,8 @@ void vol_lock(struct fs_volume *v)
 
 void vol_unlock(struct fs_volume *v)
 {
+	if (vol_nowait(v))
+		return; /* fs_nowait_end unlocks */
 	if (v->ndirty > VOL_AUTOSYNC_UNITS && !v->rdonly)
 		vol_sync(v, 0);
 	pthread_mutex_unlock(&v->lock);
@@ -615,6 +619,8 @@ int vol_sync(struct fs_volume *v, int closing)
 
 	if (v->rdonly)
 		return 0;
+	if (vol_nowait(v))
+		return vol_would_wait();
 	ret = vol_prepare(v, closing, &t);
 	if (ret < 0 || t.nparts == 0)
 		return ret;

@@ -370,26 +370,43 @@ static void output_cb(struct evbuffer *out, const struct evbuffer_cb_info *info,
 		release(c, sent);
 }
 
-/* A complete record goes to the workers. */
+/* The loop answers a call itself when it can without waiting: a cache
+ * hit of a small read-only call (dispatch_call's nowait) costs no hand-off
+ * to a worker and back. 1: answered (or
+ * its connection closed), 0: a worker must run it. */
+static int answer_on_loop(struct conn *c)
+{
+	struct server *srv = c->srv;
+	size_t len = 0;
+	int ret;
+
+	if (!srv->loop_out || srv->stopping)
+		return 0;
+	ret = dispatch_call(srv, c, c->rec, c->rec_len, srv->loop_out, dispatch_reply_cap(srv),
+			    &len, 1);
+	if (ret == -EAGAIN)
+		return 0;
+	__atomic_add_fetch(&srv->calls_loop, 1, __ATOMIC_RELAXED);
+	if (ret == 0) {
+		conn_reply(c, srv->loop_out, len); /* conn_done once it has left */
+		return 1;
+	}
+	if (ret < 0)
+		conn_close(c);
+	conn_done(c);
+	return 1;
+}
+
+/* A complete record is answered by the loop or goes to the workers; it
+ * takes its place in the limits either way. */
 static void submit(struct conn *c)
 {
 	struct server *srv = c->srv;
-	struct request *rq = malloc(sizeof(*rq));
+	struct request *rq;
 
-	if (!rq) {
-		log_error("%s: out of memory for a request", c->peer_name);
-		conn_close(c);
-		return;
-	}
-	rq->conn = c;
-	rq->rec = c->rec;
-	rq->len = c->rec_len;
-	c->rec = NULL;
-	c->rec_len = c->rec_cap = 0;
 	pthread_mutex_lock(&srv->qlock);
 	srv->outstanding++;
 	pthread_mutex_lock(&c->lock);
-	c->refs++;
 	c->outstanding++;
 	if (over_limits(srv, c)) {
 		c->paused = 1;
@@ -405,6 +422,25 @@ static void submit(struct conn *c)
 	}
 	pthread_mutex_unlock(&c->lock);
 	pthread_mutex_unlock(&srv->qlock);
+	if (answer_on_loop(c)) {
+		c->rec_len = 0; /* the buffer is kept for the next record */
+		return;
+	}
+	rq = malloc(sizeof(*rq));
+	if (!rq) {
+		log_error("%s: out of memory for a request", c->peer_name);
+		conn_done(c);
+		conn_close(c);
+		return;
+	}
+	rq->conn = c;
+	rq->rec = c->rec;
+	rq->len = c->rec_len;
+	c->rec = NULL;
+	c->rec_len = c->rec_cap = 0;
+	pthread_mutex_lock(&c->lock);
+	c->refs++; /* the request's, dropped by its worker */
+	pthread_mutex_unlock(&c->lock);
 	workers_submit(srv, rq);
 }
 
@@ -696,5 +732,8 @@ int conn_listen(struct server *srv)
 	if (getsockname(evconnlistener_get_fd(srv->listener), (struct sockaddr *)&ss, &len) < 0)
 		return -errno;
 	srv->port = ntohs(ss.ss_family == AF_INET ? in->sin_port : in6->sin6_port);
+	srv->loop_out = malloc(dispatch_reply_cap(srv));
+	if (!srv->loop_out)
+		log_warn("no memory for the loop's reply buffer: every call goes to the workers");
 	return 0;
 }

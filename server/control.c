@@ -169,6 +169,9 @@ static void cmd_status(struct control *ctl, struct answer *a)
 	    fc.catchup_units);
 	add_value(a, ctl->srv->cfg.volume);
 	add(a, "\n");
+	add(a, "server calls_loop=%" PRIu64 " calls_workers=%" PRIu64 "\n",
+	    __atomic_load_n(&ctl->srv->calls_loop, __ATOMIC_RELAXED),
+	    __atomic_load_n(&ctl->srv->calls_workers, __ATOMIC_RELAXED));
 	for (uint32_t i = 0; i < n; i++) {
 		struct fs_chunk_info ci;
 		if (fs_chunk_info(v, i, &ci) < 0)

@@ -20,6 +20,7 @@
 #define P_MODIFIES 0x1 /* refused on read-only exports; needs the commit */
 #define P_DRC 0x2      /* not idempotent: retransmissions get the first reply */
 #define P_STATUS 0x4   /* the result starts with a status (nfsstat3/mountstat3) */
+#define P_LOOP 0x8     /* read-only, small reply: the loop may answer a cache hit */
 
 typedef void (*proc_fn)(struct nfs_ctx *ctx, void *args, void *res);
 /* rpcgen's coders, each wrapped to one exact type (xdrproc_t is variadic). */
@@ -67,12 +68,12 @@ static void call_null(struct nfs_ctx *c, void *a, void *r)
 
 /* The procedures of NFS version 3 (RFC 1813 section 3.3). */
 #define NFS3_PROCS(X)                                                          \
-	X(getattr, GETATTR3args, GETATTR3res, P_STATUS)                        \
+	X(getattr, GETATTR3args, GETATTR3res, P_STATUS | P_LOOP)                        \
 	X(setattr, SETATTR3args, SETATTR3res, P_STATUS | P_MODIFIES)           \
-	X(lookup, LOOKUP3args, LOOKUP3res, P_STATUS)                           \
-	X(access, ACCESS3args, ACCESS3res, P_STATUS)                           \
-	X(readlink, READLINK3args, READLINK3res, P_STATUS)                     \
-	X(read, READ3args, READ3res, P_STATUS)                                 \
+	X(lookup, LOOKUP3args, LOOKUP3res, P_STATUS | P_LOOP)                           \
+	X(access, ACCESS3args, ACCESS3res, P_STATUS | P_LOOP)                           \
+	X(readlink, READLINK3args, READLINK3res, P_STATUS | P_LOOP)                     \
+	X(read, READ3args, READ3res, P_STATUS | P_LOOP)                                 \
 	X(write, WRITE3args, WRITE3res, P_STATUS | P_MODIFIES)                 \
 	X(create, CREATE3args, CREATE3res, P_STATUS | P_MODIFIES | P_DRC)      \
 	X(mkdir, MKDIR3args, MKDIR3res, P_STATUS | P_MODIFIES | P_DRC)         \
@@ -82,23 +83,23 @@ static void call_null(struct nfs_ctx *c, void *a, void *r)
 	X(rmdir, RMDIR3args, RMDIR3res, P_STATUS | P_MODIFIES | P_DRC)         \
 	X(rename, RENAME3args, RENAME3res, P_STATUS | P_MODIFIES | P_DRC)      \
 	X(link, LINK3args, LINK3res, P_STATUS | P_MODIFIES | P_DRC)            \
-	X(readdir, READDIR3args, READDIR3res, P_STATUS)                        \
-	X(readdirplus, READDIRPLUS3args, READDIRPLUS3res, P_STATUS)            \
-	X(fsstat, FSSTAT3args, FSSTAT3res, P_STATUS)                           \
-	X(fsinfo, FSINFO3args, FSINFO3res, P_STATUS)                           \
-	X(pathconf, PATHCONF3args, PATHCONF3res, P_STATUS)                     \
+	X(readdir, READDIR3args, READDIR3res, P_STATUS | P_LOOP)                        \
+	X(readdirplus, READDIRPLUS3args, READDIRPLUS3res, P_STATUS | P_LOOP)            \
+	X(fsstat, FSSTAT3args, FSSTAT3res, P_STATUS | P_LOOP)                           \
+	X(fsinfo, FSINFO3args, FSINFO3res, P_STATUS | P_LOOP)                           \
+	X(pathconf, PATHCONF3args, PATHCONF3res, P_STATUS | P_LOOP)                     \
 	X(commit, COMMIT3args, COMMIT3res, P_STATUS)
 
 NFS3_PROCS(NFS)
 
 static const struct proc_desc nfs3_procs[] = {
-	{ "null", code_void, 0, code_void, 0, call_null, 0 },
+	{ "null", code_void, 0, code_void, 0, call_null, P_LOOP },
 	NFS3_PROCS(NFSROW)
 };
 
 /* MOUNT version 3 (RFC 1813 appendix I). */
 static const struct proc_desc mount3_procs[] = {
-	{ "null", code_void, 0, code_void, 0, call_null, 0 },
+	{ "null", code_void, 0, code_void, 0, call_null, P_LOOP },
 	{ "mnt", code_dirpath, sizeof(dirpath), code_mountres3, sizeof(mountres3), mountd_mnt,
 	  P_STATUS },
 	{ "dump", code_void, 0, code_mountlist, sizeof(mountlist), mountd_dump, 0 },
@@ -151,6 +152,26 @@ static int encode_read_in_place(XDR *x, uint8_t *out, READ3res *res)
 		memmove(out + pos, out + READ_DATA_OFFSET, n);
 	memset(out + pos + n, 0, pad);
 	return xdr_setpos(x, pos + n + pad) ? 0 : -EMSGSIZE;
+}
+
+/* The loop answers only what it answers quickly: a READ or a listing
+ * asking for more goes to a worker (which sends a large reply itself). */
+#define LOOP_MAX_REPLY (64u << 10)
+
+static int loop_sized(const struct rpc_call *call, const void *args)
+{
+	if (call->prog != NFS_PROGRAM)
+		return 1;
+	switch (call->proc) {
+	case NFSPROC3_READ:
+		return ((const READ3args *)args)->count <= LOOP_MAX_REPLY;
+	case NFSPROC3_READDIR:
+		return ((const READDIR3args *)args)->count <= LOOP_MAX_REPLY;
+	case NFSPROC3_READDIRPLUS:
+		return ((const READDIRPLUS3args *)args)->maxcount <= LOOP_MAX_REPLY;
+	default:
+		return 1;
+	}
 }
 
 static const struct proc_desc *lookup_proc(const struct rpc_call *call, uint32_t *stat,
@@ -212,7 +233,7 @@ static int refuse(const struct proc_desc *pd, const struct rpc_call *call, int s
 }
 
 int dispatch_call(struct server *srv, struct conn *c, const uint8_t *rec, size_t len,
-		  uint8_t *out, size_t outcap, size_t *outlen)
+		  uint8_t *out, size_t outcap, size_t *outlen, int nowait)
 {
 	struct nfs_ctx ctx;
 	struct rpc_call call;
@@ -242,6 +263,8 @@ int dispatch_call(struct server *srv, struct conn *c, const uint8_t *rec, size_t
 		ret = rpc_encode_accepted(&x, call.xid, stat, low, high);
 		goto done;
 	}
+	if (nowait && !(pd->flags & P_LOOP))
+		return -EAGAIN;
 	if (pd->flags & P_DRC) {
 		uint8_t *cached;
 		size_t clen;
@@ -272,6 +295,10 @@ int dispatch_call(struct server *srv, struct conn *c, const uint8_t *rec, size_t
 		log_debug("%s: %s.%s: garbage arguments", c->peer_name,
 			  call.prog == NFS_PROGRAM ? "nfs" : "mount", pd->name);
 		ret = rpc_encode_accepted(&x, call.xid, GARBAGE_ARGS, 0, 0);
+		goto out;
+	}
+	if (nowait && !loop_sized(&call, args)) {
+		ret = -EAGAIN;
 		goto out;
 	}
 	/* The export this client gets, from the exports in force now: a
@@ -310,7 +337,15 @@ int dispatch_call(struct server *srv, struct conn *c, const uint8_t *rec, size_t
 		ctx.read_into = out + READ_DATA_OFFSET;
 		ctx.read_room = outcap - READ_DATA_OFFSET - 4;
 	}
+	if (nowait && fs_nowait_begin(srv->vol) < 0) {
+		ret = -EAGAIN; /* the volume is busy: a worker waits for it */
+		goto out;
+	}
 	pd->fn(&ctx, args, res);
+	if (nowait && fs_nowait_end(srv->vol) < 0) {
+		ret = -EAGAIN; /* it needed the disk: a worker runs it again */
+		goto out;
+	}
 	if (log_enabled(LOG_LVL_DEBUG))
 		log_debug("%s xid %08x %s.%s -> %d", c->peer_name, call.xid,
 			  call.prog == NFS_PROGRAM ? "nfs" : "mount", pd->name,

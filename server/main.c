@@ -388,6 +388,7 @@ out:
 		event_base_free(srv.base);
 	hnd_fh_key_free(srv.key);
 	drc_free(srv.drc);
+	free(srv.loop_out);
 	while (srv.mounts) {
 		struct mount_entry *m = srv.mounts;
 		srv.mounts = m->next;

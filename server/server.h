@@ -99,6 +99,11 @@ struct server {
 	int settler_started, settler_stop;
 	pthread_cond_t settle_cond;
 
+	/* the loop's reply buffer for the calls it answers itself (conn.c) */
+	uint8_t *loop_out;
+	/* calls answered by the loop and by the workers (atomic adds) */
+	uint64_t calls_loop, calls_workers;
+
 	/* duplicate request cache */
 	struct drc *drc;
 
@@ -142,10 +147,12 @@ void drc_store(struct drc *d, const struct sockaddr *peer, uint32_t xid, uint32_
 	       uint32_t proc, const uint8_t *reply, size_t len);
 
 /* dispatch.c: run one call. 0: the reply (with its record mark) is in
- * out; 1: no reply (a retransmission still in progress); < 0: the record
- * was not an RPC call, close the connection. */
+ * out; 1: no reply (a retransmission still in progress); -EAGAIN (only
+ * with nowait, for the event loop): the call would wait, or may take long,
+ * nothing was done and a worker must run it; another < 0: the record was
+ * not an RPC call, close the connection. */
 int dispatch_call(struct server *srv, struct conn *c, const uint8_t *rec, size_t len,
-		  uint8_t *out, size_t outcap, size_t *outlen);
+		  uint8_t *out, size_t outcap, size_t *outlen, int nowait);
 size_t dispatch_reply_cap(const struct server *srv);
 
 /* mountd.c */

@@ -82,7 +82,8 @@ static void *worker_main(void *arg)
 			srv->qtail = NULL;
 		pthread_mutex_unlock(&srv->qlock);
 
-		ret = dispatch_call(srv, rq->conn, rq->rec, rq->len, out, cap, &len);
+		ret = dispatch_call(srv, rq->conn, rq->rec, rq->len, out, cap, &len, 0);
+		__atomic_add_fetch(&srv->calls_workers, 1, __ATOMIC_RELAXED);
 		if (ret == 0) {
 			conn_reply(rq->conn, out, len); /* and conn_done once it has left */
 		} else {

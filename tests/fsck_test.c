@@ -1329,8 +1329,13 @@ static void cnt_close(struct chunk_store *st)
 	(void)st;
 }
 
-static const struct chunk_store_ops cnt_ops = { cnt_pread, cnt_pwrite, cnt_flush, cnt_trim,
-						cnt_close };
+static const struct chunk_store_ops cnt_ops = {
+	.pread = cnt_pread,
+	.pwrite = cnt_pwrite,
+	.flush = cnt_flush,
+	.trim = cnt_trim,
+	.close = cnt_close,
+};
 
 /* Check chunk `chunk` of path through a counting store (mode, both). */
 static int counted(const char *path, uint32_t chunk, int mode, int both, struct counting *k,

@@ -160,8 +160,10 @@ static void print_json(struct record *recs, int n, int ok, const char *error)
 		json_string(error);
 	}
 	for (int i = 0; i < n; i++)
-		if (!strcmp(recs[i].type, "volume")) {
-			printf(", \"volume\": ");
+		if (!strcmp(recs[i].type, "volume") || !strcmp(recs[i].type, "server")) {
+			printf(", ");
+			json_string(recs[i].type);
+			printf(": ");
 			json_object(&recs[i]);
 		}
 	first = 1;
@@ -215,6 +217,10 @@ static void print_status(struct record *recs, int n)
 			       get(r, "path"), num(r, "chunks"), num(r, "online"), num(r, "txid"),
 			       num(r, "catchup_units"), num(r, "healed"), num(r, "unreadable"),
 			       num(r, "needing_repair"));
+		else if (!strcmp(r->type, "server"))
+			printf("server: %llu calls answered by the event loop, %llu by the "
+			       "workers\n\n",
+			       num(r, "calls_loop"), num(r, "calls_workers"));
 	}
 	printf("%-5s %-8s %-8s %-12s %-22s %-18s %6s %5s  %s\n", "CHUNK", "STATE", "KIND", "HEADER",
 	       "BLOCKS USED", "INODES USED", "HEALED", "BAD", "LAST CHECK");
