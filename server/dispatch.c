@@ -154,17 +154,26 @@ static int encode_read_in_place(XDR *x, uint8_t *out, READ3res *res)
 	return xdr_setpos(x, pos + n + pad) ? 0 : -EMSGSIZE;
 }
 
-/* The loop answers only what it answers quickly: a READ or a listing
- * asking for more goes to a worker (which sends a large reply itself). */
+/* The loop answers only what it answers quickly: a listing asking for
+ * more goes to a worker, and so does a larger READ while the connection
+ * has other calls in flight (workers then read in parallel). A large READ
+ * alone is the loop's: it saves two thread wake-ups per MiB. */
 #define LOOP_MAX_REPLY (64u << 10)
 
-static int loop_sized(const struct rpc_call *call, const void *args)
+static int loop_sized(struct conn *c, const struct rpc_call *call, const void *args)
 {
+	int alone;
+
 	if (call->prog != NFS_PROGRAM)
 		return 1;
 	switch (call->proc) {
 	case NFSPROC3_READ:
-		return ((const READ3args *)args)->count <= LOOP_MAX_REPLY;
+		if (((const READ3args *)args)->count <= LOOP_MAX_REPLY)
+			return 1;
+		pthread_mutex_lock(&c->lock);
+		alone = c->outstanding == 1;
+		pthread_mutex_unlock(&c->lock);
+		return alone;
 	case NFSPROC3_READDIR:
 		return ((const READDIR3args *)args)->count <= LOOP_MAX_REPLY;
 	case NFSPROC3_READDIRPLUS:
@@ -297,7 +306,7 @@ int dispatch_call(struct server *srv, struct conn *c, const uint8_t *rec, size_t
 		ret = rpc_encode_accepted(&x, call.xid, GARBAGE_ARGS, 0, 0);
 		goto out;
 	}
-	if (nowait && !loop_sized(&call, args)) {
+	if (nowait && !loop_sized(c, &call, args)) {
 		ret = -EAGAIN;
 		goto out;
 	}
