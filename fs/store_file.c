@@ -26,32 +26,11 @@ static int range_ok(struct chunk_store *st, size_t len, uint64_t off)
 	return off <= st->size && len <= st->size - off;
 }
 
-static int file_pread(struct chunk_store *st, void *buf, size_t len, uint64_t off)
-{
-	struct file_store *fst = to_fs(st);
-	uint8_t *p = buf;
-
-	if (!range_ok(st, len, off))
-		return -EINVAL;
-	while (len) {
-		ssize_t n = pread(fst->fd, p, len, (off_t)(fst->base + off));
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (n == 0)
-			return -EIO; /* the image is shorter than its geometry says */
-		p += n;
-		off += (uint64_t)n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
-/* RWF_NOWAIT: what the page cache holds, or -EAGAIN (also where the
- * kernel or file system cannot tell without waiting). */
-static int file_pread_nowait(struct chunk_store *st, void *buf, size_t len, uint64_t off)
+/* preadv2 until len bytes are in: flags 0, or RWF_NOWAIT for what the page
+ * cache holds (-EAGAIN otherwise, also where the kernel or file system
+ * cannot tell without waiting, and for a short read: the waiting read
+ * tells what it is). */
+static int file_read(struct chunk_store *st, void *buf, size_t len, uint64_t off, int flags)
 {
 	struct file_store *fst = to_fs(st);
 	uint8_t *p = buf;
@@ -60,19 +39,31 @@ static int file_pread_nowait(struct chunk_store *st, void *buf, size_t len, uint
 		return -EINVAL;
 	while (len) {
 		struct iovec iov = { p, len };
-		ssize_t n = preadv2(fst->fd, &iov, 1, (off_t)(fst->base + off), RWF_NOWAIT);
+		ssize_t n = preadv2(fst->fd, &iov, 1, (off_t)(fst->base + off), flags);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
-			return errno == EOPNOTSUPP || errno == EWOULDBLOCK ? -EAGAIN : -errno;
+			if (flags && (errno == EOPNOTSUPP || errno == EWOULDBLOCK))
+				return -EAGAIN;
+			return -errno;
 		}
-		if (n == 0)
-			return -EAGAIN; /* short: let the waiting read tell */
+		if (n == 0) /* the image is shorter than its geometry says */
+			return flags ? -EAGAIN : -EIO;
 		p += n;
 		off += (uint64_t)n;
 		len -= (size_t)n;
 	}
 	return 0;
+}
+
+static int file_pread(struct chunk_store *st, void *buf, size_t len, uint64_t off)
+{
+	return file_read(st, buf, len, off, 0);
+}
+
+static int file_pread_nowait(struct chunk_store *st, void *buf, size_t len, uint64_t off)
+{
+	return file_read(st, buf, len, off, RWF_NOWAIT);
 }
 
 static int file_pwrite(struct chunk_store *st, const void *buf, size_t len, uint64_t off)
