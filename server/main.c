@@ -36,6 +36,7 @@ static void usage(FILE *f)
 		   "  -f               stay in the foreground (log to stderr)\n"
 		   "  -d               debug logging (one line per call)\n"
 		   "  --port-file F    write the port actually bound to F (with port = 0)\n"
+		   "                   once everything is up (workers, control socket)\n"
 		   "  --check-config   check the configuration and exit\n");
 }
 
@@ -317,11 +318,6 @@ int main(int argc, char **argv)
 		ret = 1;
 		goto out;
 	}
-	if (port_file && write_port_file(port_file, srv.port) < 0) {
-		log_error("cannot write %s: %s", port_file, strerror(errno));
-		ret = 1;
-		goto out;
-	}
 	if ((ret = workers_start(&srv)) < 0) {
 		log_error("cannot start workers: %s", strerror(-ret));
 		ret = 1;
@@ -346,6 +342,13 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	mountd_register(&srv);
+	/* Last: whoever waits for the port file finds everything up, the
+	 * control socket too. */
+	if (port_file && write_port_file(port_file, srv.port) < 0) {
+		log_error("cannot write %s: %s", port_file, strerror(errno));
+		ret = 1;
+		goto out;
+	}
 	for (int i = 0; i < first->nexports; i++)
 		log_info("exporting %s (%s) on %s port %u", first->exports[i].path,
 			 first->exports[i].rw ? "rw" : "ro", srv.cfg.listen, srv.port);
