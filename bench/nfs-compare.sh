@@ -8,7 +8,11 @@
 #
 # usage: bash bench/nfs-compare.sh [--rounds N] [--files N] [--size MIB]
 #            [--qd "1 8"] [--tests "create ..."] [--builddir DIR]
-#            [--iperf-secs S] [--keep]
+#            [--iperf-secs S] [--peer-mount OPTS] [--keep]
+# --peer-mount adds mount options for ganesha's ext4, e.g. dirsync: then its
+# CREATE, REMOVE and other directory changes are on stable storage before
+# the reply, as chunkfsd's are (RFC 1813); by default ext4 commits them
+# within seconds and ganesha answers at once.
 # Needs root (ip netns, mount, apt-get). Defaults take about 3-4 minutes.
 set -u
 
@@ -22,9 +26,10 @@ tests="create create-write4k lookup-read4k getattr readdirplus remove seqwrite s
 builddir=$top/build
 iperf_secs=3
 keep=0
+peer_mount=
 
 usage() {
-	sed -n '2,13s/^# \{0,1\}//p' "$0"
+	sed -n '2,17s/^# \{0,1\}//p' "$0"
 	exit "$1"
 }
 
@@ -38,6 +43,7 @@ while [ $# -gt 0 ]; do
 	--builddir) builddir=$2; shift 2 ;;
 	--iperf-secs) iperf_secs=$2; shift 2 ;;
 	--keep) keep=1; shift ;;
+	--peer-mount) peer_mount=$2; shift 2 ;;
 	-h | --help) usage 0 ;;
 	*) echo "nfs-compare: unknown option $1" >&2; usage 1 ;;
 	esac
@@ -191,7 +197,7 @@ if [ "$ganesha_ok" -eq 1 ]; then
 	# files cannot meet a host rpcbind), rpcbind and ganesha.
 	ip netns exec "$ns" sh -c '
 		tmp=$1
-		if mount -o loop "$tmp/ext4.img" "$tmp/ext4"; then
+		if mount -o "loop${2:+,$2}" "$tmp/ext4.img" "$tmp/ext4"; then
 			echo ext4 >"$tmp/ganesha.fs"
 		else
 			echo host >"$tmp/ganesha.fs"
@@ -207,7 +213,7 @@ if [ "$ganesha_ok" -eq 1 ]; then
 			-N NIV_EVENT &
 		echo $! >"$tmp/ganesha.pid"
 		wait
-	' sh "$tmp" >"$tmp/ganesha.out" 2>&1 &
+	' sh "$tmp" "$peer_mount" >"$tmp/ganesha.out" 2>&1 &
 	gsuper_pid=$!
 	for _ in $(seq 1 50); do
 		[ -s "$tmp/ganesha.pid" ] && break
@@ -355,7 +361,7 @@ pct_iperf() { # server qd
 			print 100 * $5 / ip[$2] }' "$tmp/iperf" "$results" | median
 }
 echo
-echo "chunkfsd vs nfs-ganesha 4.3 (FSAL VFS, ext4), NFSv3 over TCP on a netns loopback;"
+echo "chunkfsd vs nfs-ganesha 4.3 (FSAL VFS, ext4${peer_mount:+ mounted -o $peer_mount}), NFSv3 over TCP on a netns loopback;"
 echo "nfs_bench: one connection, $files files, $size MiB file, 1 MiB requests; median of $rounds rounds"
 echo "iperf3 one TCP stream in the same namespace: ${iperf_med:-n/a} MiB/s (rounds: $(awk '{ printf "%s ", $2 }' "$tmp/iperf"))"
 echo
