@@ -423,8 +423,10 @@ static int data_io(struct fs_volume *v, uint32_t chunk, uint32_t pblk, uint32_t 
 
 	if (c->offline)
 		return -EIO;
-	if (write)
+	if (write) {
+		v->data_written = 1; /* durable before the metadata pointing at it */
 		return store_pwrite(c->store, buf, len, off);
+	}
 	if (vol_nowait(v)) {
 		int ret = store_pread_nowait(c->store, buf, len, off);
 		return ret == -EAGAIN ? vol_would_wait() : ret;

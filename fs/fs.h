@@ -160,6 +160,8 @@ struct fs_counters {
 	uint32_t chunks_needing_repair;
 	uint32_t catchup_units;      /* written once by the last transaction, the
 				      * other copy waiting for the next one */
+	uint64_t txns;               /* transactions committed since open */
+	uint64_t txns_one_flush;     /* ... of those, written behind one flush */
 	struct fs_recovery_stats recovery;
 };
 

@@ -417,6 +417,12 @@ int fsck_unit_decide(struct fsck_ctx *c, struct fsck_unit *u, uint8_t *raw[2], c
 	} else if (valid[0] && valid[1]) {
 		uint64_t t0 = raw_txid(raw[0]), t1 = raw_txid(raw[1]);
 		int newer = t1 > t0 ? 1 : 0;
+		/* Rolled forward, the copy the list wrote is current even when
+		 * the other carries a later txid: the next transaction wrote it
+		 * behind one flush and its list never landed (fs/txn.c, "one
+		 * flush"); recovery's roll forward overwrites it. */
+		if (u->pending && newer != (int)pc && (newer ? t1 : t0) > c->pend_txid)
+			newer = (int)pc;
 		u->cur = (int8_t)newer;
 		if (!same_content(raw[0], raw[1], len)) {
 			p.copy = 1 - newer;

@@ -77,6 +77,13 @@ struct chunk {
 	/* Units written by the last transaction here, sorted by block. */
 	struct dl_entry *last;
 	uint32_t nlast;
+	/* The newest list on disk here: every unit it names (changed or
+	 * caught up) with the copy written, sorted by block, from transaction
+	 * ondisk_txid (0: not known, as after open, offline or a failed
+	 * write). It decides whether a transaction may take one flush (txn.c). */
+	struct dl_entry *ondisk;
+	uint32_t nondisk;
+	uint64_t ondisk_txid;
 
 	/* Counters (self-healing reads and the like). */
 	uint64_t healed;
@@ -104,6 +111,11 @@ struct fs_volume {
 	uint32_t ndirty;
 	struct fs_recovery_stats recovery;
 	struct dindex_set *dindex;    /* name indexes of directories (dindex.c) */
+
+	/* Data blocks were written since the last transaction was prepared:
+	 * the next one flushes them before its units (txn.c). */
+	int data_written;
+	uint64_t txns, txns_one_flush; /* committed, and of those with one flush */
 
 	/* The transaction being written without the lock (fs_sync), if any. */
 	struct txn *inflight;
@@ -157,6 +169,7 @@ struct txn {
 	uint64_t txid;
 	struct chunk_txn *ct;
 	uint32_t nchunks, nparts; /* nparts 0: nothing to write */
+	int one_flush;            /* lists and units behind a single flush */
 	int io_done, io_ret, finished;
 };
 int txn_prepare(struct fs_volume *v, struct txn *t);
@@ -168,6 +181,8 @@ int txn_recover(struct fs_volume *v, struct fs_recovery_stats *st);
  * copies of every unit agree. -EUCLEAN when the list is newer than the
  * volume (not this volume's doing: the chunk needs fsck). */
 int txn_settle_chunk(struct fs_volume *v, struct chunk *c);
+/* c's newest list on disk is no longer known (spent, or c went offline). */
+void txn_forget_ondisk(struct chunk *c);
 /* At a clean close, after the last transaction: its units' other copies
  * are caught up and every list is cleared, so nothing is left to replay
  * and fsck finds every chunk clean. */

@@ -189,6 +189,7 @@ int fs_chunk_offline(struct fs_volume *v, uint32_t i, int force, char *why, size
 	free(c->last);
 	c->last = NULL;
 	c->nlast = 0;
+	txn_forget_ondisk(c);
 	c->offline_since = time(NULL);
 	ret = vol_chunk_release(v, i);
 	if (ret < 0)

@@ -11,7 +11,21 @@
  *      every transaction alternates copies and is never written twice).
  * Recovery reads only the dirty lists and the units they name: the last
  * transaction is rolled forward (written copy over the other) when it
- * committed, back (other copy over the written one) when it did not. */
+ * committed, back (other copy over the written one) when it did not.
+ *
+ * One flush: steps 1 and 2 share a single flush when a crash that lands
+ * some units of T and not its lists is still undone by recovery. It is,
+ * when every participant's newest list on disk is T-1's (in the other
+ * area, which T does not touch) and names every unit T writes there, at
+ * the copy T does not write: recovery then finds T-1 newest where T's
+ * list is missing, T-1 committed (T wrote none of its copies), and its
+ * roll forward overwrites every copy T wrote; where T's list did land, T
+ * is rolled back or forward as with two flushes. A unit T-1 did not name,
+ * a participant that sat T-1 out, or data blocks written since the last
+ * transaction (they must be durable before the metadata pointing at them)
+ * take the two flushes. Hot units (a directory taking creates, its map
+ * block, the chunk header) are named by every transaction, so a stream of
+ * metadata changes commits with one flush each. */
 #include "config.h"
 
 #include <errno.h>
@@ -38,21 +52,37 @@ static uint64_t copy_offset(const struct chunk *c, uint32_t block, uint8_t copy)
 	return (uint64_t)(copy ? chunk_mirror(c, block) : block) * OD_BLOCK_SIZE;
 }
 
-/* The copy of block holding its last committed version (0 or 1). */
-int txn_current_copy(const struct chunk *c, uint32_t block)
+/* The entry for block in e[0..n), sorted by block, or NULL. */
+static const struct dl_entry *entry_find(const struct dl_entry *e, uint32_t n, uint32_t block)
 {
-	uint32_t lo = 0, hi = c->nlast;
+	uint32_t lo = 0, hi = n;
 
 	while (lo < hi) {
 		uint32_t mid = (lo + hi) / 2;
-		if (c->last[mid].block < block)
+		if (e[mid].block < block)
 			lo = mid + 1;
-		else if (c->last[mid].block > block)
+		else if (e[mid].block > block)
 			hi = mid;
 		else
-			return c->last[mid].copy;
+			return &e[mid];
 	}
-	return 0;
+	return NULL;
+}
+
+/* The copy of block holding its last committed version (0 or 1). */
+int txn_current_copy(const struct chunk *c, uint32_t block)
+{
+	const struct dl_entry *e = entry_find(c->last, c->nlast, block);
+
+	return e ? e->copy : 0;
+}
+
+void txn_forget_ondisk(struct chunk *c)
+{
+	free(c->ondisk);
+	c->ondisk = NULL;
+	c->nondisk = 0;
+	c->ondisk_txid = 0;
 }
 
 static int cmp_entry(const void *a, const void *b)
@@ -224,6 +254,47 @@ static void chunk_txn_release(struct chunk_txn *ct)
 	ct->n = ct->cap = 0;
 }
 
+/* After the transaction committed: its list is the chunk's newest on disk. */
+static int set_ondisk(struct chunk_txn *ct, uint64_t txid)
+{
+	struct chunk *c = ct->c;
+	struct dl_entry *e = malloc((ct->n ? ct->n : 1) * sizeof(*e));
+
+	txn_forget_ondisk(c);
+	if (!e)
+		return -ENOMEM; /* not known: the next one takes two flushes */
+	for (uint32_t i = 0; i < ct->n; i++) {
+		e[i].block = ct->p[i].block;
+		e[i].units = ct->p[i].units;
+		e[i].copy = ct->p[i].copy;
+	}
+	qsort(e, ct->n, sizeof(*e), cmp_entry);
+	c->ondisk = e;
+	c->nondisk = ct->n;
+	c->ondisk_txid = txid;
+	return 0;
+}
+
+/* May t write its lists and units behind one flush? (the top of the file) */
+static int one_flush_ok(const struct txn *t)
+{
+	for (uint32_t i = 0; i < t->nchunks; i++) {
+		const struct chunk_txn *ct = &t->ct[i];
+		const struct chunk *c = ct->c;
+		if (!ct->n)
+			continue;
+		if (ct->single_copy || c->ondisk_txid + 1 != t->txid)
+			return 0;
+		for (uint32_t k = 0; k < ct->n; k++) {
+			const struct pending *p = &ct->p[k];
+			const struct dl_entry *e = entry_find(c->ondisk, c->nondisk, p->block);
+			if (!e || e->units != p->units || e->copy == p->copy)
+				return 0;
+		}
+	}
+	return 1;
+}
+
 /* The new "last" of a chunk: the units whose two copies now differ, i.e.
  * those this transaction changed (catch-ups are now equal on both). */
 static int set_last(struct chunk_txn *ct)
@@ -293,6 +364,8 @@ int txn_prepare(struct fs_volume *v, struct txn *t)
 		txn_free(t);
 		return 0;
 	}
+	t->one_flush = !v->data_written && one_flush_ok(t);
+	v->data_written = 0; /* this transaction's flushes cover it */
 	/* What is queued is the transaction's: the buffers are clean again
 	 * (a change from now on is the next one's) and stay cached until it
 	 * ends, so that nothing reads the copies it is writing. */
@@ -313,11 +386,12 @@ int txn_write(struct fs_volume *v, struct txn *t)
 	int ret = 0;
 
 	/* 1: the lists; one flush makes them durable together with every data
-	 * block written since the last sync. */
+	 * block written since the last sync (unless they may share the units'
+	 * flush: one_flush_ok). */
 	for (uint32_t i = 0; i < t->nchunks && ret == 0; i++)
 		if (t->ct[i].n && !t->ct[i].single_copy)
 			ret = write_list(&t->ct[i], t->txid, t->nparts);
-	if (ret == 0)
+	if (ret == 0 && !t->one_flush)
 		ret = vol_flush(v);
 	/* 2: one copy of every unit; durable, T is committed. */
 	for (uint32_t i = 0; i < t->nchunks && ret == 0; i++) {
@@ -355,9 +429,17 @@ int txn_finish(struct fs_volume *v, struct txn *t, int result)
 	}
 	if (result == 0) {
 		v->txid = t->txid;
+		v->txns++;
+		v->txns_one_flush += t->one_flush != 0;
 		for (uint32_t i = 0; i < t->nchunks && ret == 0; i++)
-			if (t->ct[i].n)
-				ret = set_last(&t->ct[i]);
+			if (t->ct[i].n && (ret = set_last(&t->ct[i])) == 0)
+				set_ondisk(&t->ct[i], t->txid);
+	} else {
+		/* What reached the disk is not known: lists may be half there,
+		 * data not yet durable. The next transaction takes two flushes. */
+		for (uint32_t i = 0; i < v->nchunks; i++)
+			txn_forget_ondisk(&v->chunks[i]);
+		v->data_written = 1;
 	}
 	for (uint32_t i = 0; i < v->nchunks; i++)
 		chunk_thaw_frees(&v->chunks[i], result == 0);
@@ -557,6 +639,8 @@ int txn_recover(struct fs_volume *v, struct fs_recovery_stats *st)
 						   (uint64_t)dl_area(&v->chunks[i], k) * OD_BLOCK_SIZE);
 	if (ret == 0 && st->lists_read)
 		ret = vol_flush(v);
+	for (uint32_t i = 0; i < v->nchunks; i++)
+		txn_forget_ondisk(&v->chunks[i]);
 	if (newest > v->txid)
 		v->txid = newest;
 out:
@@ -607,6 +691,7 @@ int txn_settle_chunk(struct fs_volume *v, struct chunk *c)
 	if (ret == 0)
 		ret = store_flush(c->store);
 out:
+	txn_forget_ondisk(c);
 	free(newest.e);
 	free(buf);
 	return ret;
@@ -675,6 +760,8 @@ int txn_settle_all(struct fs_volume *v)
 		if (ret == 0)
 			ret = vol_flush(v);
 	}
+	for (uint32_t i = 0; i < v->nchunks; i++)
+		txn_forget_ondisk(&v->chunks[i]); /* lists cleared, or not known */
 	if (ret == 0)
 		for (uint32_t i = 0; i < v->nchunks; i++) {
 			free(v->chunks[i].last);

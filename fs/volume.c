@@ -434,6 +434,7 @@ static void vol_free(struct fs_volume *v)
 			store_close(c->store);
 		chunk_unload(c);
 		free(c->last);
+		txn_forget_ondisk(c);
 		chunk_free_ghosts(c);
 	}
 	free(v->chunks);
@@ -726,6 +727,8 @@ int fs_get_counters(struct fs_volume *v, struct fs_counters *out)
 		out->chunks_needing_repair += c->offline || c->hdr.state == OD_STATE_NEEDS_REPAIR;
 		out->catchup_units += c->nlast;
 	}
+	out->txns = v->txns;
+	out->txns_one_flush = v->txns_one_flush;
 	vol_unlock(v);
 	return 0;
 }

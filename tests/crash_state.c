@@ -679,7 +679,10 @@ static int fsck_chunks(struct checker *ck, uint8_t *img, struct msgs *m, const c
 {
 	const struct recording *r = ck->r;
 	struct fsck_lines l = { .m = m, .n = 0 };
-	struct fsck_opts o = { .mode = FSCK_CHECK_ONLY, .force = 1, .out = fsck_line, .ctx = &l };
+	/* Every second copy too: after recovery both copies of every unit
+	 * agree, whatever the crash left in the copy nobody reads. */
+	struct fsck_opts o = { .mode = FSCK_CHECK_ONLY, .force = 1, .out = fsck_line, .ctx = &l,
+			       .both_copies = 1 };
 	int bad = 0;
 
 	for (uint32_t i = 0; i < r->nchunks; i++) {

@@ -563,6 +563,7 @@ struct run {
 	struct recording rec;
 	struct fs_volume *v;
 	struct wl w;
+	struct fs_counters fc; /* the workload's transactions, before close */
 };
 
 static void report_to_stderr(void *ctx, const char *msg)
@@ -705,6 +706,7 @@ static int record(struct run *r)
 	/* fs_close is a transaction too: its state is the last one seen. */
 	if (r->w.err == 0)
 		r->w.err = snapshot_now(r, &s);
+	fs_get_counters(r->v, &r->fc);
 	cret = fs_close(r->v);
 	r->v = NULL;
 	rec->log.enabled = 0;
@@ -752,6 +754,7 @@ int main(void)
 	long per = env_long("CRASH_STATES", 0);
 	uint64_t seed = (uint64_t)env_long("SEED", 0);
 	size_t total = 0, failed = 0;
+	uint64_t one_flush = 0;
 	double t0 = now();
 	int status = 0;
 
@@ -779,15 +782,23 @@ int main(void)
 			recording_free(&r.rec);
 			continue;
 		}
-		printf("crash: %s: %zu log records, %zu barriers, %zu checkpoints, %zu states "
-		       "checked, %zu failed (%.1f s)\n",
-		       r.wk->name, r.rec.log.n, res.barriers, r.rec.nck, res.states, res.failed,
-		       now() - t);
+		printf("crash: %s: %zu log records, %zu barriers, %zu checkpoints, %llu "
+		       "transactions (%llu with one flush), %zu states checked, %zu failed "
+		       "(%.1f s)\n",
+		       r.wk->name, r.rec.log.n, res.barriers, r.rec.nck,
+		       (unsigned long long)r.fc.txns, (unsigned long long)r.fc.txns_one_flush,
+		       res.states, res.failed, now() - t);
+		one_flush += r.fc.txns_one_flush;
 		total += res.states;
 		failed += res.failed;
 		recording_free(&r.rec);
 	}
 	printf("crash: %zu states checked, %zu failed (seed %llu, %.1f s)\n", total, failed,
 	       (unsigned long long)seed, now() - t0);
+	/* The workloads must keep reaching both kinds of commit. */
+	if (!only_wl && one_flush == 0) {
+		fprintf(stderr, "crash: FAIL: no transaction took one flush: that path is untested\n");
+		status = 1;
+	}
 	return status || failed ? 1 : 0;
 }
