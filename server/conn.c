@@ -372,8 +372,8 @@ static void output_cb(struct evbuffer *out, const struct evbuffer_cb_info *info,
 
 /* The loop answers a call itself when it can without waiting: a cache
  * hit of a small read-only call (dispatch_call's nowait) costs no hand-off
- * to a worker and back. 1: answered (or
- * its connection closed), 0: a worker must run it. */
+ * to a worker and back. 1: answered (or its connection closed), 0: a
+ * worker must run it. */
 static int answer_on_loop(struct conn *c)
 {
 	struct server *srv = c->srv;

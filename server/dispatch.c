@@ -68,12 +68,12 @@ static void call_null(struct nfs_ctx *c, void *a, void *r)
 
 /* The procedures of NFS version 3 (RFC 1813 section 3.3). */
 #define NFS3_PROCS(X)                                                          \
-	X(getattr, GETATTR3args, GETATTR3res, P_STATUS | P_LOOP)                        \
+	X(getattr, GETATTR3args, GETATTR3res, P_STATUS | P_LOOP)               \
 	X(setattr, SETATTR3args, SETATTR3res, P_STATUS | P_MODIFIES)           \
-	X(lookup, LOOKUP3args, LOOKUP3res, P_STATUS | P_LOOP)                           \
-	X(access, ACCESS3args, ACCESS3res, P_STATUS | P_LOOP)                           \
-	X(readlink, READLINK3args, READLINK3res, P_STATUS | P_LOOP)                     \
-	X(read, READ3args, READ3res, P_STATUS | P_LOOP)                                 \
+	X(lookup, LOOKUP3args, LOOKUP3res, P_STATUS | P_LOOP)                  \
+	X(access, ACCESS3args, ACCESS3res, P_STATUS | P_LOOP)                  \
+	X(readlink, READLINK3args, READLINK3res, P_STATUS | P_LOOP)            \
+	X(read, READ3args, READ3res, P_STATUS | P_LOOP)                        \
 	X(write, WRITE3args, WRITE3res, P_STATUS | P_MODIFIES)                 \
 	X(create, CREATE3args, CREATE3res, P_STATUS | P_MODIFIES | P_DRC)      \
 	X(mkdir, MKDIR3args, MKDIR3res, P_STATUS | P_MODIFIES | P_DRC)         \
@@ -83,11 +83,11 @@ static void call_null(struct nfs_ctx *c, void *a, void *r)
 	X(rmdir, RMDIR3args, RMDIR3res, P_STATUS | P_MODIFIES | P_DRC)         \
 	X(rename, RENAME3args, RENAME3res, P_STATUS | P_MODIFIES | P_DRC)      \
 	X(link, LINK3args, LINK3res, P_STATUS | P_MODIFIES | P_DRC)            \
-	X(readdir, READDIR3args, READDIR3res, P_STATUS | P_LOOP)                        \
-	X(readdirplus, READDIRPLUS3args, READDIRPLUS3res, P_STATUS | P_LOOP)            \
-	X(fsstat, FSSTAT3args, FSSTAT3res, P_STATUS | P_LOOP)                           \
-	X(fsinfo, FSINFO3args, FSINFO3res, P_STATUS | P_LOOP)                           \
-	X(pathconf, PATHCONF3args, PATHCONF3res, P_STATUS | P_LOOP)                     \
+	X(readdir, READDIR3args, READDIR3res, P_STATUS | P_LOOP)               \
+	X(readdirplus, READDIRPLUS3args, READDIRPLUS3res, P_STATUS | P_LOOP)   \
+	X(fsstat, FSSTAT3args, FSSTAT3res, P_STATUS | P_LOOP)                  \
+	X(fsinfo, FSINFO3args, FSINFO3res, P_STATUS | P_LOOP)                  \
+	X(pathconf, PATHCONF3args, PATHCONF3res, P_STATUS | P_LOOP)            \
 	X(commit, COMMIT3args, COMMIT3res, P_STATUS)
 
 NFS3_PROCS(NFS)
