@@ -1,0 +1,155 @@
+/* Which transactions take one flush (fs/txn.c, one_flush_ok), counted on
+ * memory stores that record every write and flush: the first after open
+ * takes two; a stream of creates in one directory, whose units the
+ * previous transaction's list always names, one each; a transaction
+ * carrying file data two, with the data written before the first flush
+ * and every unit after it; one after a failed sync two; the counters say
+ * the same. (That a crash at any point of either kind recovers exactly is
+ * the crash harness's: tests/crash_test.) */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fs/fs.h"
+#include "fs/store.h"
+#include "fs/store_mem.h"
+#include "tap.h"
+
+#define CHUNK_SIZE (4u << 20)
+#define NCHUNKS 2
+#define CREATES 40
+
+static struct io_log log_;
+static struct chunk_store *mem[NCHUNKS];
+
+/* Volume flushes recorded since log record from: each flushes every
+ * chunk's store, one record a chunk, one after the other. */
+static int flushes_since(size_t from)
+{
+	int n = 0;
+
+	for (size_t i = from; i < log_.n; i++)
+		n += log_.rec[i].kind == IO_FLUSH && (i == from || log_.rec[i - 1].kind != IO_FLUSH);
+	return n;
+}
+
+static struct fs_volume *open_mem(const uint8_t *image)
+{
+	struct chunk_store *st[NCHUNKS];
+	struct fs_volume *v = NULL;
+	char why[256];
+
+	for (int i = 0; i < NCHUNKS; i++) {
+		if (store_mem_new(CHUNK_SIZE, image + (size_t)i * CHUNK_SIZE, &st[i]) < 0)
+			return NULL;
+		store_mem_record(st[i], &log_, (uint32_t)i);
+		mem[i] = st[i];
+	}
+	if (fs_open_stores(st, NCHUNKS, 0, &v, why, sizeof(why)) < 0) {
+		fprintf(stderr, "open: %s\n", why);
+		return NULL;
+	}
+	return v;
+}
+
+/* fs_sync, and the flushes it took. */
+static int sync_flushes(struct fs_volume *v, int *ret)
+{
+	size_t from = log_.n;
+
+	*ret = fs_sync(v);
+	return flushes_since(from);
+}
+
+int main(void)
+{
+	const char *tmp = getenv("TMPDIR");
+	struct fs_mkfs_opts o = { .chunk_size = CHUNK_SIZE, .chunk_count = NCHUNKS, .force = 1 };
+	static uint8_t image[(size_t)CHUNK_SIZE * NCHUNKS], data[64 << 10];
+	struct fs_ino root, d, f;
+	struct fs_counters fc;
+	struct fs_volume *v;
+	char path[256], name[32];
+	int fd, ret, one = 0, two = 0, flushes;
+	size_t from;
+
+	snprintf(path, sizeof(path), "%s/txn_oneflush_test.%d.img", tmp ? tmp : "/tmp",
+		 (int)getpid());
+	CHECK_EQ(fs_mkfs(path, &o), 0);
+	fd = open(path, O_RDONLY);
+	CHECK(fd >= 0 && pread(fd, image, sizeof(image), 0) == (ssize_t)sizeof(image));
+	close(fd);
+	unlink(path);
+	v = open_mem(image);
+	CHECK(v != NULL);
+	if (!v)
+		return test_done("txn_oneflush_test");
+	log_.enabled = 1;
+
+	/* The first transaction after open: nothing known on disk, two. */
+	CHECK_EQ(fs_root(v, &root), 0);
+	CHECK_EQ(fs_mkdir(v, NULL, root, "d", 0755, &d, NULL), 0);
+	CHECK_EQ(sync_flushes(v, &ret), 2);
+	CHECK_EQ(ret, 0);
+
+	/* Creates in d, a sync each: after the first few, which bring new
+	 * units in, every transaction names only what the last one did. */
+	for (int i = 0; i < CREATES; i++) {
+		snprintf(name, sizeof(name), "f%d", i);
+		CHECK_EQ(fs_create(v, NULL, d, name, 0644, FS_CREATE_GUARDED, 0, &f, NULL), 0);
+		flushes = sync_flushes(v, &ret);
+		CHECK_EQ(ret, 0);
+		CHECK(flushes == 1 || flushes == 2);
+		if (i >= 3)
+			CHECK_EQ(flushes, 1);
+		one += flushes == 1;
+		two += flushes == 2;
+	}
+	CHECK_EQ(fs_get_counters(v, &fc), 0);
+	CHECK_EQ(fc.txns, 1 + CREATES);
+	CHECK_EQ(fc.txns_one_flush, (uint64_t)one);
+	CHECK(one >= CREATES - 3);
+
+	/* File data: it goes to the store at once, and the transaction after
+	 * it takes two flushes (the first makes the data durable before any
+	 * metadata pointing at it is written). */
+	memset(data, 0x5a, sizeof(data));
+	from = log_.n;
+	CHECK_EQ(fs_write(v, NULL, f, 0, sizeof(data), data, FS_UNSTABLE, NULL), 0);
+	CHECK(log_.n > from);
+	CHECK_EQ(flushes_since(from), 0);
+	CHECK_EQ(sync_flushes(v, &ret), 2);
+	CHECK_EQ(ret, 0);
+
+	/* Nothing new: the catch-up alone, then no transaction at all. */
+	CHECK_EQ(sync_flushes(v, &ret), 1);
+	CHECK_EQ(sync_flushes(v, &ret), 0);
+
+	/* A failed sync: what reached the disk is not known, so the next
+	 * transaction takes two flushes even on units the last one named. */
+	CHECK_EQ(fs_create(v, NULL, d, "x1", 0644, FS_CREATE_GUARDED, 0, &f, NULL), 0);
+	CHECK_EQ(sync_flushes(v, &ret), 2); /* new units since the catch-up */
+	CHECK_EQ(fs_create(v, NULL, d, "x2", 0644, FS_CREATE_GUARDED, 0, &f, NULL), 0);
+	CHECK_EQ(sync_flushes(v, &ret), 1);
+	CHECK_EQ(fs_create(v, NULL, d, "x3", 0644, FS_CREATE_GUARDED, 0, &f, NULL), 0);
+	for (int i = 0; i < NCHUNKS; i++)
+		store_mem_fail(mem[i], EIO);
+	CHECK(fs_sync(v) < 0);
+	for (int i = 0; i < NCHUNKS; i++)
+		store_mem_fail(mem[i], 0);
+	CHECK_EQ(sync_flushes(v, &ret), 2);
+	CHECK_EQ(ret, 0);
+	CHECK_EQ(fs_create(v, NULL, d, "x4", 0644, FS_CREATE_GUARDED, 0, &f, NULL), 0);
+	CHECK_EQ(sync_flushes(v, &ret), 1);
+
+	CHECK_EQ(fs_check_invariants(v, NULL, NULL), 0);
+	CHECK_EQ(fs_close(v), 0);
+	io_log_free(&log_);
+	return test_done("txn_oneflush_test");
+}
