@@ -25,9 +25,8 @@ static uint64_t hkey(uint64_t k)
 	return k * 0x9E3779B97F4A7C15ull;
 }
 
-static int hmap_grow(struct fsck_hmap *m)
+static int hmap_resize(struct fsck_hmap *m, uint32_t ncap)
 {
-	uint32_t ncap = m->cap ? m->cap * 2 : 256;
 	uint64_t *keys = calloc(ncap, sizeof(*keys));
 	uint32_t *vals = calloc(ncap, sizeof(*vals));
 
@@ -52,6 +51,20 @@ static int hmap_grow(struct fsck_hmap *m)
 	m->vals = vals;
 	m->cap = ncap;
 	return 0;
+}
+
+static int hmap_grow(struct fsck_hmap *m)
+{
+	return hmap_resize(m, m->cap ? m->cap * 2 : 256);
+}
+
+int fsck_hmap_reserve(struct fsck_hmap *m, uint32_t n)
+{
+	uint32_t cap = 256;
+
+	while (cap < (1u << 30) && cap < 2 * n + 2)
+		cap *= 2;
+	return cap > m->cap ? hmap_resize(m, cap) : 0;
 }
 
 /* 0 inserted, 1 the key was there already (left as it was), -ENOMEM. */
@@ -836,6 +849,27 @@ int fsck_header_copy(const uint8_t *blk, struct od_chunk_header *h, char *why, s
 static uint64_t loc_key(uint32_t block, uint16_t off)
 {
 	return ((uint64_t)block << 16) | off;
+}
+
+int fsck_reserve(struct fsck_ctx *c, uint32_t nrecs)
+{
+	if (nrecs > c->caprecs) {
+		struct fsck_ino *p = realloc(c->recs, (size_t)nrecs * sizeof(*p));
+		if (!p)
+			return fsck_oom(c);
+		c->recs = p;
+		c->caprecs = nrecs;
+	}
+	if (nrecs > c->capdents) {
+		struct fsck_dent *p = realloc(c->dents, (size_t)nrecs * sizeof(*p));
+		if (!p)
+			return fsck_oom(c);
+		c->dents = p;
+		c->capdents = nrecs;
+	}
+	if (fsck_hmap_reserve(&c->by_loc, nrecs) < 0 || fsck_hmap_reserve(&c->by_stable, nrecs) < 0)
+		return fsck_oom(c);
+	return 0;
 }
 
 int fsck_add_rec(struct fsck_ctx *c, const struct od_inode *ino, uint32_t block, uint16_t off,

@@ -350,6 +350,11 @@ const char *fsck_unit_name(uint16_t type);
 int fsck_hmap_put(struct fsck_hmap *m, uint64_t key, uint32_t val);
 uint32_t fsck_hmap_get(const struct fsck_hmap *m, uint64_t key);
 void fsck_hmap_free(struct fsck_hmap *m);
+/* Room for n keys without growing. 0 or -ENOMEM. */
+int fsck_hmap_reserve(struct fsck_hmap *m, uint32_t n);
+/* Room for nrecs records and entries, and their tables, up front (pass 1,
+ * from the header's counters): no growth while the passes run. */
+int fsck_reserve(struct fsck_ctx *c, uint32_t nrecs);
 int fsck_add_rec(struct fsck_ctx *c, const struct od_inode *ino, uint32_t block, uint16_t off,
 		 uint32_t slot, uint32_t dent, uint32_t *idx);
 uint32_t fsck_rec_at(const struct fsck_ctx *c, uint32_t block, uint16_t off);
@@ -359,10 +364,19 @@ uint32_t fsck_rec_by_stable(const struct fsck_ctx *c, uint64_t s);
 int fsck_defer(struct fsck_ctx *c, int kind, uint32_t rec, uint32_t idx, uint64_t stable,
 	       struct od_loc loc);
 void fsck_describe(const struct fsck_ctx *c, const struct fsck_ino *r, char *buf, size_t n);
-/* The extent list of r (ext[] and its chain of extent units, read here);
- * *units gets the chain's blocks. Problems reported once per inode. */
-int fsck_extents(struct fsck_ctx *c, uint32_t ri, struct od_extent **ext, uint32_t *n,
-		 uint32_t **units, uint32_t *nunits);
+/* An extent list and the blocks of its chain of extent units: arrays the
+ * caller keeps from one inode to the next (fsck_exts_free() at the end). */
+struct fsck_exts {
+	struct od_extent *ext;
+	uint32_t n, cap;
+	uint32_t *units;
+	uint32_t nunits, ucap;
+};
+
+/* The extent list of r (ext[] and its chain of extent units, read here)
+ * into x, replacing what x held. Problems reported once per inode. */
+int fsck_extents(struct fsck_ctx *c, uint32_t ri, struct fsck_exts *x);
+void fsck_exts_free(struct fsck_exts *x);
 int fsck_in_data_area(const struct fsck_ctx *c, uint32_t start, uint32_t len);
 int fsck_meta_place(const struct fsck_ctx *c, uint32_t start, uint32_t units);
 int fsck_cancelled(const struct fsck_ctx *c);

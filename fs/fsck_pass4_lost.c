@@ -130,15 +130,16 @@ static int unit_room(const struct fsck_unit *u, uint32_t need, uint32_t *holder,
 static int dir_room(struct fsck_ctx *c, uint32_t ri, uint32_t need, struct fsck_unit **out,
 		    uint32_t *holder, uint32_t *at, uint32_t *keep)
 {
-	struct od_extent *ext;
-	uint32_t n, *units, nunits;
-	int ret = fsck_extents(c, ri, &ext, &n, &units, &nunits);
+	struct fsck_exts x = { 0 };
+	int ret = fsck_extents(c, ri, &x);
 
-	if (ret < 0)
+	if (ret < 0) {
+		fsck_exts_free(&x);
 		return ret;
+	}
 	ret = -ENOSPC;
-	for (uint32_t i = 0; i < n && ret == -ENOSPC; i++) {
-		struct fsck_unit *u = fsck_unit_find(c, ext[i].pblk);
+	for (uint32_t i = 0; i < x.n && ret == -ENOSPC; i++) {
+		struct fsck_unit *u = fsck_unit_find(c, x.ext[i].pblk);
 		if (!u || !u->data || !u->walked || u->type != OD_MB_DIR)
 			continue;
 		if (unit_room(u, need, holder, at, keep) == 0) {
@@ -146,8 +147,7 @@ static int dir_room(struct fsck_ctx *c, uint32_t ri, uint32_t need, struct fsck_
 			ret = 0;
 		}
 	}
-	free(ext);
-	free(units);
+	fsck_exts_free(&x);
 	return ret;
 }
 
