@@ -1118,6 +1118,7 @@ static void ctx_free(struct fsck_ctx *c)
 	free(c->map);
 	free(c->map_lost);
 	free(c->owner);
+	free(c->owned);
 	free(c->disk_bitmap);
 	free(c->bitmap_unknown);
 	free(c->defs);

@@ -285,8 +285,12 @@ struct fsck_ctx {
 	uint32_t nmap;
 	uint8_t *map_lost;            /* its block was unreadable */
 
-	/* Blocks: owner record + 1 of each (OWNER_FIXED for fixed metadata). */
+	/* Blocks: owner record + 1 of each (OWNER_FIXED for fixed metadata),
+	 * and a bit per block, set when it has an owner (pass 5 compares it
+	 * with the bitmap 64 blocks at a time). Written only through
+	 * fsck_set_owner(). */
 	uint32_t *owner;
+	uint64_t *owned;
 	uint8_t *disk_bitmap;         /* as read (implied by BITMAP_UNINIT) */
 	uint8_t *bitmap_unknown;      /* per bitmap block: no valid copy */
 
@@ -300,6 +304,17 @@ struct fsck_ctx {
 };
 
 #define OWNER_FIXED 0xffffffffu
+
+static inline void fsck_set_owner(struct fsck_ctx *c, uint32_t b, uint32_t owner)
+{
+	uint64_t bit = 1ull << (b & 63);
+
+	c->owner[b] = owner;
+	if (owner)
+		c->owned[b >> 6] |= bit;
+	else
+		c->owned[b >> 6] &= ~bit;
+}
 
 /* Problem context: what a message's % expansions print. */
 struct fsck_pctx {

@@ -140,12 +140,12 @@ static void claim(struct fsck_ctx *c, uint32_t ri, uint32_t start, uint32_t len,
 	for (int m = 0; m <= mirror; m++) {
 		for (uint32_t k = 0; k < len; k++) {
 			uint32_t b = start + k + (m ? c->half : 0);
-			uint32_t *o = &c->owner[b];
-			if (*o == 0) {
-				*o = ri + 1;
+			uint32_t o = c->owner[b];
+			if (o == 0) {
+				fsck_set_owner(c, b, ri + 1);
 			} else if (!reported) {
 				struct fsck_pctx p = { .rec2 = &c->recs[ri], .blk = b };
-				p.rec = *o == OWNER_FIXED ? NULL : &c->recs[*o - 1];
+				p.rec = o == OWNER_FIXED ? NULL : &c->recs[o - 1];
 				fix_problem(c, PR_3_DUP, &p);
 				reported = 1;
 			}
@@ -158,7 +158,7 @@ static void claim_unowned(struct fsck_ctx *c, uint32_t ri, uint32_t start, uint3
 {
 	for (uint32_t k = 0; k < len; k++)
 		if (!c->owner[start + k])
-			c->owner[start + k] = ri + 1;
+			fsck_set_owner(c, start + k, ri + 1);
 }
 
 void fsck_unclaim(struct fsck_ctx *c, uint32_t ri)
@@ -167,7 +167,7 @@ void fsck_unclaim(struct fsck_ctx *c, uint32_t ri)
 		return;
 	for (uint32_t b = 0; b < c->hdr.nblocks; b++)
 		if (c->owner[b] == ri + 1)
-			c->owner[b] = 0;
+			fsck_set_owner(c, b, 0);
 }
 
 /* A data extent claimed, in part, by another inode first: resolved once
@@ -377,11 +377,12 @@ int fsck_pass3(struct fsck_ctx *c)
 	int ret = 0;
 
 	c->owner = calloc(nb, sizeof(*c->owner));
-	if (!c->owner)
+	c->owned = calloc(nb / 64 + 1, sizeof(*c->owned));
+	if (!c->owner || !c->owned)
 		return fsck_oom(c);
 	for (uint32_t b = 0; b < c->hdr.data_start; b++) {
-		c->owner[b] = OWNER_FIXED;
-		c->owner[b + c->half] = OWNER_FIXED;
+		fsck_set_owner(c, b, OWNER_FIXED);
+		fsck_set_owner(c, b + c->half, OWNER_FIXED);
 	}
 	for (uint32_t ri = 0; ri < c->nrecs; ri++) {
 		const struct od_extent *ext;

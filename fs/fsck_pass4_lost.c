@@ -326,7 +326,7 @@ static int new_unit(struct fsck_ctx *c, uint32_t lf, uint64_t lf_stable, struct 
 	for (uint32_t k = 0; k < du; k++) {
 		uint32_t b[2] = { blk + k, blk + k + c->half };
 		for (int m = 0; m < 2; m++) {
-			c->owner[b[m]] = lf + 1;
+			fsck_set_owner(c, b[m], lf + 1);
 			c->disk_bitmap[b[m] >> 3] |= (uint8_t)(1u << (b[m] & 7));
 		}
 	}
