@@ -149,10 +149,12 @@ struct fsck_run {
 	uint8_t *taken;
 };
 
-/* Memory that lives as long as the context: unit records and data. */
+/* Memory that lives as long as the context: unit records and data
+ * (fsck_mem.c). */
 struct fsck_slab {
 	struct fsck_slab *next;
 	size_t used, cap;
+	size_t maplen;      /* a mapping of that length; 0: malloc'd */
 	uint8_t mem[];
 };
 
@@ -352,8 +354,14 @@ int fsck_prefetch(struct fsck_ctx *c, uint32_t start, uint32_t n);
  * are in use in both halves (directory and extent units, mostly), read
  * ahead before pass 2. */
 int fsck_prefetch_zone(struct fsck_ctx *c);
-/* len bytes that live as long as the context, or NULL. */
+/* fsck_mem.c: len bytes that live as long as the context, or NULL; all
+ * of them given back at once. */
 void *fsck_alloc(struct fsck_ctx *c, size_t len);
+void fsck_mem_free(struct fsck_ctx *c);
+/* An array of context memory (*arr, *cap elements of elem bytes) with room
+ * for need: moved to a larger one when it has not (the old one stays until
+ * the context goes). 0 or -ENOMEM (through fsck_oom()). */
+int fsck_grow(struct fsck_ctx *c, void *arr, uint32_t *cap, size_t elem, uint32_t need);
 void fsck_unit_add(struct fsck_ctx *c, struct fsck_unit *u);
 void fsck_unit_modified(struct fsck_ctx *c, struct fsck_unit *u);
 /* Choose the current copy of u (u->cur, -1: none) from the two read and

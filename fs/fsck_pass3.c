@@ -376,10 +376,12 @@ int fsck_pass3(struct fsck_ctx *c)
 	struct fsck_exts x = { 0 };
 	int ret = 0;
 
-	c->owner = calloc(nb, sizeof(*c->owner));
-	c->owned = calloc(nb / 64 + 1, sizeof(*c->owned));
+	c->owner = fsck_alloc(c, (size_t)nb * sizeof(*c->owner));
+	c->owned = fsck_alloc(c, (nb / 64 + 1) * sizeof(*c->owned));
 	if (!c->owner || !c->owned)
 		return fsck_oom(c);
+	memset(c->owner, 0, (size_t)nb * sizeof(*c->owner));
+	memset(c->owned, 0, (nb / 64 + 1) * sizeof(*c->owned));
 	for (uint32_t b = 0; b < c->hdr.data_start; b++) {
 		fsck_set_owner(c, b, OWNER_FIXED);
 		fsck_set_owner(c, b + c->half, OWNER_FIXED);

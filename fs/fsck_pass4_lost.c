@@ -267,14 +267,8 @@ static int push_dent(struct fsck_ctx *c, uint32_t unit, uint32_t off, uint64_t s
 {
 	struct fsck_dent *d;
 
-	if (c->ndents == c->capdents) {
-		uint32_t ncap = c->capdents ? c->capdents * 2 : 1024;
-		struct fsck_dent *p = realloc(c->dents, ncap * sizeof(*p));
-		if (!p)
-			return fsck_oom(c);
-		c->dents = p;
-		c->capdents = ncap;
-	}
+	if (fsck_grow(c, &c->dents, &c->capdents, sizeof(*c->dents), c->ndents + 1) < 0)
+		return -ENOMEM;
 	d = &c->dents[c->ndents++];
 	memset(d, 0, sizeof(*d));
 	d->unit = unit;
