@@ -195,6 +195,28 @@ static int vol_alloc(struct fsck_vol *v, uint32_t n)
 	return 0;
 }
 
+/* The header copies of chunks 1 .. n-1 where chunks of chunk 0's size put
+ * them, asked for all at once: the reads that follow, one chunk at a time,
+ * then find them in the page cache instead of waiting for each in turn
+ * (128 reads of 4 KiB across the image for 64 chunks). Only a hint. */
+static void advise_headers(const struct fsck_vol *v, uint32_t n, uint64_t sz, uint64_t total)
+{
+#ifdef POSIX_FADV_WILLNEED
+	for (uint32_t i = 1; i < n && sz; i++) {
+		uint64_t base = (uint64_t)i * sz;
+		if (base + sz > total)
+			break;
+		posix_fadvise(v->fd, (off_t)base, OD_BLOCK_SIZE, POSIX_FADV_WILLNEED);
+		posix_fadvise(v->fd, (off_t)(base + sz / 2), OD_BLOCK_SIZE, POSIX_FADV_WILLNEED);
+	}
+#else
+	(void)v;
+	(void)n;
+	(void)sz;
+	(void)total;
+#endif
+}
+
 /* Where each chunk is: chunk 0's header gives the count, each chunk's own
  * header its size (chunk 0's size when its header is unreadable, as the
  * library does). Only first blocks (and mirror candidates) are read. */
@@ -241,6 +263,7 @@ int fsck_vol_locate(struct fsck_vol *v, uint64_t total, const struct fsck_opts *
 		fsck_vol_say(o, "chunk 0: header says the volume has %u chunks", n);
 		n = 1;
 	}
+	advise_headers(v, n, (uint64_t)nb0 * OD_BLOCK_SIZE, total);
 	h0 = v->hdr[0];
 	ok0 = v->hdr_ok[0];
 	if (vol_alloc(v, n) < 0)
