@@ -203,6 +203,7 @@ int fsck_estimate_path(const char *path, int chunk, const struct fsck_opts *o,
 	memset(res, 0, sizeof(*res));
 	memset(&v, 0, sizeof(v));
 	v.fd = -1;
+	v.dfd = -1;
 	ro.mode = FSCK_CHECK_ONLY; /* an estimate never writes */
 	ret = fsck_vol_open(path, &ro, &v, &total); /* says what failed */
 	if (ret < 0) {

@@ -215,6 +215,7 @@ struct fsck_deferred {
 /* The whole volume, for locating chunks and for -x reads (fsck_cross.c). */
 struct fsck_vol {
 	int fd;
+	int dfd;                      /* the image opened O_DIRECT for bulk reads, or -1 */
 	uint32_t nchunks;
 	uint64_t *base;               /* byte offset of each chunk */
 	uint64_t *size;               /* its size in bytes */

@@ -58,20 +58,31 @@ static struct fsck_slab *slab_new(size_t need, int first)
 	return s;
 }
 
+/* Pieces of a block or more start at a block boundary (direct reads into
+ * them need it: store_file_region_direct()). */
+#define PAGE_ALIGN 4096u
+
+static size_t pad_for(const struct fsck_slab *s, size_t len)
+{
+	uintptr_t at = (uintptr_t)(s->mem + s->used);
+
+	return len < PAGE_ALIGN ? 0 : (PAGE_ALIGN - (at & (PAGE_ALIGN - 1))) & (PAGE_ALIGN - 1);
+}
+
 void *fsck_alloc(struct fsck_ctx *c, size_t len)
 {
 	struct fsck_slab *s = c->slabs;
 
 	len = (len + 15) & ~(size_t)15;
-	if (!s || s->cap - s->used < len) {
-		struct fsck_slab *n = slab_new(len, !s);
+	if (!s || s->cap - s->used < len + pad_for(s, len)) {
+		struct fsck_slab *n = slab_new(len + PAGE_ALIGN, !s);
 		if (!n)
 			return NULL;
 		n->next = s;
 		c->slabs = n;
 		s = n;
 	}
-	s->used += len;
+	s->used += pad_for(s, len) + len;
 	return s->mem + s->used - len;
 }
 

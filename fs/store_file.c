@@ -12,8 +12,11 @@
 struct file_store {
 	struct chunk_store st;
 	int fd;
+	int dfd;        /* the same file opened O_DIRECT, or -1 */
 	uint64_t base;
 };
+
+#define DIRECT_ALIGN 4096u
 
 static struct file_store *to_fs(struct chunk_store *st)
 {
@@ -29,11 +32,20 @@ static int file_pread(struct chunk_store *st, void *buf, size_t len, uint64_t of
 {
 	struct file_store *fst = to_fs(st);
 	uint8_t *p = buf;
+	int fd = fst->fd;
 
 	if (!range_ok(st, len, off))
 		return -EINVAL;
+	/* Aligned reads bypass the page cache when the store has a direct fd
+	 * (the kernel writes dirty cached pages of the range back first). */
+	if (fst->dfd >= 0 && !(((uintptr_t)buf | len | (fst->base + off)) & (DIRECT_ALIGN - 1)))
+		fd = fst->dfd;
 	while (len) {
-		ssize_t n = pread(fst->fd, p, len, (off_t)(fst->base + off));
+		ssize_t n = pread(fd, p, len, (off_t)(fst->base + off));
+		if (n < 0 && errno == EINVAL && fd != fst->fd) {
+			fd = fst->fd; /* the file system refuses this direct read */
+			continue;
+		}
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -102,7 +114,8 @@ static const struct chunk_store_ops file_ops = {
 	.close = file_close,
 };
 
-int store_file_region(int fd, uint64_t base, uint64_t size, struct chunk_store **out)
+int store_file_region_direct(int fd, int dfd, uint64_t base, uint64_t size,
+			     struct chunk_store **out)
 {
 	struct file_store *fst = calloc(1, sizeof(*fst));
 
@@ -111,7 +124,13 @@ int store_file_region(int fd, uint64_t base, uint64_t size, struct chunk_store *
 	fst->st.ops = &file_ops;
 	fst->st.size = size;
 	fst->fd = fd;
+	fst->dfd = dfd;
 	fst->base = base;
 	*out = &fst->st;
 	return 0;
+}
+
+int store_file_region(int fd, uint64_t base, uint64_t size, struct chunk_store **out)
+{
+	return store_file_region_direct(fd, -1, base, size, out);
 }
