@@ -136,7 +136,8 @@ int fsck_pass5(struct fsck_ctx *c)
 			continue;
 		}
 		if (!(b & 63) && b >= nb && b + 64 <= nbits &&
-		    (c->bitmap_unknown[b / BITS_PER_BLOCK] || !load_word(c->disk_bitmap + (b >> 3)))) {
+		    (c->bitmap_unknown[b / BITS_PER_BLOCK] ||
+		     !load_word(c->disk_bitmap + (b >> 3)))) {
 			b += 63; /* past the end, clear (want is 0 there) */
 			continue;
 		}

@@ -1144,10 +1144,10 @@ static uint64_t make_orphan_dir(uint32_t *chunk)
 	/* A free slot below the watermark. */
 	for (uint32_t s = 0; s < h.islot_watermark && slot == UINT32_MAX; s++) {
 		uint8_t blk[OD_BLOCK_SIZE], zero[OD_INODE_SIZE] = { 0 };
+		uint32_t at_s = OD_MB_HEADER_SIZE + (s % OD_ISLOTS_PER_BLOCK) * OD_INODE_SIZE;
 		if (read_unit(fd, k, h.itable_start + s / OD_ISLOTS_PER_BLOCK, 1, h.nblocks / 2,
 			      blk) == 0 &&
-		    memcmp(blk + OD_MB_HEADER_SIZE + (s % OD_ISLOTS_PER_BLOCK) * OD_INODE_SIZE, zero,
-			   OD_INODE_SIZE) == 0)
+		    memcmp(blk + at_s, zero, OD_INODE_SIZE) == 0)
 			slot = s;
 	}
 	CHECK(slot != UINT32_MAX);
@@ -1155,7 +1155,8 @@ static uint64_t make_orphan_dir(uint32_t *chunk)
 		struct odir_slot sa = { .ino = ino };
 		struct map_arg ma;
 		uint32_t idx = OD_STABLE_INDEX(od.num);
-		sa.off = (uint16_t)(OD_MB_HEADER_SIZE + (slot % OD_ISLOTS_PER_BLOCK) * OD_INODE_SIZE);
+		sa.off = (uint16_t)(OD_MB_HEADER_SIZE +
+				    (slot % OD_ISLOTS_PER_BLOCK) * OD_INODE_SIZE);
 		patch_unit(fd, k, h.itable_start + slot / OD_ISLOTS_PER_BLOCK, 1, put_slot, &sa);
 		ma.k = idx % OD_MAP_PER_BLOCK;
 		ma.loc.chunk = k;
