@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "store.h"
@@ -17,6 +18,7 @@ struct file_store {
 };
 
 #define DIRECT_ALIGN 4096u
+#define DIRECT_MIN (64u << 10) /* smaller reads stay buffered */
 
 static struct file_store *to_fs(struct chunk_store *st)
 {
@@ -28,6 +30,32 @@ static int range_ok(struct chunk_store *st, size_t len, uint64_t off)
 	return off <= st->size && len <= st->size - off;
 }
 
+/* 1 when every page of [off, off + len) of fd is in the page cache (a
+ * mapping that is never touched, asked with mincore()). */
+static int all_cached(int fd, uint64_t off, size_t len)
+{
+	size_t npages = len / DIRECT_ALIGN;
+	unsigned char small[1024], *vec = npages <= sizeof(small) ? small : malloc(npages);
+	void *m;
+	int all = 0;
+
+	if (!vec)
+		return 0;
+	m = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, (off_t)off);
+	if (m != MAP_FAILED) {
+		if (mincore(m, len, vec) == 0) {
+			size_t i = 0;
+			while (i < npages && (vec[i] & 1))
+				i++;
+			all = i == npages;
+		}
+		munmap(m, len);
+	}
+	if (vec != small)
+		free(vec);
+	return all;
+}
+
 static int file_pread(struct chunk_store *st, void *buf, size_t len, uint64_t off)
 {
 	struct file_store *fst = to_fs(st);
@@ -36,9 +64,12 @@ static int file_pread(struct chunk_store *st, void *buf, size_t len, uint64_t of
 
 	if (!range_ok(st, len, off))
 		return -EINVAL;
-	/* Aligned reads bypass the page cache when the store has a direct fd
-	 * (the kernel writes dirty cached pages of the range back first). */
-	if (fst->dfd >= 0 && !(((uintptr_t)buf | len | (fst->base + off)) & (DIRECT_ALIGN - 1)))
+	/* Large aligned reads of bytes not all in the page cache bypass it
+	 * when the store has a direct fd (the kernel writes dirty cached pages
+	 * of the range back first). */
+	if (fst->dfd >= 0 && len >= DIRECT_MIN &&
+	    !(((uintptr_t)buf | len | (fst->base + off)) & (DIRECT_ALIGN - 1)) &&
+	    !all_cached(fst->fd, fst->base + off, len))
 		fd = fst->dfd;
 	while (len) {
 		ssize_t n = pread(fd, p, len, (off_t)(fst->base + off));
