@@ -223,7 +223,20 @@ struct fsck_vol {
 	uint8_t *hdr_ok;
 	uint8_t uuid[16];             /* chunk 0's */
 	int have_uuid;
+	/* Only chunk 0 and chunk `one` located (fsck_vol_locate_one(): the
+	 * others' entries are where chunk 0's size puts them, headers not
+	 * read); fsck_vol_complete() locates the rest. */
+	int partial;
+	uint32_t one;
+	uint64_t total;               /* the image's size */
 };
+
+/* fsck_volume.c: every chunk of a partly located volume located (a no-op
+ * otherwise). Not for several threads at once: a volume is only partly
+ * located when one chunk is checked. 0, or -EUCLEAN when the chunk that
+ * was checked is not where the whole walk puts it (said to no one: the
+ * caller says it). */
+int fsck_vol_complete(struct fsck_vol *v);
 
 /* A chunk's newest dirty list and what becomes of it (fsck_txn.c). */
 struct fsck_txlist {

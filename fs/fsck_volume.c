@@ -302,6 +302,68 @@ int fsck_vol_locate(struct fsck_vol *v, uint64_t total, const struct fsck_opts *
 	return 0;
 }
 
+int fsck_vol_locate_one(struct fsck_vol *v, uint64_t total, const struct fsck_opts *o,
+			uint32_t k)
+{
+	struct od_chunk_header h0;
+	uint64_t sz;
+	uint32_t n;
+
+	v->nchunks = 1;
+	if (vol_alloc(v, 1) < 0)
+		return -ENOMEM;
+	fsck_vol_read_header(v, 0, 0, total, 0);
+	if (!v->hdr_ok[0])
+		return fsck_vol_locate(v, total, o);
+	h0 = v->hdr[0];
+	n = h0.chunk_count;
+	sz = (uint64_t)h0.nblocks * OD_BLOCK_SIZE;
+	if (n == 0 || n > OD_MAX_CHUNKS || k >= n || (uint64_t)(k + 1) * sz > total)
+		return fsck_vol_locate(v, total, o);
+	if (vol_alloc(v, n) < 0)
+		return -ENOMEM;
+	v->nchunks = n;
+	v->hdr[0] = h0;
+	v->hdr_ok[0] = 1;
+	memcpy(v->uuid, h0.volume_uuid, 16);
+	v->have_uuid = 1;
+	for (uint32_t i = 0; i < n; i++) {
+		v->base[i] = (uint64_t)i * sz;
+		v->size[i] = v->base[i] >= total ? 0
+			     : total - v->base[i] < sz ? total - v->base[i]
+						       : sz;
+	}
+	if (k > 0) {
+		fsck_vol_read_header(v, k, v->base[k], total - v->base[k], h0.nblocks);
+		if (!v->hdr_ok[k] || v->hdr[k].nblocks != h0.nblocks ||
+		    memcmp(v->hdr[k].volume_uuid, v->uuid, 16) != 0)
+			return fsck_vol_locate(v, total, o);
+	}
+	v->partial = 1;
+	v->one = k;
+	v->total = total;
+	return 0;
+}
+
+int fsck_vol_complete(struct fsck_vol *v)
+{
+	static const struct fsck_opts quiet = { .mode = FSCK_CHECK_ONLY };
+	uint64_t base, size;
+	int ret;
+
+	if (!v->partial)
+		return 0;
+	base = v->base[v->one];
+	size = v->size[v->one];
+	v->partial = 0;
+	ret = fsck_vol_locate(v, v->total, &quiet);
+	if (ret < 0)
+		return ret;
+	if (v->one >= v->nchunks || v->base[v->one] != base || v->size[v->one] != size)
+		return -EUCLEAN;
+	return 0;
+}
+
 /* --- running the checks (-j) ----------------------------------------------------- */
 
 struct vol_run {
@@ -465,7 +527,12 @@ int fsck_volume_path(const char *path, int chunk, const struct fsck_opts *o,
 		goto out;
 	}
 	store_close(whole);
-	ret = fsck_vol_locate(&v, total, o);
+	/* One chunk, no cross-chunk confirmations: the other chunks' headers
+	 * are read only if the check needs them (fsck_vol_complete()). */
+	if (chunk >= 0 && !o->cross)
+		ret = fsck_vol_locate_one(&v, total, o, (uint32_t)chunk);
+	else
+		ret = fsck_vol_locate(&v, total, o);
 	if (ret < 0) {
 		fsck_vol_say(o, "%s: %s", path, strerror(-ret));
 		res->exit_code = FSCK_EXIT_OPERATIONAL;
