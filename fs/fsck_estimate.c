@@ -3,15 +3,16 @@
  * the check the options ask for, from a cold cache:
  *
  *   default (each unit's current copy):
- *     t(chunk) = 0.99 ms + 3.5 ns * nblocks + 0.62 us * used_inodes
+ *     t(chunk) = 0.27 ms + 2.8 ns * nblocks + 0.90 us * used_inodes
+ *     once a run: 2.5 ms (the first chunk's extra 1.0 ms, locating 1.5 ms)
  *   --both-copies (both copies of every unit):
- *     t(chunk) = 1.6 ms + 3.1 ns * nblocks + 1.21 us * used_inodes
+ *     t(chunk) = 0.89 ms + 3.1 ns * nblocks + 1.21 us * used_inodes
+ *     once a run: 2.2 ms
  *
- * plus, once per run, 2.5 ms (locating the chunks, locks, the image's
- * kind). Used blocks are left out: in the measurements they were file data
- * as often as metadata, and data is never read. The constants were fitted
- * to cold-cache checks (`fsck.chunkfs -f -n`, page cache dropped) of
- * volumes made by `mkfs.chunkfs -d` from generated trees, on local files
+ * Used blocks are left out: in the measurements they were file data as
+ * often as metadata, and data is never read. The constants were fitted to
+ * cold-cache checks (`fsck.chunkfs -f -n`, page cache dropped) of volumes
+ * made by `mkfs.chunkfs -d` from generated trees, on local files
  * (doc/fsck.md has the figures); the start of the program is not included.
  * An NBD export adds its own latency per metadata read. With -j the total
  * is the longest of the jobs when the chunks are dealt out largest first. */
@@ -29,17 +30,22 @@ struct est_model {
 	uint64_t chunk_ps;  /* per chunk: header, dirty lists, bitmap, map, tables */
 	uint64_t nblock_ps; /* per block of the chunk: owner map, bitmap compare */
 	uint64_t inode_ps;  /* per used inode: its entry and inline data read, its checks */
+	uint64_t run_ps;    /* per run: the first chunk's extra, locating the chunks */
 };
 
-static const struct est_model model_current = { 990000000ull, 3500ull, 620000ull };
-static const struct est_model model_both = { 1600000000ull, 3100ull, 1210000ull };
+static const struct est_model model_current = { 270000000ull, 2800ull, 900000ull,
+						2500000000ull };
+static const struct est_model model_both = { 890000000ull, 3100ull, 1210000ull, 2200000000ull };
 
-#define EST_RUN_NS 2500000ull /* per run: locating the chunks, locks */
+static const struct est_model *model_of(const struct fsck_opts *o)
+{
+	return o->both_copies ? &model_both : &model_current;
+}
 
 static uint64_t chunk_ns(const struct fsck_opts *o, const struct od_chunk_header *h,
 			 uint64_t *inodes, uint64_t *used)
 {
-	const struct est_model *m = o->both_copies ? &model_both : &model_current;
+	const struct est_model *m = model_of(o);
 
 	*inodes = h->used_inodes;
 	*used = h->free_blocks <= h->nblocks ? (uint64_t)(h->nblocks - h->free_blocks) : h->nblocks;
@@ -137,9 +143,9 @@ static uint64_t makespan(uint64_t *ns, uint32_t n, uint32_t jobs)
 static void est_total(const struct fsck_opts *o, struct est *e, struct fsck_result *res)
 {
 	char ci[32], cb[32], d[32], dj[64] = "";
-	uint64_t one = makespan(e->ns, e->n, 1) + EST_RUN_NS;
+	uint64_t run_ns = model_of(o)->run_ps / 1000, one = makespan(e->ns, e->n, 1) + run_ns;
 
-	res->usec += EST_RUN_NS / 1000;
+	res->usec += run_ns / 1000;
 	thousands(res->inodes, ci, sizeof(ci));
 	thousands(res->blocks_used, cb, sizeof(cb));
 	duration(one, d, sizeof(d));
@@ -147,7 +153,7 @@ static void est_total(const struct fsck_opts *o, struct est *e, struct fsck_resu
 		char t[32];
 		uint64_t par = makespan(e->ns, e->n, (uint32_t)o->jobs);
 		if (par) {
-			par += EST_RUN_NS;
+			par += run_ns;
 			duration(par, t, sizeof(t));
 			snprintf(dj, sizeof(dj), " (with -j %d: about %s)", o->jobs, t);
 		}
