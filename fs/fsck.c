@@ -25,9 +25,8 @@ static uint64_t hkey(uint64_t k)
 	return k * 0x9E3779B97F4A7C15ull;
 }
 
-static int hmap_grow(struct fsck_hmap *m)
+static int hmap_resize(struct fsck_hmap *m, uint32_t ncap)
 {
-	uint32_t ncap = m->cap ? m->cap * 2 : 256;
 	uint64_t *keys = calloc(ncap, sizeof(*keys));
 	uint32_t *vals = calloc(ncap, sizeof(*vals));
 
@@ -52,6 +51,20 @@ static int hmap_grow(struct fsck_hmap *m)
 	m->vals = vals;
 	m->cap = ncap;
 	return 0;
+}
+
+static int hmap_grow(struct fsck_hmap *m)
+{
+	return hmap_resize(m, m->cap ? m->cap * 2 : 256);
+}
+
+int fsck_hmap_reserve(struct fsck_hmap *m, uint32_t n)
+{
+	uint32_t cap = 256;
+
+	while (cap < (1u << 30) && cap < 2 * n + 2)
+		cap *= 2;
+	return cap > m->cap ? hmap_resize(m, cap) : 0;
 }
 
 /* 0 inserted, 1 the key was there already (left as it was), -ENOMEM. */
@@ -532,43 +545,6 @@ static void unit_fresh(struct fsck_ctx *c, struct fsck_unit *u, uint64_t owner)
 
 /* --- reading ahead, and the context's memory -------------------------------- */
 
-#define SLAB_BYTES (256u << 10)
-
-void *fsck_alloc(struct fsck_ctx *c, size_t len)
-{
-	struct fsck_slab *s = c->slabs;
-
-	len = (len + 15) & ~(size_t)15;
-	if (!s || s->cap - s->used < len) {
-		size_t cap = len > SLAB_BYTES / 4 ? len : SLAB_BYTES;
-		struct fsck_slab *n = malloc(sizeof(*n) + cap);
-		if (!n)
-			return NULL;
-		n->used = 0;
-		n->cap = cap;
-		if (s && cap != SLAB_BYTES) {
-			/* A large piece of its own: the current slab stays in use. */
-			n->next = s->next;
-			s->next = n;
-		} else {
-			n->next = s;
-			c->slabs = n;
-		}
-		s = n;
-	}
-	s->used += len;
-	return s->mem + s->used - len;
-}
-
-static void slabs_free(struct fsck_ctx *c)
-{
-	while (c->slabs) {
-		struct fsck_slab *n = c->slabs->next;
-		free(c->slabs);
-		c->slabs = n;
-	}
-}
-
 static uint64_t run_key(uint8_t copy, uint32_t start)
 {
 	return ((uint64_t)copy << 32) | start;
@@ -844,20 +820,24 @@ static uint64_t loc_key(uint32_t block, uint16_t off)
 	return ((uint64_t)block << 16) | off;
 }
 
+int fsck_reserve(struct fsck_ctx *c, uint32_t nrecs)
+{
+	if (fsck_grow(c, &c->recs, &c->caprecs, sizeof(*c->recs), nrecs) < 0 ||
+	    fsck_grow(c, &c->dents, &c->capdents, sizeof(*c->dents), nrecs) < 0)
+		return -ENOMEM;
+	if (fsck_hmap_reserve(&c->by_loc, nrecs) < 0 || fsck_hmap_reserve(&c->by_stable, nrecs) < 0)
+		return fsck_oom(c);
+	return 0;
+}
+
 int fsck_add_rec(struct fsck_ctx *c, const struct od_inode *ino, uint32_t block, uint16_t off,
 		 uint32_t slot, uint32_t dent, uint32_t *idx)
 {
 	struct fsck_ino *r;
 	int ret;
 
-	if (c->nrecs == c->caprecs) {
-		uint32_t ncap = c->caprecs ? c->caprecs * 2 : 256;
-		struct fsck_ino *p = realloc(c->recs, ncap * sizeof(*p));
-		if (!p)
-			return fsck_oom(c);
-		c->recs = p;
-		c->caprecs = ncap;
-	}
+	if (fsck_grow(c, &c->recs, &c->caprecs, sizeof(*c->recs), c->nrecs + 1) < 0)
+		return -ENOMEM;
 	r = &c->recs[c->nrecs];
 	memset(r, 0, sizeof(*r));
 	r->ino = *ino;
@@ -1080,16 +1060,13 @@ static void ctx_free(struct fsck_ctx *c)
 	}
 	free(c->uhash);
 	free(c->runs);
-	slabs_free(c);
+	fsck_mem_free(c);
 	fsck_hmap_free(&c->pend);
 	fsck_txn_free(c);
 	fsck_hmap_free(&c->by_loc);
 	fsck_hmap_free(&c->by_stable);
-	free(c->recs);
-	free(c->dents);
 	free(c->map);
 	free(c->map_lost);
-	free(c->owner);
 	free(c->disk_bitmap);
 	free(c->bitmap_unknown);
 	free(c->defs);

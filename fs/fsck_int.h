@@ -149,10 +149,12 @@ struct fsck_run {
 	uint8_t *taken;
 };
 
-/* Memory that lives as long as the context: unit records and data. */
+/* Memory that lives as long as the context: unit records and data
+ * (fsck_mem.c). */
 struct fsck_slab {
 	struct fsck_slab *next;
 	size_t used, cap;
+	size_t maplen;      /* a mapping of that length; 0: malloc'd */
 	uint8_t mem[];
 };
 
@@ -213,6 +215,7 @@ struct fsck_deferred {
 /* The whole volume, for locating chunks and for -x reads (fsck_cross.c). */
 struct fsck_vol {
 	int fd;
+	int dfd;                      /* the image opened O_DIRECT for bulk reads, or -1 */
 	uint32_t nchunks;
 	uint64_t *base;               /* byte offset of each chunk */
 	uint64_t *size;               /* its size in bytes */
@@ -220,7 +223,20 @@ struct fsck_vol {
 	uint8_t *hdr_ok;
 	uint8_t uuid[16];             /* chunk 0's */
 	int have_uuid;
+	/* Only chunk 0 and chunk `one` located (fsck_vol_locate_one(): the
+	 * others' entries are where chunk 0's size puts them, headers not
+	 * read); fsck_vol_complete() locates the rest. */
+	int partial;
+	uint32_t one;
+	uint64_t total;               /* the image's size */
 };
+
+/* fsck_volume.c: every chunk of a partly located volume located (a no-op
+ * otherwise). Not for several threads at once: a volume is only partly
+ * located when one chunk is checked. 0, or -EUCLEAN when the chunk that
+ * was checked is not where the whole walk puts it (said to no one: the
+ * caller says it). */
+int fsck_vol_complete(struct fsck_vol *v);
 
 /* A chunk's newest dirty list and what becomes of it (fsck_txn.c). */
 struct fsck_txlist {
@@ -285,8 +301,12 @@ struct fsck_ctx {
 	uint32_t nmap;
 	uint8_t *map_lost;            /* its block was unreadable */
 
-	/* Blocks: owner record + 1 of each (OWNER_FIXED for fixed metadata). */
+	/* Blocks: owner record + 1 of each (OWNER_FIXED for fixed metadata),
+	 * and a bit per block, set when it has an owner (pass 5 compares it
+	 * with the bitmap 64 blocks at a time). Written only through
+	 * fsck_set_owner(). */
 	uint32_t *owner;
+	uint64_t *owned;
 	uint8_t *disk_bitmap;         /* as read (implied by BITMAP_UNINIT) */
 	uint8_t *bitmap_unknown;      /* per bitmap block: no valid copy */
 
@@ -300,6 +320,17 @@ struct fsck_ctx {
 };
 
 #define OWNER_FIXED 0xffffffffu
+
+static inline void fsck_set_owner(struct fsck_ctx *c, uint32_t b, uint32_t owner)
+{
+	uint64_t bit = 1ull << (b & 63);
+
+	c->owner[b] = owner;
+	if (owner)
+		c->owned[b >> 6] |= bit;
+	else
+		c->owned[b >> 6] &= ~bit;
+}
 
 /* Problem context: what a message's % expansions print. */
 struct fsck_pctx {
@@ -330,15 +361,23 @@ struct fsck_unit *fsck_unit_find(struct fsck_ctx *c, uint32_t block);
 /* Read blocks [start, start + n) of copy 0 (and of copy 1 with c->both)
  * in requests of up to FSCK_RUN_BLOCKS, for fsck_unit_get to take its
  * units from. Only a shortcut: a range that cannot be read is left to be
- * read unit by unit. 0 or -ENOMEM. */
-#define FSCK_RUN_BLOCKS 256u
+ * read unit by unit. 0 or -ENOMEM. Requests of 4 MiB: a cold check is
+ * bound by its reads, one at a time, and these take a quarter of the
+ * per-request cost of 1 MiB ones. */
+#define FSCK_RUN_BLOCKS 1024u
 int fsck_prefetch(struct fsck_ctx *c, uint32_t start, uint32_t n);
 /* The copy-0 blocks of the lower metadata zone that the bitmap read says
  * are in use in both halves (directory and extent units, mostly), read
  * ahead before pass 2. */
 int fsck_prefetch_zone(struct fsck_ctx *c);
-/* len bytes that live as long as the context, or NULL. */
+/* fsck_mem.c: len bytes that live as long as the context, or NULL; all
+ * of them given back at once. */
 void *fsck_alloc(struct fsck_ctx *c, size_t len);
+void fsck_mem_free(struct fsck_ctx *c);
+/* An array of context memory (*arr, *cap elements of elem bytes) with room
+ * for need: moved to a larger one when it has not (the old one stays until
+ * the context goes). 0 or -ENOMEM (through fsck_oom()). */
+int fsck_grow(struct fsck_ctx *c, void *arr, uint32_t *cap, size_t elem, uint32_t need);
 void fsck_unit_add(struct fsck_ctx *c, struct fsck_unit *u);
 void fsck_unit_modified(struct fsck_ctx *c, struct fsck_unit *u);
 /* Choose the current copy of u (u->cur, -1: none) from the two read and
@@ -350,6 +389,11 @@ const char *fsck_unit_name(uint16_t type);
 int fsck_hmap_put(struct fsck_hmap *m, uint64_t key, uint32_t val);
 uint32_t fsck_hmap_get(const struct fsck_hmap *m, uint64_t key);
 void fsck_hmap_free(struct fsck_hmap *m);
+/* Room for n keys without growing. 0 or -ENOMEM. */
+int fsck_hmap_reserve(struct fsck_hmap *m, uint32_t n);
+/* Room for nrecs records and entries, and their tables, up front (pass 1,
+ * from the header's counters): no growth while the passes run. */
+int fsck_reserve(struct fsck_ctx *c, uint32_t nrecs);
 int fsck_add_rec(struct fsck_ctx *c, const struct od_inode *ino, uint32_t block, uint16_t off,
 		 uint32_t slot, uint32_t dent, uint32_t *idx);
 uint32_t fsck_rec_at(const struct fsck_ctx *c, uint32_t block, uint16_t off);
@@ -359,10 +403,19 @@ uint32_t fsck_rec_by_stable(const struct fsck_ctx *c, uint64_t s);
 int fsck_defer(struct fsck_ctx *c, int kind, uint32_t rec, uint32_t idx, uint64_t stable,
 	       struct od_loc loc);
 void fsck_describe(const struct fsck_ctx *c, const struct fsck_ino *r, char *buf, size_t n);
-/* The extent list of r (ext[] and its chain of extent units, read here);
- * *units gets the chain's blocks. Problems reported once per inode. */
-int fsck_extents(struct fsck_ctx *c, uint32_t ri, struct od_extent **ext, uint32_t *n,
-		 uint32_t **units, uint32_t *nunits);
+/* An extent list and the blocks of its chain of extent units: arrays the
+ * caller keeps from one inode to the next (fsck_exts_free() at the end). */
+struct fsck_exts {
+	struct od_extent *ext;
+	uint32_t n, cap;
+	uint32_t *units;
+	uint32_t nunits, ucap;
+};
+
+/* The extent list of r (ext[] and its chain of extent units, read here)
+ * into x, replacing what x held. Problems reported once per inode. */
+int fsck_extents(struct fsck_ctx *c, uint32_t ri, struct fsck_exts *x);
+void fsck_exts_free(struct fsck_exts *x);
 int fsck_in_data_area(const struct fsck_ctx *c, uint32_t start, uint32_t len);
 int fsck_meta_place(const struct fsck_ctx *c, uint32_t start, uint32_t units);
 int fsck_cancelled(const struct fsck_ctx *c);

@@ -466,7 +466,13 @@ int fsck_pass1(struct fsck_ctx *c)
 
 	if (ret < 0 || c->fatal || c->clean_skip)
 		return ret;
-	ret = read_bitmap(c);
+	/* Records for the used inodes and the slots in use, as the header
+	 * counts them (a wrong count only costs a later growth). */
+	ret = fsck_reserve(c, (c->hdr.used_inodes < c->hdr.max_inodes ? c->hdr.used_inodes
+									: c->hdr.max_inodes) +
+				      c->hdr.islot_watermark + 16);
+	if (ret == 0)
+		ret = read_bitmap(c);
 	if (ret == 0)
 		ret = read_map(c);
 	if (ret == 0)

@@ -31,14 +31,8 @@ static int add_dent(struct fsck_ctx *c, uint32_t unit, uint32_t off, const struc
 {
 	struct fsck_dent *d;
 
-	if (c->ndents == c->capdents) {
-		uint32_t ncap = c->capdents ? c->capdents * 2 : 1024;
-		struct fsck_dent *p = realloc(c->dents, ncap * sizeof(*p));
-		if (!p)
-			return fsck_oom(c);
-		c->dents = p;
-		c->capdents = ncap;
-	}
+	if (fsck_grow(c, &c->dents, &c->capdents, sizeof(*c->dents), c->ndents + 1) < 0)
+		return -ENOMEM;
 	d = &c->dents[c->ndents];
 	memset(d, 0, sizeof(*d));
 	d->unit = unit;
@@ -186,19 +180,17 @@ static int walk_unit(struct fsck_ctx *c, uint32_t dir, struct fsck_unit *u)
 	return 0;
 }
 
-static int walk_dir(struct fsck_ctx *c, uint32_t ri)
+static int walk_dir(struct fsck_ctx *c, uint32_t ri, struct fsck_exts *x)
 {
-	struct od_extent *ext = NULL;
-	uint32_t n = 0, *units = NULL, nunits = 0;
 	uint64_t head, prev = 0;
 	int ret;
 
 	c->recs[ri].walked = 1;
 	head = (c->recs[ri].ino.flags & OD_INF_CONT) ? c->recs[ri].ino.head_stable
 						      : c->recs[ri].ino.stable;
-	ret = fsck_extents(c, ri, &ext, &n, &units, &nunits);
-	for (uint32_t i = 0; i < n && ret == 0 && !c->fatal; i++) {
-		const struct od_extent *e = &ext[i];
+	ret = fsck_extents(c, ri, x);
+	for (uint32_t i = 0; i < x->n && ret == 0 && !c->fatal; i++) {
+		const struct od_extent *e = &x->ext[i];
 		struct fsck_pctx p = { .rec = &c->recs[ri], .num = e->lblk, .blk = e->pblk,
 				       .num2 = e->len };
 		struct od_mb_header h;
@@ -229,26 +221,25 @@ static int walk_dir(struct fsck_ctx *c, uint32_t ri)
 		}
 		ret = walk_unit(c, ri, u);
 	}
-	free(ext);
-	free(units);
 	return ret;
 }
 
 int fsck_pass2(struct fsck_ctx *c)
 {
+	struct fsck_exts x = { 0 };
+	int ret = 0;
+
 	if (fsck_prefetch_zone(c) < 0)
 		return -ENOMEM;
 	/* Records grow while units are walked: every directory embedded in a
 	 * unit gets its turn. */
-	for (uint32_t i = 0; i < c->nrecs; i++) {
-		int ret;
+	for (uint32_t i = 0; i < c->nrecs && ret == 0; i++) {
 		if (c->recs[i].dead || c->recs[i].walked || !S_ISDIR(c->recs[i].ino.mode))
 			continue;
 		if (fsck_cancelled(c))
-			return 0;
-		ret = walk_dir(c, i);
-		if (ret < 0)
-			return ret;
+			break;
+		ret = walk_dir(c, i, &x);
 	}
-	return 0;
+	fsck_exts_free(&x);
+	return ret;
 }

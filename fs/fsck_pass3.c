@@ -50,20 +50,25 @@ static int push_u32(uint32_t **a, uint32_t *n, uint32_t *cap, uint32_t v)
 	return 0;
 }
 
-int fsck_extents(struct fsck_ctx *c, uint32_t ri, struct od_extent **ext, uint32_t *n,
-		 uint32_t **units, uint32_t *nunits)
+void fsck_exts_free(struct fsck_exts *x)
 {
-	struct od_inode ino = c->recs[ri].ino;
+	free(x->ext);
+	free(x->units);
+	memset(x, 0, sizeof(*x));
+}
+
+int fsck_extents(struct fsck_ctx *c, uint32_t ri, struct fsck_exts *x)
+{
+	const struct od_inode *ino = &c->recs[ri].ino;
+	uint64_t owner = ino->stable;
 	int report = !c->recs[ri].ext_done;
-	uint32_t cap = 0, ucap = 0, hops = 0, next = ino.ext_block;
-	uint32_t n_in = ino.nextents < OD_INODE_EXTENTS ? ino.nextents : OD_INODE_EXTENTS;
+	uint32_t hops = 0, next = ino->ext_block;
+	uint32_t n_in = ino->nextents < OD_INODE_EXTENTS ? ino->nextents : OD_INODE_EXTENTS;
 
 	c->recs[ri].ext_done = 1;
-	*ext = NULL;
-	*units = NULL;
-	*n = *nunits = 0;
+	x->n = x->nunits = 0;
 	for (uint32_t i = 0; i < n_in; i++)
-		if (push_ext(ext, n, &cap, &ino.ext[i]) < 0)
+		if (push_ext(&x->ext, &x->n, &x->cap, &ino->ext[i]) < 0)
 			goto oom;
 	while (next) {
 		struct fsck_pctx p = { .rec = &c->recs[ri], .blk = next, .num = 1 };
@@ -72,8 +77,8 @@ int fsck_extents(struct fsck_ctx *c, uint32_t ri, struct od_extent **ext, uint32
 		char why[96];
 		int ret, loop = 0;
 
-		for (uint32_t k = 0; k < *nunits; k++)
-			loop |= (*units)[k] == next;
+		for (uint32_t k = 0; k < x->nunits; k++)
+			loop |= x->units[k] == next;
 		if (loop || ++hops > c->hdr.nblocks) {
 			p.str = "the chain loops";
 			if (report)
@@ -88,9 +93,9 @@ int fsck_extents(struct fsck_ctx *c, uint32_t ri, struct od_extent **ext, uint32
 			c->incomplete = 1;
 			break;
 		}
-		if (push_u32(units, nunits, &ucap, next) < 0)
+		if (push_u32(&x->units, &x->nunits, &x->ucap, next) < 0)
 			goto oom;
-		ret = fsck_unit_get(c, next, 1, OD_MB_EXTENTS, ino.stable, &u);
+		ret = fsck_unit_get(c, next, 1, OD_MB_EXTENTS, owner, &u);
 		if (ret == -EUCLEAN) {
 			c->incomplete = 1;
 			break;
@@ -100,12 +105,12 @@ int fsck_extents(struct fsck_ctx *c, uint32_t ri, struct od_extent **ext, uint32
 		if (!u->data)
 			break; /* both copies bad, not replaced: c->incomplete is set */
 		od_get_mb_header(u->data, &h);
-		if (h.seq > OD_EXT_PER_UNIT || h.owner != ino.stable) {
+		if (h.seq > OD_EXT_PER_UNIT || h.owner != owner) {
 			if (h.seq > OD_EXT_PER_UNIT)
 				snprintf(why, sizeof(why), "says it holds %u extents", h.seq);
 			else
 				snprintf(why, sizeof(why), "owner %llu, the inode's number is %llu",
-					 (unsigned long long)h.owner, (unsigned long long)ino.stable);
+					 (unsigned long long)h.owner, (unsigned long long)owner);
 			p.str = why;
 			if (report)
 				fix_problem(c, PR_3_EXTU_BAD, &p);
@@ -115,18 +120,14 @@ int fsck_extents(struct fsck_ctx *c, uint32_t ri, struct od_extent **ext, uint32
 		for (uint32_t i = 0; i < h.seq; i++) {
 			struct od_extent e;
 			od_get_extent(u->data + OD_MB_HEADER_SIZE + 16 * i, &e);
-			if (push_ext(ext, n, &cap, &e) < 0)
+			if (push_ext(&x->ext, &x->n, &x->cap, &e) < 0)
 				goto oom;
 		}
 		next = h.next;
 	}
 	return 0;
 oom:
-	free(*ext);
-	free(*units);
-	*ext = NULL;
-	*units = NULL;
-	*n = *nunits = 0;
+	x->n = x->nunits = 0;
 	return fsck_oom(c);
 }
 
@@ -139,12 +140,12 @@ static void claim(struct fsck_ctx *c, uint32_t ri, uint32_t start, uint32_t len,
 	for (int m = 0; m <= mirror; m++) {
 		for (uint32_t k = 0; k < len; k++) {
 			uint32_t b = start + k + (m ? c->half : 0);
-			uint32_t *o = &c->owner[b];
-			if (*o == 0) {
-				*o = ri + 1;
+			uint32_t o = c->owner[b];
+			if (o == 0) {
+				fsck_set_owner(c, b, ri + 1);
 			} else if (!reported) {
 				struct fsck_pctx p = { .rec2 = &c->recs[ri], .blk = b };
-				p.rec = *o == OWNER_FIXED ? NULL : &c->recs[*o - 1];
+				p.rec = o == OWNER_FIXED ? NULL : &c->recs[o - 1];
 				fix_problem(c, PR_3_DUP, &p);
 				reported = 1;
 			}
@@ -157,7 +158,7 @@ static void claim_unowned(struct fsck_ctx *c, uint32_t ri, uint32_t start, uint3
 {
 	for (uint32_t k = 0; k < len; k++)
 		if (!c->owner[start + k])
-			c->owner[start + k] = ri + 1;
+			fsck_set_owner(c, start + k, ri + 1);
 }
 
 void fsck_unclaim(struct fsck_ctx *c, uint32_t ri)
@@ -166,7 +167,7 @@ void fsck_unclaim(struct fsck_ctx *c, uint32_t ri)
 		return;
 	for (uint32_t b = 0; b < c->hdr.nblocks; b++)
 		if (c->owner[b] == ri + 1)
-			c->owner[b] = 0;
+			fsck_set_owner(c, b, 0);
 }
 
 /* A data extent claimed, in part, by another inode first: resolved once
@@ -372,28 +373,34 @@ int fsck_pass3(struct fsck_ctx *c)
 {
 	uint32_t nb = c->hdr.nblocks;
 	struct dups dl = { 0 };
+	struct fsck_exts x = { 0 };
 	int ret = 0;
 
-	c->owner = calloc(nb, sizeof(*c->owner));
-	if (!c->owner)
+	c->owner = fsck_alloc(c, (size_t)nb * sizeof(*c->owner));
+	c->owned = fsck_alloc(c, (nb / 64 + 1) * sizeof(*c->owned));
+	if (!c->owner || !c->owned)
 		return fsck_oom(c);
+	memset(c->owner, 0, (size_t)nb * sizeof(*c->owner));
+	memset(c->owned, 0, (nb / 64 + 1) * sizeof(*c->owned));
 	for (uint32_t b = 0; b < c->hdr.data_start; b++) {
-		c->owner[b] = OWNER_FIXED;
-		c->owner[b + c->half] = OWNER_FIXED;
+		fsck_set_owner(c, b, OWNER_FIXED);
+		fsck_set_owner(c, b + c->half, OWNER_FIXED);
 	}
 	for (uint32_t ri = 0; ri < c->nrecs; ri++) {
-		struct od_extent *ext;
-		uint32_t n, *units, nunits, type = c->recs[ri].ino.mode & S_IFMT;
+		const struct od_extent *ext;
+		uint32_t n, type = c->recs[ri].ino.mode & S_IFMT;
 
 		if (c->recs[ri].dead)
 			continue;
 		if (fsck_cancelled(c))
 			goto out;
-		ret = fsck_extents(c, ri, &ext, &n, &units, &nunits);
+		ret = fsck_extents(c, ri, &x);
 		if (ret < 0)
 			goto out;
-		for (uint32_t k = 0; k < nunits; k++)
-			claim(c, ri, units[k], 1, 1);
+		ext = x.ext;
+		n = x.n;
+		for (uint32_t k = 0; k < x.nunits; k++)
+			claim(c, ri, x.units[k], 1, 1);
 		if (type == S_IFDIR) {
 			for (uint32_t i = 0; i < n; i++)
 				if (ext[i].len == c->hdr.dir_unit &&
@@ -401,7 +408,7 @@ int fsck_pass3(struct fsck_ctx *c)
 					claim(c, ri, ext[i].pblk, ext[i].len, 1);
 		} else if (type == S_IFREG || type == S_IFLNK) {
 			ret = file_extents(c, ri, ext, n, &dl);
-		} else if (n || nunits) {
+		} else if (n || x.nunits) {
 			struct fsck_pctx p = { .rec = &c->recs[ri],
 					       .str = "a device, FIFO or socket with extents" };
 			fix_problem(c, PR_3_EXT_NONFILE, &p);
@@ -410,13 +417,12 @@ int fsck_pass3(struct fsck_ctx *c)
 				if (fsck_in_data_area(c, ext[i].pblk, ext[i].len))
 					claim(c, ri, ext[i].pblk, ext[i].len, 0);
 		}
-		free(ext);
-		free(units);
 		if (ret < 0)
 			goto out;
 	}
 	ret = resolve_dups(c, &dl);
 out:
+	fsck_exts_free(&x);
 	free(dl.d);
 	return ret;
 }

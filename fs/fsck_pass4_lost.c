@@ -130,15 +130,16 @@ static int unit_room(const struct fsck_unit *u, uint32_t need, uint32_t *holder,
 static int dir_room(struct fsck_ctx *c, uint32_t ri, uint32_t need, struct fsck_unit **out,
 		    uint32_t *holder, uint32_t *at, uint32_t *keep)
 {
-	struct od_extent *ext;
-	uint32_t n, *units, nunits;
-	int ret = fsck_extents(c, ri, &ext, &n, &units, &nunits);
+	struct fsck_exts x = { 0 };
+	int ret = fsck_extents(c, ri, &x);
 
-	if (ret < 0)
+	if (ret < 0) {
+		fsck_exts_free(&x);
 		return ret;
+	}
 	ret = -ENOSPC;
-	for (uint32_t i = 0; i < n && ret == -ENOSPC; i++) {
-		struct fsck_unit *u = fsck_unit_find(c, ext[i].pblk);
+	for (uint32_t i = 0; i < x.n && ret == -ENOSPC; i++) {
+		struct fsck_unit *u = fsck_unit_find(c, x.ext[i].pblk);
 		if (!u || !u->data || !u->walked || u->type != OD_MB_DIR)
 			continue;
 		if (unit_room(u, need, holder, at, keep) == 0) {
@@ -146,8 +147,7 @@ static int dir_room(struct fsck_ctx *c, uint32_t ri, uint32_t need, struct fsck_
 			ret = 0;
 		}
 	}
-	free(ext);
-	free(units);
+	fsck_exts_free(&x);
 	return ret;
 }
 
@@ -267,14 +267,8 @@ static int push_dent(struct fsck_ctx *c, uint32_t unit, uint32_t off, uint64_t s
 {
 	struct fsck_dent *d;
 
-	if (c->ndents == c->capdents) {
-		uint32_t ncap = c->capdents ? c->capdents * 2 : 1024;
-		struct fsck_dent *p = realloc(c->dents, ncap * sizeof(*p));
-		if (!p)
-			return fsck_oom(c);
-		c->dents = p;
-		c->capdents = ncap;
-	}
+	if (fsck_grow(c, &c->dents, &c->capdents, sizeof(*c->dents), c->ndents + 1) < 0)
+		return -ENOMEM;
 	d = &c->dents[c->ndents++];
 	memset(d, 0, sizeof(*d));
 	d->unit = unit;
@@ -326,7 +320,7 @@ static int new_unit(struct fsck_ctx *c, uint32_t lf, uint64_t lf_stable, struct 
 	for (uint32_t k = 0; k < du; k++) {
 		uint32_t b[2] = { blk + k, blk + k + c->half };
 		for (int m = 0; m < 2; m++) {
-			c->owner[b[m]] = lf + 1;
+			fsck_set_owner(c, b[m], lf + 1);
 			c->disk_bitmap[b[m] >> 3] |= (uint8_t)(1u << (b[m] & 7));
 		}
 	}

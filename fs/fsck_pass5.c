@@ -35,28 +35,34 @@ static void set_bit(uint8_t *map, uint32_t b, int v)
 		map[b >> 3] &= (uint8_t)~(1u << (b & 7));
 }
 
-/* The expected bits of blocks b .. b+7 (b a multiple of 8): owned or not. */
-static uint8_t owned_byte(const struct fsck_ctx *c, uint32_t b)
+static uint64_t load_word(const uint8_t *p)
 {
-	uint8_t x = 0;
+	uint64_t v = 0;
 
-	for (uint32_t k = 0; k < 8; k++)
-		x |= (uint8_t)((c->owner[b + k] != 0) << k);
-	return x;
+	for (int k = 7; k >= 0; k--)
+		v = v << 8 | p[k];
+	return v;
 }
 
-/* Blocks b .. b+7 agree with the disk where it can be trusted: want gets
- * them at once (the common case, 8 at a time). */
-static int byte_agrees(const struct fsck_ctx *c, uint32_t b, uint32_t nb, uint8_t *want)
+static void store_word(uint8_t *p, uint64_t v)
 {
-	uint8_t e;
+	for (int k = 0; k < 8; k++, v >>= 8)
+		p[k] = (uint8_t)v;
+}
 
-	if ((b & 7) || b + 8 > nb || c->bitmap_unknown[b / BITS_PER_BLOCK])
+/* Blocks b .. b+63 agree with the disk where it can be trusted: want gets
+ * them at once (the common case, 64 at a time; a bitmap block's payload
+ * is a whole number of 64-bit words, so they share its bitmap_unknown). */
+static int word_agrees(const struct fsck_ctx *c, uint32_t b, uint32_t nb, uint8_t *want)
+{
+	uint64_t e;
+
+	if ((b & 63) || b + 64 > nb || c->bitmap_unknown[b / BITS_PER_BLOCK])
 		return 0;
-	e = owned_byte(c, b);
-	if (e != c->disk_bitmap[b >> 3])
+	e = c->owned[b >> 6];
+	if (e != load_word(c->disk_bitmap + (b >> 3)))
 		return 0;
-	want[b >> 3] = e;
+	store_word(want + (b >> 3), e);
 	return 1;
 }
 
@@ -125,8 +131,14 @@ int fsck_pass5(struct fsck_ctx *c)
 	 * blocks could not be read, what the disk says on top. */
 	for (uint32_t b = 0; b < nbits; b++) {
 		int unknown, exp, disk;
-		if (byte_agrees(c, b, nb, want)) {
-			b += 7;
+		if (word_agrees(c, b, nb, want)) {
+			b += 63;
+			continue;
+		}
+		if (!(b & 63) && b >= nb && b + 64 <= nbits &&
+		    (c->bitmap_unknown[b / BITS_PER_BLOCK] ||
+		     !load_word(c->disk_bitmap + (b >> 3)))) {
+			b += 63; /* past the end, clear (want is 0 there) */
 			continue;
 		}
 		unknown = c->bitmap_unknown[b / BITS_PER_BLOCK];
@@ -190,9 +202,9 @@ int fsck_pass5(struct fsck_ctx *c)
 		}
 	}
 	for (uint32_t b = 0; b < nb; b++) {
-		if (!(b & 7) && b + 8 <= nb) {
-			zeros += 8 - (uint32_t)__builtin_popcount(want[b >> 3]);
-			b += 7;
+		if (!(b & 63) && b + 64 <= nb) {
+			zeros += 64 - (uint32_t)__builtin_popcountll(load_word(want + (b >> 3)));
+			b += 63;
 			continue;
 		}
 		zeros += !bit(want, b);

@@ -203,6 +203,11 @@ static struct fsck_txlist *list_of(struct fsck_ctx *c, uint32_t i, int *err)
 	*err = 0;
 	if (i == c->index)
 		return &c->tx_own;
+	if (c->vol && c->vol->partial && (*err = fsck_vol_complete(c->vol)) < 0) {
+		fsck_note(c, "the whole volume, walked chunk by chunk, puts this chunk elsewhere "
+			     "than chunk 0's size does: check the volume without -c");
+		return NULL;
+	}
 	if (!c->vol || i >= c->vol->nchunks || !c->vol->hdr_ok[i])
 		return NULL;
 	if (!c->tx_far) {

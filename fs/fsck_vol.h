@@ -29,6 +29,12 @@ int fsck_image_kind(struct chunk_store *st, struct od_chunk_header *h);
 int fsck_vol_open(const char *path, const struct fsck_opts *o, struct fsck_vol *v,
 		  uint64_t *total);
 int fsck_vol_locate(struct fsck_vol *v, uint64_t total, const struct fsck_opts *o);
+/* The same for a check of chunk k alone: chunk 0's header and chunk k's,
+ * where chunk 0's size puts it; when that is not a header of chunk k of
+ * the same size and volume, every chunk is located as fsck_vol_locate()
+ * does. */
+int fsck_vol_locate_one(struct fsck_vol *v, uint64_t total, const struct fsck_opts *o,
+			uint32_t k);
 void fsck_vol_close(struct fsck_vol *v);
 
 /* fsck_lock.c: the chunks to be checked (chunk, or all when -1) locked

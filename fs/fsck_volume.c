@@ -155,6 +155,13 @@ int fsck_vol_open(const char *path, const struct fsck_opts *o, struct fsck_vol *
 	int ret;
 
 	v->fd = open(path, (o->mode == FSCK_CHECK_ONLY ? O_RDONLY : O_RDWR) | O_CLOEXEC);
+#ifdef O_DIRECT
+	/* For the bulk of the reads, past the page cache (none where the file
+	 * system has no direct I/O: tmpfs). */
+	v->dfd = v->fd < 0 ? -1 : open(path, O_RDONLY | O_DIRECT | O_CLOEXEC);
+#else
+	v->dfd = -1;
+#endif
 	if (v->fd < 0) {
 		ret = -errno;
 		fsck_vol_say(o, "%s: %s", path, strerror(-ret));
@@ -163,6 +170,13 @@ int fsck_vol_open(const char *path, const struct fsck_opts *o, struct fsck_vol *
 	ret = image_size(v->fd, total);
 	if (ret < 0)
 		fsck_vol_say(o, "%s: %s", path, strerror(-ret));
+#ifdef POSIX_FADV_RANDOM
+	/* The check reads what it asks for and no more: the kernel's read-ahead
+	 * after each run of metadata would read on into file data and, in a
+	 * sparse image, fill the page cache with the zeros of holes (a whole
+	 * check of the 200k-file volume: 378 MB read, 1062 MB cached). */
+	posix_fadvise(v->fd, 0, 0, POSIX_FADV_RANDOM);
+#endif
 	return ret;
 }
 
@@ -174,6 +188,9 @@ void fsck_vol_close(struct fsck_vol *v)
 	free(v->hdr_ok);
 	if (v->fd >= 0)
 		close(v->fd);
+	if (v->dfd >= 0)
+		close(v->dfd);
+	v->dfd = -1;
 	v->base = v->size = NULL;
 	v->hdr = NULL;
 	v->hdr_ok = NULL;
@@ -193,6 +210,28 @@ static int vol_alloc(struct fsck_vol *v, uint32_t n)
 	if (!v->base || !v->size || !v->hdr || !v->hdr_ok)
 		return -ENOMEM;
 	return 0;
+}
+
+/* The header copies of chunks 1 .. n-1 where chunks of chunk 0's size put
+ * them, asked for all at once: the reads that follow, one chunk at a time,
+ * then find them in the page cache instead of waiting for each in turn
+ * (128 reads of 4 KiB across the image for 64 chunks). Only a hint. */
+static void advise_headers(const struct fsck_vol *v, uint32_t n, uint64_t sz, uint64_t total)
+{
+#ifdef POSIX_FADV_WILLNEED
+	for (uint32_t i = 1; i < n && sz; i++) {
+		uint64_t base = (uint64_t)i * sz;
+		if (base + sz > total)
+			break;
+		posix_fadvise(v->fd, (off_t)base, OD_BLOCK_SIZE, POSIX_FADV_WILLNEED);
+		posix_fadvise(v->fd, (off_t)(base + sz / 2), OD_BLOCK_SIZE, POSIX_FADV_WILLNEED);
+	}
+#else
+	(void)v;
+	(void)n;
+	(void)sz;
+	(void)total;
+#endif
 }
 
 /* Where each chunk is: chunk 0's header gives the count, each chunk's own
@@ -241,6 +280,7 @@ int fsck_vol_locate(struct fsck_vol *v, uint64_t total, const struct fsck_opts *
 		fsck_vol_say(o, "chunk 0: header says the volume has %u chunks", n);
 		n = 1;
 	}
+	advise_headers(v, n, (uint64_t)nb0 * OD_BLOCK_SIZE, total);
 	h0 = v->hdr[0];
 	ok0 = v->hdr_ok[0];
 	if (vol_alloc(v, n) < 0)
@@ -259,6 +299,68 @@ int fsck_vol_locate(struct fsck_vol *v, uint64_t total, const struct fsck_opts *
 		v->size[i] = base >= total ? 0 : (total - base < sz ? total - base : sz);
 		base += sz;
 	}
+	return 0;
+}
+
+int fsck_vol_locate_one(struct fsck_vol *v, uint64_t total, const struct fsck_opts *o,
+			uint32_t k)
+{
+	struct od_chunk_header h0;
+	uint64_t sz;
+	uint32_t n;
+
+	v->nchunks = 1;
+	if (vol_alloc(v, 1) < 0)
+		return -ENOMEM;
+	fsck_vol_read_header(v, 0, 0, total, 0);
+	if (!v->hdr_ok[0])
+		return fsck_vol_locate(v, total, o);
+	h0 = v->hdr[0];
+	n = h0.chunk_count;
+	sz = (uint64_t)h0.nblocks * OD_BLOCK_SIZE;
+	if (n == 0 || n > OD_MAX_CHUNKS || k >= n || (uint64_t)(k + 1) * sz > total)
+		return fsck_vol_locate(v, total, o);
+	if (vol_alloc(v, n) < 0)
+		return -ENOMEM;
+	v->nchunks = n;
+	v->hdr[0] = h0;
+	v->hdr_ok[0] = 1;
+	memcpy(v->uuid, h0.volume_uuid, 16);
+	v->have_uuid = 1;
+	for (uint32_t i = 0; i < n; i++) {
+		v->base[i] = (uint64_t)i * sz;
+		v->size[i] = v->base[i] >= total ? 0
+			     : total - v->base[i] < sz ? total - v->base[i]
+						       : sz;
+	}
+	if (k > 0) {
+		fsck_vol_read_header(v, k, v->base[k], total - v->base[k], h0.nblocks);
+		if (!v->hdr_ok[k] || v->hdr[k].nblocks != h0.nblocks ||
+		    memcmp(v->hdr[k].volume_uuid, v->uuid, 16) != 0)
+			return fsck_vol_locate(v, total, o);
+	}
+	v->partial = 1;
+	v->one = k;
+	v->total = total;
+	return 0;
+}
+
+int fsck_vol_complete(struct fsck_vol *v)
+{
+	static const struct fsck_opts quiet = { .mode = FSCK_CHECK_ONLY };
+	uint64_t base, size;
+	int ret;
+
+	if (!v->partial)
+		return 0;
+	base = v->base[v->one];
+	size = v->size[v->one];
+	v->partial = 0;
+	ret = fsck_vol_locate(v, v->total, &quiet);
+	if (ret < 0)
+		return ret;
+	if (v->one >= v->nchunks || v->base[v->one] != base || v->size[v->one] != size)
+		return -EUCLEAN;
 	return 0;
 }
 
@@ -316,7 +418,8 @@ static void *run_worker(void *arg)
 		pthread_mutex_unlock(&r->lock);
 		if (i == UINT32_MAX)
 			break;
-		ret = store_file_region(r->v->fd, r->v->base[i], r->v->size[i], &st);
+		ret = store_file_region_direct(r->v->fd, r->v->dfd, r->v->base[i], r->v->size[i],
+					       &st);
 		if (ret == 0) {
 			ret = fsck_check_chunk(st, i, &r->o, r->v, &one);
 			store_close(st);
@@ -398,6 +501,7 @@ int fsck_volume_path(const char *path, int chunk, const struct fsck_opts *o,
 	memset(res, 0, sizeof(*res));
 	memset(&v, 0, sizeof(v));
 	v.fd = -1;
+	v.dfd = -1;
 	ret = fsck_vol_open(path, o, &v, &total);
 	if (ret < 0) {
 		res->exit_code = FSCK_EXIT_OPERATIONAL;
@@ -423,7 +527,12 @@ int fsck_volume_path(const char *path, int chunk, const struct fsck_opts *o,
 		goto out;
 	}
 	store_close(whole);
-	ret = fsck_vol_locate(&v, total, o);
+	/* One chunk, no cross-chunk confirmations: the other chunks' headers
+	 * are read only if the check needs them (fsck_vol_complete()). */
+	if (chunk >= 0 && !o->cross)
+		ret = fsck_vol_locate_one(&v, total, o, (uint32_t)chunk);
+	else
+		ret = fsck_vol_locate(&v, total, o);
 	if (ret < 0) {
 		fsck_vol_say(o, "%s: %s", path, strerror(-ret));
 		res->exit_code = FSCK_EXIT_OPERATIONAL;

@@ -62,6 +62,13 @@ static inline void store_close(struct chunk_store *st)
 /* store_file.c: the byte range [base, base + size) of an open fd (the fd is
  * shared and not closed by the store). */
 int store_file_region(int fd, uint64_t base, uint64_t size, struct chunk_store **out);
+/* The same, with dfd the same file opened O_DIRECT (or -1): reads of 64 KiB
+ * or more whose buffer, length and offset are multiples of 4096 and whose
+ * pages are not all in the page cache go through it, past the cache (a
+ * check that reads each block once); the rest, and every write, through
+ * fd. */
+int store_file_region_direct(int fd, int dfd, uint64_t base, uint64_t size,
+			     struct chunk_store **out);
 
 /* volume.c: open a volume whose chunk i is stores[i]. The volume takes
  * over every store it reached (the entry becomes NULL) and closes them at

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -13,8 +14,12 @@
 struct file_store {
 	struct chunk_store st;
 	int fd;
+	int dfd;        /* the same file opened O_DIRECT, or -1 */
 	uint64_t base;
 };
+
+#define DIRECT_ALIGN 4096u
+#define DIRECT_MIN (64u << 10) /* smaller reads stay buffered */
 
 static struct file_store *to_fs(struct chunk_store *st)
 {
@@ -26,6 +31,32 @@ static int range_ok(struct chunk_store *st, size_t len, uint64_t off)
 	return off <= st->size && len <= st->size - off;
 }
 
+/* 1 when every page of [off, off + len) of fd is in the page cache (a
+ * mapping that is never touched, asked with mincore()). */
+static int all_cached(int fd, uint64_t off, size_t len)
+{
+	size_t npages = len / DIRECT_ALIGN;
+	unsigned char small[1024], *vec = npages <= sizeof(small) ? small : malloc(npages);
+	void *m;
+	int all = 0;
+
+	if (!vec)
+		return 0;
+	m = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, (off_t)off);
+	if (m != MAP_FAILED) {
+		if (mincore(m, len, vec) == 0) {
+			size_t i = 0;
+			while (i < npages && (vec[i] & 1))
+				i++;
+			all = i == npages;
+		}
+		munmap(m, len);
+	}
+	if (vec != small)
+		free(vec);
+	return all;
+}
+
 /* preadv2 until len bytes are in: flags 0, or RWF_NOWAIT for what the page
  * cache holds (-EAGAIN otherwise, also where the kernel or file system
  * cannot tell without waiting, and for a short read: the waiting read
@@ -34,12 +65,24 @@ static int file_read(struct chunk_store *st, void *buf, size_t len, uint64_t off
 {
 	struct file_store *fst = to_fs(st);
 	uint8_t *p = buf;
+	int fd = fst->fd;
 
 	if (!range_ok(st, len, off))
 		return -EINVAL;
+	/* Large aligned reads of bytes not all in the page cache bypass it
+	 * when the store has a direct fd (the kernel writes dirty cached pages
+	 * of the range back first). */
+	if (!flags && fst->dfd >= 0 && len >= DIRECT_MIN &&
+	    !(((uintptr_t)buf | len | (fst->base + off)) & (DIRECT_ALIGN - 1)) &&
+	    !all_cached(fst->fd, fst->base + off, len))
+		fd = fst->dfd;
 	while (len) {
 		struct iovec iov = { p, len };
-		ssize_t n = preadv2(fst->fd, &iov, 1, (off_t)(fst->base + off), flags);
+		ssize_t n = preadv2(fd, &iov, 1, (off_t)(fst->base + off), flags);
+		if (n < 0 && errno == EINVAL && fd != fst->fd) {
+			fd = fst->fd; /* the file system refuses this direct read */
+			continue;
+		}
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -121,7 +164,8 @@ static const struct chunk_store_ops file_ops = {
 	.pread_nowait = file_pread_nowait,
 };
 
-int store_file_region(int fd, uint64_t base, uint64_t size, struct chunk_store **out)
+int store_file_region_direct(int fd, int dfd, uint64_t base, uint64_t size,
+			     struct chunk_store **out)
 {
 	struct file_store *fst = calloc(1, sizeof(*fst));
 
@@ -130,7 +174,13 @@ int store_file_region(int fd, uint64_t base, uint64_t size, struct chunk_store *
 	fst->st.ops = &file_ops;
 	fst->st.size = size;
 	fst->fd = fd;
+	fst->dfd = dfd;
 	fst->base = base;
 	*out = &fst->st;
 	return 0;
+}
+
+int store_file_region(int fd, uint64_t base, uint64_t size, struct chunk_store **out)
+{
+	return store_file_region_direct(fd, -1, base, size, out);
 }

@@ -55,10 +55,36 @@ static void test_paths_agree(void)
 	CHECK_EQ(mismatches, 0);
 }
 
+/* Lengths around the three-stream lanes (128 and 1024 bytes a stream) and
+ * the metadata unit sizes, at a few alignments. */
+static void test_long_paths_agree(void)
+{
+	static unsigned char buf[32768 + 16];
+	const size_t lens[] = { 383, 384, 385, 767, 768, 769, 3071, 3072, 3073, 3080, 4084,
+				4096, 6144, 9215, 9216, 16372, 16384, 32768 };
+	uint32_t x = 777;
+	int mismatches = 0;
+
+	for (size_t i = 0; i < sizeof(buf); i++) {
+		x = x * 1103515245u + 12345u;
+		buf[i] = (unsigned char)(x >> 16);
+	}
+	if (!crc32c_hw_available())
+		return;
+	for (size_t off = 0; off < 16; off += 3)
+		for (size_t k = 0; k < sizeof(lens) / sizeof(lens[0]); k++)
+			if (crc32c_hw(0xdeadbeef, buf + off, lens[k]) !=
+			    crc32c_sw(0xdeadbeef, buf + off, lens[k]))
+				mismatches++;
+	CHECK_EQ(mismatches, 0);
+	CHECK_EQ(crc32c(crc32c(0, buf, 5000), buf + 5000, 12000), crc32c_sw(0, buf, 17000));
+}
+
 int main(void)
 {
 	test_vectors();
 	test_chaining();
 	test_paths_agree();
+	test_long_paths_agree();
 	return test_done("crc32c");
 }

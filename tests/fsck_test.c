@@ -1047,6 +1047,223 @@ static void case_orphan_chunks(void)
 	printf("orphans of chunk %u and of the root's chunk: in lost+found\n", far);
 }
 
+/* --- an orphan directory ------------------------------------------------------- */
+
+#define ODIR_B_SIZE 6000u
+
+struct odir_slot {
+	uint16_t off;
+	const uint8_t *ino;
+};
+
+static void put_slot(uint8_t *unit, void *arg)
+{
+	struct odir_slot *a = arg;
+
+	memcpy(unit + a->off, a->ino, OD_INODE_SIZE);
+}
+
+struct map_arg {
+	uint32_t k;
+	struct od_loc loc;
+};
+
+static void set_map_loc(uint8_t *unit, void *arg)
+{
+	struct map_arg *a = arg;
+	uint8_t *at = unit + OD_MB_HEADER_SIZE + a->k * OD_MAP_ENTRY_SIZE;
+	struct od_map_entry e;
+
+	od_get_map_entry(at, &e);
+	e.loc = a->loc;
+	od_put_map_entry(at, &e);
+}
+
+static void dec_nlink(uint8_t *unit, void *arg)
+{
+	uint16_t off = *(uint16_t *)arg;
+	struct od_inode ino;
+
+	od_get_inode(unit + off, &ino);
+	ino.nlink--;
+	od_put_inode(unit + off, &ino);
+}
+
+/* In work: many/late/odir, a directory of late's chunk (not the root's)
+ * holding a (inline) and b (in blocks), is moved by hand into a free slot
+ * of its chunk's inode area (its map entry following it), and its entry in
+ * late is dropped, late's link count with it: a directory no entry names.
+ * Its number; *chunk its chunk. 0 when the library placed it elsewhere. */
+static uint64_t make_orphan_dir(uint32_t *chunk)
+{
+	struct fs_volume *v = NULL;
+	struct fs_ino root, late, od = { 0, 0 }, x, t;
+	uint8_t want[ODIR_B_SIZE], *unit, ino[OD_INODE_SIZE];
+	struct od_chunk_header h;
+	struct od_dirent de;
+	uint32_t k, ublk = 0, uoff = 0, lblk = 0, loff = 0, slot = UINT32_MAX;
+	uint16_t at;
+	int fd;
+
+	CHECK_EQ(fs_open(work, 0, &v), 0);
+	if (!v)
+		return 0;
+	CHECK_EQ(fs_root(v, &root), 0);
+	late = lookup(v, lookup(v, root, "many"), "late");
+	CHECK_EQ(fs_mkdir(v, NULL, late, "odir", 0750, &od, NULL), 0);
+	CHECK_EQ(fs_create(v, NULL, od, "a", 0644, FS_CREATE_GUARDED, 0, &x, NULL), 0);
+	CHECK_EQ(fs_write(v, NULL, x, 0, 13, "orphan dir a\n", FS_UNSTABLE, NULL), 0);
+	fill(want, ODIR_B_SIZE, 9);
+	CHECK_EQ(fs_create(v, NULL, od, "b", 0600, FS_CREATE_GUARDED, 0, &x, NULL), 0);
+	CHECK_EQ(fs_write(v, NULL, x, 0, ODIR_B_SIZE, want, FS_UNSTABLE, NULL), 0);
+	/* A slot used once and freed in odir's chunk: room below the watermark. */
+	CHECK_EQ(fs_create(v, NULL, od, "t", 0644, FS_CREATE_GUARDED, 0, &t, NULL), 0);
+	CHECK_EQ(fs_link(v, NULL, t, od, "t2"), 0);
+	CHECK_EQ(fs_remove(v, NULL, od, "t"), 0);
+	CHECK_EQ(fs_remove(v, NULL, od, "t2"), 0);
+	CHECK_EQ(fs_close(v), 0);
+	*chunk = k = OD_STABLE_CHUNK(od.num);
+	if (k == 0 || OD_STABLE_CHUNK(late.num) != k || OD_STABLE_CHUNK(x.num) != k ||
+	    OD_STABLE_CHUNK(t.num) != k) {
+		fprintf(stderr, "orphan directory: late %llx, odir %llx, b %llx, t %llx: not all "
+				"in one chunk other than 0\n",
+			(unsigned long long)late.num, (unsigned long long)od.num,
+			(unsigned long long)x.num, (unsigned long long)t.num);
+		CHECK(0);
+		return 0;
+	}
+	fd = img_fd(work);
+	h = header_of(fd, k);
+	unit = malloc((size_t)h.dir_unit * OD_BLOCK_SIZE);
+	/* The inode, from odir's entry. */
+	CHECK_EQ(find_entry(fd, k, "odir", &ublk, &uoff), 0);
+	CHECK_EQ(read_unit(fd, k, ublk, h.dir_unit, h.nblocks / 2, unit), 0);
+	od_get_dirent(unit + uoff, &de);
+	CHECK_EQ(de.kind, OD_DE_EMBEDDED);
+	memcpy(ino, unit + uoff + OD_DIRENT_HEADER + od_align8(de.name_len), OD_INODE_SIZE);
+	/* A free slot below the watermark. */
+	for (uint32_t s = 0; s < h.islot_watermark && slot == UINT32_MAX; s++) {
+		uint8_t blk[OD_BLOCK_SIZE], zero[OD_INODE_SIZE] = { 0 };
+		uint32_t at_s = OD_MB_HEADER_SIZE + (s % OD_ISLOTS_PER_BLOCK) * OD_INODE_SIZE;
+		if (read_unit(fd, k, h.itable_start + s / OD_ISLOTS_PER_BLOCK, 1, h.nblocks / 2,
+			      blk) == 0 &&
+		    memcmp(blk + at_s, zero, OD_INODE_SIZE) == 0)
+			slot = s;
+	}
+	CHECK(slot != UINT32_MAX);
+	if (slot != UINT32_MAX) {
+		struct odir_slot sa = { .ino = ino };
+		struct map_arg ma;
+		uint32_t idx = OD_STABLE_INDEX(od.num);
+		sa.off = (uint16_t)(OD_MB_HEADER_SIZE +
+				    (slot % OD_ISLOTS_PER_BLOCK) * OD_INODE_SIZE);
+		patch_unit(fd, k, h.itable_start + slot / OD_ISLOTS_PER_BLOCK, 1, put_slot, &sa);
+		ma.k = idx % OD_MAP_PER_BLOCK;
+		ma.loc.chunk = k;
+		ma.loc.block = h.itable_start + slot / OD_ISLOTS_PER_BLOCK;
+		ma.loc.off = sa.off;
+		patch_unit(fd, k, h.map_start + idx / OD_MAP_PER_BLOCK, 1, set_map_loc, &ma);
+		CHECK(where(fd, od.num).block == ma.loc.block && where(fd, od.num).off == sa.off);
+	}
+	/* No entry names it; late counts one subdirectory less. */
+	patch_unit(fd, k, ublk, h.dir_unit, drop_entry, &uoff);
+	CHECK_EQ(find_entry(fd, k, "late", &lblk, &loff), 0);
+	read_unit(fd, k, lblk, h.dir_unit, h.nblocks / 2, unit);
+	od_get_dirent(unit + loff, &de);
+	at = (uint16_t)(loff + OD_DIRENT_HEADER + od_align8(de.name_len));
+	patch_unit(fd, k, lblk, h.dir_unit, dec_nlink, &at);
+	free(unit);
+	close(fd);
+	return od.num;
+}
+
+/* (b3) An orphan directory in a chunk other than the root's: reported
+ * (-n: 4, nothing written), linked by -y into lost+found's part in its own
+ * chunk as #<number> with its parent set to lost+found (1, no other chunk
+ * written), a second run clean (0); its files read back whole. lost+found's
+ * link count lives in chunk 0: a -x run of the volume finds it one short
+ * and sets it. */
+static void case_orphan_dir(void)
+{
+	char before[300], nm[32];
+	struct fsck_result r;
+	uint32_t k = 0;
+	uint64_t num;
+	int rc;
+
+	copy_file(pristine, work);
+	num = make_orphan_dir(&k);
+	if (!num)
+		return;
+	snprintf(before, sizeof(before), "%s.before", work);
+	copy_file(work, before);
+	rc = run(work, (int)k, FSCK_CHECK_ONLY, 0, &r);
+	CHECK_EQ(rc, FSCK_EXIT_UNCORRECTED);
+	CHECK(reported(0x040007));
+	CHECK_EQ(r.problems, 1);
+	if (r.problems != 1 || !reported(0x040007))
+		fprintf(stderr, "orphan directory, -n:\n%s", last.text);
+	CHECK(files_same(work, before));
+	rc = run(work, (int)k, FSCK_YES, 0, &r);
+	CHECK_EQ(rc, FSCK_EXIT_FIXED);
+	CHECK(reported(0x040007));
+	CHECK_EQ(r.problems, 1);
+	CHECK_EQ(r.fixed, 1);
+	CHECK_EQ(r.unfixed, 0);
+	CHECK(strstr(last.text, "deferred: lost+found") != NULL);
+	CHECK(others_same(work, before, (int)k));
+	CHECK(!files_same(work, before));
+	rc = run(work, (int)k, FSCK_CHECK_ONLY, 0, &r);
+	CHECK_EQ(rc, 0);
+	CHECK_EQ(r.problems, 0);
+	if (r.problems)
+		fprintf(stderr, "orphan directory, second run:\n%s", last.text);
+	/* lost+found gained a subdirectory its head (chunk 0) does not count. */
+	copy_file(work, before);
+	rc = run(work, -1, FSCK_CHECK_ONLY, 1, &r);
+	CHECK_EQ(rc, FSCK_EXIT_UNCORRECTED);
+	CHECK(reported(0x040006));
+	CHECK_EQ(r.problems, 1);
+	rc = run(work, -1, FSCK_YES, 1, &r);
+	CHECK_EQ(rc, FSCK_EXIT_FIXED);
+	CHECK(others_same(work, before, 0));
+	rc = run(work, -1, FSCK_CHECK_ONLY, 1, &r);
+	CHECK_EQ(rc, 0);
+	CHECK_EQ(r.problems, 0);
+	unlink(before);
+	{
+		struct fs_volume *v = NULL;
+		struct fs_ino root, lf, od, late;
+		struct fs_attr a;
+		uint8_t want[ODIR_B_SIZE];
+		CHECK_EQ(fs_open(work, 0, &v), 0);
+		if (!v)
+			return;
+		CHECK_EQ(fs_root(v, &root), 0);
+		lf = lookup(v, root, "lost+found");
+		snprintf(nm, sizeof(nm), "#%llu", (unsigned long long)num);
+		od = lookup(v, lf, nm);
+		CHECK_EQ(od.num, num);
+		CHECK_EQ(fs_getattr(v, od, &a), 0);
+		CHECK_EQ(a.mode, S_IFDIR | 0750);
+		CHECK_EQ(a.nlink, 2);
+		check_file(v, od, "a", (const uint8_t *)"orphan dir a\n", 13, 1);
+		fill(want, ODIR_B_SIZE, 9);
+		check_file(v, od, "b", want, ODIR_B_SIZE, 1);
+		CHECK_EQ(fs_lookup(v, NULL, od, "t", NULL, NULL), -ENOENT);
+		CHECK_EQ(fs_getattr(v, lf, &a), 0);
+		CHECK_EQ(a.nlink, 3);
+		late = lookup(v, lookup(v, root, "many"), "late");
+		CHECK_EQ(fs_lookup(v, NULL, late, "odir", NULL, NULL), -ENOENT);
+		CHECK_EQ(fs_getattr(v, late, &a), 0);
+		CHECK_EQ(a.nlink, 3);
+		CHECK_EQ(fs_check_invariants(v, NULL, NULL), 0);
+		CHECK_EQ(fs_close(v), 0);
+	}
+	printf("orphan directory of chunk %u: in lost+found's part there as %s, its files whole\n",
+	       k, nm);
+}
+
 struct ext_arg {
 	uint16_t off;
 	uint32_t pblk;
@@ -1499,6 +1716,7 @@ int main(int argc, char **argv)
 	case_cross();
 	case_orphan();
 	case_orphan_chunks();
+	case_orphan_dir();
 	case_dup();
 	case_dangling_next();
 	case_inline();
