@@ -29,6 +29,8 @@ struct conn {
 	int dead;
 	uint8_t *rec;                  /* the record being assembled */
 	size_t rec_len, rec_cap;
+	uint32_t frag_left;            /* bytes of the current fragment still to come */
+	int frag_last;                 /* ... and it ends the record */
 	struct event *rec_timer;       /* a started record must be whole by then */
 	/* Replies queued on the output evbuffer, oldest first: the bytes of
 	 * each still unsent. A request keeps its place in the limits until
