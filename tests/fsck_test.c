@@ -951,22 +951,35 @@ static uint64_t make_orphan(const char *dirname, const char *name)
 	return x.num;
 }
 
+/* work opened, with its root, lost+found and the name "#num" there
+ * (NULL: it did not open). */
+static struct fs_volume *open_adopted(uint64_t num, struct fs_ino *root, struct fs_ino *lf,
+				      char *nm, size_t nmlen)
+{
+	struct fs_volume *v = NULL;
+
+	CHECK_EQ(fs_open(work, 0, &v), 0);
+	if (!v)
+		return NULL;
+	CHECK_EQ(fs_root(v, root), 0);
+	*lf = lookup(v, *root, "lost+found");
+	snprintf(nm, nmlen, "#%llu", (unsigned long long)num);
+	return v;
+}
+
 /* lost+found/#num in work holds exactly want[0..len), with one link; the
  * directory name is gone; lost+found keeps its count (2). */
 static void check_adopted(const char *dirname, const char *name, uint64_t num, const void *want,
 			  size_t len)
 {
-	struct fs_volume *v = NULL;
+	struct fs_volume *v;
 	struct fs_ino root, lf;
 	struct fs_attr a;
 	char nm[32];
 
-	CHECK_EQ(fs_open(work, 0, &v), 0);
+	v = open_adopted(num, &root, &lf, nm, sizeof(nm));
 	if (!v)
 		return;
-	CHECK_EQ(fs_root(v, &root), 0);
-	lf = lookup(v, root, "lost+found");
-	snprintf(nm, sizeof(nm), "#%llu", (unsigned long long)num);
 	check_file(v, lf, nm, want, len, 1);
 	CHECK_EQ(lookup(v, lf, nm).num, num);
 	CHECK_EQ(fs_lookup(v, NULL, dirname ? lookup(v, root, dirname) : root, name, NULL, NULL),
@@ -1232,16 +1245,13 @@ static void case_orphan_dir(void)
 	CHECK_EQ(r.problems, 0);
 	unlink(before);
 	{
-		struct fs_volume *v = NULL;
+		struct fs_volume *v;
 		struct fs_ino root, lf, od, late;
 		struct fs_attr a;
 		uint8_t want[ODIR_B_SIZE];
-		CHECK_EQ(fs_open(work, 0, &v), 0);
+		v = open_adopted(num, &root, &lf, nm, sizeof(nm));
 		if (!v)
 			return;
-		CHECK_EQ(fs_root(v, &root), 0);
-		lf = lookup(v, root, "lost+found");
-		snprintf(nm, sizeof(nm), "#%llu", (unsigned long long)num);
 		od = lookup(v, lf, nm);
 		CHECK_EQ(od.num, num);
 		CHECK_EQ(fs_getattr(v, od, &a), 0);
