@@ -254,15 +254,16 @@ static void chunk_txn_release(struct chunk_txn *ct)
 	ct->n = ct->cap = 0;
 }
 
-/* After the transaction committed: its list is the chunk's newest on disk. */
-static int set_ondisk(struct chunk_txn *ct, uint64_t txid)
+/* After the transaction committed: its list is the chunk's newest on disk
+ * (without memory for it, it stays unknown: the next one takes two flushes). */
+static void set_ondisk(struct chunk_txn *ct, uint64_t txid)
 {
 	struct chunk *c = ct->c;
 	struct dl_entry *e = malloc((ct->n ? ct->n : 1) * sizeof(*e));
 
 	txn_forget_ondisk(c);
 	if (!e)
-		return -ENOMEM; /* not known: the next one takes two flushes */
+		return;
 	for (uint32_t i = 0; i < ct->n; i++) {
 		e[i].block = ct->p[i].block;
 		e[i].units = ct->p[i].units;
@@ -272,7 +273,6 @@ static int set_ondisk(struct chunk_txn *ct, uint64_t txid)
 	c->ondisk = e;
 	c->nondisk = ct->n;
 	c->ondisk_txid = txid;
-	return 0;
 }
 
 /* May t write its lists and units behind one flush? (the top of the file) */
