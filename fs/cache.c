@@ -25,6 +25,7 @@ int cache_init(struct fs_volume *v, uint64_t limit)
 	if (!v->hash)
 		return -ENOMEM;
 	v->lru.lru_next = v->lru.lru_prev = &v->lru;
+	v->dirty.dirty_next = v->dirty.dirty_prev = &v->dirty;
 	v->cache_limit = limit;
 	return 0;
 }
@@ -54,6 +55,7 @@ static void hash_unlink(struct fs_volume *v, struct buf *b)
 
 static void buf_destroy(struct fs_volume *v, struct buf *b)
 {
+	buf_undirty(b);
 	hash_unlink(v, b);
 	lru_unlink(b);
 	v->cache_bytes -= (uint64_t)b->units * OD_BLOCK_SIZE;
@@ -201,8 +203,6 @@ int cache_drop_chunk(struct chunk *c)
 			if (b->refs || b->pinned) {
 				busy++;
 			} else {
-				if (b->dirty)
-					v->ndirty--;
 				buf_destroy(v, b);
 			}
 		}
@@ -238,8 +238,6 @@ int buf_fresh(struct chunk *c, uint32_t block, uint32_t units, uint16_t type, ui
 		if (b) {
 			if (b->refs)
 				return -EUCLEAN;
-			if (b->dirty)
-				c->vol->ndirty--;
 			buf_destroy(c->vol, b);
 		}
 		ret = buf_insert(c, block, units, &b);
@@ -256,10 +254,15 @@ int buf_fresh(struct chunk *c, uint32_t block, uint32_t units, uint16_t type, ui
 void buf_dirty(struct buf *b)
 {
 	struct chunk *c = b->c;
+	struct fs_volume *v = c->vol;
 
 	if (!b->dirty) {
 		b->dirty = 1;
-		c->vol->ndirty++;
+		v->ndirty++;
+		b->dirty_next = &v->dirty;
+		b->dirty_prev = v->dirty.dirty_prev;
+		v->dirty.dirty_prev->dirty_next = b;
+		v->dirty.dirty_prev = b;
 	}
 	/* The first change since a clean close marks the chunk dirty, in the
 	 * same transaction as the change. */
@@ -267,6 +270,18 @@ void buf_dirty(struct buf *b)
 		c->hdr.state = OD_STATE_DIRTY;
 		c->header_dirty = 1;
 	}
+}
+
+/* b's change is no longer to be written: a transaction took it, or the
+ * unit was freed. */
+void buf_undirty(struct buf *b)
+{
+	if (!b->dirty)
+		return;
+	b->dirty = 0;
+	b->c->vol->ndirty--;
+	b->dirty_prev->dirty_next = b->dirty_next;
+	b->dirty_next->dirty_prev = b->dirty_prev;
 }
 
 void buf_put(struct buf *b)
@@ -284,9 +299,7 @@ void buf_forget(struct chunk *c, uint32_t block)
 	 * catches its other copy up: rolled back, the unit is in use again.) */
 	if (!b)
 		return;
-	if (b->dirty)
-		c->vol->ndirty--;
-	b->dirty = 0;
+	buf_undirty(b);
 	if (b->refs == 0)
 		buf_destroy(c->vol, b);
 }

@@ -620,11 +620,60 @@ int dir_free_all(struct fs_volume *v, struct iref *dir)
 	return 0;
 }
 
-/* Keep a fresh file's first write inline in its directory entry, when the
- * entry's slack holds it. -EAGAIN: not embedded, or no room. */
+/* Move the embedded entry at old (its name, inode and now inline data, at
+ * most a block of it) to where the data fits, in the same directory and
+ * chunk: the directory's other units or a fresh one; the stable number's
+ * map entry follows it.
+ * Done in the order add, map, remove, each undone when a later one fails. */
+static int move_for_inline(struct fs_volume *v, struct iref *r, const struct dirpos *old,
+			   uint64_t owner, const char *name, const void *data, uint32_t len)
+{
+	struct chunk *c = vol_chunk(v, old->unit.chunk);
+	struct od_inode ino = r->ino;
+	struct od_loc loc, old_loc = r->loc;
+	struct dirpos npos;
+	struct iref dir;
+	int ret;
+
+	if (ino.nlink != 1 || len > OD_BLOCK_SIZE || len > dir_inline_max(c, old->de.name_len))
+		return -EAGAIN; /* more than a block is as well in blocks */
+	ret = ino_get_stable(v, owner, &dir);
+	if (ret < 0)
+		return ret;
+	if (!S_ISDIR(dir.ino.mode))
+		return -EUCLEAN;
+	ino.flags = (ino.flags | OD_INF_INLINE) & ~OD_INF_FRESH;
+	ino.inline_len = len;
+	ino.size = len;
+	ret = dir_add(v, &dir, c, name, old->de.name_len, ino.stable, &ino, data, len, &npos);
+	if (ret < 0)
+		return ret == -ENOSPC ? -EAGAIN : ret; /* a data block elsewhere may do */
+	loc = dir_embedded_loc(&npos);
+	ret = map_set_loc(v, ino.stable, loc);
+	if (ret == 0) {
+		ret = dir_remove_entry(v, &dir, old);
+		if (ret < 0)
+			map_set_loc(v, ino.stable, old_loc);
+	}
+	if (ret < 0) {
+		dir_remove_entry(v, &dir, &npos);
+		return ret;
+	}
+	r->loc = loc;
+	r->ino = ino;
+	return 0;
+}
+
+/* Keep a fresh file's first write inline in its directory entry: in place
+ * when the entry's slack holds it, else by moving the entry to where it
+ * fits. -EAGAIN: not embedded in a directory unit, linked twice, or too
+ * large for any entry. */
 int dir_set_inline(struct fs_volume *v, struct iref *r, const void *data, uint32_t len)
 {
 	struct chunk *c = vol_chunk(v, r->loc.chunk);
+	char name[FS_NAME_MAX + 1];
+	struct od_mb_header h;
+	struct dirpos pos;
 	struct buf *b;
 	int ret;
 
@@ -633,7 +682,7 @@ int dir_set_inline(struct fs_volume *v, struct iref *r, const void *data, uint32
 	ret = buf_read(c, r->loc.block, c->hdr.dir_unit, &b);
 	if (ret < 0)
 		return ret;
-	ret = -EAGAIN;
+	ret = -ENOENT;
 	for (uint32_t off = OD_MB_HEADER_SIZE; off < unit_bytes(c);) {
 		struct od_dirent de;
 		uint32_t ino_off;
@@ -650,11 +699,22 @@ int dir_set_inline(struct fs_volume *v, struct iref *r, const void *data, uint32
 				r->ino.inline_len = len;
 				r->ino.size = len;
 				ret = 0;
+				break;
 			}
+			pos.unit = r->loc;
+			pos.unit.off = 0;
+			pos.off = off;
+			pos.de = de;
+			memcpy(name, b->data + off + OD_DIRENT_HEADER, de.name_len);
+			name[de.name_len] = '\0';
+			ret = -EAGAIN;
 			break;
 		}
 		off += de.rec_len;
 	}
+	od_get_mb_header(b->data, &h);
 	buf_put(b);
-	return ret;
+	if (ret == -EAGAIN)
+		ret = move_for_inline(v, r, &pos, h.owner, name, data, len);
+	return ret == -ENOENT ? -EAGAIN : ret; /* not embedded there after all */
 }

@@ -31,6 +31,7 @@ struct buf {
 	int pinned;                   /* in a transaction being written: not evicted */
 	struct buf *hnext;            /* hash chain */
 	struct buf *lru_prev, *lru_next;
+	struct buf *dirty_prev, *dirty_next; /* on the volume's dirty list while dirty */
 };
 
 /* A unit whose two copies differ: the last transaction wrote copy "copy". */
@@ -108,6 +109,7 @@ struct fs_volume {
 	struct buf lru;               /* list head: most recent at lru.lru_next */
 	uint64_t cache_bytes;
 	uint64_t cache_limit;
+	struct buf dirty;             /* list head of dirty units, in the order they became so */
 	uint32_t ndirty;
 	struct fs_recovery_stats recovery;
 	struct dindex_set *dindex;    /* name indexes of directories (dindex.c) */
@@ -149,6 +151,7 @@ int buf_read(struct chunk *c, uint32_t block, uint32_t units, struct buf **out);
 int buf_fresh(struct chunk *c, uint32_t block, uint32_t units, uint16_t type, uint64_t owner,
 	      struct buf **out);
 void buf_dirty(struct buf *b);
+void buf_undirty(struct buf *b);
 void buf_put(struct buf *b);
 void buf_forget(struct chunk *c, uint32_t block);
 /* Forget every cached unit of chunk c, dirty ones included (their changes

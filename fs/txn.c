@@ -348,10 +348,9 @@ int txn_prepare(struct fs_volume *v, struct txn *t)
 		t->ct[i].c = &v->chunks[i];
 		t->ct[i].single_copy = !!(v->chunks[i].hdr.flags & OD_CHF_SINGLE_COPY);
 	}
-	for (b = v->lru.lru_next; b != &v->lru && ret == 0; b = b->lru_next)
-		if (b->dirty)
-			ret = pend_push(&t->ct[b->c->index], b->block, (uint16_t)b->units, b->data, 1,
-					b->heal_copy, t->txid);
+	for (b = v->dirty.dirty_next; b != &v->dirty && ret == 0; b = b->dirty_next)
+		ret = pend_push(&t->ct[b->c->index], b->block, (uint16_t)b->units, b->data, 1,
+				b->heal_copy, t->txid);
 	for (uint32_t i = 0; i < v->nchunks && ret == 0; i++)
 		ret = add_catch_up(&t->ct[i], t->txid);
 	if (ret < 0) {
@@ -369,13 +368,11 @@ int txn_prepare(struct fs_volume *v, struct txn *t)
 	/* What is queued is the transaction's: the buffers are clean again
 	 * (a change from now on is the next one's) and stay cached until it
 	 * ends, so that nothing reads the copies it is writing. */
-	for (b = v->lru.lru_next; b != &v->lru; b = b->lru_next)
-		if (b->dirty) {
-			b->dirty = 0;
-			b->heal_copy = -1;
-			b->pinned = 1;
-		}
-	v->ndirty = 0;
+	while ((b = v->dirty.dirty_next) != &v->dirty) {
+		b->heal_copy = -1;
+		b->pinned = 1;
+		buf_undirty(b);
+	}
 	for (uint32_t i = 0; i < v->nchunks; i++)
 		chunk_freeze_frees(&v->chunks[i]);
 	return 0;

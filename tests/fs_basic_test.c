@@ -1,7 +1,7 @@
 /* The library end to end on small volumes: every operation's success path
- * and its POSIX errors, inline data and its move out, relocation of an
- * inode whose first link goes, continuations across chunks, readdir
- * cookies, reopen, and the invariants after each step. */
+ * and its POSIX errors, inline data, its move to room and its move out,
+ * relocation of an inode whose first link goes, continuations across
+ * chunks, readdir cookies, reopen, and the invariants after each step. */
 #include "config.h"
 
 #include <errno.h>
@@ -335,6 +335,69 @@ static void test_readdir(void)
 	CHECK_EQ(fs_close(v), 0);
 }
 
+/* A fresh file whose entry has no room left for its first write (later
+ * entries took the unit's slack) moves, whole, to where it fits inline:
+ * same handle, one entry, the neighbours untouched, nothing leaked. Over
+ * a block it goes to blocks instead. */
+static void test_inline_move(void)
+{
+	struct fs_volume *v = make(2, 1 << 20, 4096);
+	static uint8_t wbuf[8192], rbuf[8192];
+	struct fs_ino root, d, first, big, x;
+	struct fs_statfs s0, s1;
+	struct names all = { 0 };
+	uint64_t verf = 0;
+	struct fs_attr a;
+	char name[32];
+	size_t n;
+	int eof;
+
+	CHECK_EQ(fs_root(v, &root), 0);
+	CHECK_EQ(fs_mkdir(v, NULL, root, "d", 0755, &d, NULL), 0);
+	CHECK_EQ(fs_statfs(v, &s0), 0);
+	CHECK_EQ(fs_create(v, NULL, d, "first", 0644, 0, 0, &first, NULL), 0);
+	CHECK_EQ(fs_create(v, NULL, d, "big", 0644, 0, 0, &big, NULL), 0);
+	for (int i = 0; i < 40; i++) {
+		snprintf(name, sizeof(name), "empty-%02d", i);
+		CHECK_EQ(fs_create(v, NULL, d, name, 0644, 0, 0, NULL, NULL), 0);
+	}
+	fill(wbuf, sizeof(wbuf), 9);
+	CHECK_EQ(fs_write(v, NULL, first, 0, 4000, wbuf, FS_FILE_SYNC, &a), 0);
+	CHECK_EQ(a.size, 4000);
+	CHECK_EQ(a.used, 4000); /* inline (a block would be 4096) */
+	CHECK_EQ(a.fileid, first.num);
+	CHECK_EQ(fs_write(v, NULL, big, 0, 4097, wbuf, FS_FILE_SYNC, &a), 0);
+	CHECK_EQ(a.used, 8192); /* two blocks: not inline */
+	CHECK_EQ(invariants(v), 0);
+	v = reopen(v);
+	CHECK_EQ(fs_lookup(v, NULL, d, "first", &x, NULL), 0);
+	CHECK_EQ(x.num, first.num);
+	CHECK_EQ(x.gen, first.gen);
+	CHECK_EQ(fs_read(v, NULL, first, 0, sizeof(rbuf), rbuf, &n, &eof), 0);
+	CHECK_EQ(n, 4000);
+	CHECK(memcmp(rbuf, wbuf, 4000) == 0);
+	CHECK_EQ(fs_readdir(v, NULL, d, 0, &verf, 0, collect, &all, &eof), 0);
+	CHECK_EQ(all.n, 44); /* ".", "..", first, big and the 40 */
+	{
+		int firsts = 0;
+		for (int i = 0; i < all.n; i++)
+			firsts += strcmp(all.list[i], "first") == 0;
+		CHECK_EQ(firsts, 1);
+	}
+	CHECK(has(&all, "empty-00") && has(&all, "empty-39"));
+	CHECK_EQ(fs_remove(v, NULL, d, "first"), 0);
+	CHECK_EQ(fs_remove(v, NULL, d, "big"), 0);
+	for (int i = 0; i < 40; i++) {
+		snprintf(name, sizeof(name), "empty-%02d", i);
+		CHECK_EQ(fs_remove(v, NULL, d, name), 0);
+	}
+	CHECK_EQ(fs_statfs(v, &s1), 0);
+	CHECK_EQ(s1.free_blocks, s0.free_blocks);
+	CHECK_EQ(s1.free_inodes, s0.free_inodes);
+	CHECK_EQ(invariants(v), 0);
+	CHECK_EQ(fs_close(v), 0);
+}
+
 int main(void)
 {
 	const char *tmp = getenv("TMPDIR");
@@ -344,6 +407,7 @@ int main(void)
 	test_names();
 	test_data();
 	test_readdir();
+	test_inline_move();
 	unlink(image);
 	return test_done("fs_basic");
 }
