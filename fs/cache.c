@@ -115,6 +115,7 @@ static int buf_insert(struct chunk *c, uint32_t block, uint32_t units, struct bu
 	b->units = units;
 	b->refs = 1;
 	b->heal_copy = -1;
+	b->room = -1;
 	h = hash_of(c->index, block, v->hash_size);
 	b->hnext = v->hash[h];
 	v->hash[h] = b;
@@ -256,6 +257,7 @@ void buf_dirty(struct buf *b)
 	struct chunk *c = b->c;
 	struct fs_volume *v = c->vol;
 
+	b->room = -1;
 	if (!b->dirty) {
 		b->dirty = 1;
 		v->ndirty++;

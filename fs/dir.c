@@ -150,7 +150,13 @@ int dir_add(struct fs_volume *v, struct iref *dir, struct chunk *c, const char *
 		goto out;
 	for (uint32_t i = 0; i < el.n; i++) {
 		struct od_dirent prev;
-		uint32_t off;
+		const struct buf *known = buf_peek(c, el.e[i].pblk);
+		uint32_t off, room = 0;
+		if (known && known->room >= 0 && (uint32_t)known->room < need) {
+			if (el.e[i].lblk >= seq)
+				seq = (uint32_t)el.e[i].lblk + 1;
+			continue; /* full for this entry, as last seen */
+		}
 		ret = buf_read(c, el.e[i].pblk, c->hdr.dir_unit, &b);
 		if (ret < 0)
 			goto out;
@@ -161,6 +167,8 @@ int dir_add(struct fs_volume *v, struct iref *dir, struct chunk *c, const char *
 			if (ret < 0)
 				goto out_put;
 			used = od_dirent_used(b->data + off, &prev);
+			if ((uint32_t)prev.rec_len - used > room)
+				room = (uint32_t)prev.rec_len - used;
 			if ((uint32_t)prev.rec_len - used >= need) {
 				slack_end = off + prev.rec_len;
 				if (used) {
@@ -175,6 +183,7 @@ int dir_add(struct fs_volume *v, struct iref *dir, struct chunk *c, const char *
 			}
 			off += prev.rec_len;
 		}
+		b->room = (int32_t)room;
 		buf_put(b);
 		b = NULL;
 		if (el.e[i].lblk >= seq)

@@ -29,6 +29,8 @@ struct buf {
 	int refs;
 	int heal_copy;                /* -1, or the copy found bad: the next write goes there */
 	int pinned;                   /* in a transaction being written: not evicted */
+	int32_t room;                 /* dir units: the largest slack of an entry, or
+				       * -1: not known (every change forgets it) */
 	struct buf *hnext;            /* hash chain */
 	struct buf *lru_prev, *lru_next;
 	struct buf *dirty_prev, *dirty_next; /* on the volume's dirty list while dirty */
