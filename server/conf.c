@@ -27,6 +27,7 @@ void config_defaults(struct config *cfg)
 	cfg->max_reply_queue = 4u << 20;
 	cfg->max_io = 1u << 20;
 	cfg->cache_mb = 256;
+	cfg->loop_poll_us = 50;
 	snprintf(cfg->control, sizeof(cfg->control), "/run/chunkfs/control");
 	cfg->log_level = LOG_LVL_INFO;
 }
@@ -293,6 +294,10 @@ static int parse_key(const char *k, const char *v, struct config *cfg, char *err
 		if (parse_uint(v, 1u << 20, &n) < 0 || n < 4)
 			goto bad;
 		cfg->cache_mb = n;
+	} else if (!strcmp(k, "loop_poll_us")) {
+		if (parse_uint(v, 10000, &n) < 0)
+			goto bad;
+		cfg->loop_poll_us = (uint32_t)n;
 	} else if (!strcmp(k, "log_level")) {
 		static const char *const lv[] = { "error", "warning", "info", "debug" };
 		int i;

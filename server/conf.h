@@ -57,6 +57,7 @@ struct config {
 				 * none of its requests are taken */
 	uint32_t max_io;        /* READ/WRITE size (FSINFO rtmax/wtmax) */
 	uint64_t cache_mb;      /* metadata cache bound */
+	uint32_t loop_poll_us;  /* the loop polls this long after answering a call */
 	enum log_level log_level;
 	int use_syslog;
 	char control[108];      /* the control socket's path ("" or "none": no socket) */

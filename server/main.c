@@ -362,8 +362,9 @@ int main(int argc, char **argv)
 			goto out;
 		}
 	}
-	event_base_dispatch(srv.base);
-	ret = 0;
+	ret = loop_run(&srv) < 0 ? 1 : 0;
+	if (ret)
+		log_error("the event loop failed");
 out:
 	control_stop(control);
 	if (srv.threads)

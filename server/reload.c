@@ -98,13 +98,17 @@ int reload_config(struct server *srv)
 		srv->cfg.cache_mb = nc.cache_mb;
 		fs_set_cache_limit(srv->vol, nc.cache_mb << 20);
 	}
-	/* Both are read on this (the loop's) thread only: max_connections at
-	 * each accept, record_timeout when a record starts (and a new
-	 * connection's reply timeout). */
+	/* These are read on this (the loop's) thread only: max_connections at
+	 * each accept, loop_poll_us at each turn of the loop, record_timeout
+	 * when a record starts (and a new connection's reply timeout). */
 	if (nc.max_connections != srv->cfg.max_connections) {
 		log_info("reload: max_connections %d (was %d); connections already open stay",
 			 nc.max_connections, srv->cfg.max_connections);
 		srv->cfg.max_connections = nc.max_connections;
+	}
+	if (nc.loop_poll_us != srv->cfg.loop_poll_us) {
+		log_info("reload: loop_poll_us %u (was %u)", nc.loop_poll_us, srv->cfg.loop_poll_us);
+		srv->cfg.loop_poll_us = nc.loop_poll_us;
 	}
 	if (nc.record_timeout != srv->cfg.record_timeout) {
 		log_info("reload: record_timeout %d s (was %d s), for records starting from now",
