@@ -120,11 +120,69 @@ static int part_drop(struct fs_volume *v, struct iref *dir, const struct iref *p
 	return -EUCLEAN;
 }
 
+/* An entry in the units of el with at least need bytes of slack, in the
+ * newest unit that has one (the likeliest to be in the last transaction
+ * already), split so that the slack is free from *where to *slack_end: 1,
+ * with its unit in *bp (held) and its logical index in *seq; 0 when no
+ * unit has room (*seq: the index a new unit takes). */
+static int find_slack(struct chunk *c, const struct extlist *el, uint32_t need, struct buf **bp,
+		      uint32_t *where, uint32_t *slack_end, uint32_t *seq)
+{
+	*seq = 0;
+	for (uint32_t i = el->n; i-- > 0;) {
+		const struct buf *known = buf_peek(c, el->e[i].pblk);
+		uint32_t off, room = 0;
+		struct buf *b;
+		int ret;
+		if (known && known->room >= 0 && (uint32_t)known->room < need) {
+			if (el->e[i].lblk >= *seq)
+				*seq = (uint32_t)el->e[i].lblk + 1;
+			continue; /* full for this entry, as last seen */
+		}
+		ret = buf_read(c, el->e[i].pblk, c->hdr.dir_unit, &b);
+		if (ret < 0)
+			return ret;
+		for (off = OD_MB_HEADER_SIZE; off < unit_bytes(c);) {
+			struct od_dirent prev;
+			uint32_t used;
+			ret = entry_at(b, off, &prev);
+			if (ret < 0) {
+				buf_put(b);
+				return ret;
+			}
+			used = od_dirent_used(b->data + off, &prev);
+			if ((uint32_t)prev.rec_len - used > room)
+				room = (uint32_t)prev.rec_len - used;
+			if ((uint32_t)prev.rec_len - used >= need) {
+				*slack_end = off + prev.rec_len;
+				*where = off + used;
+				if (used) {
+					prev.rec_len = (uint16_t)used;
+					od_put_dirent(b->data + off, &prev);
+				}
+				*seq = (uint32_t)el->e[i].lblk;
+				*bp = b;
+				return 1;
+			}
+			off += prev.rec_len;
+		}
+		b->room = (int32_t)room;
+		buf_put(b);
+		if (el->e[i].lblk >= *seq)
+			*seq = (uint32_t)el->e[i].lblk + 1;
+	}
+	return 0;
+}
+
+/* Add an entry for name in dir's units in chunk c, embedding the inode
+ * (and its inline data) when given. A fresh regular file's entry goes
+ * where a small first write will fit beside it when some unit has that
+ * room (dir_set_inline then needs no move), else wherever it fits. */
 int dir_add(struct fs_volume *v, struct iref *dir, struct chunk *c, const char *name,
 	    size_t len, uint64_t stable, const struct od_inode *embed, const void *inl,
 	    uint32_t inl_len, struct dirpos *pos)
 {
-	uint32_t need = od_dirent_size((uint32_t)len, embed != NULL, inl_len);
+	uint32_t need = od_dirent_size((uint32_t)len, embed != NULL, inl_len), want = need;
 	struct iref tmp, *part;
 	struct extlist el = { 0 };
 	struct buf *b = NULL;
@@ -133,6 +191,9 @@ int dir_add(struct fs_volume *v, struct iref *dir, struct chunk *c, const char *
 
 	if (need > unit_bytes(c) - OD_MB_HEADER_SIZE)
 		return -ENAMETOOLONG;
+	if (embed && !inl_len && S_ISREG(embed->mode) &&
+	    need + OD_BLOCK_SIZE <= unit_bytes(c) - OD_MB_HEADER_SIZE)
+		want = need + OD_BLOCK_SIZE;
 	if (dir->loc.chunk == c->index) {
 		part = dir;
 	} else {
@@ -148,47 +209,13 @@ int dir_add(struct fs_volume *v, struct iref *dir, struct chunk *c, const char *
 	ret = ext_load(v, part, &el);
 	if (ret < 0)
 		goto out;
-	for (uint32_t i = 0; i < el.n; i++) {
-		struct od_dirent prev;
-		const struct buf *known = buf_peek(c, el.e[i].pblk);
-		uint32_t off, room = 0;
-		if (known && known->room >= 0 && (uint32_t)known->room < need) {
-			if (el.e[i].lblk >= seq)
-				seq = (uint32_t)el.e[i].lblk + 1;
-			continue; /* full for this entry, as last seen */
-		}
-		ret = buf_read(c, el.e[i].pblk, c->hdr.dir_unit, &b);
-		if (ret < 0)
-			goto out;
-		/* Find an entry with enough slack; remember where it ended. */
-		for (off = OD_MB_HEADER_SIZE; off < unit_bytes(c);) {
-			uint32_t used;
-			ret = entry_at(b, off, &prev);
-			if (ret < 0)
-				goto out_put;
-			used = od_dirent_used(b->data + off, &prev);
-			if ((uint32_t)prev.rec_len - used > room)
-				room = (uint32_t)prev.rec_len - used;
-			if ((uint32_t)prev.rec_len - used >= need) {
-				slack_end = off + prev.rec_len;
-				if (used) {
-					prev.rec_len = (uint16_t)used;
-					od_put_dirent(b->data + off, &prev);
-					where = off + used;
-				} else {
-					where = off;
-				}
-				seq = (uint32_t)el.e[i].lblk;
-				goto place;
-			}
-			off += prev.rec_len;
-		}
-		b->room = (int32_t)room;
-		buf_put(b);
-		b = NULL;
-		if (el.e[i].lblk >= seq)
-			seq = (uint32_t)el.e[i].lblk + 1;
-	}
+	ret = find_slack(c, &el, want, &b, &where, &slack_end, &seq);
+	if (ret == 0 && want != need)
+		ret = find_slack(c, &el, need, &b, &where, &slack_end, &seq);
+	if (ret < 0)
+		goto out;
+	if (ret > 0)
+		goto place;
 	/* No room: a new unit, with its mirror, at the end of this part. */
 	{
 		struct od_extent e;
@@ -263,7 +290,6 @@ place:
 		dindex_added(v, dir->ino.stable, pos);
 		ret = 0;
 	}
-out_put:
 	buf_put(b);
 out:
 	ext_release(&el);
