@@ -30,6 +30,7 @@ max_requests_per_connection = 0
 max_requests = -1
 max_io = 5000
 cache_mb = 2
+loop_poll_us = 20000
 log_level = loud
 syslog = perhaps
 colour = blue
@@ -65,26 +66,27 @@ chunkfsd: $c:6: bad value '0' for max_requests_per_connection (expected 1-4096)
 chunkfsd: $c:7: bad value '-1' for max_requests (expected 1-1048576)
 chunkfsd: $c:8: bad value '5000' for max_io (expected a power of two from 4096 to 16777216)
 chunkfsd: $c:9: bad value '2' for cache_mb (expected 4-1048576)
-chunkfsd: $c:10: bad value 'loud' for log_level (expected error, warning, info or debug)
-chunkfsd: $c:11: bad value 'perhaps' for syslog (expected yes or no)
-chunkfsd: $c:12: unknown key 'colour'
-chunkfsd: $c:13: no key before '='
-chunkfsd: $c:14: expected 'key = value' or 'export PATH ...'
-chunkfsd: $c:15: export needs a path
-chunkfsd: $c:16: export path 'relative' is not absolute
-chunkfsd: $c:17: export option 'rw' is not key=value
-chunkfsd: $c:18: 'not-an-address' is not an address or address/prefix
-chunkfsd: $c:19: '127.0.0.1/33' is not an address or address/prefix
-chunkfsd: $c:20: access must be rw or ro, not 'rx'
-chunkfsd: $c:21: squash must be root, none or all, not 'some'
-chunkfsd: $c:22: anonuid must be a number 0-4294967295, not '-1'
-chunkfsd: $c:23: anongid must be a number 0-4294967295, not 'x'
-chunkfsd: $c:24: secure must be yes or no, not 'perhaps'
-chunkfsd: $c:25: unknown export option 'colour'
-chunkfsd: $c:26: export /a has no clients= list
-chunkfsd: $c:27: line too long (at most 4095 bytes)
-chunkfsd: $c:29: export /ok is already given on line 28
-chunkfsd: $c: 28 errors
+chunkfsd: $c:10: bad value '20000' for loop_poll_us (expected 0-10000 (microseconds))
+chunkfsd: $c:11: bad value 'loud' for log_level (expected error, warning, info or debug)
+chunkfsd: $c:12: bad value 'perhaps' for syslog (expected yes or no)
+chunkfsd: $c:13: unknown key 'colour'
+chunkfsd: $c:14: no key before '='
+chunkfsd: $c:15: expected 'key = value' or 'export PATH ...'
+chunkfsd: $c:16: export needs a path
+chunkfsd: $c:17: export path 'relative' is not absolute
+chunkfsd: $c:18: export option 'rw' is not key=value
+chunkfsd: $c:19: 'not-an-address' is not an address or address/prefix
+chunkfsd: $c:20: '127.0.0.1/33' is not an address or address/prefix
+chunkfsd: $c:21: access must be rw or ro, not 'rx'
+chunkfsd: $c:22: squash must be root, none or all, not 'some'
+chunkfsd: $c:23: anonuid must be a number 0-4294967295, not '-1'
+chunkfsd: $c:24: anongid must be a number 0-4294967295, not 'x'
+chunkfsd: $c:25: secure must be yes or no, not 'perhaps'
+chunkfsd: $c:26: unknown export option 'colour'
+chunkfsd: $c:27: export /a has no clients= list
+chunkfsd: $c:28: line too long (at most 4095 bytes)
+chunkfsd: $c:30: export /ok is already given on line 29
+chunkfsd: $c: 29 errors
 EOT
 diff -u "$tmp/want" "$tmp/err" || fail "bad.conf: the messages differ (above)"
 

@@ -229,6 +229,7 @@ static const char *const key_wants[][2] = {
 	{ "max_reply_queue", "65536-1073741824 (bytes)" },
 	{ "max_io", "a power of two from 4096 to 16777216" },
 	{ "cache_mb", "4-1048576" },
+	{ "loop_poll_us", "0-10000 (microseconds)" },
 	{ "log_level", "error, warning, info or debug" },
 	{ "syslog", "yes or no" },
 	{ "control", "a socket path of at most 107 bytes, or none" },
