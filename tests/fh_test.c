@@ -1,7 +1,7 @@
 /* NFS file handles: round trips at the edges of num and gen, the byte layout
  * against an HMAC computed here with OpenSSL's one-shot HMAC() and a frozen
- * known answer, and rejection of every bit flip, every wrong length, another
- * secret, another volume and another version. */
+ * known answer, the MACs encoding remembers, and rejection of every bit flip,
+ * every wrong length, another secret, another volume and another version. */
 #include "config.h"
 
 #include <errno.h>
@@ -96,6 +96,20 @@ static void test_layout(void)
 }
 
 /* The prepared-state MAC agrees with HMAC() for many secrets and inodes. */
+/* The header fh.h describes for ino on the volume with UUID vol. */
+static void header_of(const uint8_t *vol, struct fs_ino ino, uint8_t hdr[HND_FH_HDR_LEN])
+{
+	hdr[0] = 1;
+	hdr[1] = 1;
+	hdr[2] = 0;
+	hdr[3] = 0;
+	memcpy(hdr + 4, vol, 8);
+	for (int i = 0; i < 8; i++)
+		hdr[12 + i] = (uint8_t)(ino.num >> (8 * i));
+	for (int i = 0; i < 4; i++)
+		hdr[20 + i] = (uint8_t)(ino.gen >> (8 * i));
+}
+
 static void test_matches_hmac(void)
 {
 	uint64_t seed = 0x5eed0f4a11c0ffeeull, x = seed;
@@ -121,15 +135,7 @@ static void test_matches_hmac(void)
 		x = x * 6364136223846793005ull + 1442695040888963407ull;
 		ino.gen = (uint32_t)(x >> 32);
 
-		hdr[0] = 1;
-		hdr[1] = 1;
-		hdr[2] = 0;
-		hdr[3] = 0;
-		memcpy(hdr + 4, vol, 8);
-		for (int i = 0; i < 8; i++)
-			hdr[12 + i] = (uint8_t)(ino.num >> (8 * i));
-		for (int i = 0; i < 4; i++)
-			hdr[20 + i] = (uint8_t)(ino.gen >> (8 * i));
+		header_of(vol, ino, hdr);
 		expected_handle(sec, hdr, expect);
 
 		CHECK_EQ(hnd_fh_key_new(sec, vol, &k), 0);
@@ -139,6 +145,29 @@ static void test_matches_hmac(void)
 			mismatches++;
 		hnd_fh_key_free(k);
 	}
+	CHECK_EQ(mismatches, 0);
+}
+
+/* Encoding remembers MACs by stable number: more numbers than it has
+ * slots, twice over, and a number again with another generation, all give
+ * exactly the handle HMAC() gives. */
+static void test_remembered(void)
+{
+	const uint32_t n = 98304; /* 1.5 x the slots: some share one */
+	int mismatches = 0;
+
+	for (int round = 0; round < 2; round++)
+		for (uint32_t i = 0; i < n; i++) {
+			struct fs_ino ino = { (uint64_t)i * 7919u, round ? 5u : 4u };
+			uint8_t hdr[HND_FH_HDR_LEN], expect[HND_FH_LEN], fh[HND_FH_LEN];
+
+			if (i % 3 == 0)
+				ino.gen = 4; /* the same handle as in round 0 */
+			header_of(uuid, ino, hdr);
+			expected_handle(secret, hdr, expect);
+			if (hnd_fh_encode(key, ino, fh) != 0 || memcmp(fh, expect, HND_FH_LEN) != 0)
+				mismatches++;
+		}
 	CHECK_EQ(mismatches, 0);
 }
 
@@ -286,6 +315,7 @@ int main(void)
 	test_round_trip();
 	test_layout();
 	test_matches_hmac();
+	test_remembered();
 	test_bit_flips();
 	test_lengths();
 	test_foreign();
