@@ -388,8 +388,6 @@ static int answer_on_loop(struct conn *c)
 	if (ret == -EAGAIN)
 		return 0;
 	__atomic_add_fetch(&srv->calls_loop, 1, __ATOMIC_RELAXED);
-	if (ret == 0 && len <= LOOP_POLL_REPLY_MAX)
-		srv->loop_quick++;
 	if (ret == 0) {
 		conn_reply(c, srv->loop_out, len); /* conn_done once it has left */
 		return 1;

@@ -1,13 +1,12 @@
 /* The event loop's run. At one call in flight a client sends its next call
- * within tens of microseconds of a small reply; when the loop answered the
- * last call itself and sleeps in epoll_wait meanwhile, the wake-up costs a
- * fifth of the loopback round trip. So for loop_poll_us after the loop
- * answered a call with a small reply, while no call is at the workers, it
- * polls without sleeping (pausing the CPU between polls, for a sibling
- * hyperthread); at any other time it sleeps. Not polled for: calls at the
- * workers (the polling would take the CPU their flushes and the clients
- * need) and large replies (a client decoding a 64 KiB listing is not
- * quick to send the next call). */
+ * within tens of microseconds of the reply; when the loop answered the last
+ * call itself and sleeps in epoll_wait meanwhile, the wake-up costs a fifth
+ * of the loopback round trip. So for loop_poll_us after the loop answered
+ * a call, while no call is at the workers, it polls without sleeping,
+ * pausing the CPU between polls (a sibling hyperthread, perhaps the
+ * client's, keeps its speed); at any other time it sleeps. Calls at the
+ * workers are not polled for: the polling would take the CPU that their
+ * flushes and the clients need. */
 #include "config.h"
 
 #include <errno.h>
@@ -47,15 +46,16 @@ static int workers_busy(struct server *srv)
 
 int loop_run(struct server *srv)
 {
-	uint64_t seen = srv->loop_quick, last = 0;
+	uint64_t seen = __atomic_load_n(&srv->calls_loop, __ATOMIC_RELAXED), last = 0;
 
 	for (;;) {
 		uint64_t poll_ns = (uint64_t)srv->cfg.loop_poll_us * 1000u;
 		uint64_t now = poll_ns ? now_ns() : 0;
+		uint64_t answered = __atomic_load_n(&srv->calls_loop, __ATOMIC_RELAXED);
 		int polling, ret;
 
-		if (srv->loop_quick != seen) {
-			seen = srv->loop_quick;
+		if (answered != seen) {
+			seen = answered;
 			last = now;
 		}
 		polling = poll_ns && now - last < poll_ns && !workers_busy(srv);

@@ -105,9 +105,6 @@ struct server {
 	uint8_t *loop_out;
 	/* calls answered by the loop and by the workers (atomic adds) */
 	uint64_t calls_loop, calls_workers;
-	/* calls the loop answered with a reply of at most LOOP_POLL_REPLY_MAX
-	 * bytes, whose client is quick to send the next (loop.c; the loop's) */
-	uint64_t loop_quick;
 
 	/* duplicate request cache */
 	struct drc *drc;
@@ -136,7 +133,6 @@ void workers_submit(struct server *srv, struct request *rq);
 int group_commit(struct server *srv);
 
 /* loop.c: runs the event loop until it is told to exit; < 0 on its error. */
-#define LOOP_POLL_REPLY_MAX 8192u
 int loop_run(struct server *srv);
 
 /* settle.c: a volume idle for a second gets its last transaction's
