@@ -249,7 +249,7 @@ static int refuse(const struct proc_desc *pd, const struct rpc_call *call, int s
 }
 
 int dispatch_call(struct server *srv, struct conn *c, const uint8_t *rec, size_t len,
-		  uint8_t *out, size_t outcap, size_t *outlen, int nowait)
+		  uint8_t *out, size_t outcap, size_t *outlen, int nowait, int *committed)
 {
 	struct nfs_ctx ctx;
 	struct rpc_call call;
@@ -372,6 +372,8 @@ int dispatch_call(struct server *srv, struct conn *c, const uint8_t *rec, size_t
 		memset(res, 0, pd->res_size);
 		*(int *)res = NFS3ERR_IO;
 	}
+	if (committed)
+		*committed = ctx.needs_sync;
 	if (ctx.read_into && ((READ3res *)res)->status == NFS3_OK &&
 	    (uint8_t *)((READ3res *)res)->READ3res_u.resok.data.data_val == ctx.read_into) {
 		if (rpc_encode_accepted(&x, call.xid, SUCCESS, 0, 0) < 0 ||

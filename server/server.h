@@ -117,9 +117,10 @@ struct server {
 
 /* conn.c */
 int conn_listen(struct server *srv);
-/* A worker's reply to one of c's requests: the request's place in the
- * limits is released when the reply has left for the socket. */
-void conn_reply(struct conn *c, const uint8_t *buf, size_t len);
+/* A reply to one of c's requests (committed: its call waited for a
+ * commit): the request's place in the limits is released when the reply
+ * has left for the socket. */
+void conn_reply(struct conn *c, const uint8_t *buf, size_t len, int committed);
 /* A request that has no reply: its place in the limits is released. */
 void conn_done(struct conn *c);
 void conn_kill(struct conn *c);
@@ -155,9 +156,10 @@ void drc_store(struct drc *d, const struct sockaddr *peer, uint32_t xid, uint32_
  * out; 1: no reply (a retransmission still in progress); -EAGAIN (only
  * with nowait, for the event loop): the call would wait, or may take long,
  * nothing was done and a worker must run it; another < 0: the record was
- * not an RPC call, close the connection. */
+ * not an RPC call, close the connection. *committed (when given): the
+ * call waited for a commit of its changes. */
 int dispatch_call(struct server *srv, struct conn *c, const uint8_t *rec, size_t len,
-		  uint8_t *out, size_t outcap, size_t *outlen, int nowait);
+		  uint8_t *out, size_t outcap, size_t *outlen, int nowait, int *committed);
 size_t dispatch_reply_cap(const struct server *srv);
 
 /* mountd.c */

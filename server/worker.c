@@ -67,7 +67,7 @@ static void *worker_main(void *arg)
 	for (;;) {
 		struct request *rq;
 		size_t len = 0;
-		int ret;
+		int committed, ret;
 
 		pthread_mutex_lock(&srv->qlock);
 		while (!srv->qhead && !srv->stopping)
@@ -82,10 +82,11 @@ static void *worker_main(void *arg)
 			srv->qtail = NULL;
 		pthread_mutex_unlock(&srv->qlock);
 
-		ret = dispatch_call(srv, rq->conn, rq->rec, rq->len, out, cap, &len, 0);
+		committed = 0;
+		ret = dispatch_call(srv, rq->conn, rq->rec, rq->len, out, cap, &len, 0, &committed);
 		__atomic_add_fetch(&srv->calls_workers, 1, __ATOMIC_RELAXED);
 		if (ret == 0) {
-			conn_reply(rq->conn, out, len); /* and conn_done once it has left */
+			conn_reply(rq->conn, out, len, committed); /* conn_done once it has left */
 		} else {
 			if (ret < 0)
 				conn_kill(rq->conn);
