@@ -12,6 +12,7 @@
 #include "proto/nfs3.h"
 #include "proto/nfs3_proc.h"
 #include "proto/nfs_ctx.h"
+#include "proto/xdr_fast.h"
 #include "server/log.h"
 #include "server/mountd.h"
 #include "server/rpc.h"
@@ -90,7 +91,11 @@ static void call_null(struct nfs_ctx *c, void *a, void *r)
 	X(pathconf, PATHCONF3args, PATHCONF3res, P_STATUS | P_LOOP)            \
 	X(commit, COMMIT3args, COMMIT3res, P_STATUS)
 
+/* READDIRPLUS results go through the fast encoder, which writes rpcgen's
+ * bytes and takes rpcgen's coder for what it does not write itself. */
+#define xdr_READDIRPLUS3res xdr_READDIRPLUS3res_fast
 NFS3_PROCS(NFS)
+#undef xdr_READDIRPLUS3res
 
 static const struct proc_desc nfs3_procs[] = {
 	{ "null", code_void, 0, code_void, 0, call_null, P_LOOP },
