@@ -117,6 +117,7 @@ static int pend_push(struct chunk_txn *ct, uint32_t block, uint16_t units, const
 		     int changed, int heal_copy, uint64_t txid)
 {
 	size_t len = (size_t)units * OD_BLOCK_SIZE;
+	const struct dl_entry *e;
 	struct od_mb_header h;
 	struct pending *p;
 
@@ -141,7 +142,11 @@ static int pend_push(struct chunk_txn *ct, uint32_t block, uint16_t units, const
 	p->units = units;
 	p->changed = (uint8_t)changed;
 	p->heal_copy = heal_copy;
-	p->copy = (uint8_t)(1 - txn_current_copy(ct->c, block));
+	e = entry_find(ct->c->last, ct->c->nlast, block);
+	/* Not the copy holding the last committed version; when both hold it,
+	 * the one on the side of this transaction's list (dl_area): the chunk
+	 * header, the list's neighbour, then goes out in the same write. */
+	p->copy = e ? (uint8_t)(1 - e->copy) : (uint8_t)(txid & 1);
 	if (heal_copy >= 0)
 		p->copy = (uint8_t)heal_copy; /* rewrite the bad copy */
 	if (ct->c->hdr.flags & OD_CHF_SINGLE_COPY)
