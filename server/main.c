@@ -7,7 +7,6 @@
 #include "config.h"
 
 #include <errno.h>
-#include <malloc.h>
 #include <event2/thread.h>
 #include <getopt.h>
 #include <signal.h>
@@ -24,9 +23,6 @@
 #include "server/notify.h"
 #include "server/reload.h"
 #include "server/server.h"
-
-/* Freed heap kept for reuse rather than given back at each free. */
-#define HEAP_KEEP_BYTES (64 << 20)
 
 #ifndef SYSCONFDIR
 #define SYSCONFDIR "/etc"
@@ -228,11 +224,6 @@ int main(int argc, char **argv)
 	struct server srv;
 
 	memset(&srv, 0, sizeof(srv));
-	/* Each commit copies its units into fresh buffers and frees them when
-	 * it ends: with glibc's default the heap gave those pages back at every
-	 * free and faulted them in again at the next commit. Memory freed by
-	 * closed hostile connections still goes back (conn.c's malloc_trim). */
-	mallopt(M_TRIM_THRESHOLD, HEAP_KEEP_BYTES);
 	while ((opt = getopt_long(argc, argv, "fdc:h", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'f':
