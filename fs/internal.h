@@ -93,6 +93,9 @@ struct chunk {
 	uint64_t bad_both;
 };
 
+#define TXN_MAX_UNIT 8        /* blocks in the largest unit (a dir unit's bound) */
+#define TXN_SPARE_PER_SIZE 64 /* spare copy buffers kept per unit size */
+
 struct fs_volume {
 	pthread_mutex_t lock;
 	int fd;
@@ -120,6 +123,11 @@ struct fs_volume {
 	 * the next one flushes them before its units (txn.c). */
 	int data_written;
 	uint64_t txns, txns_one_flush; /* committed, and of those with one flush */
+
+	/* Spare buffers for the copies a transaction writes, by unit size in
+	 * blocks (txn.c; under the lock). */
+	uint8_t *unit_spare[TXN_MAX_UNIT][TXN_SPARE_PER_SIZE];
+	uint32_t nunit_spare[TXN_MAX_UNIT];
 
 	/* The transaction being written without the lock (fs_sync), if any. */
 	struct txn *inflight;
@@ -188,6 +196,7 @@ int txn_recover(struct fs_volume *v, struct fs_recovery_stats *st);
 int txn_settle_chunk(struct fs_volume *v, struct chunk *c);
 /* c's newest list on disk is no longer known (spent, or c went offline). */
 void txn_forget_ondisk(struct chunk *c);
+void txn_free_spares(struct fs_volume *v);
 /* At a clean close, after the last transaction: its units' other copies
  * are caught up and every list is cleared, so nothing is left to replay
  * and fsck finds every chunk clean. */

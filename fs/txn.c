@@ -112,6 +112,33 @@ struct chunk_txn {
 	int single_copy;    /* read at prepare: the header is not read unlocked */
 };
 
+/* A buffer for a copy of a unit of units blocks. Copies come back to a
+ * few spares per size when their transaction ends: from malloc and back,
+ * glibc gave their pages back at each free and every commit faulted them
+ * in again. */
+static uint8_t *copy_buf(struct fs_volume *v, uint16_t units)
+{
+	if (units >= 1 && units <= TXN_MAX_UNIT && v->nunit_spare[units - 1])
+		return v->unit_spare[units - 1][--v->nunit_spare[units - 1]];
+	return malloc((size_t)units * OD_BLOCK_SIZE);
+}
+
+static void copy_buf_done(struct fs_volume *v, uint8_t *buf, uint16_t units)
+{
+	if (buf && units >= 1 && units <= TXN_MAX_UNIT &&
+	    v->nunit_spare[units - 1] < TXN_SPARE_PER_SIZE)
+		v->unit_spare[units - 1][v->nunit_spare[units - 1]++] = buf;
+	else
+		free(buf);
+}
+
+void txn_free_spares(struct fs_volume *v)
+{
+	for (uint32_t u = 0; u < TXN_MAX_UNIT; u++)
+		while (v->nunit_spare[u])
+			free(v->unit_spare[u][--v->nunit_spare[u]]);
+}
+
 /* Queue a unit whose content is data (units blocks, sealed here). */
 static int pend_push(struct chunk_txn *ct, uint32_t block, uint16_t units, const uint8_t *data,
 		     int changed, int heal_copy, uint64_t txid)
@@ -130,7 +157,7 @@ static int pend_push(struct chunk_txn *ct, uint32_t block, uint16_t units, const
 		ct->cap = ncap;
 	}
 	p = &ct->p[ct->n];
-	p->data = malloc(len);
+	p->data = copy_buf(ct->c->vol, units);
 	if (!p->data)
 		return -ENOMEM;
 	memcpy(p->data, data, len);
@@ -253,7 +280,7 @@ static int add_catch_up(struct chunk_txn *ct, uint64_t txid)
 static void chunk_txn_release(struct chunk_txn *ct)
 {
 	for (uint32_t i = 0; i < ct->n; i++)
-		free(ct->p[i].data);
+		copy_buf_done(ct->c->vol, ct->p[i].data, ct->p[i].units);
 	free(ct->p);
 	ct->p = NULL;
 	ct->n = ct->cap = 0;

@@ -425,6 +425,7 @@ static int open_chunks(struct fs_volume *v, struct vol_source *src, char *why, s
 
 static void vol_free(struct fs_volume *v)
 {
+	txn_free_spares(v);
 	dindex_destroy(v);
 	if (v->hash)
 		cache_destroy(v);
