@@ -7,8 +7,11 @@
 # stream measured in the same namespace. Not a test: it prints figures.
 #
 # usage: bash bench/nfs-compare.sh [--rounds N] [--files N] [--size MIB]
-#            [--qd "1 8"] [--tests "create ..."] [--builddir DIR]
+#            [--qd "1 8 4x1"] [--tests "create ..."] [--builddir DIR]
 #            [--iperf-secs S] [--peer-mount OPTS] [--keep]
+# --qd takes Q (one connection, Q calls in flight) or CxQ (C clients, each an
+# nfs_bench process with its own connection and Q in flight, started together
+# on one test at a time; rates summed, latencies the slowest client's).
 # --peer-mount adds mount options for ganesha's ext4, e.g. dirsync: then its
 # CREATE, REMOVE and other directory changes are on stable storage before
 # the reply, as chunkfsd's are (RFC 1813); by default ext4 commits them
@@ -29,7 +32,7 @@ keep=0
 peer_mount=
 
 usage() {
-	sed -n '2,17s/^# \{0,1\}//p' "$0"
+	sed -n '2,20s/^# \{0,1\}//p' "$0"
 	exit "$1"
 }
 
@@ -268,19 +271,60 @@ results=$tmp/results # server round qd test rate unit p50 p99 | server round qd 
 : >"$tmp/iperf"
 chunkfsd_dead=0
 
-run_bench() { # server round qd
-	local srv=$1 r=$2 qd=$3 out=$tmp/out.$1.$2.$3 rc
+# bench_run server qd test...: one nfs_bench against server, output on stdout.
+bench_run() {
+	local srv=$1 qd=$2
+	shift 2
 	if [ "$srv" = chunkfsd ]; then
-		if [ "$chunkfsd_dead" -eq 1 ]; then
-			for t in $tests; do echo "$srv $r $qd $t FAIL chunkfsd-had-died" >>"$results"; done
-			return
-		fi
 		in_ns "$bench" --server 127.0.0.1 --port "$cport" --export / --qd "$qd" \
-			--files "$files" --size "$size" --test $tests >"$out" 2>"$out.err"
+			--files "$files" --size "$size" --test "$@"
 	else
 		in_ns "$bench" --server 127.0.0.1 --port "$gport" --mountport "$gmport" --export "$gdir" \
-			--qd "$qd" --files "$files" --size "$size" --test $tests >"$out" 2>"$out.err"
+			--qd "$qd" --files "$files" --size "$size" --test "$@"
 	fi
+}
+
+# clients_run server clients qd out: CxQ, C clients (nfs_bench processes,
+# a connection each) of Q in flight each, started together on one test at
+# a time; a test's line has the rates and counts summed, the slowest
+# client's time and latencies (or the first failure). Status: the worst.
+clients_run() {
+	local srv=$1 n=$2 qd=$3 out=$4 t k pids rc=0 one
+	: >"$out"
+	: >"$out.err"
+	for t in $tests; do
+		pids=
+		for k in $(seq 1 "$n"); do
+			bench_run "$srv" "$qd" "$t" >"$out.$k" 2>>"$out.err" &
+			pids="$pids $!"
+		done
+		for k in $pids; do
+			wait "$k" || rc=$?
+		done
+		for k in $(seq 1 "$n"); do awk -v t="$t" '$1 == t' "$out.$k"; done >"$out.lines"
+		one=$(grep FAILED "$out.lines" | head -1)
+		if [ -n "$one" ]; then
+			echo "$one" >>"$out"
+		elif [ "$(wc -l <"$out.lines")" -eq "$n" ]; then
+			awk -v q="${n}x$qd" '{ c += $3; r += $5; if ($4 > s) s = $4; if ($7 > p) p = $7;
+				if ($8 > pp) pp = $8; u = $6 }
+				END { printf "%s %s %d %.3f %.1f %s %d %d\n", $1, q, c, s, r, u, p, pp }' \
+				"$out.lines" >>"$out"
+		fi
+	done
+	return "$rc"
+}
+
+run_bench() { # server round qd (Q, or CxQ: C clients of Q in flight each)
+	local srv=$1 r=$2 qd=$3 out=$tmp/out.$1.$2.$3 rc
+	if [ "$srv" = chunkfsd ] && [ "$chunkfsd_dead" -eq 1 ]; then
+		for t in $tests; do echo "$srv $r $qd $t FAIL chunkfsd-had-died" >>"$results"; done
+		return
+	fi
+	case $qd in
+	*x*) clients_run "$srv" "${qd%x*}" "${qd#*x}" "$out" ;;
+	*) bench_run "$srv" "$qd" $tests >"$out" 2>"$out.err" ;;
+	esac
 	rc=$?
 	[ "$rc" -eq 0 ] || say "$srv round $r qd $qd: nfs_bench exit $rc: $(grep FAILED "$out") $(cat "$out.err")"
 	for t in $tests; do
@@ -329,7 +373,7 @@ target() { # test qd
 	case $1 in
 	create | create-write4k) echo 2 ;;
 	lookup-read4k | remove) echo 1.5 ;;
-	getattr) [ "$2" -eq 1 ] && echo 1 || echo 1.5 ;;
+	getattr) [ "$2" = 1 ] && echo 1 || echo 1.5 ;;
 	readdirplus | seqwrite) echo 1.2 ;;
 	seqread) echo 0.9 ;;
 	*) echo 0 ;;
@@ -362,7 +406,7 @@ pct_iperf() { # server qd
 }
 echo
 echo "chunkfsd vs nfs-ganesha 4.3 (FSAL VFS, ext4${peer_mount:+ mounted -o $peer_mount}), NFSv3 over TCP on a netns loopback;"
-echo "nfs_bench: one connection, $files files, $size MiB file, 1 MiB requests; median of $rounds rounds"
+echo "nfs_bench: one connection (CxQ rows: C clients, a connection each), $files files, $size MiB file, 1 MiB requests; median of $rounds rounds"
 echo "iperf3 one TCP stream in the same namespace: ${iperf_med:-n/a} MiB/s (rounds: $(awk '{ printf "%s ", $2 }' "$tmp/iperf"))"
 echo
 printf "%-14s %3s %-10s %12s %12s %7s %7s %-4s %17s %17s\n" test qd unit chunkfsd ganesha ratio target met \
