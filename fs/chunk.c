@@ -74,7 +74,7 @@ int chunk_check_header(const struct od_chunk_header *h, uint32_t index, char *wh
 			 h->nblocks);
 		return -EUCLEAN;
 	}
-	if (h->dir_unit == 0 || h->dir_unit > 8 || h->kind > FS_KIND_LARGE ||
+	if (h->dir_unit == 0 || h->dir_unit > OD_MAX_DIR_UNIT || h->kind > FS_KIND_LARGE ||
 	    h->state > OD_STATE_NEEDS_REPAIR) {
 		snprintf(why, n, "bad dir unit %u, kind %u or state %u", h->dir_unit, h->kind,
 			 h->state);

@@ -93,7 +93,6 @@ struct chunk {
 	uint64_t bad_both;
 };
 
-#define TXN_MAX_UNIT 8        /* blocks in the largest unit (a dir unit's bound) */
 #define TXN_SPARE_PER_SIZE 64 /* spare copy buffers kept per unit size */
 
 struct fs_volume {
@@ -126,8 +125,8 @@ struct fs_volume {
 
 	/* Spare buffers for the copies a transaction writes, by unit size in
 	 * blocks (txn.c; under the lock). */
-	uint8_t *unit_spare[TXN_MAX_UNIT][TXN_SPARE_PER_SIZE];
-	uint32_t nunit_spare[TXN_MAX_UNIT];
+	uint8_t *unit_spare[OD_MAX_DIR_UNIT][TXN_SPARE_PER_SIZE];
+	uint32_t nunit_spare[OD_MAX_DIR_UNIT];
 
 	/* The transaction being written without the lock (fs_sync), if any. */
 	struct txn *inflight;

@@ -65,6 +65,7 @@ enum od_chunk_state {
 
 #define OD_DIRTY_LIST_BLOCKS 16u
 #define OD_DEFAULT_DIR_UNIT 4u /* blocks per directory unit: 16 KiB */
+#define OD_MAX_DIR_UNIT 8u     /* the largest a header may give */
 
 struct od_chunk_header {
 	uint32_t version;

@@ -118,14 +118,14 @@ struct chunk_txn {
  * in again. */
 static uint8_t *copy_buf(struct fs_volume *v, uint16_t units)
 {
-	if (units >= 1 && units <= TXN_MAX_UNIT && v->nunit_spare[units - 1])
+	if (units >= 1 && units <= OD_MAX_DIR_UNIT && v->nunit_spare[units - 1])
 		return v->unit_spare[units - 1][--v->nunit_spare[units - 1]];
 	return malloc((size_t)units * OD_BLOCK_SIZE);
 }
 
 static void copy_buf_done(struct fs_volume *v, uint8_t *buf, uint16_t units)
 {
-	if (buf && units >= 1 && units <= TXN_MAX_UNIT &&
+	if (buf && units >= 1 && units <= OD_MAX_DIR_UNIT &&
 	    v->nunit_spare[units - 1] < TXN_SPARE_PER_SIZE)
 		v->unit_spare[units - 1][v->nunit_spare[units - 1]++] = buf;
 	else
@@ -134,7 +134,7 @@ static void copy_buf_done(struct fs_volume *v, uint8_t *buf, uint16_t units)
 
 void txn_free_spares(struct fs_volume *v)
 {
-	for (uint32_t u = 0; u < TXN_MAX_UNIT; u++)
+	for (uint32_t u = 0; u < OD_MAX_DIR_UNIT; u++)
 		while (v->nunit_spare[u])
 			free(v->unit_spare[u][--v->nunit_spare[u]]);
 }

@@ -338,7 +338,7 @@ static void test_readdir(void)
 /* A fresh file whose entry has no room left for its first write (later
  * entries took the unit's slack) moves, whole, to where it fits inline:
  * same handle, one entry, the neighbours untouched, nothing leaked. Over
- * a block it goes to blocks instead. */
+ * a block, or with a second link, it goes to blocks instead. */
 static void test_inline_move(void)
 {
 	struct fs_volume *v = make(2, 1 << 20, 4096);
@@ -368,6 +368,13 @@ static void test_inline_move(void)
 	CHECK_EQ(a.fileid, first.num);
 	CHECK_EQ(fs_write(v, NULL, big, 0, 4097, wbuf, FS_FILE_SYNC, &a), 0);
 	CHECK_EQ(a.used, 8192); /* two blocks: not inline */
+	/* A fresh file with a second link is not moved: its data takes a block. */
+	CHECK_EQ(fs_create(v, NULL, d, "linked", 0644, 0, 0, &x, NULL), 0);
+	CHECK_EQ(fs_create(v, NULL, d, "after-linked", 0644, 0, 0, NULL, NULL), 0);
+	CHECK_EQ(fs_link(v, NULL, x, d, "linked2"), 0);
+	CHECK_EQ(fs_write(v, NULL, x, 0, 4000, wbuf, FS_FILE_SYNC, &a), 0);
+	CHECK_EQ(a.used, 4096);
+	CHECK_EQ(a.nlink, 2);
 	CHECK_EQ(invariants(v), 0);
 	v = reopen(v);
 	CHECK_EQ(fs_lookup(v, NULL, d, "first", &x, NULL), 0);
@@ -377,7 +384,7 @@ static void test_inline_move(void)
 	CHECK_EQ(n, 4000);
 	CHECK(memcmp(rbuf, wbuf, 4000) == 0);
 	CHECK_EQ(fs_readdir(v, NULL, d, 0, &verf, 0, collect, &all, &eof), 0);
-	CHECK_EQ(all.n, 44); /* ".", "..", first, big and the 40 */
+	CHECK_EQ(all.n, 47); /* ".", "..", first, big, the linked three and the 40 */
 	{
 		int firsts = 0;
 		for (int i = 0; i < all.n; i++)
@@ -387,6 +394,16 @@ static void test_inline_move(void)
 	CHECK(has(&all, "empty-00") && has(&all, "empty-39"));
 	CHECK_EQ(fs_remove(v, NULL, d, "first"), 0);
 	CHECK_EQ(fs_remove(v, NULL, d, "big"), 0);
+	{
+		struct fs_ino l2;
+		CHECK_EQ(fs_lookup(v, NULL, d, "linked2", &l2, NULL), 0);
+		CHECK_EQ(fs_read(v, NULL, l2, 0, sizeof(rbuf), rbuf, &n, &eof), 0);
+		CHECK_EQ(n, 4000);
+		CHECK(memcmp(rbuf, wbuf, 4000) == 0);
+	}
+	CHECK_EQ(fs_remove(v, NULL, d, "linked"), 0);
+	CHECK_EQ(fs_remove(v, NULL, d, "linked2"), 0);
+	CHECK_EQ(fs_remove(v, NULL, d, "after-linked"), 0);
 	for (int i = 0; i < 40; i++) {
 		snprintf(name, sizeof(name), "empty-%02d", i);
 		CHECK_EQ(fs_remove(v, NULL, d, name), 0);
