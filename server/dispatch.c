@@ -254,7 +254,7 @@ static int refuse(const struct proc_desc *pd, const struct rpc_call *call, int s
 }
 
 int dispatch_call(struct server *srv, struct conn *c, const uint8_t *rec, size_t len,
-		  uint8_t *out, size_t outcap, size_t *outlen, int nowait, int *committed)
+		  uint8_t *out, size_t outcap, size_t *outlen, int nowait, struct commit_call *cc)
 {
 	struct nfs_ctx ctx;
 	struct rpc_call call;
@@ -371,14 +371,22 @@ int dispatch_call(struct server *srv, struct conn *c, const uint8_t *rec, size_t
 		log_debug("%s xid %08x %s.%s -> %d", c->peer_name, call.xid,
 			  call.prog == NFS_PROGRAM ? "nfs" : "mount", pd->name,
 			  (pd->flags & P_STATUS) ? *(int *)res : 0);
-	/* NFSv3: a change is on stable storage before its reply goes out;
-	 * when it cannot be made so, the client hears NFS3ERR_IO. */
-	if (ctx.needs_sync && group_commit(srv) < 0 && (pd->flags & P_STATUS)) {
-		memset(res, 0, pd->res_size);
-		*(int *)res = NFS3ERR_IO;
+	/* NFSv3: a change is on stable storage before its reply goes out
+	 * (commit.c); when it cannot be made so, the client hears NFS3ERR_IO
+	 * (dispatch_committed). */
+	if (ctx.needs_sync && cc) {
+		cc->ticket = commit_ticket(srv);
+		cc->pd = pd;
+		cc->xid = call.xid;
+		cc->prog = call.prog;
+		cc->proc = call.proc;
+	} else if (ctx.needs_sync) {
+		log_error("%s: %s changed the volume on the event loop", c->peer_name, pd->name);
+		if (pd->flags & P_STATUS) {
+			memset(res, 0, pd->res_size);
+			*(int *)res = NFS3ERR_IO;
+		}
 	}
-	if (committed)
-		*committed = ctx.needs_sync;
 	if (ctx.read_into && ((READ3res *)res)->status == NFS3_OK &&
 	    (uint8_t *)((READ3res *)res)->READ3res_u.resok.data.data_val == ctx.read_into) {
 		if (rpc_encode_accepted(&x, call.xid, SUCCESS, 0, 0) < 0 ||
@@ -406,8 +414,34 @@ done:
 	if (ret < 0)
 		return ret;
 	finish(&x, out, outlen);
-	if (pd && (pd->flags & P_DRC))
+	if (pd && (pd->flags & P_DRC) && !(cc && cc->ticket))
 		drc_store(srv->drc, (const struct sockaddr *)&c->peer, call.xid, call.prog,
 			  call.proc, out, *outlen);
 	return 0;
+}
+
+void dispatch_committed(struct server *srv, struct conn *c, const struct commit_call *cc,
+			int failed, uint8_t *out, size_t outcap, size_t *outlen)
+{
+	const struct proc_desc *pd = cc->pd;
+
+	if (failed && (pd->flags & P_STATUS)) {
+		void *res = calloc(1, pd->res_size);
+		XDR x;
+
+		xdrmem_create(&x, (char *)out, (u_int)outcap, XDR_ENCODE);
+		xdr_setpos(&x, 4);
+		if (res)
+			*(int *)res = NFS3ERR_IO;
+		if (!res || rpc_encode_accepted(&x, cc->xid, SUCCESS, 0, 0) < 0 ||
+		    !pd->xdr_res(&x, res)) {
+			xdr_setpos(&x, 4);
+			rpc_encode_accepted(&x, cc->xid, SYSTEM_ERR, 0, 0);
+		}
+		free(res);
+		finish(&x, out, outlen);
+	}
+	if (pd->flags & P_DRC)
+		drc_store(srv->drc, (const struct sockaddr *)&c->peer, cc->xid, cc->prog, cc->proc,
+			  out, *outlen);
 }

@@ -46,6 +46,14 @@ struct conn {
 	int on_paused_list;
 };
 
+/* A reply waiting for a commit (dispatch.c fills it, commit.c keeps it). */
+struct proc_desc;
+struct commit_call {
+	uint64_t ticket;               /* 0: the call changed nothing */
+	const struct proc_desc *pd;
+	uint32_t xid, prog, proc;
+};
+
 struct request {
 	struct conn *conn;
 	uint8_t *rec;
@@ -88,12 +96,13 @@ struct server {
 	double refused_logged;         /* when that line was logged (monotonic s) */
 	int trim_pending;              /* a malloc_trim is scheduled */
 
-	/* group commit */
+	/* group commit (commit.c) */
 	pthread_mutex_t gclock;
-	pthread_cond_t gccond;
-	uint64_t gc_done, gc_synced;
+	pthread_cond_t gccond;         /* a sync ended (for calls that could not be held) */
+	uint64_t gc_done, gc_synced;   /* the last ticket given, and synced */
 	uint64_t gc_failed_upto;       /* tickets up to this one saw a failed sync */
-	int gc_syncing;
+	int gc_syncing;                /* a worker is the committer */
+	struct held_reply *gc_held;    /* replies waiting for the committer's next sync */
 	uint64_t gc_last_ms;           /* when the last group commit ended (monotonic) */
 
 	/* the settler (settle.c), under gclock */
@@ -130,8 +139,14 @@ void conn_put(struct conn *c);
 int workers_start(struct server *srv);
 void workers_stop(struct server *srv);
 void workers_submit(struct server *srv, struct request *rq);
-/* Wait until a sync covers this call's changes; < 0 if that sync failed. */
-int group_commit(struct server *srv);
+
+/* commit.c: a call that changed the volume takes a ticket after its
+ * change; commit_reply sends its reply (buf: len bytes of cap) once a sync
+ * covering the ticket ended, from this thread or the committer's, and drops
+ * the request's reference to c. */
+uint64_t commit_ticket(struct server *srv);
+void commit_reply(struct server *srv, struct conn *c, uint8_t *buf, size_t len, size_t cap,
+		  const struct commit_call *cc);
 
 /* loop.c: runs the event loop until it is told to exit; < 0 on its error. */
 int loop_run(struct server *srv);
@@ -156,10 +171,16 @@ void drc_store(struct drc *d, const struct sockaddr *peer, uint32_t xid, uint32_
  * out; 1: no reply (a retransmission still in progress); -EAGAIN (only
  * with nowait, for the event loop): the call would wait, or may take long,
  * nothing was done and a worker must run it; another < 0: the record was
- * not an RPC call, close the connection. *committed (when given): the
- * call waited for a commit of its changes. */
+ * not an RPC call, close the connection. cc->ticket (cc is NULL only with
+ * nowait, whose calls change nothing): nonzero when the call changed the
+ * volume, and its reply, in out already, goes to commit_reply. */
 int dispatch_call(struct server *srv, struct conn *c, const uint8_t *rec, size_t len,
-		  uint8_t *out, size_t outcap, size_t *outlen, int nowait, int *committed);
+		  uint8_t *out, size_t outcap, size_t *outlen, int nowait, struct commit_call *cc);
+/* The reply of cc (in out, *outlen of outcap bytes) once its sync ended:
+ * made NFS3ERR_IO when the sync failed, and recorded in the duplicate
+ * request cache. */
+void dispatch_committed(struct server *srv, struct conn *c, const struct commit_call *cc,
+			int failed, uint8_t *out, size_t outcap, size_t *outlen);
 size_t dispatch_reply_cap(const struct server *srv);
 
 /* mountd.c */

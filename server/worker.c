@@ -1,8 +1,7 @@
 /* The worker pool: filesystem work happens here, never on the event loop.
  * Each worker takes a complete RPC record, runs it, and hands the reply to
- * its connection. Group commit: a modifying call waits until a sync that
- * started after it finished; one sync covers every call completed before
- * it began, so concurrent clients share flushes. */
+ * its connection; the reply of a call that changed the volume goes through
+ * group commit (commit.c). */
 #include "config.h"
 
 #include <errno.h>
@@ -11,48 +10,6 @@
 
 #include "server/log.h"
 #include "server/server.h"
-
-int group_commit(struct server *srv)
-{
-	uint64_t ticket;
-	int result = 0;
-
-	pthread_mutex_lock(&srv->gclock);
-	ticket = ++srv->gc_done;
-	while (srv->gc_synced < ticket) {
-		if (!srv->gc_syncing) {
-			uint64_t target = srv->gc_done;
-			int ret;
-			srv->gc_syncing = 1;
-			pthread_mutex_unlock(&srv->gclock);
-			ret = fs_sync(srv->vol);
-			if (ret < 0)
-				log_error("sync failed: %s", strerror(-ret));
-			pthread_mutex_lock(&srv->gclock);
-			srv->gc_syncing = 0;
-			if (ret < 0) {
-				/* Nobody waiting for this sync may claim success. */
-				srv->gc_failed_upto = target;
-			} else if (target > srv->gc_synced) {
-				srv->gc_synced = target;
-			}
-			srv->gc_last_ms = settle_now_ms();
-			pthread_cond_broadcast(&srv->gccond);
-			if (ret < 0) {
-				result = ret; /* target >= ticket: this call was in it */
-				break;
-			}
-		} else {
-			pthread_cond_wait(&srv->gccond, &srv->gclock);
-			if (srv->gc_failed_upto >= ticket && srv->gc_synced < ticket) {
-				result = -EIO;
-				break;
-			}
-		}
-	}
-	pthread_mutex_unlock(&srv->gclock);
-	return result;
-}
 
 static void *worker_main(void *arg)
 {
@@ -67,7 +24,8 @@ static void *worker_main(void *arg)
 	for (;;) {
 		struct request *rq;
 		size_t len = 0;
-		int committed, ret;
+		struct commit_call cc;
+		int ret;
 
 		pthread_mutex_lock(&srv->qlock);
 		while (!srv->qhead && !srv->stopping)
@@ -82,17 +40,21 @@ static void *worker_main(void *arg)
 			srv->qtail = NULL;
 		pthread_mutex_unlock(&srv->qlock);
 
-		committed = 0;
-		ret = dispatch_call(srv, rq->conn, rq->rec, rq->len, out, cap, &len, 0, &committed);
+		memset(&cc, 0, sizeof(cc));
+		ret = dispatch_call(srv, rq->conn, rq->rec, rq->len, out, cap, &len, 0, &cc);
 		__atomic_add_fetch(&srv->calls_workers, 1, __ATOMIC_RELAXED);
-		if (ret == 0) {
-			conn_reply(rq->conn, out, len, committed); /* conn_done once it has left */
+		if (ret == 0 && cc.ticket) {
+			commit_reply(srv, rq->conn, out, len, cap, &cc); /* takes the reference */
+			rq->conn = NULL;
+		} else if (ret == 0) {
+			conn_reply(rq->conn, out, len, 0); /* conn_done once it has left */
 		} else {
 			if (ret < 0)
 				conn_kill(rq->conn);
 			conn_done(rq->conn);
 		}
-		conn_put(rq->conn);
+		if (rq->conn)
+			conn_put(rq->conn);
 		free(rq->rec);
 		free(rq);
 	}
