@@ -12,7 +12,16 @@
  *       once a COMMIT succeeds with the verifier the batch's writes got,
  *       the batch's record numbers go to ACKS. Until the server goes away.
  *   svc_client HOST PORT commit-verify STATE ACKS
- *       After a restart, every record in ACKS is there. */
+ *       After a restart, every record in ACKS is there.
+ *   svc_client HOST PORT full-disk FILL FREE
+ *       A MKDIR succeeds; FILL (which fills the file system holding the
+ *       volume) runs; the directory's first CREATE, whose unit needs blocks
+ *       of the image never written before, gets NFS3ERR_IO, and so do 8
+ *       CREATEs sent together on the connection (their commits still carry
+ *       that unit: the daemon answers some from the worker that syncs,
+ *       others it held for that sync). FREE runs; a CREATE succeeds, and
+ *       the 9 files are there: a change whose commit failed stays in
+ *       memory and goes out with the next one. */
 #include <errno.h>
 #include <inttypes.h>
 #include <netinet/in.h>
@@ -151,6 +160,7 @@ struct pending {
 	union {
 		WRITE3res w;
 		COMMIT3res c;
+		CREATE3res cr;
 	} res;
 };
 
@@ -296,15 +306,76 @@ static void commit_verify(const char *state, const char *acks)
 	printf("verified: all %u committed records are there\n", count);
 }
 
+/* --- a full disk under the volume ----------------------------------------- */
+
+#define FULL_CREATES 8
+
+static void full_disk(const char *fill, const char *free_cmd)
+{
+	struct rpc_context *rpc = call_context();
+	nfs_fh3 root = mount_root(), dir;
+	struct pending p[FULL_CREATES];
+	char names[FULL_CREATES][16];
+	MKDIR3args m;
+	MKDIR3res mr;
+
+	memset(&m, 0, sizeof(m));
+	m.where.dir = root;
+	m.where.name = (char *)"full";
+	mr = call_mkdir(&m);
+	expect("MKDIR", mr.status, NFS3_OK);
+	CHECK(mr.MKDIR3res_u.resok.obj.handle_follows, "MKDIR: no handle");
+	dir = mr.MKDIR3res_u.resok.obj.post_op_fh3_u.handle;
+	run(fill);
+	expect("CREATE of the first entry of a directory with the disk under the volume full",
+	       create(dir, "first").status, NFS3ERR_IO);
+	for (int i = 0; i < FULL_CREATES; i++) {
+		CREATE3args a;
+		memset(&a, 0, sizeof(a));
+		snprintf(names[i], sizeof(names[i]), "held%d", i);
+		a.where.dir = root;
+		a.where.name = names[i];
+		a.how.mode = UNCHECKED;
+		memset(&p[i], 0, sizeof(p[i]));
+		CHECK(rpc_nfs3_create_async(rpc, on_done, &a, &p[i]) == 0, "CREATE %s: not sent",
+		      names[i]);
+	}
+	for (int i = 0; i < FULL_CREATES; i++) {
+		CHECK(wait_done(&p[i]) == 0, "CREATE %s: no reply", names[i]);
+		expect(names[i], p[i].res.cr.status, NFS3ERR_IO);
+	}
+	printf("ok: with the disk full, a directory's first CREATE and %d CREATEs in flight "
+	       "together got NFS3ERR_IO\n",
+	       FULL_CREATES);
+	run(free_cmd);
+	create_ok(root, "after");
+	{
+		LOOKUP3args l = { .what = { .dir = dir, .name = (char *)"first" } };
+		LOOKUP3res lr = call_lookup(&l);
+		expect("LOOKUP of the file made while the disk was full", lr.status, NFS3_OK);
+		CHECK(lr.LOOKUP3res_u.resok.obj_attributes.attributes_follow &&
+			      lr.LOOKUP3res_u.resok.obj_attributes.post_op_attr_u.attributes.type ==
+				      NF3REG,
+		      "'full/first' is not a regular file");
+	}
+	for (int i = 0; i < FULL_CREATES; i++) {
+		LOOKUP3args l = { .what = { .dir = root, .name = names[i] } };
+		expect(names[i], call_lookup(&l).status, NFS3_OK);
+	}
+	printf("ok: with room again, CREATE works, and the %d files are there\n", FULL_CREATES + 1);
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 3 ? argv[3] : "";
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (!((argc == 7 && !strcmp(mode, "reload")) ||
-	      (argc == 6 && (!strcmp(mode, "commit-stream") || !strcmp(mode, "commit-verify"))))) {
+	      (argc == 6 && (!strcmp(mode, "commit-stream") || !strcmp(mode, "commit-verify") ||
+			     !strcmp(mode, "full-disk"))))) {
 		fprintf(stderr, "usage: svc_client HOST PORT reload TO_RO BROKEN TO_RW\n"
-				"       svc_client HOST PORT commit-stream|commit-verify STATE ACKS\n");
+				"       svc_client HOST PORT commit-stream|commit-verify STATE ACKS\n"
+				"       svc_client HOST PORT full-disk FILL FREE\n");
 		return 2;
 	}
 	call_connect(argv[1], atoi(argv[2]), 0, 0);
@@ -312,6 +383,8 @@ int main(int argc, char **argv)
 		reload(argv[4], argv[5], argv[6]);
 	else if (!strcmp(mode, "commit-stream"))
 		commit_stream(argv[4], argv[5]);
+	else if (!strcmp(mode, "full-disk"))
+		full_disk(argv[4], argv[5]);
 	else
 		commit_verify(argv[4], argv[5]);
 	call_disconnect();
