@@ -1,7 +1,9 @@
 /* The duplicate request cache: the replies to non-idempotent calls (CREATE,
  * REMOVE, RENAME, ...) by client address and xid, so that a retransmitted
  * call gets the first reply instead of a second execution (and a spurious
- * EEXIST or ENOENT). A fixed number of entries, oldest replaced first. */
+ * EEXIST or ENOENT). A fixed number of entries, oldest replaced first,
+ * found through a hash of the address and xid (a scan of all of them, twice
+ * per call under the one lock, had cost more than the call's own work). */
 #include "config.h"
 
 #include <errno.h>
@@ -19,12 +21,15 @@ struct drc_entry {
 	int in_progress;
 	uint8_t *reply;
 	size_t len;
+	struct drc_entry *hnext;      /* hash chain (used entries only) */
 };
 
 struct drc {
 	pthread_mutex_t lock;
 	struct drc_entry *e;
 	size_t n, next;
+	struct drc_entry **hash;
+	size_t hmask;                 /* buckets - 1: a power of two, at least 2n */
 };
 
 struct drc *drc_new(size_t entries)
@@ -33,8 +38,17 @@ struct drc *drc_new(size_t entries)
 
 	if (!d)
 		return NULL;
+	if (entries == 0)
+		entries = 1;
+	d->hmask = 1;
+	while (d->hmask < 2 * entries)
+		d->hmask <<= 1;
 	d->e = calloc(entries, sizeof(*d->e));
-	if (!d->e) {
+	d->hash = calloc(d->hmask, sizeof(*d->hash));
+	d->hmask--;
+	if (!d->e || !d->hash) {
+		free(d->e);
+		free(d->hash);
 		free(d);
 		return NULL;
 	}
@@ -50,6 +64,7 @@ void drc_free(struct drc *d)
 	for (size_t i = 0; i < d->n; i++)
 		free(d->e[i].reply);
 	free(d->e);
+	free(d->hash);
 	pthread_mutex_destroy(&d->lock);
 	free(d);
 }
@@ -65,16 +80,38 @@ static void addr_key(const struct sockaddr *sa, uint8_t out[16])
 		memcpy(out, &((const struct sockaddr_in6 *)sa)->sin6_addr, 16);
 }
 
+static struct drc_entry **bucket(struct drc *d, const uint8_t *addr, uint32_t xid)
+{
+	uint32_t h = xid * 0x9e3779b1u;
+
+	for (int i = 0; i < 16; i += 4) {
+		uint32_t w;
+		memcpy(&w, addr + i, 4);
+		h = (h ^ w) * 0x85ebca6bu;
+	}
+	return &d->hash[(h ^ (h >> 15)) & d->hmask];
+}
+
 static struct drc_entry *find(struct drc *d, const uint8_t *addr, uint32_t xid, uint32_t prog,
 			      uint32_t proc)
 {
-	for (size_t i = 0; i < d->n; i++) {
-		struct drc_entry *e = &d->e[i];
-		if (e->used && e->xid == xid && e->prog == prog && e->proc == proc &&
+	for (struct drc_entry *e = *bucket(d, addr, xid); e; e = e->hnext)
+		if (e->xid == xid && e->prog == prog && e->proc == proc &&
 		    memcmp(e->addr, addr, 16) == 0)
 			return e;
-	}
 	return NULL;
+}
+
+/* A used entry leaves its chain and is free again. */
+static void forget(struct drc *d, struct drc_entry *e)
+{
+	struct drc_entry **pp = bucket(d, e->addr, e->xid);
+
+	while (*pp != e)
+		pp = &(*pp)->hnext;
+	*pp = e->hnext;
+	free(e->reply);
+	memset(e, 0, sizeof(*e));
 }
 
 int drc_lookup(struct drc *d, const struct sockaddr *peer, uint32_t xid, uint32_t prog,
@@ -97,16 +134,19 @@ int drc_lookup(struct drc *d, const struct sockaddr *peer, uint32_t xid, uint32_
 			ret = 1;
 		}
 	} else {
+		struct drc_entry **b = bucket(d, addr, xid);
 		e = &d->e[d->next];
 		d->next = (d->next + 1) % d->n;
-		free(e->reply);
-		memset(e, 0, sizeof(*e));
+		if (e->used)
+			forget(d, e);
 		memcpy(e->addr, addr, 16);
 		e->xid = xid;
 		e->prog = prog;
 		e->proc = proc;
 		e->used = 1;
 		e->in_progress = 1;
+		e->hnext = *b;
+		*b = e;
 	}
 	pthread_mutex_unlock(&d->lock);
 	return ret;
@@ -129,7 +169,7 @@ void drc_store(struct drc *d, const struct sockaddr *peer, uint32_t xid, uint32_
 			e->len = len;
 			e->in_progress = 0;
 		} else {
-			e->used = 0; /* no memory: forget it rather than block its xid */
+			forget(d, e); /* no memory: forget it rather than block its xid */
 		}
 	}
 	pthread_mutex_unlock(&d->lock);
