@@ -2,7 +2,8 @@
  * (handler, XDR coders, whether the call changes state and is answered from
  * the duplicate request cache when retransmitted), the RPC-level errors
  * (PROG_UNAVAIL, PROG_MISMATCH, PROC_UNAVAIL, GARBAGE_ARGS, AUTH errors),
- * export access and squashing, and the group commit before the reply. */
+ * export access and squashing, the ticket of a call that must be committed
+ * before its reply, and that reply once its sync ended (dispatch_committed). */
 #include "config.h"
 
 #include <errno.h>
