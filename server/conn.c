@@ -52,6 +52,7 @@ static void trim_cb(evutil_socket_t fd, short what, void *arg)
 	struct server *srv = arg;
 
 	srv->trim_pending = 0;
+	rec_spares_free(srv);
 #ifdef __GLIBC__
 	malloc_trim(0);
 #endif
@@ -440,6 +441,7 @@ static void submit(struct conn *c)
 	rq->conn = c;
 	rq->rec = c->rec;
 	rq->len = c->rec_len;
+	rq->cap = c->rec_cap;
 	c->rec = NULL;
 	c->rec_len = c->rec_cap = 0;
 	pthread_mutex_lock(&c->lock);
@@ -448,9 +450,60 @@ static void submit(struct conn *c)
 	workers_submit(srv, rq);
 }
 
+/* Large records (WRITEs) take buffers of the maximum record size that
+ * earlier requests gave back: freshly allocated, each cost a page fault
+ * per 4 KiB (glibc returns freed pages when several are in flight). The
+ * spares are freed with the heap's trim after a large connection closes. */
+#define REC_SPARE_MIN (64u << 10)
+
+static uint8_t *rec_take(struct server *srv, size_t *cap)
+{
+	uint8_t *p = NULL;
+
+	pthread_mutex_lock(&srv->rec_lock);
+	if (srv->nrec_spare) {
+		srv->nrec_spare--;
+		p = srv->rec_spare[srv->nrec_spare];
+		*cap = srv->rec_spare_cap[srv->nrec_spare];
+	}
+	pthread_mutex_unlock(&srv->rec_lock);
+	if (p && *cap < max_record(srv)) { /* from before a reload raised max_io */
+		free(p);
+		p = NULL;
+	}
+	if (!p) {
+		*cap = max_record(srv);
+		p = malloc(*cap);
+	}
+	return p;
+}
+
+void rec_give(struct server *srv, uint8_t *rec, size_t cap)
+{
+	if (rec && cap >= REC_SPARE_MIN) {
+		pthread_mutex_lock(&srv->rec_lock);
+		if (srv->nrec_spare < REC_SPARES) {
+			srv->rec_spare[srv->nrec_spare] = rec;
+			srv->rec_spare_cap[srv->nrec_spare++] = cap;
+			rec = NULL;
+		}
+		pthread_mutex_unlock(&srv->rec_lock);
+	}
+	free(rec);
+}
+
+void rec_spares_free(struct server *srv)
+{
+	pthread_mutex_lock(&srv->rec_lock);
+	while (srv->nrec_spare)
+		free(srv->rec_spare[--srv->nrec_spare]);
+	pthread_mutex_unlock(&srv->rec_lock);
+}
+
 /* Room for need bytes of record: the first fragment gets its exact size,
  * later ones double it (up to the maximum record), so a record of many
- * small fragments costs no quadratic copying. */
+ * small fragments costs no quadratic copying; a large first fragment gets
+ * a spare buffer of the maximum size. */
 static int rec_reserve(struct conn *c, size_t need)
 {
 	size_t ncap = c->rec_cap;
@@ -458,6 +511,14 @@ static int rec_reserve(struct conn *c, size_t need)
 
 	if (need <= c->rec_cap)
 		return 0;
+	if (!c->rec && need >= REC_SPARE_MIN) {
+		c->rec = rec_take(c->srv, &c->rec_cap);
+		if (!c->rec) {
+			c->rec_cap = 0;
+			return -ENOMEM;
+		}
+		return 0;
+	}
 	if (!ncap)
 		ncap = need ? need : 1;
 	while (ncap < need)

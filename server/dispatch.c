@@ -93,10 +93,14 @@ static void call_null(struct nfs_ctx *c, void *a, void *r)
 	X(commit, COMMIT3args, COMMIT3res, P_STATUS)
 
 /* READDIRPLUS results go through the fast encoder, which writes rpcgen's
- * bytes and takes rpcgen's coder for what it does not write itself. */
+ * bytes and takes rpcgen's coder for what it does not write itself; WRITE
+ * data is decoded in place, in the request's record (freed after the
+ * call's arguments). */
 #define xdr_READDIRPLUS3res xdr_READDIRPLUS3res_fast
+#define xdr_WRITE3args xdr_WRITE3args_fast
 NFS3_PROCS(NFS)
 #undef xdr_READDIRPLUS3res
+#undef xdr_WRITE3args
 
 static const struct proc_desc nfs3_procs[] = {
 	{ "null", code_void, 0, code_void, 0, call_null, P_LOOP },

@@ -298,6 +298,7 @@ int main(int argc, char **argv)
 	pthread_mutex_init(&srv.gclock, NULL);
 	pthread_cond_init(&srv.gccond, NULL);
 	pthread_mutex_init(&srv.mlock, NULL);
+	pthread_mutex_init(&srv.rec_lock, NULL);
 	make_write_verf(srv.write_verf);
 	if (open_volume(&srv) < 0)
 		goto out;
@@ -392,6 +393,7 @@ out:
 		event_base_free(srv.base);
 	hnd_fh_key_free(srv.key);
 	drc_free(srv.drc);
+	rec_spares_free(&srv);
 	free(srv.loop_out);
 	while (srv.mounts) {
 		struct mount_entry *m = srv.mounts;

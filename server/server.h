@@ -57,7 +57,7 @@ struct commit_call {
 struct request {
 	struct conn *conn;
 	uint8_t *rec;
-	size_t len;
+	size_t len, cap;
 	struct request *next;
 };
 
@@ -66,6 +66,8 @@ struct mount_entry {
 	char path[1024];
 	struct mount_entry *next;
 };
+
+#define REC_SPARES 16 /* large record buffers kept for reuse */
 
 struct server {
 	struct config cfg;             /* exports moved to exports at start */
@@ -110,6 +112,12 @@ struct server {
 	int settler_started, settler_stop;
 	pthread_cond_t settle_cond;
 
+	/* spare buffers for large records (conn.c rec_take, rec_give) */
+	pthread_mutex_t rec_lock;
+	uint8_t *rec_spare[REC_SPARES];
+	size_t rec_spare_cap[REC_SPARES];
+	int nrec_spare;
+
 	/* the loop's reply buffer for the calls it answers itself (conn.c) */
 	uint8_t *loop_out;
 	/* calls answered by the loop and by the workers (atomic adds) */
@@ -134,6 +142,10 @@ void conn_reply(struct conn *c, const uint8_t *buf, size_t len, int committed);
 void conn_done(struct conn *c);
 void conn_kill(struct conn *c);
 void conn_put(struct conn *c);
+/* A request's record buffer (cap bytes) when the request is done: kept
+ * for the next large record, or freed. rec_spares_free frees those kept. */
+void rec_give(struct server *srv, uint8_t *rec, size_t cap);
+void rec_spares_free(struct server *srv);
 
 /* worker.c */
 int workers_start(struct server *srv);

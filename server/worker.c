@@ -55,7 +55,7 @@ static void *worker_main(void *arg)
 		}
 		if (rq->conn)
 			conn_put(rq->conn);
-		free(rq->rec);
+		rec_give(srv, rq->rec, rq->cap);
 		free(rq);
 	}
 	free(out);
