@@ -123,6 +123,12 @@ static int same_encoding(struct reply *r, u_int size, int *encoded)
 	return same;
 }
 
+/* memcmp, for lengths that may be 0 with NULL pointers (as decoded). */
+static int same_bytes(const void *a, const void *b, size_t len)
+{
+	return len == 0 || !memcmp(a, b, len);
+}
+
 /* One random WRITE3args encoded by rpcgen, decoded both ways whole and
  * cut short: 0 when they agree, and *cut_refused counts short ones. */
 static int write_args_agree(int *cut_refused)
@@ -163,10 +169,10 @@ static int write_args_agree(int *cut_refused)
 	xdr_destroy(&x);
 	if (ok)
 		ok = a.file.data.data_len == b.file.data.data_len &&
-		     !memcmp(a.file.data.data_val, b.file.data.data_val, a.file.data.data_len) &&
+		     same_bytes(a.file.data.data_val, b.file.data.data_val, a.file.data.data_len) &&
 		     a.offset == b.offset && a.count == b.count && a.stable == b.stable &&
 		     a.data.data_len == b.data.data_len && a.data.data_len == in.data.data_len &&
-		     !memcmp(a.data.data_val, b.data.data_val, a.data.data_len) &&
+		     same_bytes(a.data.data_val, b.data.data_val, a.data.data_len) &&
 		     (b.data.data_len == 0 ||
 		      (b.data.data_val > enc && b.data.data_val + b.data.data_len <= enc + len));
 	xdr_free((xdrproc_t)xdr_WRITE3args, (char *)&a);
