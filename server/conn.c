@@ -480,7 +480,7 @@ static uint8_t *rec_take(struct server *srv, size_t *cap)
 
 void rec_give(struct server *srv, uint8_t *rec, size_t cap)
 {
-	if (rec && cap >= REC_SPARE_MIN) {
+	if (rec && cap >= max_record(srv)) {
 		pthread_mutex_lock(&srv->rec_lock);
 		if (srv->nrec_spare < REC_SPARES) {
 			srv->rec_spare[srv->nrec_spare] = rec;
