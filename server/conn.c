@@ -223,7 +223,7 @@ static int queue_reply(struct conn *c, const uint8_t *buf, size_t len)
  * call into a bufferevent while holding either of those. A worker holds
  * one bufferevent's lock at a time and releases its request's place
  * (which may resume other connections) only after unlocking it. */
-void conn_reply(struct conn *c, const uint8_t *buf, size_t len, int committed)
+void conn_reply(struct conn *c, const uint8_t *buf, size_t len, int direct)
 {
 	int dead, ret = 0;
 
@@ -235,18 +235,21 @@ void conn_reply(struct conn *c, const uint8_t *buf, size_t len, int committed)
 		conn_done(c);
 		return;
 	}
-	/* A large reply, or one that waited for a commit, with nothing queued
-	 * before it goes to the socket from here, under the bufferevent's lock
-	 * (the loop never writes at the same time, the order is kept): it
-	 * saves the loop a copy and a wake-up (1 MiB READs at one in flight:
-	 * 1.0x ganesha against 0.8x; CREATE at one in flight: p50 about 20 us
-	 * less). Other small ones are left to the loop: sent from here they
-	 * were slower (12.5k against 19k GETATTRs/s), the loop, woken by the
-	 * client's next request while loopback delivered the reply, waiting
-	 * for the lock; after a commit of hundreds of microseconds the loop
-	 * has long been idle. What the socket does not take now is queued. */
+	/* A large reply, one that waited for a commit, or one the loop
+	 * answered itself, with nothing queued before it, goes to the socket
+	 * from here, under the bufferevent's lock (the loop never writes at
+	 * the same time, the order is kept). From a worker it saves the loop a
+	 * copy and a wake-up (1 MiB READs at one in flight: 1.0x ganesha
+	 * against 0.8x; CREATE at one in flight: p50 about 20 us less); on
+	 * the loop, the two epoll_ctl calls and the extra turn of the loop of
+	 * a queued write. Other small replies from workers are left to the
+	 * loop: sent from there they were slower (12.5k against 19k
+	 * GETATTRs/s), the loop, woken by the client's next request while
+	 * loopback delivered the reply, waiting for the lock; after a commit
+	 * of hundreds of microseconds the loop has long been idle. What the
+	 * socket does not take now is queued. */
 	bufferevent_lock(c->bev);
-	if ((len >= DIRECT_SEND_MIN || committed) &&
+	if ((len >= DIRECT_SEND_MIN || direct) &&
 	    evbuffer_get_length(bufferevent_get_output(c->bev)) == 0) {
 		ssize_t n = send(bufferevent_getfd(c->bev), buf, len, MSG_DONTWAIT | MSG_NOSIGNAL);
 		if (n > 0) {
@@ -393,7 +396,7 @@ static int answer_on_loop(struct conn *c)
 		return 0;
 	__atomic_add_fetch(&srv->calls_loop, 1, __ATOMIC_RELAXED);
 	if (ret == 0) {
-		conn_reply(c, srv->loop_out, len, 0); /* conn_done once it has left */
+		conn_reply(c, srv->loop_out, len, 1); /* conn_done once it has left */
 		return 1;
 	}
 	if (ret < 0)

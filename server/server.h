@@ -134,10 +134,11 @@ struct server {
 
 /* conn.c */
 int conn_listen(struct server *srv);
-/* A reply to one of c's requests (committed: its call waited for a
- * commit): the request's place in the limits is released when the reply
- * has left for the socket. */
-void conn_reply(struct conn *c, const uint8_t *buf, size_t len, int committed);
+/* A reply to one of c's requests (direct: sent from this thread when
+ * nothing is queued before it, as for a reply that waited for a commit or
+ * one the loop answered): the request's place in the limits is released
+ * when the reply has left for the socket. */
+void conn_reply(struct conn *c, const uint8_t *buf, size_t len, int direct);
 /* A request that has no reply: its place in the limits is released. */
 void conn_done(struct conn *c);
 void conn_kill(struct conn *c);
