@@ -2,29 +2,18 @@
 # The file system under the volume fills up while clients change it: a
 # directory's first CREATE and CREATEs in flight together get NFS3ERR_IO
 # (their commit cannot be written), the daemon keeps serving, and once
-# there is room again the next commit writes every change that had failed. The volume lives on a
-# tmpfs of its own, so this needs root (mount).
+# there is room again the next commit writes every change that had failed.
+# The volume lives on a tmpfs of its own, so this needs root (mount).
 . "$(dirname "$0")/functions.sh"
 . "$(dirname "$0")/svc-functions.sh"
-client=$builddir/client-tests/svc_client
-if [ ! -x "$client" ]; then
-	echo "SKIP: $client was not built (configure found no libnfs)"
-	exit 77
-fi
+need_svc_client
 if [ "$(id -u)" -ne 0 ]; then
 	echo "SKIP: mounting a tmpfs needs root"
 	exit 77
 fi
 mkdir "$tmp/fs"
 mount -t tmpfs -o size=24m tmpfs "$tmp/fs" || fail "mount -t tmpfs"
-trap 'stop_quietly; umount "$tmp/fs"; cleanup' EXIT INT TERM
-stop_quietly() {
-	if [ -n "$server_pid" ] && kill -0 "$server_pid" 2>/dev/null; then
-		kill -TERM "$server_pid" 2>/dev/null
-		wait "$server_pid" 2>/dev/null
-	fi
-	server_pid=
-}
+before_rm='umount "$tmp/fs"'
 # A sparse image larger than the tmpfs: blocks never written take room
 # only when the daemon first writes them.
 "$MKFS" -q -n 1 -s 64M "$tmp/fs/volume.img" || fail "mkfs.chunkfs"

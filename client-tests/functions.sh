@@ -9,12 +9,16 @@ MKFS=$builddir/mkfs.chunkfs
 CHUNKFSD=$builddir/chunkfsd
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/chunkfs-test.XXXXXX")
 server_pid=
+# A command a test sets to run at exit after the server stopped and before
+# $tmp goes (e.g. unmounting what it mounted there).
+before_rm=
 
 cleanup() {
 	if [ -n "$server_pid" ] && kill -0 "$server_pid" 2>/dev/null; then
 		kill -TERM "$server_pid" 2>/dev/null
 		wait "$server_pid" 2>/dev/null
 	fi
+	[ -z "$before_rm" ] || eval "$before_rm"
 	rm -rf "$tmp"
 }
 trap cleanup EXIT INT TERM

@@ -6,11 +6,7 @@
 # cannot change at runtime are warned about and kept.
 . "$(dirname "$0")/functions.sh"
 . "$(dirname "$0")/svc-functions.sh"
-client=$builddir/client-tests/svc_client
-if [ ! -x "$client" ]; then
-	echo "SKIP: $client was not built (configure found no libnfs)"
-	exit 77
-fi
+need_svc_client
 make_volume -n 2 -s 64M
 start_server "$no_control"
 conf=$tmp/chunkfsd.conf

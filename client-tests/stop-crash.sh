@@ -8,12 +8,7 @@
 # fsck -f finds no problem.
 . "$(dirname "$0")/functions.sh"
 . "$(dirname "$0")/svc-functions.sh"
-client=$builddir/client-tests/svc_client
-FSCK=$builddir/fsck.chunkfs
-if [ ! -x "$client" ]; then
-	echo "SKIP: $client was not built (configure found no libnfs)"
-	exit 77
-fi
+need_svc_client
 make_volume -n 4 -s 64M
 
 # A clean stop while a client streams writes.

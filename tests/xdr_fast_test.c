@@ -129,15 +129,36 @@ static int same_bytes(const void *a, const void *b, size_t len)
 	return len == 0 || !memcmp(a, b, len);
 }
 
+/* The first len bytes of enc decoded by rpcgen's decoder or the fast one
+ * into *out: the result, and *pos where the decoder stopped. */
+static bool_t decode(int fast, char *enc, u_int len, WRITE3args *out, u_int *pos)
+{
+	XDR x;
+	bool_t r;
+
+	memset(out, 0, sizeof(*out));
+	xdrmem_create(&x, enc, len, XDR_DECODE);
+	r = fast ? xdr_WRITE3args_fast(&x, out) : xdr_WRITE3args(&x, out);
+	*pos = xdr_getpos(&x);
+	xdr_destroy(&x);
+	return r;
+}
+
+static void free_both(WRITE3args *a, WRITE3args *b)
+{
+	xdr_free((xdrproc_t)xdr_WRITE3args, (char *)a);
+	xdr_free((xdrproc_t)xdr_WRITE3args_fast, (char *)b);
+}
+
 /* One random WRITE3args encoded by rpcgen, decoded both ways whole and
  * cut short: 0 when they agree, and *cut_refused counts short ones. */
 static int write_args_agree(int *cut_refused)
 {
 	static char fh[NFS3_FHSIZE], data[65536 + 3], enc[70000];
 	WRITE3args in, a, b;
-	u_int len, cut;
+	u_int len, cut, pa, pb;
 	XDR x;
-	int ok = 1;
+	int ok;
 	bool_t ra, rb;
 
 	memset(&in, 0, sizeof(in));
@@ -158,40 +179,25 @@ static int write_args_agree(int *cut_refused)
 	len = xdr_getpos(&x);
 	xdr_destroy(&x);
 
-	memset(&a, 0, sizeof(a));
-	memset(&b, 0, sizeof(b));
-	xdrmem_create(&x, enc, len, XDR_DECODE);
-	ra = xdr_WRITE3args(&x, &a);
-	xdr_destroy(&x);
-	xdrmem_create(&x, enc, len, XDR_DECODE);
-	rb = xdr_WRITE3args_fast(&x, &b);
-	ok = ra && rb && xdr_getpos(&x) == len;
-	xdr_destroy(&x);
-	if (ok)
-		ok = a.file.data.data_len == b.file.data.data_len &&
-		     same_bytes(a.file.data.data_val, b.file.data.data_val, a.file.data.data_len) &&
-		     a.offset == b.offset && a.count == b.count && a.stable == b.stable &&
-		     a.data.data_len == b.data.data_len && a.data.data_len == in.data.data_len &&
-		     same_bytes(a.data.data_val, b.data.data_val, a.data.data_len) &&
-		     (b.data.data_len == 0 ||
-		      (b.data.data_val > enc && b.data.data_val + b.data.data_len <= enc + len));
-	xdr_free((xdrproc_t)xdr_WRITE3args, (char *)&a);
-	xdr_free((xdrproc_t)xdr_WRITE3args_fast, (char *)&b);
+	ra = decode(0, enc, len, &a, &pa);
+	rb = decode(1, enc, len, &b, &pb);
+	ok = ra && rb && pa == len && pb == len &&
+	     a.file.data.data_len == b.file.data.data_len &&
+	     same_bytes(a.file.data.data_val, b.file.data.data_val, a.file.data.data_len) &&
+	     a.offset == b.offset && a.count == b.count && a.stable == b.stable &&
+	     a.data.data_len == b.data.data_len && a.data.data_len == in.data.data_len &&
+	     same_bytes(a.data.data_val, b.data.data_val, a.data.data_len) &&
+	     (b.data.data_len == 0 ||
+	      (b.data.data_val > enc && b.data.data_val + b.data.data_len <= enc + len));
+	free_both(&a, &b);
 
 	/* Cut short: both refuse. */
 	cut = next() % len;
-	memset(&a, 0, sizeof(a));
-	memset(&b, 0, sizeof(b));
-	xdrmem_create(&x, enc, cut, XDR_DECODE);
-	ra = xdr_WRITE3args(&x, &a);
-	xdr_destroy(&x);
-	xdrmem_create(&x, enc, cut, XDR_DECODE);
-	rb = xdr_WRITE3args_fast(&x, &b);
-	xdr_destroy(&x);
+	ra = decode(0, enc, cut, &a, &pa);
+	rb = decode(1, enc, cut, &b, &pb);
 	ok = ok && ra == rb;
 	*cut_refused += !ra && !rb;
-	xdr_free((xdrproc_t)xdr_WRITE3args, (char *)&a);
-	xdr_free((xdrproc_t)xdr_WRITE3args_fast, (char *)&b);
+	free_both(&a, &b);
 	return ok;
 }
 
