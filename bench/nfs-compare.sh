@@ -136,7 +136,10 @@ ns_made=1
 in_ns ip link set lo up || die "cannot bring up lo in $ns"
 
 # --- chunkfsd on a fresh volume --------------------------------------------
-"$tmp/mkfs.chunkfs" -q -n 16 -s 256M "$tmp/chunkfs.img" || die "mkfs.chunkfs failed"
+# Both images are written in full before the run (--preallocate here, dd
+# for ext4's), as a block device would be: neither side's commits then
+# wait for the host file system to allocate the blocks they reach.
+"$tmp/mkfs.chunkfs" -q -n 16 -s 256M --preallocate "$tmp/chunkfs.img" || die "mkfs.chunkfs failed"
 cat >"$tmp/chunkfsd.conf" <<EOF
 volume = $tmp/chunkfs.img
 listen = 127.0.0.1
@@ -161,8 +164,8 @@ gport=2049
 gmport=20048
 gdir=$tmp/ext4
 mkdir -p "$gdir" "$tmp/run"
-truncate -s 4G "$tmp/ext4.img"
-mkfs.ext4 -q -F -E lazy_itable_init=0,lazy_journal_init=0 "$tmp/ext4.img" || die "mkfs.ext4 failed"
+dd if=/dev/zero of="$tmp/ext4.img" bs=1M count=4096 status=none || die "cannot write the ext4 image"
+mkfs.ext4 -q -F -E lazy_itable_init=0,lazy_journal_init=0,nodiscard "$tmp/ext4.img" || die "mkfs.ext4 failed"
 ganesha_ok=1
 ganesha_why=
 if ! command -v ganesha.nfsd >/dev/null 2>&1; then

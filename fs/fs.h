@@ -115,6 +115,9 @@ struct fs_mkfs_opts {
 	const char *label;         /* up to 31 bytes; NULL: none */
 	int force;                 /* overwrite a known filesystem signature */
 	int single_copy;           /* benchmark only: metadata without its mirror */
+	int preallocate;           /* a file image: write every byte now, so that no
+	                            * commit later waits for the host file system
+	                            * to allocate (or finds it full) */
 };
 
 #define FS_OPEN_RDONLY 0x1

@@ -72,6 +72,40 @@ static int fill_random(void *buf, size_t len)
 	return 0;
 }
 
+/* Zeros over the first len bytes of the file fd. Space is reserved first,
+ * so a host file system without room fails at once rather than part way;
+ * the zeros are written, not only reserved, because a reserved (unwritten)
+ * extent still costs the host a metadata change on its first write. */
+static int write_zeros(int fd, uint64_t len)
+{
+	const size_t step = 1u << 20;
+	uint64_t off = 0;
+	void *zero;
+	int ret = 0;
+
+	ret = posix_fallocate(fd, 0, (off_t)len);
+	if (ret != 0 && ret != EOPNOTSUPP && ret != EINVAL)
+		return -ret;
+	zero = calloc(1, step);
+	if (!zero)
+		return -ENOMEM;
+	ret = 0;
+	while (off < len) {
+		size_t n = len - off < step ? (size_t)(len - off) : step;
+		ssize_t w = pwrite(fd, zero, n, (off_t)off);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			ret = w < 0 ? -errno : -EIO;
+			break;
+		}
+		off += (uint64_t)w;
+	}
+	free(zero);
+	return ret;
+}
+
 static int device_size(int fd, uint64_t *size, int *is_blk)
 {
 	struct stat st;
@@ -208,6 +242,8 @@ int fs_mkfs(const char *path, const struct fs_mkfs_opts *o)
 		ret = -errno;
 		goto out;
 	}
+	if (!is_blk && o->preallocate && (ret = write_zeros(fd, chunk_size * count)) < 0)
+		goto out;
 	memset(&h, 0, sizeof(h));
 	h.version = OD_FORMAT_VERSION;
 	h.chunk_count = count;

@@ -162,6 +162,24 @@ static void log_recovery(struct server *srv)
 		 c.recovery.damaged);
 }
 
+/* A sparse image file works, but each commit that first touches a hole
+ * waits for the host file system to allocate (and journal) it, and the
+ * host may be full by then: say so once, with the remedy. */
+static void note_sparse_image(const char *path)
+{
+	struct stat st;
+
+	if (stat(path, &st) < 0 || !S_ISREG(st.st_mode))
+		return;
+	if ((uint64_t)st.st_blocks * 512 >= (uint64_t)st.st_size)
+		return;
+	log_info("volume %s is a sparse file (%llu of %llu MiB written): commits that reach "
+		 "its holes wait for the host file system to allocate them; "
+		 "mkfs.chunkfs --preallocate makes an image without holes",
+		 path, (unsigned long long)((uint64_t)st.st_blocks * 512 >> 20),
+		 (unsigned long long)((uint64_t)st.st_size >> 20));
+}
+
 static int open_volume(struct server *srv)
 {
 	char why[512];
@@ -176,6 +194,7 @@ static int open_volume(struct server *srv)
 	if (why[0])
 		log_warn("volume %s: %s", srv->cfg.volume, why);
 	log_recovery(srv);
+	note_sparse_image(srv->cfg.volume);
 	fs_set_cache_limit(srv->vol, srv->cfg.cache_mb << 20);
 	for (int i = 0; i < srv->cfg.nexports; i++) {
 		ret = export_resolve(srv->vol, &srv->cfg.exports[i]);

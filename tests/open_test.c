@@ -1,7 +1,8 @@
 /* Opening volumes: foreign, truncated and damaged images are refused with a
  * clear reason and never crash; one bad copy of a chunk header or of a
  * metadata unit is healed from the other; mkfs refuses to overwrite a
- * filesystem signature unless forced. */
+ * filesystem signature unless forced; a preallocated image is written in
+ * full and a sparse one is not. */
 #include "config.h"
 
 #include <errno.h>
@@ -200,6 +201,39 @@ static void test_signature_refusal(void)
 	CHECK_EQ(fs_mkfs(image, &o), -EINVAL);
 }
 
+/* Bytes of image the host file system holds (st_blocks), and its length. */
+static void image_space(uint64_t *held, uint64_t *len)
+{
+	struct stat st;
+
+	CHECK_EQ(stat(image, &st), 0);
+	*held = (uint64_t)st.st_blocks * 512;
+	*len = (uint64_t)st.st_size;
+}
+
+static void test_preallocate(void)
+{
+	struct fs_mkfs_opts o = {
+		.chunk_size = 1 << 20, .chunk_count = 3, .force = 1, .preallocate = 1,
+	};
+	struct fs_volume *v = NULL;
+	struct fs_statfs sf;
+	uint64_t held, len;
+
+	CHECK_EQ(mk(3), 0);
+	image_space(&held, &len);
+	CHECK_EQ(len, 3ull << 20);
+	CHECK(held < len / 2);
+	CHECK_EQ(fs_mkfs(image, &o), 0);
+	image_space(&held, &len);
+	CHECK_EQ(len, 3ull << 20);
+	CHECK(held >= len);
+	CHECK_EQ(fs_open(image, 0, &v), 0);
+	CHECK_EQ(fs_statfs(v, &sf), 0);
+	CHECK_EQ(sf.total_inodes - sf.free_inodes, 2);
+	CHECK_EQ(fs_close(v), 0);
+}
+
 int main(void)
 {
 	const char *tmp = getenv("TMPDIR");
@@ -210,6 +244,7 @@ int main(void)
 	test_header_copies();
 	test_metadata_copies();
 	test_signature_refusal();
+	test_preallocate();
 	unlink(image);
 	return test_done("open");
 }

@@ -48,6 +48,7 @@ struct mkfs_args {
 	int force;
 	int quiet;
 	int single_copy;
+	int preallocate;
 	const char *populate_dir;
 	const char *image;
 };
@@ -71,7 +72,8 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"Usage: %s [-s CHUNK_SIZE] [-n CHUNKS | -S TOTAL_SIZE] [-k KIND[,KIND...]]\n"
-		"       [-i BYTES_PER_INODE] [-L LABEL] [-f] [-q] [-d DIR] [--single-copy] IMAGE\n"
+		"       [-i BYTES_PER_INODE] [-L LABEL] [-f] [-q] [-d DIR] [--preallocate]\n"
+		"       [--single-copy] IMAGE\n"
 		"\n"
 		"Makes a chunkfs volume on IMAGE, a file (created sparse if missing) or a\n"
 		"block device.\n"
@@ -87,6 +89,8 @@ static void usage(FILE *f)
 		"  -f                  overwrite an existing filesystem or partition table\n"
 		"  -q                  print nothing but errors\n"
 		"  -d DIR              copy the tree under DIR into the new volume\n"
+		"  --preallocate       write every byte of a file IMAGE now, so that no commit\n"
+		"                      waits for the host file system to allocate space\n"
 		"  --single-copy       keep one copy of metadata (benchmarks only)\n"
 		"\n"
 		"Sizes take a suffix K, M, G or T (powers of 1024).\n"
@@ -213,11 +217,12 @@ static const char *fmt_size(uint64_t v, char *buf, size_t len)
 
 static void parse_args(int argc, char **argv, struct mkfs_args *a)
 {
-	enum { OPT_SINGLE_COPY = 256 };
+	enum { OPT_SINGLE_COPY = 256, OPT_PREALLOCATE };
 	static const struct option longopts[] = {
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ "single-copy", no_argument, NULL, OPT_SINGLE_COPY },
+		{ "preallocate", no_argument, NULL, OPT_PREALLOCATE },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *chunk_size_arg = "1G";
@@ -270,6 +275,9 @@ static void parse_args(int argc, char **argv, struct mkfs_args *a)
 			break;
 		case OPT_SINGLE_COPY:
 			a->single_copy = 1;
+			break;
+		case OPT_PREALLOCATE:
+			a->preallocate = 1;
 			break;
 		case 'h':
 			usage(stdout);
@@ -487,6 +495,8 @@ static void print_summary(const struct mkfs_args *a, const struct fs_mkfs_opts *
 	printf("\n");
 	if (o->single_copy)
 		printf("  metadata: single copy, no mirror (for benchmarks only)\n");
+	if (o->preallocate)
+		printf("  space:   written in full (preallocated)\n");
 	if (ps)
 		printf("  copied from %s: %" PRIu64 " files, %" PRIu64 " directories, %" PRIu64
 		       " symlinks, %" PRIu64 " hard links, %" PRIu64 " devices, %" PRIu64
@@ -531,6 +541,7 @@ int main(int argc, char **argv)
 	opts.label = a.label;
 	opts.force = a.force;
 	opts.single_copy = a.single_copy;
+	opts.preallocate = a.preallocate;
 
 	ret = size_image(a.image, &img, opts.total_size, &created, &old_size);
 	if (ret < 0) {
