@@ -229,6 +229,7 @@ int dir_add(struct fs_volume *v, struct iref *dir, struct chunk *c, const char *
 			free_meta(c, blk, c->hdr.dir_unit);
 			goto out;
 		}
+		b->fresh = 1; /* frees commit before their blocks are reused */
 		od_get_mb_header(b->data, &h);
 		h.seq = seq;
 		od_put_mb_header(b->data, &h);

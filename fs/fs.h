@@ -165,6 +165,7 @@ struct fs_counters {
 				      * other copy waiting for the next one */
 	uint64_t txns;               /* transactions committed since open */
 	uint64_t txns_one_flush;     /* ... of those, written behind one flush */
+	uint64_t catchups_held;      /* catch-ups those held back (named, not written) */
 	struct fs_recovery_stats recovery;
 };
 

@@ -370,11 +370,15 @@ static uint64_t raw_txid(const uint8_t *buf)
  * wrote its copy (which is then the newer, with the list's txid), or it
  * had not yet (both older than the list). A copy newer than the list means
  * the list that would explain it is lost: recovery would then take the
- * older version for the current one. */
-static int list_explains(const struct fsck_ctx *c, uint32_t written, int newer, uint64_t tnewer)
+ * older version for the current one. A held entry's named copy is the
+ * newer, from a transaction before the list's. */
+static int list_explains(const struct fsck_ctx *c, uint32_t written, int held, int newer,
+			 uint64_t tnewer)
 {
 	if (tnewer > c->pend_txid)
 		return 0;
+	if (held)
+		return (uint32_t)newer == written && tnewer < c->pend_txid;
 	if ((uint32_t)newer == written)
 		return tnewer == c->pend_txid;
 	return 1;
@@ -392,8 +396,10 @@ int fsck_unit_decide(struct fsck_ctx *c, struct fsck_unit *u, uint8_t *raw[2], c
 	uint32_t pc = fsck_hmap_get(&c->pend, (uint64_t)u->block + 1);
 	int is_hdr = u->type == OD_MB_CHUNK_HEADER;
 	struct fsck_pctx p = { .blk = u->block, .str = fsck_unit_name(u->type) };
+	int held;
 
 	u->pending = pc != FSCK_NONE;
+	held = u->pending && (pc & FSCK_PEND_HELD);
 	pc &= 0xff;
 	u->cur = -1;
 	if (u->pending && c->rollback) {
@@ -443,7 +449,7 @@ int fsck_unit_decide(struct fsck_ctx *c, struct fsck_unit *u, uint8_t *raw[2], c
 				if (fix_problem(c, is_hdr ? PR_1_HDR_COPIES_DIFFER
 							  : PR_0_UNIT_COPIES_DIFFER, &p))
 					u->heal[1 - newer] = HEAL_FIX;
-			} else if (list_explains(c, pc, newer, newer ? t1 : t0)) {
+			} else if (list_explains(c, pc, held, newer, newer ? t1 : t0)) {
 				u->heal[1 - newer] = HEAL_SETTLE;
 			} else {
 				p.num = c->pend_txid;
@@ -457,8 +463,11 @@ int fsck_unit_decide(struct fsck_ctx *c, struct fsck_unit *u, uint8_t *raw[2], c
 		if (c->single_copy && good == 0) {
 			/* copy 1 is never kept in a SINGLE_COPY chunk */
 		} else if (u->pending && pc == (uint32_t)good &&
-			   raw_txid(raw[good]) == c->pend_txid) {
-			u->heal[1 - good] = HEAL_SETTLE; /* new in that transaction */
+			   (held ? raw_txid(raw[good]) < c->pend_txid
+				 : raw_txid(raw[good]) == c->pend_txid)) {
+			/* New in that transaction; or held, the other copy
+			 * torn by a next transaction whose list was lost. */
+			u->heal[1 - good] = HEAL_SETTLE;
 		} else {
 			p.copy = 1 - good;
 			if (is_hdr)
@@ -966,7 +975,10 @@ static int settle_unread(struct fsck_ctx *c, uint32_t block, uint16_t units, int
 				(*n)++;
 		}
 	} else if ((v0 || v1) && !(v0 && v1 && memcmp(b0, b1, len) == 0)) {
-		int from = v0 && (!v1 || raw_txid(b0) >= raw_txid(b1)) ? 0 : 1;
+		/* Forward: the written copy, as recovery's roll forward takes
+		 * it, even when the other carries a later txid (a next
+		 * transaction's write behind one flush, its list lost). */
+		int from = (written ? v1 : v0) ? written : (v0 ? 0 : 1);
 		ret = store_pwrite(c->st, from ? b1 : b0, len,
 				   (uint64_t)(block + (from ? 0 : c->half)) * OD_BLOCK_SIZE);
 		if (ret == 0)

@@ -122,6 +122,7 @@ const struct fsck_problem *fsck_problem_find(uint32_t code);
 /* --- what the check holds ------------------------------------------------ */
 
 #define FSCK_NONE 0xffffffffu
+#define FSCK_PEND_HELD (1u << 24) /* c->pend: a held entry of the list */
 
 /* A metadata unit as read through its two copies. */
 struct fsck_unit {
@@ -276,7 +277,8 @@ struct fsck_ctx {
 	struct fsck_slab *slabs;
 
 	/* The newest dirty list: units whose copies may differ. */
-	struct fsck_hmap pend;        /* block + 1 -> copy written */
+	struct fsck_hmap pend;        /* block + 1 -> copy written | units << 8 |
+	                               * FSCK_PEND_HELD (fsck_txn.c) */
 	int lists_present;
 	uint64_t pend_txid;           /* the transaction of that list */
 	int rollback;                 /* ... rolled back: the other copies are current */

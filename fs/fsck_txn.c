@@ -43,7 +43,9 @@
  * repair, is no problem.) Such a chunk sees only its own part of a
  * transaction of several chunks (nparts > 1): its part is taken forward
  * when it is complete, and a repair written then commits it there; the
- * cross-chunk references that end up broken are -x's to confirm. */
+ * cross-chunk references that end up broken are -x's to confirm.
+ * Held entries (OD_DLE_HELD) name a copy that is current whichever way the
+ * list goes, and take no part in deciding it. */
 #include "config.h"
 
 #include <errno.h>
@@ -128,7 +130,10 @@ static int read_area(const struct src *s, uint32_t area, int parity, struct fsck
 			struct od_dl_entry *e = &l->e[k];
 			od_get_dl_entry(p + 8 * j, e);
 			if (e->units == 0 || e->units > h->dir_unit || e->copy > 1 ||
-			    (uint64_t)e->block + e->units > h->nblocks / 2)
+			    (uint64_t)e->block + e->units > h->nblocks / 2 ||
+			    (e->flags & ~OD_DLE_KNOWN) ||
+			    ((e->flags & OD_DLE_HELD) &&
+			     !(h->feature_incompat & OD_FEATURE_INCOMPAT_HELD_ENTRIES)))
 				goto bad;
 		}
 	}
@@ -190,7 +195,8 @@ static int load(struct fsck_ctx *c, uint32_t chunk, const struct od_chunk_header
 	if (!buf)
 		return -ENOMEM;
 	for (uint32_t k = 0; k < l->n; k++)
-		l->bad += !copy_carries(&s, &l->e[k], l->e[k].copy, l->txid, buf);
+		if (!(l->e[k].flags & OD_DLE_HELD)) /* held: not written by it */
+			l->bad += !copy_carries(&s, &l->e[k], l->e[k].copy, l->txid, buf);
 	free(buf);
 	return 0;
 }
@@ -295,10 +301,18 @@ int fsck_txn_read(struct fsck_ctx *c)
 		return 0;
 	c->pend_txid = l->txid;
 	c->rollback = l->rollback;
-	for (uint32_t k = 0; k < l->n; k++)
-		if (fsck_hmap_put(&c->pend, (uint64_t)l->e[k].block + 1,
-				  l->e[k].copy | ((uint32_t)l->e[k].units << 8)) < 0)
+	for (uint32_t k = 0; k < l->n; k++) {
+		/* A held entry's named copy is current either way: recorded
+		 * as the copy "written", flipped when the part is rolled back,
+		 * so that the rollback's "other copy" is the named one. */
+		const struct od_dl_entry *e = &l->e[k];
+		int held = !!(e->flags & OD_DLE_HELD);
+		uint32_t copy = held && c->rollback ? 1u - e->copy : e->copy;
+		if (fsck_hmap_put(&c->pend, (uint64_t)e->block + 1,
+				  copy | ((uint32_t)e->units << 8) |
+					  (held ? FSCK_PEND_HELD : 0)) < 0)
 			return fsck_oom(c);
+	}
 	if (!c->rollback)
 		return 0;
 	p.num = l->txid;
@@ -344,7 +358,8 @@ int fsck_txn_far_copy(struct fsck_ctx *c, uint32_t chunk, uint32_t block, int *c
 		return err;
 	for (uint32_t k = 0; k < l->n; k++)
 		if (l->e[k].block == block) {
-			*copy = l->rollback ? 1 - l->e[k].copy : l->e[k].copy;
+			int flip = l->rollback && !(l->e[k].flags & OD_DLE_HELD);
+			*copy = flip ? 1 - l->e[k].copy : l->e[k].copy;
 			break;
 		}
 	return 0;

@@ -119,6 +119,7 @@ int slot_alloc(struct chunk *c, struct od_loc *loc)
 					OD_MB_ITABLE, 0, &b);
 			if (ret < 0)
 				return ret;
+			b->fresh = 1; /* above the committed watermark */
 			buf_put(b);
 		}
 		c->hdr.islot_watermark++;

@@ -29,6 +29,8 @@ struct buf {
 	int refs;
 	int heal_copy;                /* -1, or the copy found bad: the next write goes there */
 	int pinned;                   /* in a transaction being written: not evicted */
+	int fresh;                    /* on blocks free in the last committed state,
+				       * not written since (fs/txn.c, one_flush_ok) */
 	int32_t room;                 /* dir units: the largest slack of an entry, or
 				       * -1: not known (every change forgets it) */
 	struct buf *hnext;            /* hash chain */
@@ -36,11 +38,14 @@ struct buf {
 	struct buf *dirty_prev, *dirty_next; /* on the volume's dirty list while dirty */
 };
 
-/* A unit whose two copies differ: the last transaction wrote copy "copy". */
+/* A unit whose two copies differ: copy "copy" holds the committed version.
+ * age: transactions since the one that wrote it (its catch-up is held
+ * back while it is below TXN_HOLD_MAX, fs/txn.c). */
 struct dl_entry {
 	uint32_t block;
 	uint16_t units;
 	uint8_t copy;
+	uint8_t age;
 };
 
 struct chunk {
@@ -122,6 +127,7 @@ struct fs_volume {
 	 * the next one flushes them before its units (txn.c). */
 	int data_written;
 	uint64_t txns, txns_one_flush; /* committed, and of those with one flush */
+	uint64_t catchups_held;        /* held entries in committed transactions */
 
 	/* Spare buffers for the copies a transaction writes, by unit size in
 	 * blocks (txn.c; under the lock). */
@@ -193,6 +199,11 @@ int txn_recover(struct fs_volume *v, struct fs_recovery_stats *st);
  * copies of every unit agree. -EUCLEAN when the list is newer than the
  * volume (not this volume's doing: the chunk needs fsck). */
 int txn_settle_chunk(struct fs_volume *v, struct chunk *c);
+/* A chunk about to go offline, everything committed and caught up (its
+ * "last" empty): a transaction of its own whose list there names nothing,
+ * so that nothing on it is pending and a check finds both copies of every
+ * unit equal. -EBUSY while catch-ups are pending. */
+int txn_empty_list(struct fs_volume *v, struct chunk *c);
 /* c's newest list on disk is no longer known (spent, or c went offline). */
 void txn_forget_ondisk(struct chunk *c);
 void txn_free_spares(struct fs_volume *v);

@@ -153,8 +153,15 @@ int fs_chunk_offline(struct fs_volume *v, uint32_t i, int force, char *why, size
 		goto out;
 	}
 	/* Every operation runs under the volume lock: holding it, none is in
-	 * flight. What they changed is committed before the chunk goes. */
+	 * flight. What they changed is committed before the chunk goes, its
+	 * catch-ups too (a second sync: the first may hold some back), and
+	 * its newest list then names nothing: a check of the chunk finds
+	 * both copies of every unit equal, and reports any difference. */
 	ret = vol_sync(v, 0);
+	if (ret == 0 && c->nlast)
+		ret = vol_sync(v, 0);
+	if (ret == 0)
+		ret = txn_empty_list(v, c);
 	if (ret < 0 && !force) {
 		snprintf(why, whylen,
 			 "committing the changes made so far failed (%s); --force takes the "

@@ -333,7 +333,7 @@ void od_put_dl_entry(uint8_t *b, const struct od_dl_entry *e)
 	put32(b + 0, e->block);
 	put16(b + 4, e->units);
 	b[6] = e->copy;
-	b[7] = 0;
+	b[7] = e->flags;
 }
 
 void od_get_dl_entry(const uint8_t *b, struct od_dl_entry *e)
@@ -341,4 +341,5 @@ void od_get_dl_entry(const uint8_t *b, struct od_dl_entry *e)
 	e->block = get32(b + 0);
 	e->units = get16(b + 4);
 	e->copy = b[6];
+	e->flags = b[7];
 }

@@ -60,7 +60,9 @@ enum od_chunk_state {
 /* Feature flags: a reader refuses unknown incompat bits, opens read-only
  * with unknown ro_compat bits, ignores unknown compat bits. */
 #define OD_FEATURE_COMPAT_SUPP 0u
-#define OD_FEATURE_INCOMPAT_SUPP 0u
+/* Dirty lists may hold held entries (OD_DLE_HELD). */
+#define OD_FEATURE_INCOMPAT_HELD_ENTRIES 0x1u
+#define OD_FEATURE_INCOMPAT_SUPP OD_FEATURE_INCOMPAT_HELD_ENTRIES
 #define OD_FEATURE_RO_COMPAT_SUPP 0u
 
 #define OD_DIRTY_LIST_BLOCKS 16u
@@ -208,7 +210,16 @@ struct od_dl_entry {
 	uint32_t block;     /* first block of the unit (primary numbering) */
 	uint16_t units;     /* its length in blocks */
 	uint8_t copy;       /* the copy the transaction writes: 0 first, 1 mirror */
+	uint8_t flags;      /* OD_DLE_* */
 };
+/* A held entry names a unit the transaction does not write: an earlier
+ * committed transaction changed it, and its copy `copy` holds the current
+ * version while the other still holds an older one (its catch-up is
+ * deferred). Recovery copies `copy` over the other whatever became of the
+ * transaction; a held entry takes no part in deciding whether it
+ * committed. Only in chunks with OD_FEATURE_INCOMPAT_HELD_ENTRIES. */
+#define OD_DLE_HELD 0x1u
+#define OD_DLE_KNOWN OD_DLE_HELD
 
 /* ondisk.c */
 void od_put_mb_header(uint8_t *buf, const struct od_mb_header *h);

@@ -25,7 +25,20 @@
  * transaction (they must be durable before the metadata pointing at them)
  * take the two flushes. Hot units (a directory taking creates, its map
  * block, the chunk header) are named by every transaction, so a stream of
- * metadata changes commits with one flush each. */
+ * metadata changes commits with one flush each.
+ *
+ * Held catch-ups. A unit T-1 changed and T does not is not always caught
+ * up by T: when T writes a list in that chunk anyway, T names it as held
+ * (OD_DLE_HELD: not written; its named copy is the current one, which
+ * recovery copies over the other whatever became of T) and leaves the
+ * copies apart, for at most TXN_HOLD_MAX transactions. A stream that
+ * changes a few units by turns (a CREATE, then a WRITE to the new file,
+ * then the next CREATE) then writes each of them once per change instead
+ * of twice, and every unit it changes is named by the list before, so
+ * its transactions take one flush. Every list names every unit whose
+ * copies are apart, so recovery from the newest list alone still finds
+ * them all. A unit is held only while its blocks are in use: once freed
+ * they may take another unit, which the held name must not overwrite. */
 #include "config.h"
 
 #include <errno.h>
@@ -35,6 +48,8 @@
 #include "internal.h"
 
 #define DL_ENTRY_SIZE 8u
+#define TXN_HOLD_MAX 32u    /* transactions a catch-up may be held back */
+#define TXN_HOLD_UNITS 64u  /* held entries in one chunk's list, at most */
 #define DL_FIRST_HEADER 16u /* nblocks, nentries, nparts, reserved */
 
 static uint32_t dl_capacity(const struct chunk *c)
@@ -101,6 +116,9 @@ struct pending {
 	uint16_t units;
 	uint8_t copy;       /* which copy this transaction writes */
 	uint8_t changed;    /* a dirty unit (else a catch-up of the last transaction) */
+	uint8_t held;       /* named, not written: a held catch-up (data NULL) */
+	uint8_t fresh;      /* the buffer's fresh: no committed state uses its blocks */
+	uint8_t age;        /* of a held one: its age in the chunk's "last" */
 	int heal_copy;      /* the buffer's heal_copy, given back if the write fails */
 	uint8_t *data;      /* sealed with the transaction's txid; owned */
 };
@@ -139,6 +157,23 @@ void txn_free_spares(struct fs_volume *v)
 			free(v->unit_spare[u][--v->nunit_spare[u]]);
 }
 
+/* Room for one more unit in ct: 0 or -ENOMEM. */
+static int pend_room(struct chunk_txn *ct)
+{
+	uint32_t ncap;
+	struct pending *np;
+
+	if (ct->n < ct->cap)
+		return 0;
+	ncap = ct->cap ? ct->cap * 2 : 64;
+	np = realloc(ct->p, ncap * sizeof(*np));
+	if (!np)
+		return -ENOMEM;
+	ct->p = np;
+	ct->cap = ncap;
+	return 0;
+}
+
 /* Queue a unit whose content is data (units blocks, sealed here). */
 static int pend_push(struct chunk_txn *ct, uint32_t block, uint16_t units, const uint8_t *data,
 		     int changed, int heal_copy, uint64_t txid)
@@ -148,14 +183,8 @@ static int pend_push(struct chunk_txn *ct, uint32_t block, uint16_t units, const
 	struct od_mb_header h;
 	struct pending *p;
 
-	if (ct->n == ct->cap) {
-		uint32_t ncap = ct->cap ? ct->cap * 2 : 64;
-		struct pending *np = realloc(ct->p, ncap * sizeof(*np));
-		if (!np)
-			return -ENOMEM;
-		ct->p = np;
-		ct->cap = ncap;
-	}
+	if (pend_room(ct) < 0)
+		return -ENOMEM;
 	p = &ct->p[ct->n];
 	p->data = copy_buf(ct->c->vol, units);
 	if (!p->data)
@@ -168,6 +197,9 @@ static int pend_push(struct chunk_txn *ct, uint32_t block, uint16_t units, const
 	p->block = block;
 	p->units = units;
 	p->changed = (uint8_t)changed;
+	p->held = 0;
+	p->fresh = 0;
+	p->age = 0;
 	p->heal_copy = heal_copy;
 	e = entry_find(ct->c->last, ct->c->nlast, block);
 	/* Not the copy holding the last committed version; when both hold it,
@@ -179,6 +211,24 @@ static int pend_push(struct chunk_txn *ct, uint32_t block, uint16_t units, const
 	if (ct->c->hdr.flags & OD_CHF_SINGLE_COPY)
 		p->copy = 0;
 	ct->n++;
+	return 0;
+}
+
+/* Name e's unit in the list without writing it: a held catch-up. */
+static int pend_hold(struct chunk_txn *ct, const struct dl_entry *e)
+{
+	struct pending *p;
+
+	if (pend_room(ct) < 0)
+		return -ENOMEM;
+	p = &ct->p[ct->n++];
+	memset(p, 0, sizeof(*p));
+	p->block = e->block;
+	p->units = e->units;
+	p->copy = e->copy;
+	p->held = 1;
+	p->age = e->age;
+	p->heal_copy = -1;
 	return 0;
 }
 
@@ -220,6 +270,7 @@ static int write_list(struct chunk_txn *ct, uint64_t txid, uint32_t nparts)
 				.block = ct->p[k].block,
 				.units = ct->p[k].units,
 				.copy = ct->p[k].copy,
+				.flags = ct->p[k].held ? OD_DLE_HELD : 0,
 			};
 			od_put_dl_entry(p + j * DL_ENTRY_SIZE, &e);
 		}
@@ -250,11 +301,29 @@ static int read_named_copy(struct chunk *c, const struct dl_entry *e, uint8_t **
 	return ret;
 }
 
-/* The catch-up of units the last transaction wrote and this one does not:
- * their current content, from the cache or from the copy last written. */
+/* May e's catch-up be held back once more? (the top of the file) The
+ * chunk writes a list anyway (units of its own are queued), and the
+ * unit's blocks are still in use. */
+static int may_hold(const struct chunk_txn *ct, const struct dl_entry *e, uint32_t nheld)
+{
+	const struct chunk *c = ct->c;
+
+	if (!(c->hdr.feature_incompat & OD_FEATURE_INCOMPAT_HELD_ENTRIES) || !c->bitmap ||
+	    e->age >= TXN_HOLD_MAX || nheld >= TXN_HOLD_UNITS)
+		return 0;
+	for (uint32_t b = e->block; b < e->block + e->units; b++)
+		if (!bitmap_test(c, b))
+			return 0;
+	return 1;
+}
+
+/* The catch-up of units earlier transactions wrote and this one does not:
+ * held (may_hold), or written with their current content, from the cache
+ * or from the copy last written. */
 static int add_catch_up(struct chunk_txn *ct, uint64_t txid)
 {
 	struct chunk *c = ct->c;
+	uint32_t own = ct->n, nheld = 0;
 	uint8_t *tmp = NULL;
 	size_t tmp_len = 0;
 	int ret = 0;
@@ -265,6 +334,11 @@ static int add_catch_up(struct chunk_txn *ct, uint64_t txid)
 
 		if (b && b->dirty)
 			continue; /* written anyway */
+		if (own && may_hold(ct, e, nheld)) {
+			ret = pend_hold(ct, e);
+			nheld++;
+			continue;
+		}
 		if (b) {
 			ret = pend_push(ct, e->block, e->units, b->data, 0, -1, txid);
 			continue;
@@ -300,6 +374,7 @@ static void set_ondisk(struct chunk_txn *ct, uint64_t txid)
 		e[i].block = ct->p[i].block;
 		e[i].units = ct->p[i].units;
 		e[i].copy = ct->p[i].copy;
+		e[i].age = 0;
 	}
 	qsort(e, ct->n, sizeof(*e), cmp_entry);
 	c->ondisk = e;
@@ -307,7 +382,22 @@ static void set_ondisk(struct chunk_txn *ct, uint64_t txid)
 	c->ondisk_txid = txid;
 }
 
-/* May t write its lists and units behind one flush? (the top of the file) */
+/* Does the list on disk name a range overlapping p's at the copy p writes? */
+static int ondisk_overlaps(const struct chunk *c, const struct pending *p)
+{
+	for (uint32_t i = 0; i < c->nondisk; i++) {
+		const struct dl_entry *e = &c->ondisk[i];
+		if (e->copy == p->copy && e->block < p->block + p->units &&
+		    p->block < e->block + e->units)
+			return 1;
+	}
+	return 0;
+}
+
+/* May t write its lists and units behind one flush? (the top of the file)
+ * A fresh unit need not be named by the list before: where t's list is
+ * lost, nothing the last committed state holds points at its blocks, and
+ * the roll forward of the list before cannot reach the copy t wrote. */
 static int one_flush_ok(const struct txn *t)
 {
 	for (uint32_t i = 0; i < t->nchunks; i++) {
@@ -319,7 +409,12 @@ static int one_flush_ok(const struct txn *t)
 			return 0;
 		for (uint32_t k = 0; k < ct->n; k++) {
 			const struct pending *p = &ct->p[k];
-			const struct dl_entry *e = entry_find(c->ondisk, c->nondisk, p->block);
+			const struct dl_entry *e;
+			if (p->held)
+				continue; /* not written */
+			e = entry_find(c->ondisk, c->nondisk, p->block);
+			if (!e && p->fresh && !ondisk_overlaps(c, p))
+				continue;
 			if (!e || e->units != p->units || e->copy == p->copy)
 				return 0;
 		}
@@ -328,7 +423,8 @@ static int one_flush_ok(const struct txn *t)
 }
 
 /* The new "last" of a chunk: the units whose two copies now differ, i.e.
- * those this transaction changed (catch-ups are now equal on both). */
+ * those this transaction changed and those it held (catch-ups are now
+ * equal on both). */
 static int set_last(struct chunk_txn *ct)
 {
 	struct chunk *c = ct->c;
@@ -343,11 +439,12 @@ static int set_last(struct chunk_txn *ct)
 	if (!c->last)
 		return -ENOMEM;
 	for (uint32_t i = 0; i < ct->n; i++) {
-		if (!ct->p[i].changed)
+		if (!ct->p[i].changed && !ct->p[i].held)
 			continue;
 		c->last[n].block = ct->p[i].block;
 		c->last[n].units = ct->p[i].units;
 		c->last[n].copy = ct->p[i].copy;
+		c->last[n].age = ct->p[i].held ? (uint8_t)(ct->p[i].age + 1) : 0;
 		n++;
 	}
 	c->nlast = n;
@@ -380,9 +477,13 @@ int txn_prepare(struct fs_volume *v, struct txn *t)
 		t->ct[i].c = &v->chunks[i];
 		t->ct[i].single_copy = !!(v->chunks[i].hdr.flags & OD_CHF_SINGLE_COPY);
 	}
-	for (b = v->dirty.dirty_next; b != &v->dirty && ret == 0; b = b->dirty_next)
-		ret = pend_push(&t->ct[b->c->index], b->block, (uint16_t)b->units, b->data, 1,
-				b->heal_copy, t->txid);
+	for (b = v->dirty.dirty_next; b != &v->dirty && ret == 0; b = b->dirty_next) {
+		struct chunk_txn *ct = &t->ct[b->c->index];
+		ret = pend_push(ct, b->block, (uint16_t)b->units, b->data, 1, b->heal_copy,
+				t->txid);
+		if (ret == 0)
+			ct->p[ct->n - 1].fresh = (uint8_t)b->fresh;
+	}
 	for (uint32_t i = 0; i < v->nchunks && ret == 0; i++)
 		ret = add_catch_up(&t->ct[i], t->txid);
 	if (ret < 0) {
@@ -427,8 +528,10 @@ int txn_write(struct fs_volume *v, struct txn *t)
 		struct chunk_txn *ct = &t->ct[i];
 		for (uint32_t k = 0; k < ct->n && ret == 0; k++) {
 			struct pending *p = &ct->p[k];
-			ret = store_pwrite(ct->c->store, p->data, (size_t)p->units * OD_BLOCK_SIZE,
-					   copy_offset(ct->c, p->block, p->copy));
+			if (!p->held)
+				ret = store_pwrite(ct->c->store, p->data,
+						   (size_t)p->units * OD_BLOCK_SIZE,
+						   copy_offset(ct->c, p->block, p->copy));
 		}
 	}
 	if (ret == 0)
@@ -444,10 +547,12 @@ int txn_finish(struct fs_volume *v, struct txn *t, int result)
 		struct chunk_txn *ct = &t->ct[i];
 		for (uint32_t k = 0; k < ct->n; k++) {
 			struct pending *p = &ct->p[k];
-			struct buf *b = buf_peek(ct->c, p->block);
+			struct buf *b = p->held ? NULL : buf_peek(ct->c, p->block);
 			if (!b)
-				continue; /* freed meanwhile */
+				continue; /* held, or freed meanwhile */
 			b->pinned = 0;
+			if (result == 0 && p->fresh)
+				b->fresh = 0; /* committed: in use from now on */
 			/* Failed: what it carried is to be written again. */
 			if (result < 0 && p->changed) {
 				buf_dirty(b);
@@ -460,9 +565,12 @@ int txn_finish(struct fs_volume *v, struct txn *t, int result)
 		v->txid = t->txid;
 		v->txns++;
 		v->txns_one_flush += t->one_flush != 0;
-		for (uint32_t i = 0; i < t->nchunks && ret == 0; i++)
+		for (uint32_t i = 0; i < t->nchunks && ret == 0; i++) {
+			for (uint32_t k = 0; k < t->ct[i].n; k++)
+				v->catchups_held += t->ct[i].p[k].held;
 			if (t->ct[i].n && (ret = set_last(&t->ct[i])) == 0)
 				set_ondisk(&t->ct[i], t->txid);
+		}
 	} else {
 		/* What reached the disk is not known: lists may be half there,
 		 * data not yet durable. The next transaction takes two flushes. */
@@ -530,7 +638,10 @@ static int read_list(struct chunk *c, uint32_t area, struct dlist *out)
 		for (uint32_t j = 0; j < room && k < dh.nentries; j++, k++) {
 			od_get_dl_entry(p + j * DL_ENTRY_SIZE, &out->e[k]);
 			if (out->e[k].units == 0 || out->e[k].units > c->hdr.dir_unit ||
-			    out->e[k].copy > 1 || out->e[k].block + out->e[k].units > c->half)
+			    out->e[k].copy > 1 || out->e[k].block + out->e[k].units > c->half ||
+			    (out->e[k].flags & ~OD_DLE_KNOWN) ||
+			    ((out->e[k].flags & OD_DLE_HELD) &&
+			     !(c->hdr.feature_incompat & OD_FEATURE_INCOMPAT_HELD_ENTRIES)))
 				goto bad;
 		}
 	}
@@ -618,7 +729,8 @@ int txn_recover(struct fs_volume *v, struct fs_recovery_stats *st)
 		parts++;
 		nparts = dl[i].nparts;
 		for (uint32_t k = 0; k < dl[i].n && committed; k++)
-			committed = copy_is(c, &dl[i].e[k], dl[i].e[k].copy, newest, buf);
+			if (!(dl[i].e[k].flags & OD_DLE_HELD))
+				committed = copy_is(c, &dl[i].e[k], dl[i].e[k].copy, newest, buf);
 	}
 	/* A participant missing from the count is either one whose list never
 	 * became durable (then no copy was written anywhere: not committed) or
@@ -637,14 +749,15 @@ int txn_recover(struct fs_volume *v, struct fs_recovery_stats *st)
 		int forward = !dl[i].e || dl[i].txid != newest || committed;
 		for (uint32_t k = 0; k < dl[i].n; k++) {
 			const struct od_dl_entry *e = &dl[i].e[k];
-			uint8_t from = forward ? e->copy : (uint8_t)(1 - e->copy);
+			int held = !!(e->flags & OD_DLE_HELD);
+			uint8_t from = forward || held ? e->copy : (uint8_t)(1 - e->copy);
 			uint8_t to = (uint8_t)(1 - from);
 			size_t len = (size_t)e->units * OD_BLOCK_SIZE;
 			if (!copy_is(c, e, from, 0, buf)) {
 				/* Rolling back a unit that never had an older
 				 * version (fresh in that transaction) is fine;
 				 * anything else is damage for fsck. */
-				if (forward) {
+				if (forward || held) {
 					c->hdr.state = OD_STATE_NEEDS_REPAIR;
 					st->damaged++;
 				}
@@ -681,6 +794,31 @@ out:
 	return ret;
 }
 
+/* --- a chunk going offline -------------------------------------------------- */
+
+int txn_empty_list(struct fs_volume *v, struct chunk *c)
+{
+	struct chunk_txn ct = { .c = c };
+	uint64_t txid = v->txid + 1;
+	int ret;
+
+	if (c->hdr.flags & OD_CHF_SINGLE_COPY)
+		return 0;
+	if (c->nlast)
+		return -EBUSY;
+	ret = write_list(&ct, txid, 1);
+	if (ret == 0)
+		ret = store_flush(c->store);
+	if (ret < 0) {
+		txn_forget_ondisk(c);
+		return ret;
+	}
+	v->txid = txid;
+	v->txns++;
+	set_ondisk(&ct, txid);
+	return 0;
+}
+
 /* --- a chunk coming back online ------------------------------------------- */
 
 int txn_settle_chunk(struct fs_volume *v, struct chunk *c)
@@ -705,7 +843,8 @@ int txn_settle_chunk(struct fs_volume *v, struct chunk *c)
 	 * current one wherever it is whole (fsck has settled the others). */
 	for (uint32_t k = 0; k < last->n && ret == 0; k++) {
 		const struct od_dl_entry *e = &last->e[k];
-		if (!copy_is(c, e, e->copy, last->txid, buf))
+		uint64_t txid = (e->flags & OD_DLE_HELD) ? 0 : last->txid;
+		if (!copy_is(c, e, e->copy, txid, buf))
 			continue;
 		ret = store_pwrite(c->store, buf, (size_t)e->units * OD_BLOCK_SIZE,
 				   copy_offset(c, e->block, (uint8_t)(1 - e->copy)));

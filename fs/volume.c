@@ -249,6 +249,7 @@ int fs_mkfs(const char *path, const struct fs_mkfs_opts *o)
 	h.chunk_count = count;
 	h.state = OD_STATE_CLEAN;
 	h.flags = OD_CHF_BITMAP_UNINIT | (o->single_copy ? OD_CHF_SINGLE_COPY : 0);
+	h.feature_incompat = OD_FEATURE_INCOMPAT_HELD_ENTRIES;
 	h.mkfs_time = (uint64_t)time(NULL);
 	if (o->label)
 		memcpy(h.label, o->label, strlen(o->label));
@@ -766,6 +767,7 @@ int fs_get_counters(struct fs_volume *v, struct fs_counters *out)
 	}
 	out->txns = v->txns;
 	out->txns_one_flush = v->txns_one_flush;
+	out->catchups_held = v->catchups_held;
 	vol_unlock(v);
 	return 0;
 }
