@@ -214,8 +214,32 @@ def phase_replay(a):
     lfh = res[8:8 + struct.unpack(">I", res[4:8])[0]]
     if lfh != fh:
         fail("LOOKUP found another file than the CREATE made")
+    # Another call with the same xid from the same address is not a
+    # retransmission: other arguments, its own reply. Two at once on two
+    # connections (as libnfs contexts made at one moment number them), and
+    # one later on another connection.
+    s1, s2 = connect(a.port), connect(a.port)
+    s1.sendall(record(call(4242, NFS, 8, create_args(root, "same-xid-1"))))
+    s2.sendall(record(call(4242, NFS, 8, create_args(root, "same-xid-2"))))
+    both = [recv_record(s1), recv_record(s2)]
+    s1.close()
+    s2.close()
+    s = connect(a.port)
+    later = rpc(s, call(4242, NFS, 8, create_args(root, "same-xid-3")))
+    handles = [create_fh(accepted_result(r, 4242)) for r in both + [later]]
+    for i, name in enumerate(("same-xid-1", "same-xid-2", "same-xid-3")):
+        res = accepted_result(rpc(s, call(4250 + i, NFS, 3, xdr_opaque(root) +
+                                          xdr_opaque(name.encode()))), 4250 + i)
+        if struct.unpack(">I", res[:4])[0] != 0:
+            fail("CREATE %s with a reused xid made no file" % name)
+        if res[8:8 + struct.unpack(">I", res[4:8])[0]] != handles[i]:
+            fail("CREATE %s with a reused xid answered another file's handle" % name)
+    s.close()
+    if len(set(handles + [fh])) != 4:
+        fail("CREATEs with a reused xid got the same handle")
     print("replay: 4 identical CREATE replies (%d bytes, 3 on one connection, 1 on another), "
-          "one file, a new xid gets NFS3ERR_EXIST" % len(first))
+          "one file, a new xid gets NFS3ERR_EXIST; 3 other CREATEs with the same xid (2 at "
+          "once) made 3 files" % len(first))
 
 
 def phase_half_records(a):

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "fs/crc32c.h"
 #include "proto/mount3.h"
 #include "proto/nfs3.h"
 #include "proto/nfs3_proc.h"
@@ -264,7 +265,7 @@ int dispatch_call(struct server *srv, struct conn *c, const uint8_t *rec, size_t
 	struct nfs_ctx ctx;
 	struct rpc_call call;
 	const struct proc_desc *pd = NULL;
-	uint32_t stat, low = 0, high = 0;
+	uint32_t stat, low = 0, high = 0, args_sum = 0;
 	void *args = NULL, *res = NULL;
 	struct export_set *es = NULL;
 	const struct export *e = NULL;
@@ -292,10 +293,12 @@ int dispatch_call(struct server *srv, struct conn *c, const uint8_t *rec, size_t
 	if (nowait && !(pd->flags & P_LOOP))
 		return -EAGAIN;
 	if (pd->flags & P_DRC) {
+		uint32_t at = xdr_getpos(&call.args);
 		uint8_t *cached;
 		size_t clen;
+		args_sum = crc32c(0, rec + at, len - at);
 		ret = drc_lookup(srv->drc, (const struct sockaddr *)&c->peer, call.xid, call.prog,
-				 call.proc, &cached, &clen);
+				 call.proc, args_sum, &cached, &clen);
 		if (ret == -EINPROGRESS)
 			return 1; /* the first transmission is being answered */
 		if (ret == 1) {
@@ -385,6 +388,7 @@ int dispatch_call(struct server *srv, struct conn *c, const uint8_t *rec, size_t
 		cc->xid = call.xid;
 		cc->prog = call.prog;
 		cc->proc = call.proc;
+		cc->args_sum = args_sum;
 	} else if (ctx.needs_sync) {
 		log_error("%s: %s changed the volume on the event loop", c->peer_name, pd->name);
 		if (pd->flags & P_STATUS) {
@@ -421,7 +425,7 @@ done:
 	finish(&x, out, outlen);
 	if (pd && (pd->flags & P_DRC) && !(cc && cc->ticket))
 		drc_store(srv->drc, (const struct sockaddr *)&c->peer, call.xid, call.prog,
-			  call.proc, out, *outlen);
+			  call.proc, args_sum, out, *outlen);
 	return 0;
 }
 
@@ -448,5 +452,5 @@ void dispatch_committed(struct server *srv, struct conn *c, const struct commit_
 	}
 	if (pd->flags & P_DRC)
 		drc_store(srv->drc, (const struct sockaddr *)&c->peer, cc->xid, cc->prog, cc->proc,
-			  out, *outlen);
+			  cc->args_sum, out, *outlen);
 }

@@ -1,7 +1,11 @@
 /* The duplicate request cache: the replies to non-idempotent calls (CREATE,
- * REMOVE, RENAME, ...) by client address and xid, so that a retransmitted
- * call gets the first reply instead of a second execution (and a spurious
- * EEXIST or ENOENT). A fixed number of entries, oldest replaced first,
+ * REMOVE, RENAME, ...) by client address, xid and a checksum of the
+ * arguments, so that a retransmitted call gets the first reply instead of
+ * a second execution (and a spurious EEXIST or ENOENT). The checksum keeps
+ * apart two different calls that happen to carry the same xid: clients on
+ * one host (two mounts, two processes, libnfs contexts made at the same
+ * moment) do not share an xid counter, and taking the second for a
+ * retransmission of the first would leave it without a reply. A fixed number of entries, oldest replaced first,
  * found through a hash of the address and xid (a scan of all of them, twice
  * per call under the one lock, had cost more than the call's own work). */
 #include "config.h"
@@ -16,7 +20,7 @@
 
 struct drc_entry {
 	uint8_t addr[16];
-	uint32_t xid, prog, proc;
+	uint32_t xid, prog, proc, sum;
 	int used;
 	int in_progress;
 	uint8_t *reply;
@@ -93,10 +97,10 @@ static struct drc_entry **bucket(struct drc *d, const uint8_t *addr, uint32_t xi
 }
 
 static struct drc_entry *find(struct drc *d, const uint8_t *addr, uint32_t xid, uint32_t prog,
-			      uint32_t proc)
+			      uint32_t proc, uint32_t sum)
 {
 	for (struct drc_entry *e = *bucket(d, addr, xid); e; e = e->hnext)
-		if (e->xid == xid && e->prog == prog && e->proc == proc &&
+		if (e->xid == xid && e->prog == prog && e->proc == proc && e->sum == sum &&
 		    memcmp(e->addr, addr, 16) == 0)
 			return e;
 	return NULL;
@@ -115,7 +119,7 @@ static void forget(struct drc *d, struct drc_entry *e)
 }
 
 int drc_lookup(struct drc *d, const struct sockaddr *peer, uint32_t xid, uint32_t prog,
-	       uint32_t proc, uint8_t **reply, size_t *len)
+	       uint32_t proc, uint32_t sum, uint8_t **reply, size_t *len)
 {
 	uint8_t addr[16];
 	struct drc_entry *e;
@@ -123,7 +127,7 @@ int drc_lookup(struct drc *d, const struct sockaddr *peer, uint32_t xid, uint32_
 
 	addr_key(peer, addr);
 	pthread_mutex_lock(&d->lock);
-	e = find(d, addr, xid, prog, proc);
+	e = find(d, addr, xid, prog, proc, sum);
 	if (e && e->in_progress) {
 		ret = -EINPROGRESS;
 	} else if (e) {
@@ -143,6 +147,7 @@ int drc_lookup(struct drc *d, const struct sockaddr *peer, uint32_t xid, uint32_
 		e->xid = xid;
 		e->prog = prog;
 		e->proc = proc;
+		e->sum = sum;
 		e->used = 1;
 		e->in_progress = 1;
 		e->hnext = *b;
@@ -153,14 +158,14 @@ int drc_lookup(struct drc *d, const struct sockaddr *peer, uint32_t xid, uint32_
 }
 
 void drc_store(struct drc *d, const struct sockaddr *peer, uint32_t xid, uint32_t prog,
-	       uint32_t proc, const uint8_t *reply, size_t len)
+	       uint32_t proc, uint32_t sum, const uint8_t *reply, size_t len)
 {
 	uint8_t addr[16];
 	struct drc_entry *e;
 
 	addr_key(peer, addr);
 	pthread_mutex_lock(&d->lock);
-	e = find(d, addr, xid, prog, proc);
+	e = find(d, addr, xid, prog, proc, sum);
 	if (e) {
 		free(e->reply);
 		e->reply = malloc(len);

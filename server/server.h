@@ -52,6 +52,7 @@ struct commit_call {
 	uint64_t ticket;               /* 0: the call changed nothing */
 	const struct proc_desc *pd;
 	uint32_t xid, prog, proc;
+	uint32_t args_sum;             /* its DRC key's checksum of the arguments */
 };
 
 struct request {
@@ -174,11 +175,12 @@ void settle_stop(struct server *srv);
 struct drc *drc_new(size_t entries);
 void drc_free(struct drc *d);
 /* 1 and a copy of the reply for a retransmission, 0 for a new call (now
- * recorded as in progress), -EINPROGRESS while the first is still running. */
+ * recorded as in progress), -EINPROGRESS while the first is still running.
+ * sum: a checksum of the call's arguments (dispatch.c: CRC32C). */
 int drc_lookup(struct drc *d, const struct sockaddr *peer, uint32_t xid, uint32_t prog,
-	       uint32_t proc, uint8_t **reply, size_t *len);
+	       uint32_t proc, uint32_t sum, uint8_t **reply, size_t *len);
 void drc_store(struct drc *d, const struct sockaddr *peer, uint32_t xid, uint32_t prog,
-	       uint32_t proc, const uint8_t *reply, size_t len);
+	       uint32_t proc, uint32_t sum, const uint8_t *reply, size_t len);
 
 /* dispatch.c: run one call. 0: the reply (with its record mark) is in
  * out; 1: no reply (a retransmission still in progress); -EAGAIN (only

@@ -1,8 +1,9 @@
 /* The duplicate request cache (server/drc.c) against a plain model: a
  * ring of the newest N calls, each found by address (port ignored), xid,
- * program and procedure. Random calls from a few clients, with xids that
- * repeat often, must get exactly the model's answers: new (0), still in
- * progress (-EINPROGRESS), or the reply stored for it (1, same bytes). */
+ * program, procedure and checksum of the arguments. Random calls from a few
+ * clients, with xids that repeat often and two different argument sums,
+ * must get exactly the model's answers: new (0), still in progress
+ * (-EINPROGRESS), or the reply stored for it (1, same bytes). */
 #include "config.h"
 
 #include <arpa/inet.h>
@@ -19,7 +20,7 @@
 
 struct model_entry {
 	int used, in_progress, client;
-	uint32_t xid, proc;
+	uint32_t xid, proc, sum;
 	char reply[32];
 };
 
@@ -53,11 +54,11 @@ static void client_addr(int client, uint16_t port, struct sockaddr_storage *ss)
 	}
 }
 
-static struct model_entry *model_find(int client, uint32_t xid, uint32_t proc)
+static struct model_entry *model_find(int client, uint32_t xid, uint32_t proc, uint32_t sum)
 {
 	for (size_t i = 0; i < N; i++)
 		if (model[i].used && model[i].client == client && model[i].xid == xid &&
-		    model[i].proc == proc)
+		    model[i].proc == proc && model[i].sum == sum)
 			return &model[i];
 	return NULL;
 }
@@ -67,8 +68,9 @@ static void one_op(struct drc *d, unsigned *seed)
 	int client = rand_r(seed) % 6;
 	uint32_t xid = (uint32_t)(rand_r(seed) % 96) * 0x01000193u; /* repeats, spread bits */
 	uint32_t proc = (uint32_t)(rand_r(seed) % 2) + 8;
+	uint32_t sum = rand_r(seed) % 4 ? 0x1234u : 0xbeefu;
 	struct sockaddr_storage ss;
-	struct model_entry *m = model_find(client, xid, proc);
+	struct model_entry *m = model_find(client, xid, proc, sum);
 	uint8_t *reply = NULL;
 	size_t len = 0;
 	int ret;
@@ -81,18 +83,19 @@ static void one_op(struct drc *d, unsigned *seed)
 		/* The first transmission's reply is stored now, or a
 		 * retransmission arrives while it runs. */
 		if (rand_r(seed) % 2) {
-			snprintf(m->reply, sizeof(m->reply), "reply %d %u %u", client, xid, proc);
-			drc_store(d, (struct sockaddr *)&ss, xid, 100003, proc,
+			snprintf(m->reply, sizeof(m->reply), "reply %d %u %u %x", client, xid, proc,
+				 sum);
+			drc_store(d, (struct sockaddr *)&ss, xid, 100003, proc, sum,
 				  (const uint8_t *)m->reply, strlen(m->reply));
 			m->in_progress = 0;
 			return;
 		}
-		ret = drc_lookup(d, (struct sockaddr *)&ss, xid, 100003, proc, &reply, &len);
+		ret = drc_lookup(d, (struct sockaddr *)&ss, xid, 100003, proc, sum, &reply, &len);
 		CHECK(ret == -EINPROGRESS, "client %d xid %08x proc %u: %d, expected in progress",
 		      client, xid, proc, ret);
 		return;
 	}
-	ret = drc_lookup(d, (struct sockaddr *)&ss, xid, 100003, proc, &reply, &len);
+	ret = drc_lookup(d, (struct sockaddr *)&ss, xid, 100003, proc, sum, &reply, &len);
 	if (m) {
 		CHECK(ret == 1, "client %d xid %08x proc %u: %d, expected the stored reply", client,
 		      xid, proc, ret);
@@ -110,6 +113,7 @@ static void one_op(struct drc *d, unsigned *seed)
 	m->client = client;
 	m->xid = xid;
 	m->proc = proc;
+	m->sum = sum;
 }
 
 int main(void)
@@ -127,7 +131,7 @@ int main(void)
 	drc_free(d);
 	if (failures)
 		return 1;
-	printf("ok: %d random calls from 6 clients (IPv4 and IPv6, 3 ports each) through a cache "
-	       "of %d entries, every answer the model's\n", ops, N);
+	printf("ok: %d random calls from 6 clients (IPv4 and IPv6, 3 ports each, two argument "
+	       "sums per xid) through a cache of %d entries, every answer the model's\n", ops, N);
 	return 0;
 }
