@@ -81,9 +81,8 @@ static int write_zeros(int fd, uint64_t len)
 	const size_t step = 1u << 20;
 	uint64_t off = 0;
 	void *zero;
-	int ret = 0;
+	int ret = posix_fallocate(fd, 0, (off_t)len);
 
-	ret = posix_fallocate(fd, 0, (off_t)len);
 	if (ret != 0 && ret != EOPNOTSUPP && ret != EINVAL)
 		return -ret;
 	zero = calloc(1, step);
