@@ -15,7 +15,9 @@
 # --peer-mount adds mount options for ganesha's ext4, e.g. dirsync: then its
 # CREATE, REMOVE and other directory changes are on stable storage before
 # the reply, as chunkfsd's are (RFC 1813); by default ext4 commits them
-# within seconds and ganesha answers at once.
+# within seconds and ganesha answers at once. Both images are written in
+# full before the run (mkfs.chunkfs --preallocate, dd for ext4's), as a
+# block device would be.
 # Needs root (ip netns, mount, apt-get). Defaults take about 3-4 minutes.
 set -u
 
