@@ -194,6 +194,9 @@ def phase_replay(a):
     s = connect(a.port)
     replies = [rpc(s, body) for _ in range(3)]
     s.close()
+    # The retransmission after a lost connection: once the server has seen
+    # the first one close, the same call on a new connection is replayed.
+    time.sleep(0.3)
     s = connect(a.port)
     replies.append(rpc(s, body))
     fresh = rpc(s, call(4243, NFS, 8, create_args(root, "replayed")))
@@ -217,7 +220,9 @@ def phase_replay(a):
     # Another call with the same xid from the same address is not a
     # retransmission: other arguments, its own reply. Two at once on two
     # connections (as libnfs contexts made at one moment number them), and
-    # one later on another connection.
+    # one later on another connection. And the same call (same bytes, same
+    # xid) on two connections open at once is two clients' calls: one
+    # makes the file, the other hears NFS3ERR_EXIST.
     s1, s2 = connect(a.port), connect(a.port)
     s1.sendall(record(call(4242, NFS, 8, create_args(root, "same-xid-1"))))
     s2.sendall(record(call(4242, NFS, 8, create_args(root, "same-xid-2"))))
@@ -237,9 +242,21 @@ def phase_replay(a):
     s.close()
     if len(set(handles + [fh])) != 4:
         fail("CREATEs with a reused xid got the same handle")
+    s1, s2 = connect(a.port), connect(a.port)
+    twin = record(call(4260, NFS, 8, create_args(root, "twin")))
+    s1.sendall(twin)
+    s2.sendall(twin)
+    statuses = sorted(struct.unpack(">I", accepted_result(recv_record(x), 4260)[:4])[0]
+                      for x in (s1, s2))
+    s1.close()
+    s2.close()
+    if statuses != [0, 17]:
+        fail("the same GUARDED CREATE on two open connections answered %r, not one success "
+             "and one NFS3ERR_EXIST" % statuses)
     print("replay: 4 identical CREATE replies (%d bytes, 3 on one connection, 1 on another), "
           "one file, a new xid gets NFS3ERR_EXIST; 3 other CREATEs with the same xid (2 at "
-          "once) made 3 files" % len(first))
+          "once) made 3 files; one CREATE on two open connections: one success, one EXIST"
+          % len(first))
 
 
 def phase_half_records(a):

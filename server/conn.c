@@ -170,6 +170,7 @@ static void conn_close(struct conn *c)
 	c->frag_left = 0;
 	c->srv->nconns--;
 	freed(c->srv, held);
+	drc_conn_closed(c->srv->drc, c->serial);
 	log_debug("%s:%u: connection closed", c->peer_name, c->peer_port);
 	if (unpause_dead(c))
 		conn_put(c);
@@ -778,6 +779,7 @@ static void accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct socka
 	}
 	c->srv = srv;
 	c->refs = 1;
+	c->serial = ++srv->conn_serial;
 	pthread_mutex_init(&c->lock, NULL);
 	memcpy(&c->peer, sa, (size_t)salen < sizeof(c->peer) ? (size_t)salen : sizeof(c->peer));
 	peer_format(sa, c->peer_name, sizeof(c->peer_name), &c->peer_port);

@@ -297,8 +297,8 @@ int dispatch_call(struct server *srv, struct conn *c, const uint8_t *rec, size_t
 		uint8_t *cached;
 		size_t clen;
 		args_sum = crc32c(0, rec + at, len - at);
-		ret = drc_lookup(srv->drc, (const struct sockaddr *)&c->peer, call.xid, call.prog,
-				 call.proc, args_sum, &cached, &clen);
+		ret = drc_lookup(srv->drc, (const struct sockaddr *)&c->peer, c->serial, call.xid,
+				 call.prog, call.proc, args_sum, &cached, &clen);
 		if (ret == -EINPROGRESS)
 			return 1; /* the first transmission is being answered */
 		if (ret == 1) {
@@ -424,8 +424,8 @@ done:
 		return ret;
 	finish(&x, out, outlen);
 	if (pd && (pd->flags & P_DRC) && !(cc && cc->ticket))
-		drc_store(srv->drc, (const struct sockaddr *)&c->peer, call.xid, call.prog,
-			  call.proc, args_sum, out, *outlen);
+		drc_store(srv->drc, (const struct sockaddr *)&c->peer, c->serial, call.xid,
+			  call.prog, call.proc, args_sum, out, *outlen);
 	return 0;
 }
 
@@ -451,6 +451,6 @@ void dispatch_committed(struct server *srv, struct conn *c, const struct commit_
 		finish(&x, out, outlen);
 	}
 	if (pd->flags & P_DRC)
-		drc_store(srv->drc, (const struct sockaddr *)&c->peer, cc->xid, cc->prog, cc->proc,
-			  cc->args_sum, out, *outlen);
+		drc_store(srv->drc, (const struct sockaddr *)&c->peer, c->serial, cc->xid,
+			  cc->prog, cc->proc, cc->args_sum, out, *outlen);
 }

@@ -5,7 +5,12 @@
  * apart two different calls that happen to carry the same xid: clients on
  * one host (two mounts, two processes, libnfs contexts made at the same
  * moment) do not share an xid counter, and taking the second for a
- * retransmission of the first would leave it without a reply. A fixed number of entries, oldest replaced first,
+ * retransmission of the first would leave it without a reply. The same
+ * call (same bytes) from another connection is a retransmission only once
+ * the connection of the first has closed (a client retransmits on a new
+ * connection after losing the old one); while it is open, it is another
+ * client's call (two processes behind one address creating the same name
+ * with the same xid must not both be told they made it). A fixed number of entries, oldest replaced first,
  * found through a hash of the address and xid (a scan of all of them, twice
  * per call under the one lock, had cost more than the call's own work). */
 #include "config.h"
@@ -21,6 +26,8 @@
 struct drc_entry {
 	uint8_t addr[16];
 	uint32_t xid, prog, proc, sum;
+	uint64_t conn;                /* the connection it came on */
+	int orphan;                   /* ... which has closed */
 	int used;
 	int in_progress;
 	uint8_t *reply;
@@ -96,14 +103,28 @@ static struct drc_entry **bucket(struct drc *d, const uint8_t *addr, uint32_t xi
 	return &d->hash[(h ^ (h >> 15)) & d->hmask];
 }
 
-static struct drc_entry *find(struct drc *d, const uint8_t *addr, uint32_t xid, uint32_t prog,
-			      uint32_t proc, uint32_t sum)
+/* The entry of this call for connection conn: its own, else (other) one
+ * whose connection has closed or, for storing, one still in progress (its
+ * call retransmitted on another connection meanwhile); or NULL. */
+static struct drc_entry *find(struct drc *d, const uint8_t *addr, uint64_t conn, uint32_t xid,
+			      uint32_t prog, uint32_t proc, uint32_t sum, int storing,
+			      int *other)
 {
-	for (struct drc_entry *e = *bucket(d, addr, xid); e; e = e->hnext)
-		if (e->xid == xid && e->prog == prog && e->proc == proc && e->sum == sum &&
-		    memcmp(e->addr, addr, 16) == 0)
+	struct drc_entry *alt = NULL;
+
+	for (struct drc_entry *e = *bucket(d, addr, xid); e; e = e->hnext) {
+		if (e->xid != xid || e->prog != prog || e->proc != proc || e->sum != sum ||
+		    memcmp(e->addr, addr, 16) != 0)
+			continue;
+		if (e->conn == conn && (!storing || e->in_progress)) {
+			*other = 0;
 			return e;
-	return NULL;
+		}
+		if (!alt && (storing ? e->in_progress : e->orphan))
+			alt = e;
+	}
+	*other = alt != NULL;
+	return alt;
 }
 
 /* A used entry leaves its chain and is free again. */
@@ -118,16 +139,20 @@ static void forget(struct drc *d, struct drc_entry *e)
 	memset(e, 0, sizeof(*e));
 }
 
-int drc_lookup(struct drc *d, const struct sockaddr *peer, uint32_t xid, uint32_t prog,
-	       uint32_t proc, uint32_t sum, uint8_t **reply, size_t *len)
+int drc_lookup(struct drc *d, const struct sockaddr *peer, uint64_t conn, uint32_t xid,
+	       uint32_t prog, uint32_t proc, uint32_t sum, uint8_t **reply, size_t *len)
 {
 	uint8_t addr[16];
 	struct drc_entry *e;
-	int ret = 0;
+	int ret = 0, adopt;
 
 	addr_key(peer, addr);
 	pthread_mutex_lock(&d->lock);
-	e = find(d, addr, xid, prog, proc, sum);
+	e = find(d, addr, conn, xid, prog, proc, sum, 0, &adopt);
+	if (e && adopt) {
+		e->conn = conn; /* retransmitted here: this connection's now */
+		e->orphan = 0;
+	}
 	if (e && e->in_progress) {
 		ret = -EINPROGRESS;
 	} else if (e) {
@@ -148,6 +173,7 @@ int drc_lookup(struct drc *d, const struct sockaddr *peer, uint32_t xid, uint32_
 		e->prog = prog;
 		e->proc = proc;
 		e->sum = sum;
+		e->conn = conn;
 		e->used = 1;
 		e->in_progress = 1;
 		e->hnext = *b;
@@ -157,15 +183,16 @@ int drc_lookup(struct drc *d, const struct sockaddr *peer, uint32_t xid, uint32_
 	return ret;
 }
 
-void drc_store(struct drc *d, const struct sockaddr *peer, uint32_t xid, uint32_t prog,
-	       uint32_t proc, uint32_t sum, const uint8_t *reply, size_t len)
+void drc_store(struct drc *d, const struct sockaddr *peer, uint64_t conn, uint32_t xid,
+	       uint32_t prog, uint32_t proc, uint32_t sum, const uint8_t *reply, size_t len)
 {
 	uint8_t addr[16];
 	struct drc_entry *e;
+	int other;
 
 	addr_key(peer, addr);
 	pthread_mutex_lock(&d->lock);
-	e = find(d, addr, xid, prog, proc, sum);
+	e = find(d, addr, conn, xid, prog, proc, sum, 1, &other);
 	if (e) {
 		free(e->reply);
 		e->reply = malloc(len);
@@ -177,5 +204,14 @@ void drc_store(struct drc *d, const struct sockaddr *peer, uint32_t xid, uint32_
 			forget(d, e); /* no memory: forget it rather than block its xid */
 		}
 	}
+	pthread_mutex_unlock(&d->lock);
+}
+
+void drc_conn_closed(struct drc *d, uint64_t conn)
+{
+	pthread_mutex_lock(&d->lock);
+	for (size_t i = 0; i < d->n; i++)
+		if (d->e[i].used && d->e[i].conn == conn)
+			d->e[i].orphan = 1;
 	pthread_mutex_unlock(&d->lock);
 }

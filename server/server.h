@@ -22,6 +22,7 @@ struct conn {
 	struct sockaddr_storage peer;
 	char peer_name[64];
 	uint16_t peer_port;
+	uint64_t serial;               /* unique for the daemon's life (the DRC's) */
 	pthread_mutex_t lock;
 	int refs;
 	int outstanding;
@@ -95,6 +96,7 @@ struct server {
 	struct conn *paused;
 	/* connections (the loop thread's only) */
 	int nconns;                    /* open (not yet closed) */
+	uint64_t conn_serial;          /* the last serial given */
 	unsigned long refused;         /* over max_connections since the last log line */
 	double refused_logged;         /* when that line was logged (monotonic s) */
 	int trim_pending;              /* a malloc_trim is scheduled */
@@ -176,11 +178,15 @@ struct drc *drc_new(size_t entries);
 void drc_free(struct drc *d);
 /* 1 and a copy of the reply for a retransmission, 0 for a new call (now
  * recorded as in progress), -EINPROGRESS while the first is still running.
- * sum: a checksum of the call's arguments (dispatch.c: CRC32C). */
-int drc_lookup(struct drc *d, const struct sockaddr *peer, uint32_t xid, uint32_t prog,
-	       uint32_t proc, uint32_t sum, uint8_t **reply, size_t *len);
-void drc_store(struct drc *d, const struct sockaddr *peer, uint32_t xid, uint32_t prog,
-	       uint32_t proc, uint32_t sum, const uint8_t *reply, size_t len);
+ * sum: a checksum of the call's arguments (dispatch.c: CRC32C); conn: the
+ * serial of the connection it came on. */
+int drc_lookup(struct drc *d, const struct sockaddr *peer, uint64_t conn, uint32_t xid,
+	       uint32_t prog, uint32_t proc, uint32_t sum, uint8_t **reply, size_t *len);
+void drc_store(struct drc *d, const struct sockaddr *peer, uint64_t conn, uint32_t xid,
+	       uint32_t prog, uint32_t proc, uint32_t sum, const uint8_t *reply, size_t len);
+/* Connection conn has closed: a call of its entries that comes again on
+ * another connection is a retransmission. */
+void drc_conn_closed(struct drc *d, uint64_t conn);
 
 /* dispatch.c: run one call. 0: the reply (with its record mark) is in
  * out; 1: no reply (a retransmission still in progress); -EAGAIN (only

@@ -1,9 +1,11 @@
 /* The duplicate request cache (server/drc.c) against a plain model: a
  * ring of the newest N calls, each found by address (port ignored), xid,
- * program, procedure and checksum of the arguments. Random calls from a few
- * clients, with xids that repeat often and two different argument sums,
- * must get exactly the model's answers: new (0), still in progress
- * (-EINPROGRESS), or the reply stored for it (1, same bytes). */
+ * program, procedure and checksum of the arguments, on the connection it
+ * came on or, once that one has closed, on any. Random calls from a few
+ * clients on a few connections each, with xids that repeat often and two
+ * different argument sums, must get exactly the model's answers: new (0),
+ * still in progress (-EINPROGRESS), or the reply stored for it (1, same
+ * bytes). */
 #include "config.h"
 
 #include <arpa/inet.h>
@@ -19,13 +21,14 @@
 #define OPS 200000
 
 struct model_entry {
-	int used, in_progress, client;
+	int used, in_progress, orphan, client;
 	uint32_t xid, proc, sum;
-	char reply[32];
+	uint64_t conn;
 };
 
 static struct model_entry model[N];
 static size_t model_next;
+static uint64_t conn_of[6][3], last_serial;
 static int failures;
 
 #define CHECK(cond, ...)                                                                           \
@@ -54,58 +57,93 @@ static void client_addr(int client, uint16_t port, struct sockaddr_storage *ss)
 	}
 }
 
-static struct model_entry *model_find(int client, uint32_t xid, uint32_t proc, uint32_t sum)
+static int same_call(const struct model_entry *m, int client, uint32_t xid, uint32_t proc,
+		     uint32_t sum)
+{
+	return m->used && m->client == client && m->xid == xid && m->proc == proc && m->sum == sum;
+}
+
+/* The call's entry on connection conn, or the first one of a closed
+ * connection in the given state (-1: either). */
+static struct model_entry *model_find(int client, uint32_t xid, uint32_t proc, uint32_t sum,
+				      uint64_t conn, int orphan_state)
 {
 	for (size_t i = 0; i < N; i++)
-		if (model[i].used && model[i].client == client && model[i].xid == xid &&
-		    model[i].proc == proc && model[i].sum == sum)
+		if (same_call(&model[i], client, xid, proc, sum) &&
+		    (orphan_state < 0 ? model[i].conn == conn
+				      : model[i].orphan && model[i].in_progress == orphan_state))
 			return &model[i];
 	return NULL;
 }
 
+/* The reply a call gets: the same bytes for the same call. */
+static void reply_of(char *buf, size_t n, int client, uint32_t xid, uint32_t proc, uint32_t sum)
+{
+	snprintf(buf, n, "reply %d %u %u %x", client, xid, proc, sum);
+}
+
+static void close_conn(struct drc *d, int client, int slot)
+{
+	uint64_t conn = conn_of[client][slot];
+
+	drc_conn_closed(d, conn);
+	for (size_t i = 0; i < N; i++)
+		if (model[i].used && model[i].conn == conn)
+			model[i].orphan = 1;
+	conn_of[client][slot] = ++last_serial;
+}
+
 static void one_op(struct drc *d, unsigned *seed)
 {
-	int client = rand_r(seed) % 6;
+	int client = rand_r(seed) % 6, slot = rand_r(seed) % 3;
 	uint32_t xid = (uint32_t)(rand_r(seed) % 96) * 0x01000193u; /* repeats, spread bits */
 	uint32_t proc = (uint32_t)(rand_r(seed) % 2) + 8;
 	uint32_t sum = rand_r(seed) % 4 ? 0x1234u : 0xbeefu;
+	uint64_t conn = conn_of[client][slot];
 	struct sockaddr_storage ss;
-	struct model_entry *m = model_find(client, xid, proc, sum);
+	struct model_entry *m = model_find(client, xid, proc, sum, conn, -1);
+	char want[48];
 	uint8_t *reply = NULL;
 	size_t len = 0;
 	int ret;
 
-	client_addr(client, (uint16_t)(600 + rand_r(seed) % 3), &ss);
-	if (m && !m->in_progress && rand_r(seed) % 4 == 0) {
-		return; /* (a later op may retransmit it) */
-	}
-	if (m && m->in_progress) {
-		/* The first transmission's reply is stored now, or a
-		 * retransmission arrives while it runs. */
-		if (rand_r(seed) % 2) {
-			snprintf(m->reply, sizeof(m->reply), "reply %d %u %u %x", client, xid, proc,
-				 sum);
-			drc_store(d, (struct sockaddr *)&ss, xid, 100003, proc, sum,
-				  (const uint8_t *)m->reply, strlen(m->reply));
-			m->in_progress = 0;
-			return;
-		}
-		ret = drc_lookup(d, (struct sockaddr *)&ss, xid, 100003, proc, sum, &reply, &len);
-		CHECK(ret == -EINPROGRESS, "client %d xid %08x proc %u: %d, expected in progress",
-		      client, xid, proc, ret);
+	client_addr(client, (uint16_t)(600 + slot), &ss);
+	reply_of(want, sizeof(want), client, xid, proc, sum);
+	if (rand_r(seed) % 100 == 0) {
+		close_conn(d, client, slot);
 		return;
 	}
-	ret = drc_lookup(d, (struct sockaddr *)&ss, xid, 100003, proc, sum, &reply, &len);
+	if (m && m->in_progress && rand_r(seed) % 2) {
+		/* The first transmission's reply is stored now. */
+		drc_store(d, (struct sockaddr *)&ss, conn, xid, 100003, proc, sum,
+			  (const uint8_t *)want, strlen(want));
+		m->in_progress = 0;
+		return;
+	}
+	ret = drc_lookup(d, (struct sockaddr *)&ss, conn, xid, 100003, proc, sum, &reply, &len);
+	if (!m && (ret == -EINPROGRESS || ret == 1)) {
+		/* A retransmission after its connection closed: adopted. */
+		m = model_find(client, xid, proc, sum, conn, ret == -EINPROGRESS);
+		CHECK(m != NULL, "client %d xid %08x proc %u sum %x: %d, but no closed "
+		      "connection's entry is in that state", client, xid, proc, sum, ret);
+		m->conn = conn;
+		m->orphan = 0;
+	}
 	if (m) {
-		CHECK(ret == 1, "client %d xid %08x proc %u: %d, expected the stored reply", client,
-		      xid, proc, ret);
-		CHECK(len == strlen(m->reply) && !memcmp(reply, m->reply, len),
-		      "client %d xid %08x proc %u: another reply's bytes", client, xid, proc);
-		free(reply);
+		CHECK(ret == (m->in_progress ? -EINPROGRESS : 1),
+		      "client %d xid %08x proc %u sum %x: %d, expected %s", client, xid, proc, sum,
+		      ret, m->in_progress ? "in progress" : "the stored reply");
+		if (ret == 1) {
+			CHECK(len == strlen(want) && !memcmp(reply, want, len),
+			      "client %d xid %08x proc %u: another reply's bytes", client, xid, proc);
+			free(reply);
+		}
 		return;
 	}
-	CHECK(ret == 0, "client %d xid %08x proc %u: %d, expected a new call", client, xid, proc,
-	      ret);
+	CHECK(ret == 0, "client %d xid %08x proc %u sum %x: %d, expected a new call", client, xid,
+	      proc, sum, ret);
+	CHECK(!model_find(client, xid, proc, sum, conn, 0) && !model_find(client, xid, proc, sum, conn, 1),
+	      "client %d xid %08x: new, but a closed connection's entry was there", client, xid);
 	m = &model[model_next];
 	model_next = (model_next + 1) % N;
 	memset(m, 0, sizeof(*m));
@@ -114,6 +152,7 @@ static void one_op(struct drc *d, unsigned *seed)
 	m->xid = xid;
 	m->proc = proc;
 	m->sum = sum;
+	m->conn = conn;
 }
 
 int main(void)
@@ -126,12 +165,16 @@ int main(void)
 		printf("FAIL: drc_new\n");
 		return 1;
 	}
+	for (int c = 0; c < 6; c++)
+		for (int k = 0; k < 3; k++)
+			conn_of[c][k] = ++last_serial;
 	for (ops = 0; ops < OPS && !failures; ops++)
 		one_op(d, &seed);
 	drc_free(d);
 	if (failures)
 		return 1;
-	printf("ok: %d random calls from 6 clients (IPv4 and IPv6, 3 ports each, two argument "
-	       "sums per xid) through a cache of %d entries, every answer the model's\n", ops, N);
+	printf("ok: %d random calls from 6 clients (IPv4 and IPv6, 3 connections each, closed "
+	       "and opened again now and then; two argument sums per xid) through a cache of %d "
+	       "entries, every answer the model's\n", ops, N);
 	return 0;
 }
