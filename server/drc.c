@@ -10,9 +10,10 @@
  * the connection of the first has closed (a client retransmits on a new
  * connection after losing the old one); while it is open, it is another
  * client's call (two processes behind one address creating the same name
- * with the same xid must not both be told they made it). A fixed number of entries, oldest replaced first,
- * found through a hash of the address and xid (a scan of all of them, twice
- * per call under the one lock, had cost more than the call's own work). */
+ * with the same xid must not both be told they made it).
+ * A fixed number of entries, oldest replaced first, found through a hash
+ * of the address and xid (a scan of all of them, twice per call under the
+ * one lock, had cost more than the call's own work). */
 #include "config.h"
 
 #include <errno.h>
@@ -103,9 +104,9 @@ static struct drc_entry **bucket(struct drc *d, const uint8_t *addr, uint32_t xi
 	return &d->hash[(h ^ (h >> 15)) & d->hmask];
 }
 
-/* The entry of this call for connection conn: its own, else (other) one
- * whose connection has closed or, for storing, one still in progress (its
- * call retransmitted on another connection meanwhile); or NULL. */
+/* The entry of this call for connection conn: its own, else (*other set)
+ * one whose connection has closed or, for storing, one still in progress
+ * (its call retransmitted on another connection meanwhile); or NULL. */
 static struct drc_entry *find(struct drc *d, const uint8_t *addr, uint64_t conn, uint32_t xid,
 			      uint32_t prog, uint32_t proc, uint32_t sum, int storing,
 			      int *other)
@@ -188,7 +189,7 @@ void drc_store(struct drc *d, const struct sockaddr *peer, uint64_t conn, uint32
 {
 	uint8_t addr[16];
 	struct drc_entry *e;
-	int other;
+	int other; /* stored wherever the call's entry is now */
 
 	addr_key(peer, addr);
 	pthread_mutex_lock(&d->lock);
