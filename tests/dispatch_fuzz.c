@@ -130,6 +130,20 @@ static void make_objects(int first)
 		die("fs_sync", ret);
 }
 
+/* The client the calls come from: 127.0.0.1 gets the root read-write,
+ * 10.x.x.x gets /d read-only with root squashed, others nothing. */
+static void set_peer(uint32_t addr, uint16_t port)
+{
+	struct sockaddr_in *sin = (struct sockaddr_in *)&conn.peer;
+
+	sin->sin_family = AF_INET;
+	sin->sin_addr.s_addr = htonl(addr);
+	sin->sin_port = htons(port);
+	conn.peer_port = port;
+	snprintf(conn.peer_name, sizeof(conn.peer_name), "%u.%u.%u.%u", addr >> 24,
+		 (addr >> 16) & 0xff, (addr >> 8) & 0xff, addr & 0xff);
+}
+
 static void report_config(void *arg, const char *msg)
 {
 	(void)arg;
@@ -159,13 +173,13 @@ static void setup(void)
 		die("hnd_fh_key_new", ret);
 	make_objects(1);
 
-	/* The root read-write, its directory d read-only for another
-	 * address: MNT of /d from 127.0.0.1 is refused. */
+	/* The root read-write for loopback, its directory d read-only for
+	 * 10/8 and only from privileged ports (set_peer). */
 	f = fopen(confpath, "w");
 	if (!f)
 		die(confpath, errno);
 	fprintf(f, "volume = %s\nexport / clients=127.0.0.0/8 access=rw squash=none\n"
-		   "export /d clients=10.0.0.0/8 access=ro\n", image);
+		   "export /d clients=10.0.0.0/8 access=ro secure=yes\n", image);
 	fclose(f);
 	config_defaults(&srv.cfg);
 	if (config_load(confpath, &srv.cfg, report_config, NULL) < 0)
@@ -184,12 +198,7 @@ static void setup(void)
 	if (!srv.drc)
 		die("drc_new", ENOMEM);
 
-	struct sockaddr_in *sin = (struct sockaddr_in *)&conn.peer;
-	sin->sin_family = AF_INET;
-	sin->sin_addr.s_addr = htonl(0x7f000001);
-	sin->sin_port = htons(700);
-	conn.peer_port = 700;
-	strcpy(conn.peer_name, "127.0.0.1");
+	set_peer(0x7f000001, 700);
 	conn.serial = 1;
 	conn.outstanding = 1;
 	pthread_mutex_init(&conn.lock, NULL);
@@ -739,9 +748,12 @@ static int run_random(unsigned long iterations, uint64_t seed)
 		run_one(b, len, rnd(2));
 		if (rnd(8) == 0)
 			run_one(b, len, 0); /* a retransmission */
-		if (rnd(64) == 0) { /* the client reconnects */
+		if (rnd(64) == 0) { /* the client reconnects, now and then from elsewhere */
 			drc_conn_closed(srv.drc, conn.serial);
 			conn.serial++;
+			if (rnd(8) == 0)
+				set_peer(rnd(4) ? 0x7f000001 : rnd(2) ? 0x0a010203 : 0xc0a80001,
+					 rnd(2) ? 700 : 40000);
 		}
 		if (it % 256 == 255)
 			make_objects(0);
