@@ -18,5 +18,7 @@ cd "$top/build-fuzz"
 make -j"$(nproc)" tests/dispatch_fuzzer tests/dispatch_fuzz >/dev/null
 mkdir -p corpus
 tests/dispatch_fuzz -w corpus >/dev/null
-exec tests/dispatch_fuzzer -max_total_time="$seconds" -max_len=4096 -rss_limit_mb=1024 \
-	-jobs="$jobs" -workers="$jobs" -print_final_stats=1 corpus
+set -- -max_total_time="$seconds" -max_len=4096 -rss_limit_mb=1024 -print_final_stats=1
+# Several jobs: each runs in its own process, writing fuzz-N.log here.
+[ "$jobs" -le 1 ] || set -- "$@" -jobs="$jobs" -workers="$jobs"
+exec tests/dispatch_fuzzer "$@" corpus

@@ -247,11 +247,13 @@ static void call_cred(const struct export *e, const struct rpc_call *call, struc
 }
 
 /* A call refused before its handler runs: a zeroed result with only the
- * status set encodes as the procedure's failure arm. */
+ * status set encodes as the procedure's failure arm (a procedure without
+ * a result, UMNT or UMNTALL, has none: res is NULL). */
 static int refuse(const struct proc_desc *pd, const struct rpc_call *call, int status, XDR *x,
 		  void *res)
 {
-	memset(res, 0, pd->res_size);
+	if (res)
+		memset(res, 0, pd->res_size);
 	if (pd->flags & P_STATUS)
 		*(int *)res = status;
 	if (rpc_encode_accepted(x, call->xid, SUCCESS, 0, 0) < 0 || !pd->xdr_res(x, res))

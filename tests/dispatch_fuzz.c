@@ -389,15 +389,28 @@ static void run_one(const uint8_t *input, size_t len, int nowait)
 }
 
 /* An input is a series of records, each behind a 2-byte big-endian length;
- * records of odd length are tried on the loop first. */
+ * records of odd length are tried on the loop first, and an empty one
+ * makes the next calls come from the next client in peers[]. */
 static void run_input(const uint8_t *data, size_t size)
 {
+	static const struct {
+		uint32_t addr;
+		uint16_t port;
+	} peers[] = { { 0x7f000001, 700 }, { 0x0a010203, 700 }, { 0x0a010203, 40000 },
+		      { 0xc0a80001, 700 } };
+	static unsigned next_peer = 1;
+
 	while (size >= 2) {
 		size_t len = (size_t)data[0] << 8 | data[1];
 		data += 2;
 		size -= 2;
 		if (len > size)
 			len = size;
+		if (len == 0) {
+			set_peer(peers[next_peer].addr, peers[next_peer].port);
+			next_peer = (next_peer + 1) % (sizeof(peers) / sizeof(peers[0]));
+			continue;
+		}
 		run_one(data, len, len & 1);
 		data += len;
 		size -= len;
