@@ -271,15 +271,31 @@ static void bad_reply(const char *why, const uint8_t *rec, size_t len)
  * the rest, the call's xid, a reply whose result decodes to its end. */
 static void check_reply(const uint8_t *rec, size_t len, size_t n)
 {
-	union {
-		GETATTR3res a;
-		READDIRPLUS3res b;
-		READ3res c;
-		mountres3 d;
-		mountlist e;
-		exports f;
-		FSINFO3res g;
-		char room[512];
+	union { /* room for any procedure's result */
+		GETATTR3res getattr;
+		SETATTR3res setattr;
+		LOOKUP3res lookup;
+		ACCESS3res access;
+		READLINK3res readlink;
+		READ3res read;
+		WRITE3res write;
+		CREATE3res create;
+		MKDIR3res mkdir;
+		SYMLINK3res symlink;
+		MKNOD3res mknod;
+		REMOVE3res remove;
+		RMDIR3res rmdir;
+		RENAME3res rename;
+		LINK3res link;
+		READDIR3res readdir;
+		READDIRPLUS3res readdirplus;
+		FSSTAT3res fsstat;
+		FSINFO3res fsinfo;
+		PATHCONF3res pathconf;
+		COMMIT3res commit;
+		mountres3 mnt;
+		mountlist dump;
+		exports exp;
 	} res;
 	uint32_t prog = len >= 16 ? get32(rec + 12) : 0, vers = len >= 20 ? get32(rec + 16) : 0;
 	uint32_t proc = len >= 24 ? get32(rec + 20) : 0, w;
