@@ -59,6 +59,13 @@ static void die(const char *what, int err)
 	abort();
 }
 
+/* A line from the config reader, the invariant check or fsck, behind
+ * what said it (arg). */
+static void say(void *arg, const char *line)
+{
+	fprintf(stderr, "dispatch_fuzz: %s: %s\n", (const char *)arg, line);
+}
+
 /* commit.c's ticket without its threads: the caller commits (run_one). */
 uint64_t commit_ticket(struct server *s)
 {
@@ -144,12 +151,6 @@ static void set_peer(uint32_t addr, uint16_t port)
 		 (addr >> 16) & 0xff, (addr >> 8) & 0xff, addr & 0xff);
 }
 
-static void report_config(void *arg, const char *msg)
-{
-	(void)arg;
-	fprintf(stderr, "dispatch_fuzz: config: %s\n", msg);
-}
-
 static void setup(void)
 {
 	const char *tmp = getenv("TMPDIR");
@@ -182,7 +183,7 @@ static void setup(void)
 		   "export /d clients=10.0.0.0/8 access=ro secure=yes\n", image);
 	fclose(f);
 	config_defaults(&srv.cfg);
-	if (config_load(confpath, &srv.cfg, report_config, NULL) < 0)
+	if (config_load(confpath, &srv.cfg, say, "config") < 0)
 		die("config_load", EINVAL);
 	unlink(confpath);
 	srv.cfg.max_io = 64u << 10;
@@ -208,15 +209,9 @@ static void setup(void)
 		die("malloc", ENOMEM);
 }
 
-static void report_invariant(void *arg, const char *msg)
-{
-	(void)arg;
-	fprintf(stderr, "dispatch_fuzz: invariant: %s\n", msg);
-}
-
 static void check_volume(void)
 {
-	if (fs_check_invariants(srv.vol, report_invariant, NULL) != 0)
+	if (fs_check_invariants(srv.vol, say, "invariant") != 0)
 		die("the volume's invariants broke", 0);
 }
 
@@ -458,12 +453,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 }
 #else /* the test */
 
-static void fsck_line(void *arg, const char *line)
-{
-	(void)arg;
-	fprintf(stderr, "dispatch_fuzz: fsck: %s\n", line);
-}
-
 static void teardown(void)
 {
 	struct fsck_opts o = { .mode = FSCK_CHECK_ONLY, .cross = 1, .force = 1 };
@@ -475,7 +464,8 @@ static void teardown(void)
 		die("fs_close", ret);
 	ret = fsck_volume_path(image, -1, &o, &res);
 	if (ret < 0 || res.problems || res.exit_code != FSCK_EXIT_OK) {
-		o.out = fsck_line; /* again, saying what it found */
+		o.out = say; /* again, saying what it found */
+		o.ctx = "fsck";
 		fsck_volume_path(image, -1, &o, &res);
 		die("fsck of the volume after the calls", ret);
 	}
@@ -552,6 +542,8 @@ static struct seed seeds[40];
 		XDR x_;                                                             \
 		T a_ = __VA_ARGS__;                                                 \
 		struct seed *s_ = &seeds[nseeds++];                                 \
+		if (nseeds > (int)(sizeof(seeds) / sizeof(seeds[0])))              \
+			die("more seeds than room", ENOSPC);                        \
 		seed_begin(&x_, s_->b, sizeof(s_->b), 0x1000u + (uint32_t)nseeds,    \
 			   prog, proc, uid);                                        \
 		if (!xdr_##T(&x_, &a_))                                             \
