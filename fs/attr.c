@@ -7,7 +7,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "internal.h"
+#include "fs/internal.h"
 
 static int in_group(const struct fs_cred *cred, uint32_t gid)
 {

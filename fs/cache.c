@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "fs/internal.h"
 
 static uint32_t hash_of(uint32_t chunk, uint32_t block, uint32_t size)
 {

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "fs/internal.h"
 
 #define BITS_PER_BITMAP_BLOCK (OD_MB_PAYLOAD * 8u)
 

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "fs/internal.h"
 
 #define DINDEX_MAX_ENTRIES (4u << 20) /* about 64 MiB of slots over all indexes */
 

@@ -10,9 +10,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "crc32c.h"
-#include "internal.h"
-#include "lostfound.h"
+#include "fs/format/crc32c.h"
+#include "fs/internal.h"
+#include "fs/lostfound.h"
 
 #define COOKIE_OFF_BITS 12
 #define COOKIE_SEQ_BITS 28

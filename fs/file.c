@@ -10,7 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "internal.h"
+#include "fs/internal.h"
 
 struct seg {
 	struct iref r;

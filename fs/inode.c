@@ -9,7 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "internal.h"
+#include "fs/internal.h"
 
 static int loc_units(const struct chunk *c, uint32_t block, uint32_t *units)
 {

@@ -13,9 +13,9 @@
 #include <pthread.h>
 #include <stdint.h>
 
-#include "fs.h"
-#include "ondisk.h"
-#include "store.h"
+#include "fs/fs.h"
+#include "fs/format/ondisk.h"
+#include "fs/store/store.h"
 
 struct fs_volume;
 

@@ -15,7 +15,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "internal.h"
+#include "fs/internal.h"
 
 struct seen {
 	uint64_t stable;

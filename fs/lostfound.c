@@ -4,15 +4,15 @@
  * OD_INF_LOSTFOUND, so that the library keeps a part even when its last
  * entry goes (fs/dir.c), and fsck of one chunk can tell lost+found's part
  * there and link that chunk's orphans into it without writing any other
- * chunk (fs/fsck_pass4_lost.c). */
+ * chunk (fs/fsck/fsck_pass4_lost.c). */
 #include "config.h"
 
 #include <errno.h>
 #include <string.h>
 #include <sys/stat.h>
 
-#include "internal.h"
-#include "lostfound.h"
+#include "fs/internal.h"
+#include "fs/lostfound.h"
 
 /* lost+found's head: embedded in a new entry of the root, in its chunk. */
 static int lf_head(struct fs_volume *v, struct iref *root, struct iref *lf)

@@ -9,7 +9,7 @@
 
 #include <errno.h>
 
-#include "internal.h"
+#include "fs/internal.h"
 
 __thread struct fs_volume *vol_nowait_owner;
 static __thread int nowait_blocked;

@@ -15,8 +15,8 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "fsck.h"
-#include "internal.h"
+#include "fs/fsck/fsck.h"
+#include "fs/internal.h"
 
 /* The chunks the root directory cannot do without: where its inode lives
  * and where its stable number is mapped. */

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "internal.h"
+#include "fs/internal.h"
 
 #define COOKIE_DOT 1
 #define COOKIE_DOTDOT 2

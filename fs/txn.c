@@ -45,7 +45,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "fs/internal.h"
 
 #define DL_ENTRY_SIZE 8u
 #define TXN_HOLD_MAX 32u    /* transactions a catch-up may be held back */

@@ -11,8 +11,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "chunk_lock.h"
-#include "internal.h"
+#include "fs/format/chunk_lock.h"
+#include "fs/internal.h"
 
 static uint64_t chunk_bytes(const struct chunk *c)
 {

@@ -6,7 +6,7 @@
  * Everything is computed from the chunk headers, deterministically. */
 #include "config.h"
 
-#include "internal.h"
+#include "fs/internal.h"
 
 /* Loads are fractions in units of 1/LOAD_ONE. */
 #define LOAD_ONE 65536u

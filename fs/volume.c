@@ -14,10 +14,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "chunk_lock.h"
-#include "internal.h"
-#include "lostfound.h"
-#include "signature.h"
+#include "fs/format/chunk_lock.h"
+#include "fs/internal.h"
+#include "fs/lostfound.h"
+#include "fs/format/signature.h"
 
 #define DEFAULT_CACHE_LIMIT (256ull << 20)
 

@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "chunkfs.h"
-#include "fs/chunk_lock.h"
+#include "fs/format/chunk_lock.h"
 
 #define THREAD_MODEL NBDKIT_THREAD_MODEL_PARALLEL
 

@@ -1,13 +1,13 @@
 /* nbdkit-chunkfs-plugin: what its files share. The plugin serves each
  * chunk of a chunkfs volume image as an NBD export named by its index,
  * the raw bytes of the chunk's range of the image, under the chunk's OFD
- * lock (fs/chunk_lock.h) for the connection's whole life. */
+ * lock (fs/format/chunk_lock.h) for the connection's whole life. */
 #ifndef CHUNKFS_NBDKIT_CHUNKFS_H
 #define CHUNKFS_NBDKIT_CHUNKFS_H
 
 #include <stdint.h>
 
-#include "fs/vol_probe.h"
+#include "fs/format/vol_probe.h"
 
 struct nbdkit_exports;
 

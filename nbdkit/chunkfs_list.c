@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "chunkfs.h"
-#include "fs/chunk_lock.h"
+#include "fs/format/chunk_lock.h"
 
 const char *chunkfs_lock_words(int holder)
 {

@@ -25,8 +25,8 @@
 
 #include <event2/buffer.h>
 
-#include "fs/fsck.h"
-#include "fs/ondisk.h"
+#include "fs/fsck/fsck.h"
+#include "fs/format/ondisk.h"
 #include "server/control.h"
 #include "server/log.h"
 #include "server/server.h"

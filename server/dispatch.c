@@ -9,7 +9,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "fs/crc32c.h"
+#include "fs/format/crc32c.h"
 #include "proto/mount3.h"
 #include "proto/nfs3.h"
 #include "proto/nfs3_proc.h"

@@ -1,4 +1,4 @@
-/* The chunk locks (fs/chunk_lock.c, fs/vol_chunk_lock.c, fs/fsck_lock.c):
+/* The chunk locks (fs/format/chunk_lock.c, fs/vol_chunk_lock.c, fs/fsck/fsck_lock.c):
  * OFD locks of two descriptors of one file conflict as fcntl(2) says; a
  * volume holds a write lock on each online chunk (a read lock read-only)
  * and none on a chunk it found offline; a second open, mkfs and fsck are
@@ -13,8 +13,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "fs/chunk_lock.h"
-#include "fs/fsck.h"
+#include "fs/format/chunk_lock.h"
+#include "fs/fsck/fsck.h"
 #include "fs/internal.h"
 #include "tap.h"
 

@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "crash_state.h"
-#include "fs/fsck.h"
+#include "fs/fsck/fsck.h"
 
 #define SNAP_MAX_DEPTH 64
 #define SNAP_MAX_FILE (64ull << 20) /* a larger size is damage, not data */
@@ -623,7 +623,7 @@ static void dump_image(const char *path, const uint8_t *img, size_t len)
  * -EUCLEAN and the lines in m. After recovery each chunk is checked
  * through a store of its own bytes alone (fsck_chunk_store, as a chunk
  * taken out of the volume is). The crashed image is checked as a volume
- * (written to a file for fsck_volume_path), by this rule (fs/fsck_txn.c):
+ * (written to a file for fsck_volume_path), by this rule (fs/fsck/fsck_txn.c):
  * the newest dirty list of a chunk names units whose two copies differ,
  * and when the crash came while the units of the volume's newest
  * transaction were being written, some of its written copies do not carry

@@ -8,8 +8,8 @@
 #include <stdint.h>
 
 #include "fs/fs.h"
-#include "fs/store.h"
-#include "fs/store_mem.h"
+#include "fs/store/store.h"
+#include "fs/store/store_mem.h"
 
 /* Bytes shared by the snapshots that saw them unchanged. */
 struct blob {

@@ -14,8 +14,8 @@
 
 #include "crash_state.h"
 #include "fs/fs.h"
-#include "fs/store.h"
-#include "fs/store_mem.h"
+#include "fs/store/store.h"
+#include "fs/store/store_mem.h"
 
 #define CHUNK_SIZE (1ull << 20)
 #define KiB 1024u

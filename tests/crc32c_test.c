@@ -4,7 +4,7 @@
 
 #include <string.h>
 
-#include "fs/crc32c.h"
+#include "fs/format/crc32c.h"
 #include "tap.h"
 
 static void test_vectors(void)

@@ -31,7 +31,7 @@
 #include <unistd.h>
 
 #include "fs/fs.h"
-#include "fs/fsck.h"
+#include "fs/fsck/fsck.h"
 #include "handles/fh.h"
 #include "mount3.h"
 #include "nfs3.h"

@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "fs/ondisk.h"
+#include "fs/format/ondisk.h"
 #include "tests/fsck_image.h"
 
 uint8_t *fi_slurp(const char *path, size_t *len)

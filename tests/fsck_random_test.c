@@ -28,8 +28,8 @@
 #include <unistd.h>
 
 #include "fs/fs.h"
-#include "fs/fsck.h"
-#include "fs/ondisk.h"
+#include "fs/fsck/fsck.h"
+#include "fs/format/ondisk.h"
 #include "tap.h"
 #include "tests/fsck_image.h"
 

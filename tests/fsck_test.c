@@ -16,9 +16,9 @@
 #include <unistd.h>
 
 #include "fs/fs.h"
-#include "fs/fsck.h"
-#include "fs/ondisk.h"
-#include "fs/store.h"
+#include "fs/fsck/fsck.h"
+#include "fs/format/ondisk.h"
+#include "fs/store/store.h"
 #include "tap.h"
 #include "tests/fsck_image.h"
 

@@ -16,10 +16,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "fs/chunk_lock.h"
+#include "fs/format/chunk_lock.h"
 #include "fs/fs.h"
-#include "fs/fsck.h"
-#include "fs/ondisk.h"
+#include "fs/fsck/fsck.h"
+#include "fs/format/ondisk.h"
 #include "tap.h"
 
 #define CHUNK_SIZE (1u << 20)

@@ -14,7 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "fs/signature.h"
+#include "fs/format/signature.h"
 #include "tap.h"
 
 static char tmpdir[] = "/tmp/signature_test.XXXXXX";

@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "fs/fs.h"
-#include "fs/ondisk.h"
+#include "fs/format/ondisk.h"
 #include "tap.h"
 
 #define CHUNK_SIZE (4u << 20)

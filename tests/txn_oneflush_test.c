@@ -21,9 +21,9 @@
 #include <unistd.h>
 
 #include "fs/fs.h"
-#include "fs/ondisk.h"
-#include "fs/store.h"
-#include "fs/store_mem.h"
+#include "fs/format/ondisk.h"
+#include "fs/store/store.h"
+#include "fs/store/store_mem.h"
 #include "tap.h"
 
 #define CHUNK_SIZE (4u << 20)

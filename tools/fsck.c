@@ -1,9 +1,9 @@
 /* fsck.chunkfs: checks and repairs the chunks of a chunkfs volume, each from
- * its own bytes alone. A thin command line over the library (fs/fsck.h):
+ * its own bytes alone. A thin command line over the library (fs/fsck/fsck.h):
  * option parsing (the flags fsck(8) passes included), output, the progress
  * bar, exit codes (as fsck(8) combines them), and the choice of what is
  * checked: a volume image, an image of one chunk, or an NBD export of one
- * chunk (fs/store_nbd.c). The checks and the problem table are the
+ * chunk (fs/store/store_nbd.c). The checks and the problem table are the
  * library's (fs/fsck*.c). */
 #include "config.h"
 
@@ -17,8 +17,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "fs/fsck.h"
-#include "fs/store_nbd.h"
+#include "fs/fsck/fsck.h"
+#include "fs/store/store_nbd.h"
 
 static const char *progname = "fsck.chunkfs";
 static volatile sig_atomic_t cancel_flag;

@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "fs/fs.h"
-#include "fs/signature.h"
+#include "fs/format/signature.h"
 #include "tools/mkfs_populate.h"
 
 /* Exit codes, as mke2fs uses them. */
@@ -563,7 +563,7 @@ int main(int argc, char **argv)
 
 		undo_sizing(a.image, created, old_size, img.is_blockdev);
 		if (ret == -EBUSY) {
-			/* A chunk lock (fs/chunk_lock.h) held by another process. */
+			/* A chunk lock (fs/format/chunk_lock.h) held by another process. */
 			fprintf(stderr,
 				"%s: %s is in use: chunkfsd, nbdkit chunkfs or fsck.chunkfs has it "
 				"open\n",

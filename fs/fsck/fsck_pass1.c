@@ -22,8 +22,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "internal.h"
-#include "fsck_int.h"
+#include "fs/internal.h"
+#include "fs/fsck/fsck_int.h"
 
 uint32_t fsck_chunk_count(const struct fsck_ctx *c)
 {

@@ -23,7 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fsck_vol.h"
+#include "fs/fsck/fsck_vol.h"
 
 /* Calibration, in picoseconds: see doc/fsck.md, "Estimates". */
 struct est_model {

@@ -5,8 +5,8 @@
 #include <errno.h>
 #include <string.h>
 
-#include "crc32c.h"
-#include "ondisk.h"
+#include "fs/format/crc32c.h"
+#include "fs/format/ondisk.h"
 
 static inline void put16(uint8_t *p, uint16_t v)
 {

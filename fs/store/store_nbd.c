@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "store_nbd.h"
+#include "fs/store/store_nbd.h"
 
 /* Requests are cut to this size, or to the server's maximum if smaller. */
 #define NBD_STORE_MAX_REQUEST (4u << 20)

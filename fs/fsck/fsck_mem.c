@@ -10,7 +10,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "fsck_int.h"
+#include "fs/fsck/fsck_int.h"
 
 #define SLAB_FIRST (256u << 10)
 #define SLAB_HUGE (2u << 20)

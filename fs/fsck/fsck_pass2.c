@@ -23,8 +23,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "crc32c.h"
-#include "fsck_int.h"
+#include "fs/format/crc32c.h"
+#include "fs/fsck/fsck_int.h"
 
 static int add_dent(struct fsck_ctx *c, uint32_t unit, uint32_t off, const struct od_dirent *de,
 		    uint32_t dir, uint32_t *idx)

@@ -17,7 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "fsck_vol.h"
+#include "fs/fsck/fsck_vol.h"
 
 void fsck_vol_say(const struct fsck_opts *o, const char *fmt, ...)
 {

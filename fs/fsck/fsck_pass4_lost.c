@@ -25,9 +25,9 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "crc32c.h"
-#include "fsck_int.h"
-#include "lostfound.h"
+#include "fs/format/crc32c.h"
+#include "fs/fsck/fsck_int.h"
+#include "fs/lostfound.h"
 
 static int is_dir_rec(const struct fsck_ino *r)
 {

@@ -12,8 +12,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "chunk_lock.h"
-#include "fsck_vol.h"
+#include "fs/format/chunk_lock.h"
+#include "fs/fsck/fsck_vol.h"
 
 /* [base, base + size) of v->fd locked as o's mode asks; what says what
  * it is in the message ("chunk 2", "the image"). */

@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "ondisk.h"
+#include "fs/format/ondisk.h"
 
 struct vol_probe_chunk {
 	uint64_t base;              /* byte offset in the image */

@@ -8,9 +8,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "fsck.h"
-#include "ondisk.h"
-#include "store.h"
+#include "fs/fsck/fsck.h"
+#include "fs/format/ondisk.h"
+#include "fs/store/store.h"
 
 /* --- problems (fsck_problem.c) ------------------------------------------ */
 

@@ -32,7 +32,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "fsck_int.h"
+#include "fs/fsck/fsck_int.h"
 
 static int is_dir(const struct fsck_ino *r)
 {

@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fsck_int.h"
+#include "fs/fsck/fsck_int.h"
 
 #define BITS_PER_BLOCK (OD_MB_PAYLOAD * 8u)
 

@@ -11,8 +11,8 @@
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 
-#include "internal.h"
-#include "vol_probe.h"
+#include "fs/internal.h"
+#include "fs/format/vol_probe.h"
 
 static int image_bytes(int fd, uint64_t *size)
 {

@@ -9,7 +9,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "store.h"
+#include "fs/store/store.h"
 
 struct file_store {
 	struct chunk_store st;

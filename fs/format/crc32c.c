@@ -6,7 +6,7 @@
 
 #include <string.h>
 
-#include "crc32c.h"
+#include "fs/format/crc32c.h"
 
 #define CRC32C_POLY_REFLECTED 0x82F63B78u
 

@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "fsck_int.h"
+#include "fs/fsck/fsck_int.h"
 
 /* --- reading other chunks ---------------------------------------------------- */
 

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "store_mem.h"
+#include "fs/store/store_mem.h"
 
 struct mem_store {
 	struct chunk_store st;

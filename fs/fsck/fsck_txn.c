@@ -53,7 +53,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "fsck_int.h"
+#include "fs/fsck/fsck_int.h"
 
 #define DL_HEAD 16u /* nblocks, nentries, nparts, reserved */
 

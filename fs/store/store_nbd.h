@@ -1,4 +1,4 @@
-/* The chunk store over an NBD export (fs/store_nbd.c, through libnbd):
+/* The chunk store over an NBD export (fs/store/store_nbd.c, through libnbd):
  * fsck.chunkfs checks a chunk served on another host, for instance by the
  * chunkfs nbdkit plugin while the rest of the volume stays online. Built
  * into fsck.chunkfs only, so that libchunkfs does not depend on libnbd. */
@@ -7,7 +7,7 @@
 
 #include <stddef.h>
 
-#include "store.h"
+#include "fs/store/store.h"
 
 /* Is name an NBD URI (nbd://, nbds://, nbd+unix://, nbds+unix://, ...)? */
 int store_nbd_is_uri(const char *name);

@@ -1,6 +1,6 @@
 /* The on-disk format v1 (doc/format.md describes it byte by byte): sizes,
  * magic numbers and the in-memory forms of every on-disk structure. Only
- * fs/ondisk.c turns these into bytes and back; nothing casts a buffer. */
+ * fs/format/ondisk.c turns these into bytes and back; nothing casts a buffer. */
 #ifndef CHUNKFS_ONDISK_H
 #define CHUNKFS_ONDISK_H
 

@@ -15,8 +15,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "fs.h"
-#include "fsck_int.h"
+#include "fs/fs.h"
+#include "fs/fsck/fsck_int.h"
 
 /* --- small tables ----------------------------------------------------------- */
 

@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "store.h"
+#include "fs/store/store.h"
 
 enum io_kind {
 	IO_WRITE = 1,

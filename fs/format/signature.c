@@ -10,8 +10,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "fs/ondisk.h"
-#include "fs/signature.h"
+#include "fs/format/ondisk.h"
+#include "fs/format/signature.h"
 
 /* A chunkfs chunk header is a metadata block header, then the chunk magic;
  * chunk 0 starts at byte 0 of the device. */

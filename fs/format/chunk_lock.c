@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "chunk_lock.h"
+#include "fs/format/chunk_lock.h"
 
 static int fill_flock(struct flock *fl, short type, uint64_t base, uint64_t size)
 {

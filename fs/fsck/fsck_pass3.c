@@ -20,7 +20,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "fsck_int.h"
+#include "fs/fsck/fsck_int.h"
 
 static int push_ext(struct od_extent **e, uint32_t *n, uint32_t *cap, const struct od_extent *x)
 {

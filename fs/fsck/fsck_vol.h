@@ -1,11 +1,11 @@
-/* fsck.chunkfs, the volume level's internals (fs/fsck_volume.c): telling an
+/* fsck.chunkfs, the volume level's internals (fs/fsck/fsck_volume.c): telling an
  * image of one chunk from a volume, opening a volume image and locating its
- * chunks. Shared with the estimate (fs/fsck_estimate.c); the passes never
+ * chunks. Shared with the estimate (fs/fsck/fsck_estimate.c); the passes never
  * see any of it. */
 #ifndef CHUNKFS_FSCK_VOL_H
 #define CHUNKFS_FSCK_VOL_H
 
-#include "fsck_int.h"
+#include "fs/fsck/fsck_int.h"
 
 /* What an image holds (fsck_image_kind). */
 enum fsck_image_kind {

@@ -20,7 +20,7 @@
 
 #include <stddef.h>
 
-#include "fsck_int.h"
+#include "fs/fsck/fsck_int.h"
 
 static const struct fsck_problem problems[] = {
 	/* --- any pass: metadata units and their two copies --- */

@@ -97,7 +97,7 @@ int fsck_image_store(struct chunk_store *st, int chunk, const struct fsck_opts *
 
 /* --estimate: predict the time a check of chunk `chunk` (-1: every chunk)
  * would take, from the counters in each chunk's header alone (used inodes,
- * free blocks; see fs/fsck_estimate.c for the model and its calibration).
+ * free blocks; see fs/fsck/fsck_estimate.c for the model and its calibration).
  * One line per chunk and a total go to o->out; res->chunks, inodes,
  * blocks_used and usec (predicted, one job) are filled in. Nothing else is
  * read and nothing is written. */
