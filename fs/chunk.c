@@ -1,5 +1,5 @@
-/* One chunk: its geometry, header validation, the block bitmap and block
- * allocation. Keeps invariant 1 at the source: blocks are handed out only
+/* One chunk: the block bitmap and block allocation (its geometry and
+ * header checks are fs/format/header.c's). Keeps invariant 1 at the source: blocks are handed out only
  * to inodes of this chunk, and metadata units always with their mirror. */
 #include "config.h"
 
@@ -9,94 +9,6 @@
 #include <string.h>
 
 #include "fs/internal.h"
-
-#define BITS_PER_BITMAP_BLOCK (OD_MB_PAYLOAD * 8u)
-
-static uint32_t div_up(uint64_t a, uint64_t b)
-{
-	return (uint32_t)((a + b - 1) / b);
-}
-
-void chunk_geometry(struct od_chunk_header *h, uint32_t nblocks, uint32_t bytes_per_inode)
-{
-	uint64_t max_inodes = (uint64_t)nblocks * OD_BLOCK_SIZE / bytes_per_inode;
-	uint32_t islots;
-
-	if (max_inodes < 16)
-		max_inodes = 16;
-	if (max_inodes > 0x7fffffffu)
-		max_inodes = 0x7fffffffu;
-	islots = (uint32_t)(max_inodes / 4);
-	if (islots < OD_ISLOTS_PER_BLOCK)
-		islots = OD_ISLOTS_PER_BLOCK;
-	islots = div_up(islots, OD_ISLOTS_PER_BLOCK) * OD_ISLOTS_PER_BLOCK;
-
-	h->block_size = OD_BLOCK_SIZE;
-	h->nblocks = nblocks;
-	h->dir_unit = OD_DEFAULT_DIR_UNIT;
-	h->max_inodes = (uint32_t)max_inodes;
-	h->islots = islots;
-	h->dirty_start = 1;
-	h->dirty_blocks = OD_DIRTY_LIST_BLOCKS;
-	h->bitmap_start = h->dirty_start + h->dirty_blocks;
-	h->bitmap_blocks = div_up(nblocks, BITS_PER_BITMAP_BLOCK);
-	h->map_start = h->bitmap_start + h->bitmap_blocks;
-	h->map_blocks = div_up(max_inodes, OD_MAP_PER_BLOCK);
-	h->itable_start = h->map_start + h->map_blocks;
-	h->itable_blocks = islots / OD_ISLOTS_PER_BLOCK;
-	h->data_start = h->itable_start + h->itable_blocks;
-	/* Both halves lose the fixed metadata region: primaries and mirrors. */
-	h->free_blocks = nblocks - 2 * h->data_start;
-}
-
-int chunk_check_header(const struct od_chunk_header *h, uint32_t index, char *why, size_t n)
-{
-	struct od_chunk_header g = *h;
-
-	if (h->version != OD_FORMAT_VERSION) {
-		snprintf(why, n, "format version %u (this build reads %u)", h->version,
-			 OD_FORMAT_VERSION);
-		return -EPROTONOSUPPORT;
-	}
-	if (h->feature_incompat & ~OD_FEATURE_INCOMPAT_SUPP) {
-		snprintf(why, n, "unknown incompatible features 0x%x", h->feature_incompat);
-		return -EPROTONOSUPPORT;
-	}
-	if (h->chunk_index != index) {
-		snprintf(why, n, "header says chunk %u, found at position %u", h->chunk_index,
-			 index);
-		return -EUCLEAN;
-	}
-	if (h->block_size != OD_BLOCK_SIZE || h->nblocks < OD_MIN_CHUNK_SIZE / OD_BLOCK_SIZE ||
-	    (uint64_t)h->nblocks > OD_MAX_CHUNK_SIZE / OD_BLOCK_SIZE ||
-	    (h->nblocks & (h->nblocks - 1))) {
-		snprintf(why, n, "bad geometry: block size %u, %u blocks", h->block_size,
-			 h->nblocks);
-		return -EUCLEAN;
-	}
-	if (h->dir_unit == 0 || h->dir_unit > OD_MAX_DIR_UNIT || h->kind > FS_KIND_LARGE ||
-	    h->state > OD_STATE_NEEDS_REPAIR) {
-		snprintf(why, n, "bad dir unit %u, kind %u or state %u", h->dir_unit, h->kind,
-			 h->state);
-		return -EUCLEAN;
-	}
-	/* The layout must be the one the geometry implies. */
-	chunk_geometry(&g, h->nblocks, 4096);
-	if (h->dirty_start != g.dirty_start || h->bitmap_start != g.bitmap_start ||
-	    h->bitmap_blocks != g.bitmap_blocks || h->map_start != g.map_start ||
-	    (uint64_t)h->map_blocks * OD_MAP_PER_BLOCK < h->max_inodes ||
-	    h->itable_start != h->map_start + h->map_blocks ||
-	    (uint64_t)h->itable_blocks * OD_ISLOTS_PER_BLOCK < h->islots ||
-	    h->data_start != h->itable_start + h->itable_blocks ||
-	    h->data_start + h->dir_unit >= h->nblocks / 2 || h->map_watermark > h->max_inodes ||
-	    h->islot_watermark > h->islots) {
-		snprintf(why, n, "inconsistent layout (map %u+%u, inode area %u+%u, data %u)",
-			 h->map_start, h->map_blocks, h->itable_start, h->itable_blocks,
-			 h->data_start);
-		return -EUCLEAN;
-	}
-	return 0;
-}
 
 static uint32_t meta_zone_end(const struct chunk *c);
 
@@ -113,7 +25,7 @@ static void bitmap_set(struct chunk *c, uint32_t block, int used)
 		c->bitmap[block >> 3] |= bit;
 	else
 		c->bitmap[block >> 3] &= (uint8_t)~bit;
-	c->bitmap_dirty[block / BITS_PER_BITMAP_BLOCK] = 1;
+	c->bitmap_dirty[block / OD_BITMAP_BITS_PER_BLOCK] = 1;
 }
 
 /* Freed blocks stay reserved until the transaction freeing them commits:

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "fs/fs.h"
+#include "fs/format/header.h"
 #include "fs/format/ondisk.h"
 #include "fs/store/store.h"
 
@@ -223,8 +224,6 @@ void chunk_free_ghosts(struct chunk *c);
 void chunk_unload(struct chunk *c);
 int chunk_write_header(struct chunk *c);
 int chunk_write_bitmap(struct chunk *c);
-void chunk_geometry(struct od_chunk_header *h, uint32_t nblocks, uint32_t bytes_per_inode);
-int chunk_check_header(const struct od_chunk_header *h, uint32_t index, char *why, size_t n);
 int bitmap_test(const struct chunk *c, uint32_t block);
 /* Allocate up to want contiguous data blocks near goal (*got of them);
  * the metadata zone only with allow_zone. */
@@ -379,8 +378,9 @@ int vol_chunk_crowded(struct fs_volume *v, struct chunk *c, int kind_hint);
 struct chunk *vol_pick_spread(struct fs_volume *v, struct chunk *prefer, int kind_hint,
 			      const uint8_t *exclude);
 void fs_now(int64_t *sec, uint32_t *nsec);
-/* The header at base of st (both copies: the newer valid one; *healed 0,
- * or 1/2: copy 0/1 needs rewriting). 0, or -EUCLEAN when neither is valid. */
+/* The header at base of st (od_header_read with any index: the newer
+ * valid copy; *healed 0, or 1/2: copy 0/1 needs rewriting). 0, or
+ * -EUCLEAN when neither is valid. */
 int vol_read_header(struct chunk_store *st, uint64_t base, uint32_t guess_nblocks,
 		    struct od_chunk_header *h, int *healed);
 

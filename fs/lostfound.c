@@ -32,7 +32,7 @@ static int lf_head(struct fs_volume *v, struct iref *root, struct iref *lf)
 	lf->ino.parent = root->ino.stable;
 	lf->ino.next.chunk = OD_LOC_NONE;
 	ino_touch(&lf->ino, 1, 1, 1);
-	ret = dir_add(v, root, c, LF_NAME, LF_NAME_LEN, lf->ino.stable, &lf->ino, NULL, 0, &pos);
+	ret = dir_add(v, root, c, OD_LF_NAME, OD_LF_NAME_LEN, lf->ino.stable, &lf->ino, NULL, 0, &pos);
 	if (ret < 0)
 		return ret;
 	lf->loc = dir_embedded_loc(&pos);

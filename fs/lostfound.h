@@ -3,9 +3,6 @@
 #ifndef CHUNKFS_FS_LOSTFOUND_H
 #define CHUNKFS_FS_LOSTFOUND_H
 
-#define LF_NAME "lost+found"
-#define LF_NAME_LEN 10u
-
 struct fs_volume;
 struct iref;
 

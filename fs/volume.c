@@ -290,61 +290,12 @@ out:
 	return ret;
 }
 
-/* One copy of a chunk header at byte off of st: 0 and its txid, or < 0. */
-static int header_copy(struct chunk_store *st, uint64_t off, uint32_t at_block,
-		       struct od_chunk_header *h, uint64_t *txid)
-{
-	uint8_t blk[OD_BLOCK_SIZE];
-	struct od_mb_header mh;
-
-	if (off + OD_BLOCK_SIZE > st->size || store_pread(st, blk, sizeof(blk), off) < 0)
-		return -EIO;
-	if (od_verify(blk, sizeof(blk)) < 0)
-		return -EUCLEAN;
-	od_get_mb_header(blk, &mh);
-	if (mh.type != OD_MB_CHUNK_HEADER || mh.block != 0 || od_get_chunk_header(blk, h) < 0)
-		return -EUCLEAN;
-	if (at_block && at_block != h->nblocks / 2)
-		return -EUCLEAN; /* a valid header, but not this chunk's mirror */
-	*txid = mh.txid;
-	return 0;
-}
-
-/* Read the chunk header at base: the newer of its two valid copies. The
- * mirror is found from the first copy's geometry, or, when that copy is
- * bad, by trying every possible chunk size (starting with guess). *healed
- * says which copy needs rewriting: 0 none, 1 the first, 2 the mirror. */
 int vol_read_header(struct chunk_store *st, uint64_t base, uint32_t guess_nblocks,
 		    struct od_chunk_header *h, int *healed)
 {
-	struct od_chunk_header m;
-	uint64_t t0, t1;
-	int ret = header_copy(st, base, 0, h, &t0);
+	struct od_header_src src = store_header_src(st);
 
-	*healed = 0;
-	if (ret == 0) {
-		uint32_t half = h->nblocks / 2;
-		if (h->flags & OD_CHF_SINGLE_COPY)
-			return 0; /* its mirror is never kept up to date */
-		if (header_copy(st, base + (uint64_t)half * OD_BLOCK_SIZE, half, &m, &t1) == 0) {
-			if (t1 > t0)
-				*h = m;
-		} else {
-			*healed = 2; /* the mirror is bad */
-		}
-		return 0;
-	}
-	*healed = 1; /* the first copy is bad */
-	if (guess_nblocks &&
-	    header_copy(st, base + (uint64_t)(guess_nblocks / 2) * OD_BLOCK_SIZE,
-			guess_nblocks / 2, h, &t1) == 0)
-		return (h->flags & OD_CHF_SINGLE_COPY) ? -EUCLEAN : 0;
-	for (uint64_t half = OD_MIN_CHUNK_SIZE / 2; half <= OD_MAX_CHUNK_SIZE / 2; half <<= 1) {
-		uint32_t hb = (uint32_t)(half / OD_BLOCK_SIZE);
-		if (header_copy(st, base + half, hb, h, &t1) == 0)
-			return (h->flags & OD_CHF_SINGLE_COPY) ? -EUCLEAN : 0;
-	}
-	return -EUCLEAN;
+	return od_header_read(&src, base, UINT32_MAX, guess_nblocks, h, healed);
 }
 
 /* Where the chunks' bytes are: one image holding them back to back (whole),

@@ -20,6 +20,8 @@
 #define OD_MB_MAGIC 0x424d4b43u /* "CKMB" */
 #define OD_MB_HEADER_SIZE 48u
 #define OD_MB_PAYLOAD (OD_BLOCK_SIZE - OD_MB_HEADER_SIZE)
+/* Blocks one block-bitmap block covers. */
+#define OD_BITMAP_BITS_PER_BLOCK (OD_MB_PAYLOAD * 8u)
 
 enum od_mb_type {
 	OD_MB_CHUNK_HEADER = 1,
@@ -53,6 +55,19 @@ enum od_chunk_state {
 	OD_STATE_NEEDS_REPAIR = 3,
 };
 
+/* Chunk kinds (od_chunk_header.kind): where allocation places files by
+ * their expected size; fs.h's enum fs_chunk_kind has the same values. */
+enum od_chunk_kind {
+	OD_KIND_GENERAL = 0,
+	OD_KIND_SMALL = 1,
+	OD_KIND_LARGE = 2,
+};
+
+/* The name of the directory that fsck links orphans into; it has a part in
+ * every chunk (fs/lostfound.c makes them, fs/fsck/ repairs them). */
+#define OD_LF_NAME "lost+found"
+#define OD_LF_NAME_LEN 10u
+
 /* od_chunk_header.flags */
 #define OD_CHF_BITMAP_UNINIT 0x1u /* bitmap not written yet: derive from geometry */
 #define OD_CHF_SINGLE_COPY 0x2u   /* benchmark mode: mirrors not written */
@@ -79,7 +94,7 @@ struct od_chunk_header {
 	uint32_t chunk_count;
 	uint32_t block_size;
 	uint32_t nblocks;        /* blocks in this chunk; the mirror half is nblocks / 2 */
-	uint32_t kind;           /* enum fs_chunk_kind */
+	uint32_t kind;           /* enum od_chunk_kind */
 	uint32_t state;          /* enum od_chunk_state */
 	uint32_t flags;          /* OD_CHF_* */
 	uint32_t dir_unit;       /* blocks per directory unit */

@@ -1,6 +1,5 @@
 /* Locating a volume image's chunks from their headers, for the nbdkit
- * plugin (see vol_probe.h); the header reader and checks are volume.c's
- * and chunk.c's. */
+ * plugin (see vol_probe.h); the header reader and checks are header.c's. */
 #include "config.h"
 
 #include <errno.h>
@@ -11,7 +10,7 @@
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 
-#include "fs/internal.h"
+#include "fs/format/header.h"
 #include "fs/format/vol_probe.h"
 
 static int image_bytes(int fd, uint64_t *size)
@@ -29,10 +28,10 @@ static int image_bytes(int fd, uint64_t *size)
 }
 
 /* Chunk i's header at its base: header_ok, or the reason it is unusable. */
-static void probe_chunk(struct chunk_store *whole, const struct od_chunk_header *h0, uint32_t i,
-			struct vol_probe_chunk *pc)
+static void probe_chunk(const struct od_header_src *whole, const struct od_chunk_header *h0,
+			uint32_t i, struct vol_probe_chunk *pc)
 {
-	int healed, ret = vol_read_header(whole, pc->base, h0->nblocks, &pc->hdr, &healed);
+	int ret = od_header_read(whole, pc->base, UINT32_MAX, h0->nblocks, &pc->hdr, NULL);
 
 	pc->header_ok = 0;
 	pc->reason[0] = '\0';
@@ -50,7 +49,7 @@ static void probe_chunk(struct chunk_store *whole, const struct od_chunk_header 
 }
 
 /* Sizes and bases from the headers; a chunk beyond the image is cut short. */
-static void probe_layout(struct chunk_store *whole, const struct od_chunk_header *h0,
+static void probe_layout(const struct od_header_src *whole, const struct od_chunk_header *h0,
 			 struct vol_probe *p)
 {
 	uint64_t base = 0;
@@ -78,15 +77,13 @@ static void probe_layout(struct chunk_store *whole, const struct od_chunk_header
 int vol_probe_fd(int fd, struct vol_probe *out, char *why, size_t whylen)
 {
 	struct od_chunk_header h0;
-	struct chunk_store *whole;
-	int healed, ret;
+	struct od_header_src whole;
+	int ret;
 
 	memset(out, 0, sizeof(*out));
 	if (why && whylen)
 		why[0] = '\0';
 	ret = image_bytes(fd, &out->image_size);
-	if (ret == 0)
-		ret = store_file_region(fd, 0, out->image_size, &whole);
 	if (ret < 0) {
 		if (why && whylen)
 			snprintf(why, whylen, "%s",
@@ -94,52 +91,44 @@ int vol_probe_fd(int fd, struct vol_probe *out, char *why, size_t whylen)
 						  strerror(-ret));
 		return ret;
 	}
-	ret = vol_read_header(whole, 0, 0, &h0, &healed);
+	whole = od_header_src_fd(fd, out->image_size);
+	ret = od_header_read(&whole, 0, UINT32_MAX, 0, &h0, NULL);
 	if (ret < 0) {
 		if (why && whylen)
 			snprintf(why, whylen, "not a chunkfs volume: no valid chunk header in "
 					      "either copy of chunk 0");
-		ret = -EINVAL;
-		goto out;
+		return -EINVAL;
 	}
 	if (h0.chunk_count == 0 || h0.chunk_count > OD_MAX_CHUNKS) {
 		if (why && whylen)
 			snprintf(why, whylen, "corrupt volume: chunk count %u", h0.chunk_count);
-		ret = -EUCLEAN;
-		goto out;
+		return -EUCLEAN;
 	}
 	out->ref = h0;
 	out->nchunks = h0.chunk_count;
 	out->chunks = calloc(out->nchunks, sizeof(*out->chunks));
 	if (!out->chunks) {
-		ret = -ENOMEM;
 		if (why && whylen)
-			snprintf(why, whylen, "%s", strerror(-ret));
-		goto out;
+			snprintf(why, whylen, "%s", strerror(ENOMEM));
+		return -ENOMEM;
 	}
-	probe_layout(whole, &h0, out);
+	probe_layout(&whole, &h0, out);
 	if (!out->chunks[0].header_ok) {
 		if (why && whylen)
 			snprintf(why, whylen, "chunk 0: %s", out->chunks[0].reason);
-		ret = -EUCLEAN;
-	}
-out:
-	store_close(whole);
-	if (ret < 0)
 		vol_probe_free(out);
-	return ret;
+		return -EUCLEAN;
+	}
+	return 0;
 }
 
 int vol_probe_refresh(int fd, struct vol_probe *p)
 {
-	struct chunk_store *whole;
-	int ret = store_file_region(fd, 0, p->image_size, &whole);
+	struct od_header_src whole = od_header_src_fd(fd, p->image_size);
 
-	if (ret < 0)
-		return ret;
 	for (uint32_t i = 0; i < p->nchunks; i++) {
 		struct vol_probe_chunk *pc = &p->chunks[i];
-		probe_chunk(whole, &p->ref, i, pc);
+		probe_chunk(&whole, &p->ref, i, pc);
 		if (pc->header_ok && (uint64_t)pc->hdr.nblocks * OD_BLOCK_SIZE != pc->full_size) {
 			pc->header_ok = 0;
 			snprintf(pc->reason, sizeof(pc->reason),
@@ -153,7 +142,6 @@ int vol_probe_refresh(int fd, struct vol_probe *p)
 				 (unsigned long long)(pc->base + pc->full_size));
 		}
 	}
-	store_close(whole);
 	return 0;
 }
 

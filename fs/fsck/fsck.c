@@ -15,7 +15,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "fs/fs.h"
 #include "fs/fsck/fsck_int.h"
 
 /* --- small tables ----------------------------------------------------------- */
@@ -300,27 +299,6 @@ int fix_problem(struct fsck_ctx *c, uint32_t code, const struct fsck_pctx *pc)
 
 /* --- metadata units through both copies ------------------------------------ */
 
-const char *fsck_unit_name(uint16_t type)
-{
-	switch (type) {
-	case OD_MB_CHUNK_HEADER:
-		return "chunk header";
-	case OD_MB_DIRTY_LIST:
-		return "dirty list block";
-	case OD_MB_BITMAP:
-		return "block bitmap block";
-	case OD_MB_MAP:
-		return "map block";
-	case OD_MB_ITABLE:
-		return "inode-area block";
-	case OD_MB_DIR:
-		return "directory unit";
-	case OD_MB_EXTENTS:
-		return "extent unit";
-	}
-	return "unit";
-}
-
 struct fsck_unit *fsck_unit_find(struct fsck_ctx *c, uint32_t block)
 {
 	struct fsck_unit *u;
@@ -395,7 +373,7 @@ int fsck_unit_decide(struct fsck_ctx *c, struct fsck_unit *u, uint8_t *raw[2], c
 	size_t len = (size_t)u->units * OD_BLOCK_SIZE;
 	uint32_t pc = fsck_hmap_get(&c->pend, (uint64_t)u->block + 1);
 	int is_hdr = u->type == OD_MB_CHUNK_HEADER;
-	struct fsck_pctx p = { .blk = u->block, .str = fsck_unit_name(u->type) };
+	struct fsck_pctx p = { .blk = u->block, .str = od_unit_name(u->type) };
 	int held;
 
 	u->pending = pc != FSCK_NONE;
@@ -505,7 +483,7 @@ static int copy_ok(struct fsck_ctx *c, const uint8_t *buf, size_t len, uint32_t 
 		return 0;
 	}
 	if (type && h.type != type) {
-		snprintf(why, n, "a %s", fsck_unit_name(h.type));
+		snprintf(why, n, "a %s", od_unit_name(h.type));
 		return 0;
 	}
 	return 1;
@@ -662,7 +640,7 @@ static int zone_used(const struct fsck_ctx *c, uint32_t b)
 int fsck_prefetch_zone(struct fsck_ctx *c)
 {
 	const struct od_chunk_header *h = &c->hdr;
-	uint32_t share = h->kind == FS_KIND_SMALL ? 2 : h->kind == FS_KIND_LARGE ? 16 : 4;
+	uint32_t share = h->kind == OD_KIND_SMALL ? 2 : h->kind == OD_KIND_LARGE ? 16 : 4;
 	uint32_t end = h->data_start + (c->half - h->data_start) / share;
 	uint32_t b = h->data_start;
 
@@ -757,8 +735,8 @@ int fsck_unit_get(struct fsck_ctx *c, uint32_t block, uint16_t units, uint16_t t
 
 	if (u) {
 		if (u->units != units || u->type != type) {
-			struct fsck_pctx p = { .blk = block, .str = fsck_unit_name(type),
-					       .num = units, .str2 = fsck_unit_name(u->type) };
+			struct fsck_pctx p = { .blk = block, .str = od_unit_name(type),
+					       .num = units, .str2 = od_unit_name(u->type) };
 			fix_problem(c, PR_0_UNIT_CONFLICT, &p);
 			return -EUCLEAN;
 		}
@@ -780,7 +758,7 @@ int fsck_unit_get(struct fsck_ctx *c, uint32_t block, uint16_t units, uint16_t t
 		return ret;
 	fsck_unit_add(c, u);
 	if (!u->data) {
-		struct fsck_pctx p = { .blk = block, .str = fsck_unit_name(type), .num = c->pend_txid };
+		struct fsck_pctx p = { .blk = block, .str = od_unit_name(type), .num = c->pend_txid };
 		int code = type == OD_MB_BITMAP ? PR_0_BITMAP_BOTH_BAD
 			   : u->no_older    ? PR_0_UNIT_NO_OLDER
 					    : PR_0_UNIT_BOTH_BAD;
@@ -794,31 +772,6 @@ int fsck_unit_get(struct fsck_ctx *c, uint32_t block, uint16_t units, uint16_t t
 		}
 	}
 	*out = u;
-	return 0;
-}
-
-/* One header copy: 0 when it is a chunk header. */
-int fsck_header_copy(const uint8_t *blk, struct od_chunk_header *h, char *why, size_t n)
-{
-	struct od_mb_header mh;
-
-	od_get_mb_header(blk, &mh);
-	if (mh.magic != OD_MB_MAGIC || od_verify(blk, OD_BLOCK_SIZE) < 0) {
-		snprintf(why, n, mh.magic != OD_MB_MAGIC ? "no unit header" : "checksum mismatch");
-		return -EUCLEAN;
-	}
-	if (mh.type != OD_MB_CHUNK_HEADER || mh.block != 0) {
-		snprintf(why, n, "a %s, not a chunk header", fsck_unit_name(mh.type));
-		return -EUCLEAN;
-	}
-	if (od_get_chunk_header(blk, h) < 0) {
-		snprintf(why, n, "no chunkfs magic");
-		return -EUCLEAN;
-	}
-	if (mh.chunk != h->chunk_index) {
-		snprintf(why, n, "unit of chunk %u, header of chunk %u", mh.chunk, h->chunk_index);
-		return -EUCLEAN;
-	}
 	return 0;
 }
 

@@ -17,75 +17,27 @@
 
 /* --- reading other chunks ---------------------------------------------------- */
 
-static int vol_pread(const struct fsck_vol *v, uint32_t chunk, void *buf, size_t len,
-		     uint64_t off)
+/* len bytes at off of another chunk of the volume image. */
+int fsck_vol_pread(const struct fsck_vol *v, uint32_t chunk, void *buf, size_t len, uint64_t off)
 {
-	uint8_t *p = buf;
-
 	if (off + len > v->size[chunk])
 		return -ERANGE;
-	while (len) {
-		ssize_t n = pread(v->fd, p, len, (off_t)(v->base[chunk] + off));
-		if (n < 0)
-			return -errno;
-		if (n == 0)
-			return -EIO;
-		p += n;
-		off += (uint64_t)n;
-		len -= (size_t)n;
-	}
-	return 0;
+	return od_pread_full(v->fd, buf, len, v->base[chunk] + off);
 }
 
-static int header_at(struct fsck_vol *v, uint32_t i, uint64_t base, uint64_t avail, uint64_t off,
-		     struct od_chunk_header *h, uint64_t *txid)
-{
-	uint8_t blk[OD_BLOCK_SIZE];
-	struct od_mb_header mh;
-	char why[80];
-
-	if (off + OD_BLOCK_SIZE > avail ||
-	    pread(v->fd, blk, sizeof(blk), (off_t)(base + off)) != (ssize_t)sizeof(blk))
-		return -EIO;
-	if (fsck_header_copy(blk, h, why, sizeof(why)) < 0 || h->chunk_index != i)
-		return -EUCLEAN;
-	if (off && (uint64_t)(h->nblocks / 2) * OD_BLOCK_SIZE != off)
-		return -EUCLEAN;
-	od_get_mb_header(blk, &mh);
-	*txid = mh.txid;
-	return 0;
-}
-
-/* Chunk i's header at base: the newer valid copy; the mirror is looked for
- * where copy 0 says, else at every possible chunk size. */
+/* Chunk i's header at base of the image: the newer valid copy (its index
+ * must be i); the mirror is looked for where copy 0 says, else at every
+ * possible chunk size. */
 int fsck_vol_read_header(struct fsck_vol *v, uint32_t i, uint64_t base, uint64_t avail,
 			 uint32_t guess_nblocks)
 {
-	struct od_chunk_header h0, h1;
-	uint64_t t0, t1;
+	struct od_header_src src = od_header_src_fd(v->fd, base + avail);
+	struct od_chunk_header h;
 
 	v->hdr_ok[i] = 0;
-	if (header_at(v, i, base, avail, 0, &h0, &t0) == 0) {
-		v->hdr[i] = h0;
-		v->hdr_ok[i] = 1;
-		if (!(h0.flags & OD_CHF_SINGLE_COPY) &&
-		    header_at(v, i, base, avail, (uint64_t)(h0.nblocks / 2) * OD_BLOCK_SIZE, &h1,
-			      &t1) == 0 &&
-		    t1 > t0)
-			v->hdr[i] = h1;
-		return 0;
-	}
-	if (guess_nblocks &&
-	    header_at(v, i, base, avail, (uint64_t)(guess_nblocks / 2) * OD_BLOCK_SIZE, &h1, &t1) == 0)
-		goto found;
-	for (uint64_t half = OD_MIN_CHUNK_SIZE / 2; half <= OD_MAX_CHUNK_SIZE / 2; half <<= 1)
-		if (header_at(v, i, base, avail, half, &h1, &t1) == 0)
-			goto found;
-	return -EUCLEAN;
-found:
-	if (h1.flags & OD_CHF_SINGLE_COPY)
+	if (od_header_read(&src, base, i, guess_nblocks, &h, NULL) < 0)
 		return -EUCLEAN;
-	v->hdr[i] = h1;
+	v->hdr[i] = h;
 	v->hdr_ok[i] = 1;
 	return 0;
 }
@@ -122,7 +74,7 @@ static int far_unit(struct fsck_ctx *c, uint32_t chunk, uint32_t block, uint16_t
 			break;
 		if (copy && found && !c->both)
 			break; /* copy 0 is current: the other is read only if it fails */
-		if (vol_pread(v, chunk, other, len, off) < 0 || od_verify(other, len) < 0)
+		if (fsck_vol_pread(v, chunk, other, len, off) < 0 || od_verify(other, len) < 0)
 			continue;
 		od_get_mb_header(other, &h);
 		if (h.chunk != chunk || h.block != block || h.type != type)

@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "fs/fsck/fsck.h"
+#include "fs/format/header.h"
 #include "fs/format/ondisk.h"
 #include "fs/store/store.h"
 
@@ -353,7 +354,6 @@ struct fsck_pctx {
 int fix_problem(struct fsck_ctx *c, uint32_t code, const struct fsck_pctx *pc);
 void fsck_note(struct fsck_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int fsck_oom(struct fsck_ctx *c);
-int fsck_header_copy(const uint8_t *blk, struct od_chunk_header *h, char *why, size_t n);
 /* A unit through both copies; problems about its copies are reported the
  * first time. *out always set on 0; (*out)->data is NULL when no copy is
  * valid and the repair was not made. owner: header owner of a replacement. */
@@ -387,7 +387,6 @@ void fsck_unit_modified(struct fsck_ctx *c, struct fsck_unit *u);
  * chunk header by pass 1. */
 int fsck_unit_decide(struct fsck_ctx *c, struct fsck_unit *u, uint8_t *raw[2], const int valid[2],
 		     const char *why[2]);
-const char *fsck_unit_name(uint16_t type);
 int fsck_hmap_put(struct fsck_hmap *m, uint64_t key, uint32_t val);
 uint32_t fsck_hmap_get(const struct fsck_hmap *m, uint64_t key);
 void fsck_hmap_free(struct fsck_hmap *m);
@@ -460,6 +459,7 @@ void fsck_txn_free(struct fsck_ctx *c);
 
 /* fsck_cross.c: the deferred checks, printed or (with -x) confirmed */
 int fsck_cross(struct fsck_ctx *c);
+int fsck_vol_pread(const struct fsck_vol *v, uint32_t chunk, void *buf, size_t len, uint64_t off);
 int fsck_vol_read_header(struct fsck_vol *v, uint32_t i, uint64_t base, uint64_t avail,
 			 uint32_t guess_nblocks);
 

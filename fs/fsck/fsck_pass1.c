@@ -22,7 +22,6 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "fs/internal.h"
 #include "fs/fsck/fsck_int.h"
 
 uint32_t fsck_chunk_count(const struct fsck_ctx *c)
@@ -66,7 +65,7 @@ static int header_candidate(struct fsck_ctx *c, uint8_t *buf, uint64_t block, ui
 		snprintf(why, n, "read error");
 		return 0;
 	}
-	if (fsck_header_copy(buf, h, why, n) < 0)
+	if (od_header_parse(buf, h, NULL, why, n) < 0)
 		return 0;
 	if (block && h->nblocks / 2 != block) {
 		snprintf(why, n, "records %u blocks: not this chunk's mirror", h->nblocks);

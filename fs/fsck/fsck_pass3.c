@@ -250,7 +250,7 @@ static int file_extents(struct fsck_ctx *c, uint32_t ri, const struct od_extent 
 
 static int block_free(const struct fsck_ctx *c, uint32_t b)
 {
-	return c->owner[b] == 0 && !c->bitmap_unknown[b / (OD_MB_PAYLOAD * 8)] &&
+	return c->owner[b] == 0 && !c->bitmap_unknown[b / OD_BITMAP_BITS_PER_BLOCK] &&
 	       !((c->disk_bitmap[b >> 3] >> (b & 7)) & 1);
 }
 

@@ -27,7 +27,6 @@
 
 #include "fs/format/crc32c.h"
 #include "fs/fsck/fsck_int.h"
-#include "fs/lostfound.h"
 
 static int is_dir_rec(const struct fsck_ino *r)
 {
@@ -56,11 +55,11 @@ static uint32_t find_lf(struct fsck_ctx *c, uint32_t root)
 		const struct fsck_dent *d = &c->dents[di];
 		struct fsck_unit *u;
 		if (d->cleared || d->dir != root || d->target == FSCK_NONE ||
-		    d->name_len != LF_NAME_LEN)
+		    d->name_len != OD_LF_NAME_LEN)
 			continue;
 		u = fsck_unit_find(c, d->unit);
 		if (!u || !u->data ||
-		    memcmp(u->data + d->off + OD_DIRENT_HEADER, LF_NAME, LF_NAME_LEN) != 0)
+		    memcmp(u->data + d->off + OD_DIRENT_HEADER, OD_LF_NAME, OD_LF_NAME_LEN) != 0)
 			continue;
 		if (c->recs[d->target].dead || !is_dir_rec(&c->recs[d->target]))
 			return FSCK_NONE;
@@ -158,7 +157,7 @@ static int block_free(const struct fsck_ctx *c, uint32_t b)
 {
 	if (c->owner[b])
 		return 0;
-	return c->bitmap_unknown[b / (OD_MB_PAYLOAD * 8)] ||
+	return c->bitmap_unknown[b / OD_BITMAP_BITS_PER_BLOCK] ||
 	       !((c->disk_bitmap[b >> 3] >> (b & 7)) & 1);
 }
 
@@ -228,7 +227,7 @@ static const char *cannot_link(struct fsck_ctx *c, uint32_t ri)
 			return "lost+found is full";
 		return unit_place(c, &u32) == 0 ? NULL : "no room for a directory unit";
 	}
-	if (dir_room(c, root, od_dirent_size(LF_NAME_LEN, 1, 0), &u, &dummy, &dummy, &dummy) < 0 &&
+	if (dir_room(c, root, od_dirent_size(OD_LF_NAME_LEN, 1, 0), &u, &dummy, &dummy, &dummy) < 0 &&
 	    (c->recs[root].ino.nextents >= OD_INODE_EXTENTS || c->recs[root].ino.ext_block))
 		return "no room in the root's units for lost+found";
 	if (map_slot(c, &u32) < 0)
@@ -360,7 +359,7 @@ static int make_lf(struct fsck_ctx *c, uint32_t root, uint32_t *lf_out)
 
 	if (map_slot(c, &idx) < 0)
 		return -ENOSPC;
-	ret = dir_room(c, root, od_dirent_size(LF_NAME_LEN, 1, 0), &u, &holder, &at, &keep);
+	ret = dir_room(c, root, od_dirent_size(OD_LF_NAME_LEN, 1, 0), &u, &holder, &at, &keep);
 	if (ret == -ENOSPC) {
 		ret = new_unit(c, root, c->recs[root].ino.stable, &u);
 		if (ret < 0)
@@ -397,12 +396,12 @@ static int make_lf(struct fsck_ctx *c, uint32_t root, uint32_t *lf_out)
 	ino.parent = c->recs[root].ino.stable;
 	ino.next.chunk = OD_LOC_NONE;
 	ino.atime = ino.mtime = ino.ctime = (int64_t)time(NULL);
-	put_entry(c, u, holder, at, keep, LF_NAME, s, &ino);
+	put_entry(c, u, holder, at, keep, OD_LF_NAME, s, &ino);
 	di = c->ndents;
-	ret = push_dent(c, u->block, at, s, root, FSCK_NONE, OD_DE_EMBEDDED, LF_NAME_LEN);
+	ret = push_dent(c, u->block, at, s, root, FSCK_NONE, OD_DE_EMBEDDED, OD_LF_NAME_LEN);
 	if (ret < 0)
 		return ret;
-	ret = fsck_add_rec(c, &ino, u->block, (uint16_t)(at + OD_DIRENT_HEADER + od_align8(LF_NAME_LEN)),
+	ret = fsck_add_rec(c, &ino, u->block, (uint16_t)(at + OD_DIRENT_HEADER + od_align8(OD_LF_NAME_LEN)),
 			   FSCK_NONE, di, &ri);
 	if (ret < 0)
 		return ret;

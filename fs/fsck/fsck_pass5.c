@@ -20,7 +20,6 @@
 
 #include "fs/fsck/fsck_int.h"
 
-#define BITS_PER_BLOCK (OD_MB_PAYLOAD * 8u)
 
 static int bit(const uint8_t *map, uint32_t b)
 {
@@ -57,7 +56,7 @@ static int word_agrees(const struct fsck_ctx *c, uint32_t b, uint32_t nb, uint8_
 {
 	uint64_t e;
 
-	if ((b & 63) || b + 64 > nb || c->bitmap_unknown[b / BITS_PER_BLOCK])
+	if ((b & 63) || b + 64 > nb || c->bitmap_unknown[b / OD_BITMAP_BITS_PER_BLOCK])
 		return 0;
 	e = c->owned[b >> 6];
 	if (e != load_word(c->disk_bitmap + (b >> 3)))
@@ -136,12 +135,12 @@ int fsck_pass5(struct fsck_ctx *c)
 			continue;
 		}
 		if (!(b & 63) && b >= nb && b + 64 <= nbits &&
-		    (c->bitmap_unknown[b / BITS_PER_BLOCK] ||
+		    (c->bitmap_unknown[b / OD_BITMAP_BITS_PER_BLOCK] ||
 		     !load_word(c->disk_bitmap + (b >> 3)))) {
 			b += 63; /* past the end, clear (want is 0 there) */
 			continue;
 		}
-		unknown = c->bitmap_unknown[b / BITS_PER_BLOCK];
+		unknown = c->bitmap_unknown[b / OD_BITMAP_BITS_PER_BLOCK];
 		exp = b < nb && c->owner[b] != 0;
 		disk = bit(c->disk_bitmap, b);
 		if (b >= nb) {
@@ -191,7 +190,7 @@ int fsck_pass5(struct fsck_ctx *c)
 			    !any_set(c->bitmap_unknown, h->bitmap_blocks))
 				nbits = 0; /* out is the disk's bitmap */
 			for (uint32_t b = 0; b < nbits; b++) {
-				int unknown = c->bitmap_unknown[b / BITS_PER_BLOCK];
+				int unknown = c->bitmap_unknown[b / OD_BITMAP_BITS_PER_BLOCK];
 				int w = bit(want, b), d = bit(out, b);
 				if (unknown || (fix_uf && w && !d) || (fix_fu && !w && d) ||
 				    (fix_tail && b >= nb))

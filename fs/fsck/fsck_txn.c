@@ -67,27 +67,12 @@ struct src {
 
 static int src_read(const struct src *s, void *buf, size_t len, uint64_t off)
 {
-	struct fsck_vol *v = s->c->vol;
-	uint8_t *p = buf;
-
 	if (s->chunk == s->c->index) {
 		if (off + len > s->c->st->size)
 			return -ERANGE;
 		return store_pread(s->c->st, buf, len, off);
 	}
-	if (off + len > v->size[s->chunk])
-		return -ERANGE;
-	while (len) {
-		ssize_t n = pread(v->fd, p, len, (off_t)(v->base[s->chunk] + off));
-		if (n < 0)
-			return -errno;
-		if (n == 0)
-			return -EIO;
-		p += n;
-		off += (uint64_t)n;
-		len -= (size_t)n;
-	}
-	return 0;
+	return fsck_vol_pread(s->c->vol, s->chunk, buf, len, off);
 }
 
 /* The list in one area (parity: the txid's parity the area may hold).

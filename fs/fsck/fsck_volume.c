@@ -46,7 +46,7 @@ static int header_block(struct chunk_store *st, uint64_t off, struct od_chunk_he
 	ret = store_pread(st, blk, sizeof(blk), off);
 	if (ret < 0)
 		return ret;
-	return fsck_header_copy(blk, h, why, sizeof(why)) == 0;
+	return od_header_parse(blk, h, NULL, why, sizeof(why)) == 0;
 }
 
 int fsck_image_kind(struct chunk_store *st, struct od_chunk_header *h)

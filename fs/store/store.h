@@ -9,6 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "fs/format/header.h"
+
 struct chunk_store;
 
 struct chunk_store_ops {
@@ -57,6 +59,17 @@ static inline int store_trim(struct chunk_store *st, size_t len, uint64_t off)
 static inline void store_close(struct chunk_store *st)
 {
 	st->ops->close(st);
+}
+
+static inline int store_src_pread(void *ctx, void *buf, size_t len, uint64_t off)
+{
+	return store_pread(ctx, buf, len, off);
+}
+
+/* st as a source of chunk headers (od_header_read). */
+static inline struct od_header_src store_header_src(struct chunk_store *st)
+{
+	return (struct od_header_src){ .pread = store_src_pread, .ctx = st, .size = st->size };
 }
 
 /* store_file.c: the byte range [base, base + size) of an open fd (the fd is
