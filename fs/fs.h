@@ -196,8 +196,6 @@ int fs_nowait_begin(struct fs_volume *vol);
 int fs_nowait_end(struct fs_volume *vol);
 
 /* offline.c: one chunk out of service while the volume serves the rest. */
-struct fsck_opts;
-struct fsck_result;
 struct fs_chunk_info {
 	uint32_t index;
 	int online;
@@ -218,14 +216,16 @@ int fs_chunk_info(struct fs_volume *vol, uint32_t chunk, struct fs_chunk_info *o
  * (-EBUSY) for the chunk the root directory needs. why[] says why on
  * failure. */
 int fs_chunk_offline(struct fs_volume *vol, uint32_t chunk, int force, char *why, size_t whylen);
-/* Check the chunk (fsck_volume_path on image, check only, both copies of
- * every unit, with the cross-chunk checks; check gives the output
- * callback), and only when it
- * is clean take its lock again, settle its last transaction and serve it.
- * The volume is locked throughout: the check's figures are in res. */
-int fs_chunk_online(struct fs_volume *vol, uint32_t chunk, const char *image,
-		    const struct fsck_opts *check, struct fsck_result *res, char *why,
-		    size_t whylen);
+/* The check that decides whether an offline chunk may serve again:
+ * called by fs_chunk_online with the volume locked and every other chunk
+ * committed on disk (chunkfsd gives fsck_gate_chunk, fs/fsck/fsck.h).
+ * 0 when the chunk may return; else a negative errno and why[]. */
+typedef int (*fs_chunk_check_fn)(void *ctx, uint32_t chunk, char *why, size_t whylen);
+/* Run check on the chunk and only when it passes take the chunk's lock
+ * again, settle its last transaction and serve it. The volume is locked
+ * throughout. 0 at once when the chunk is online already. */
+int fs_chunk_online(struct fs_volume *vol, uint32_t chunk, fs_chunk_check_fn check, void *ctx,
+		    char *why, size_t whylen);
 
 /* attr.c */
 int fs_getattr(struct fs_volume *vol, struct fs_ino ino, struct fs_attr *out);

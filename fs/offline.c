@@ -15,7 +15,6 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "fs/fsck/fsck.h"
 #include "fs/internal.h"
 
 /* The chunks the root directory cannot do without: where its inode lives
@@ -247,15 +246,12 @@ static int reload_header(struct fs_volume *v, struct chunk *c, char *why, size_t
 	return 0;
 }
 
-int fs_chunk_online(struct fs_volume *v, uint32_t i, const char *image,
-		    const struct fsck_opts *check, struct fsck_result *res, char *why,
-		    size_t whylen)
+int fs_chunk_online(struct fs_volume *v, uint32_t i, fs_chunk_check_fn check, void *ctx,
+		    char *why, size_t whylen)
 {
-	struct fsck_opts o = *check;
 	struct chunk *c;
 	int ret;
 
-	memset(res, 0, sizeof(*res));
 	c = lock_chunk(v, i, why, whylen);
 	if (!c) {
 		ret = -EINVAL;
@@ -272,23 +268,9 @@ int fs_chunk_online(struct fs_volume *v, uint32_t i, const char *image,
 		snprintf(why, whylen, "committing before the check failed: %s", strerror(-ret));
 		goto out;
 	}
-	o.mode = FSCK_CHECK_ONLY;
-	o.cross = 1;
-	o.force = 1;
-	o.jobs = 1;
-	o.both_copies = 1; /* the gate back into service reads everything */
-	ret = fsck_volume_path(image, (int)i, &o, res);
-	if (ret < 0 || res->exit_code != FSCK_EXIT_OK) {
-		snprintf(why, whylen,
-			 res->exit_code & FSCK_EXIT_OPERATIONAL
-				 ? "chunk %u could not be checked (in use by another process, or "
-				   "unreadable): it stays offline"
-				 : "chunk %u still fails its check (%u problems): repair it "
-				   "(fsck.chunkfs -y) and try again",
-			 i, res->problems);
-		ret = ret < 0 ? ret : -EUCLEAN;
+	ret = check(ctx, i, why, whylen);
+	if (ret < 0)
 		goto out;
-	}
 	ret = vol_chunk_reacquire(v, i, why, whylen);
 	if (ret < 0)
 		goto out;

@@ -227,22 +227,22 @@ static int parse_index(const char *s, uint32_t n, uint32_t *out)
 
 static int bring_online(struct control *ctl, uint32_t i, struct answer *a)
 {
-	struct fsck_opts o = { .out = fsck_line, .ctx = a };
-	struct fsck_result res;
+	struct fsck_gate g = { .image = ctl->srv->cfg.volume,
+			       .opts = { .out = fsck_line, .ctx = a } };
 	char why[512];
-	int ret = fs_chunk_online(ctl->srv->vol, i, ctl->srv->cfg.volume, &o, &res, why,
-				  sizeof(why));
+	int ret = fs_chunk_online(ctl->srv->vol, i, fsck_gate_chunk, &g, why, sizeof(why));
+	const struct fsck_result *res = &g.res;
 
-	if (res.chunks)
-		record_check(ctl, i, &res);
+	if (res->chunks)
+		record_check(ctl, i, res);
 	if (ret < 0) {
 		log_warn("control: chunk %u stays offline: %s", i, why);
 		add(a, "error %s\n", why);
 		return ret;
 	}
-	log_info("control: chunk %u online (checked in %.1f ms)", i, (double)res.usec / 1000);
-	add(a, "online index=%u check_us=%" PRIu64 " deferred=%u\nok\n", i, res.usec,
-	    res.deferred);
+	log_info("control: chunk %u online (checked in %.1f ms)", i, (double)res->usec / 1000);
+	add(a, "online index=%u check_us=%" PRIu64 " deferred=%u\nok\n", i, res->usec,
+	    res->deferred);
 	return 0;
 }
 

@@ -228,8 +228,7 @@ int main(void)
 	struct fs_volume *v = NULL;
 	struct fs_chunk_info ci;
 	struct fs_statfs sf;
-	struct fsck_opts fo = { .mode = FSCK_CHECK_ONLY };
-	struct fsck_result res;
+	struct fsck_gate gate = { .image = image };
 	struct od_chunk_header h;
 	struct fs_ino root, d, f;
 	char why[512];
@@ -275,7 +274,7 @@ int main(void)
 	CHECK_EQ(chunk_lock_try(fd, (uint64_t)k * CHUNK_SIZE, CHUNK_SIZE, 1), 0);
 	CHECK_EQ(chunk_lock_try(fd, (uint64_t)root_chunk * CHUNK_SIZE, CHUNK_SIZE, 1), -EAGAIN);
 	/* ... and while it holds K, K cannot come back. */
-	ret = fs_chunk_online(v, k, image, &fo, &res, why, sizeof(why));
+	ret = fs_chunk_online(v, k, fsck_gate_chunk, &gate, why, sizeof(why));
 	CHECK(ret < 0);
 	CHECK_EQ(fs_chunk_info(v, k, &ci), 0);
 	CHECK_EQ(ci.online, 0);
@@ -306,9 +305,9 @@ int main(void)
 
 	/* Damaged while offline: the check refuses it, fsck -y repairs it. */
 	damage_copy0(k, &h);
-	CHECK_EQ(fs_chunk_online(v, k, image, &fo, &res, why, sizeof(why)), -EUCLEAN);
+	CHECK_EQ(fs_chunk_online(v, k, fsck_gate_chunk, &gate, why, sizeof(why)), -EUCLEAN);
 	CHECK(strstr(why, "still fails its check") != NULL);
-	CHECK(res.problems >= 1);
+	CHECK(gate.res.problems >= 1);
 	CHECK_EQ(fs_chunk_info(v, k, &ci), 0);
 	CHECK_EQ(ci.online, 0);
 	{
@@ -317,8 +316,8 @@ int main(void)
 		CHECK_EQ(fsck_volume_path(image, (int)k, &y, &yr), 0);
 		CHECK_EQ(yr.exit_code, FSCK_EXIT_FIXED);
 	}
-	CHECK_EQ(fs_chunk_online(v, k, image, &fo, &res, why, sizeof(why)), 0);
-	CHECK_EQ(res.exit_code, FSCK_EXIT_OK);
+	CHECK_EQ(fs_chunk_online(v, k, fsck_gate_chunk, &gate, why, sizeof(why)), 0);
+	CHECK_EQ(gate.res.exit_code, FSCK_EXIT_OK);
 	CHECK_EQ(fs_chunk_info(v, k, &ci), 0);
 	CHECK_EQ(ci.online, 1);
 	CHECK_EQ(ci.offline_since, 0);

@@ -7,6 +7,7 @@
 #define CHUNKFS_FSCK_H
 
 #include <signal.h>
+#include <stddef.h>
 #include <stdint.h>
 
 struct chunk_store;
@@ -105,6 +106,20 @@ int fsck_estimate_path(const char *path, int chunk, const struct fsck_opts *o,
 		       struct fsck_result *res);
 int fsck_estimate_store(struct chunk_store *st, int chunk, const struct fsck_opts *o,
 			struct fsck_result *res);
+
+/* The check that gates an offline chunk's return to service: give
+ * fsck_gate_chunk as fs_chunk_online's check with a struct fsck_gate as its
+ * context. It checks chunk `chunk` of the volume image at image: check
+ * only, both copies of every unit, its cross-chunk pointers confirmed
+ * (opts' output callback and cancel flag are kept, the rest set so); the
+ * figures land in res. 0 when the chunk is clean; else a negative errno
+ * (-EUCLEAN: problems found) and why[] in a sentence. */
+struct fsck_gate {
+	const char *image;
+	struct fsck_opts opts;
+	struct fsck_result res;
+};
+int fsck_gate_chunk(void *gate, uint32_t chunk, char *why, size_t whylen);
 
 /* The code, message and repair of a problem, for documentation and tests:
  * fsck_problem_info(i) for i = 0, 1, ... until it returns nonzero. */
