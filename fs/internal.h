@@ -216,10 +216,6 @@ int txn_current_copy(const struct chunk *c, uint32_t block);
 
 /* chunk.c */
 int chunk_load(struct chunk *c);
-/* offline.c: the directory part an offline chunk held at loc, as it was
- * when the chunk went offline; -EIO when there is none. */
-int chunk_ghost_part(const struct chunk *c, struct od_loc loc, struct iref *out);
-void chunk_free_ghosts(struct chunk *c);
 /* Forget the allocation state (loaded again on first use). */
 void chunk_unload(struct chunk *c);
 int chunk_write_header(struct chunk *c);
@@ -239,6 +235,14 @@ uint32_t chunk_free_blocks(const struct chunk *c);
  * when it ends they are free (thaw, committed) or wait for the next. */
 void chunk_freeze_frees(struct chunk *c);
 void chunk_thaw_frees(struct chunk *c, int committed);
+
+/* offline_parts.c: the directory parts of an offline chunk. record: keep
+ * the chunk's (a block that cannot be read is left out: walks through it
+ * fail instead); 0 or -ENOMEM. ghost_part: the part the chunk held at loc,
+ * as it was when the chunk went offline; -EIO when there is none. */
+int chunk_record_ghosts(struct chunk *c);
+int chunk_ghost_part(const struct chunk *c, struct od_loc loc, struct iref *out);
+void chunk_free_ghosts(struct chunk *c);
 
 /* map.c (handles/): stable number <-> location */
 int map_alloc(struct chunk *home, struct od_loc loc, uint64_t *stable, uint32_t *gen);
