@@ -133,7 +133,7 @@ struct fsck_unit {
 	uint8_t *data;      /* the current version; NULL: no valid copy */
 	uint64_t txid;      /* of the current copy */
 	int8_t cur;         /* the copy data came from, -1 none */
-	uint8_t heal[2];    /* copies to rewrite with data, byte for byte */
+	uint8_t heal[2];    /* copies to rewrite with data, byte for byte: FSCK_HEAL_* */
 	uint8_t modified;   /* a repair changed data: resealed, both copies written */
 	uint8_t pending;    /* named by the chunk's newest dirty list */
 	uint8_t no_older;   /* rolled back, but no valid copy before the transaction */
@@ -142,7 +142,7 @@ struct fsck_unit {
 	struct fsck_unit *hnext;
 };
 
-/* Blocks of one copy read ahead in one request (fsck.c); a unit that lies
+/* Blocks of one copy read ahead in one request (fsck_readahead.c); a unit that lies
  * wholly inside takes its bytes from there (taken[]: each block once). */
 struct fsck_run {
 	uint32_t start, n;
@@ -350,16 +350,45 @@ struct fsck_pctx {
 	uint64_t onum;                     /* %o: a number in octal */
 };
 
-/* fsck.c */
-int fix_problem(struct fsck_ctx *c, uint32_t code, const struct fsck_pctx *pc);
-void fsck_note(struct fsck_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* fsck.c: the driver's */
 int fsck_oom(struct fsck_ctx *c);
+int fsck_cancelled(const struct fsck_ctx *c);
+
+/* fsck_problem.c: report a problem; 1 when its repair is to be made now */
+int fix_problem(struct fsck_ctx *c, uint32_t code, const struct fsck_pctx *pc);
+
+/* fsck_message.c: a line of output; an inode described; fmt with the %
+ * expansions of the problem table */
+void fsck_note(struct fsck_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void fsck_describe(const struct fsck_ctx *c, const struct fsck_ino *r, char *buf, size_t n);
+void fsck_expand(const struct fsck_ctx *c, const char *fmt, const struct fsck_pctx *pc,
+		 char *out, size_t room);
+
+/* fsck_unit.c: metadata units through both copies */
 /* A unit through both copies; problems about its copies are reported the
  * first time. *out always set on 0; (*out)->data is NULL when no copy is
  * valid and the repair was not made. owner: header owner of a replacement. */
 int fsck_unit_get(struct fsck_ctx *c, uint32_t block, uint16_t units, uint16_t type,
 		  uint64_t owner, struct fsck_unit **out);
 struct fsck_unit *fsck_unit_find(struct fsck_ctx *c, uint32_t block);
+void fsck_unit_add(struct fsck_ctx *c, struct fsck_unit *u);
+void fsck_unit_modified(struct fsck_ctx *c, struct fsck_unit *u);
+/* Choose the current copy of u (u->cur, -1: none) from the two read and
+ * report what is wrong with the other; u->data is not set. Used for the
+ * chunk header by pass 1. */
+int fsck_unit_decide(struct fsck_ctx *c, struct fsck_unit *u, uint8_t *raw[2], const int valid[2],
+		     const char *why[2]);
+/* What a unit's heal[] asks for a copy. */
+#define FSCK_HEAL_FIX 1    /* a repair: rewrite the copy from the current one */
+#define FSCK_HEAL_SETTLE 2 /* a pending catch-up: done only when the run writes anyway */
+/* One copy read from the chunk's store (why[] on failure), and whether it
+ * passes as the unit at block of type (0: any type). */
+int fsck_read_copy(struct fsck_ctx *c, uint8_t *buf, size_t len, uint64_t off, char *why,
+		   size_t n);
+int fsck_copy_ok(struct fsck_ctx *c, const uint8_t *buf, size_t len, uint32_t block,
+		 uint16_t type, char *why, size_t n);
+
+/* fsck_readahead.c */
 /* Read blocks [start, start + n) of copy 0 (and of copy 1 with c->both)
  * in requests of up to FSCK_RUN_BLOCKS, for fsck_unit_get to take its
  * units from. Only a shortcut: a range that cannot be read is left to be
@@ -372,6 +401,14 @@ int fsck_prefetch(struct fsck_ctx *c, uint32_t start, uint32_t n);
  * are in use in both halves (directory and extent units, mostly), read
  * ahead before pass 2. */
 int fsck_prefetch_zone(struct fsck_ctx *c);
+/* The bytes of [block, block + units) of a copy from a run read ahead,
+ * each block handed out once (units that overlap get their own reads), or
+ * NULL when no run holds them. */
+uint8_t *fsck_run_take(struct fsck_ctx *c, uint8_t copy, uint32_t block, uint16_t units);
+
+/* fsck_write.c: the repaired units to both copies, then the header */
+int fsck_write_out(struct fsck_ctx *c);
+
 /* fsck_mem.c: len bytes that live as long as the context, or NULL; all
  * of them given back at once. */
 void *fsck_alloc(struct fsck_ctx *c, size_t len);
@@ -380,18 +417,19 @@ void fsck_mem_free(struct fsck_ctx *c);
  * for need: moved to a larger one when it has not (the old one stays until
  * the context goes). 0 or -ENOMEM (through fsck_oom()). */
 int fsck_grow(struct fsck_ctx *c, void *arr, uint32_t *cap, size_t elem, uint32_t need);
-void fsck_unit_add(struct fsck_ctx *c, struct fsck_unit *u);
-void fsck_unit_modified(struct fsck_ctx *c, struct fsck_unit *u);
-/* Choose the current copy of u (u->cur, -1: none) from the two read and
- * report what is wrong with the other; u->data is not set. Used for the
- * chunk header by pass 1. */
-int fsck_unit_decide(struct fsck_ctx *c, struct fsck_unit *u, uint8_t *raw[2], const int valid[2],
-		     const char *why[2]);
+
+/* fsck_hmap.c */
+static inline uint64_t fsck_hkey(uint64_t k)
+{
+	return k * 0x9E3779B97F4A7C15ull;
+}
 int fsck_hmap_put(struct fsck_hmap *m, uint64_t key, uint32_t val);
 uint32_t fsck_hmap_get(const struct fsck_hmap *m, uint64_t key);
 void fsck_hmap_free(struct fsck_hmap *m);
 /* Room for n keys without growing. 0 or -ENOMEM. */
 int fsck_hmap_reserve(struct fsck_hmap *m, uint32_t n);
+
+/* fsck_rec.c: records, deferred checks, places */
 /* Room for nrecs records and entries, and their tables, up front (pass 1,
  * from the header's counters): no growth while the passes run. */
 int fsck_reserve(struct fsck_ctx *c, uint32_t nrecs);
@@ -403,9 +441,12 @@ uint32_t fsck_rec_at(const struct fsck_ctx *c, uint32_t block, uint16_t off);
 uint32_t fsck_rec_by_stable(const struct fsck_ctx *c, uint64_t s);
 int fsck_defer(struct fsck_ctx *c, int kind, uint32_t rec, uint32_t idx, uint64_t stable,
 	       struct od_loc loc);
-void fsck_describe(const struct fsck_ctx *c, const struct fsck_ino *r, char *buf, size_t n);
-/* An extent list and the blocks of its chain of extent units: arrays the
- * caller keeps from one inode to the next (fsck_exts_free() at the end). */
+int fsck_in_data_area(const struct fsck_ctx *c, uint32_t start, uint32_t len);
+int fsck_meta_place(const struct fsck_ctx *c, uint32_t start, uint32_t units);
+
+/* fsck_pass3.c: an extent list and the blocks of its chain of extent
+ * units: arrays the caller keeps from one inode to the next
+ * (fsck_exts_free() at the end). */
 struct fsck_exts {
 	struct od_extent *ext;
 	uint32_t n, cap;
@@ -417,9 +458,6 @@ struct fsck_exts {
  * into x, replacing what x held. Problems reported once per inode. */
 int fsck_extents(struct fsck_ctx *c, uint32_t ri, struct fsck_exts *x);
 void fsck_exts_free(struct fsck_exts *x);
-int fsck_in_data_area(const struct fsck_ctx *c, uint32_t start, uint32_t len);
-int fsck_meta_place(const struct fsck_ctx *c, uint32_t start, uint32_t units);
-int fsck_cancelled(const struct fsck_ctx *c);
 
 /* The passes. Each returns 0 or a negative errno (operational error);
  * problems go through fix_problem(). */

@@ -18,6 +18,7 @@
  *          PR_COMPLETE: made only when every owner of blocks was seen. */
 #include "config.h"
 
+#include <ctype.h>
 #include <stddef.h>
 
 #include "fs/fsck/fsck_int.h"
@@ -200,4 +201,51 @@ int fsck_problem_info(unsigned i, uint32_t *code, const char **msg, const char *
 	*fix = problems[i].fix;
 	*flags = problems[i].flags;
 	return 0;
+}
+
+/* Report a problem; 1 when its repair is to be made now. */
+int fix_problem(struct fsck_ctx *c, uint32_t code, const struct fsck_pctx *pc)
+{
+	const struct fsck_problem *p = fsck_problem_find(code);
+	char msg[640], fix[256];
+	const char *answer;
+	int doit = 0;
+
+	if (!p) {
+		fsck_note(c, "[0x%06x] (unknown problem code)", code);
+		c->res.problems++;
+		c->res.unfixed++;
+		return 0;
+	}
+	c->res.problems++;
+	fsck_expand(c, p->msg, pc, msg, sizeof(msg));
+	if (p->flags & PR_FATAL) {
+		c->fatal = 1;
+		c->res.unfixed++;
+		fsck_note(c, "[0x%06x] %s. Cannot check this chunk.", code, msg);
+		return 0;
+	}
+	if ((p->flags & PR_NOFIX) || !p->fix) {
+		c->res.unfixed++;
+		fsck_note(c, "[0x%06x] %s. (No repair yet: left as it is.)", code, msg);
+		return 0;
+	}
+	fsck_expand(c, p->fix, pc, fix, sizeof(fix));
+	fix[0] = (char)toupper((unsigned char)fix[0]);
+	if (c->o->mode == FSCK_CHECK_ONLY) {
+		answer = "not fixed (-n)";
+	} else if (c->o->mode == FSCK_PREEN && !(p->flags & PR_PREEN_OK)) {
+		answer = "not fixed (not safe to preen: run with -y)";
+	} else if ((p->flags & PR_COMPLETE) && c->incomplete) {
+		answer = "not fixed (some owners of blocks could not be read)";
+	} else {
+		answer = "fixed";
+		doit = 1;
+	}
+	if (doit)
+		c->res.fixed++;
+	else
+		c->res.unfixed++;
+	fsck_note(c, "[0x%06x] %s. %s: %s.", code, msg, fix, answer);
+	return doit;
 }

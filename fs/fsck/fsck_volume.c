@@ -197,7 +197,7 @@ void fsck_vol_close(struct fsck_vol *v)
 	v->fd = -1;
 }
 
-static int vol_alloc(struct fsck_vol *v, uint32_t n)
+static int fsck_vol_alloc(struct fsck_vol *v, uint32_t n)
 {
 	free(v->base);
 	free(v->size);
@@ -245,7 +245,7 @@ int fsck_vol_locate(struct fsck_vol *v, uint64_t total, const struct fsck_opts *
 	uint8_t ok0;
 
 	v->nchunks = 1;
-	if (vol_alloc(v, 1) < 0)
+	if (fsck_vol_alloc(v, 1) < 0)
 		return -ENOMEM;
 	fsck_vol_read_header(v, 0, 0, total, 0);
 	if (v->hdr_ok[0]) {
@@ -283,7 +283,7 @@ int fsck_vol_locate(struct fsck_vol *v, uint64_t total, const struct fsck_opts *
 	advise_headers(v, n, (uint64_t)nb0 * OD_BLOCK_SIZE, total);
 	h0 = v->hdr[0];
 	ok0 = v->hdr_ok[0];
-	if (vol_alloc(v, n) < 0)
+	if (fsck_vol_alloc(v, n) < 0)
 		return -ENOMEM;
 	v->hdr[0] = h0;
 	v->hdr_ok[0] = ok0;
@@ -310,7 +310,7 @@ int fsck_vol_locate_one(struct fsck_vol *v, uint64_t total, const struct fsck_op
 	uint32_t n;
 
 	v->nchunks = 1;
-	if (vol_alloc(v, 1) < 0)
+	if (fsck_vol_alloc(v, 1) < 0)
 		return -ENOMEM;
 	fsck_vol_read_header(v, 0, 0, total, 0);
 	if (!v->hdr_ok[0])
@@ -320,7 +320,7 @@ int fsck_vol_locate_one(struct fsck_vol *v, uint64_t total, const struct fsck_op
 	sz = (uint64_t)h0.nblocks * OD_BLOCK_SIZE;
 	if (n == 0 || n > OD_MAX_CHUNKS || k >= n || (uint64_t)(k + 1) * sz > total)
 		return fsck_vol_locate(v, total, o);
-	if (vol_alloc(v, n) < 0)
+	if (fsck_vol_alloc(v, n) < 0)
 		return -ENOMEM;
 	v->nchunks = n;
 	v->hdr[0] = h0;
@@ -387,7 +387,7 @@ static void run_out(void *ctx, const char *line)
 }
 
 /* The next chunk to check, or UINT32_MAX; under r->lock. */
-static uint32_t run_take(struct vol_run *r)
+static uint32_t vol_run_next(struct vol_run *r)
 {
 	if (r->chunk >= 0) {
 		if (r->next > (uint32_t)r->chunk)
@@ -410,7 +410,7 @@ static void *run_worker(void *arg)
 
 		memset(&one, 0, sizeof(one));
 		pthread_mutex_lock(&r->lock);
-		i = run_take(r);
+		i = vol_run_next(r);
 		if (i != UINT32_MAX && r->user->cancel && *r->user->cancel) {
 			r->res->exit_code |= FSCK_EXIT_CANCELLED;
 			i = UINT32_MAX;
