@@ -13,12 +13,14 @@
 #include "fs/format/header.h"
 #include "fs/format/vol_probe.h"
 
-static int image_bytes(int fd, uint64_t *size)
+int vol_image_size(int fd, uint64_t *size, int *is_blk)
 {
 	struct stat st;
 
 	if (fstat(fd, &st) < 0)
 		return -errno;
+	if (is_blk)
+		*is_blk = S_ISBLK(st.st_mode);
 	if (S_ISBLK(st.st_mode))
 		return ioctl(fd, BLKGETSIZE64, size) < 0 ? -errno : 0;
 	if (!S_ISREG(st.st_mode))
@@ -83,7 +85,7 @@ int vol_probe_fd(int fd, struct vol_probe *out, char *why, size_t whylen)
 	memset(out, 0, sizeof(*out));
 	if (why && whylen)
 		why[0] = '\0';
-	ret = image_bytes(fd, &out->image_size);
+	ret = vol_image_size(fd, &out->image_size, NULL);
 	if (ret < 0) {
 		if (why && whylen)
 			snprintf(why, whylen, "%s",

@@ -28,6 +28,10 @@ struct vol_probe {
 	struct vol_probe_chunk *chunks;
 };
 
+/* The size of the image open at fd: a regular file's length or a block
+ * device's; *is_blk (when not NULL) says which. -EINVAL for anything else. */
+int vol_image_size(int fd, uint64_t *size, int *is_blk);
+
 /* The chunks of the image open at fd. 0, or -EINVAL when chunk 0 has no
  * valid header in either copy (not a chunkfs volume), -EUCLEAN when chunk
  * 0's header is unusable otherwise, another negative errno on I/O errors;

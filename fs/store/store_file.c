@@ -61,7 +61,7 @@ static int all_cached(int fd, uint64_t off, size_t len)
  * cache holds (-EAGAIN otherwise, also where the kernel or file system
  * cannot tell without waiting, and for a short read: the waiting read
  * tells what it is). */
-static int file_read(struct chunk_store *st, void *buf, size_t len, uint64_t off, int flags)
+static int region_read(struct chunk_store *st, void *buf, size_t len, uint64_t off, int flags)
 {
 	struct file_store *fst = to_fs(st);
 	uint8_t *p = buf;
@@ -101,12 +101,12 @@ static int file_read(struct chunk_store *st, void *buf, size_t len, uint64_t off
 
 static int file_pread(struct chunk_store *st, void *buf, size_t len, uint64_t off)
 {
-	return file_read(st, buf, len, off, 0);
+	return region_read(st, buf, len, off, 0);
 }
 
 static int file_pread_nowait(struct chunk_store *st, void *buf, size_t len, uint64_t off)
 {
-	return file_read(st, buf, len, off, RWF_NOWAIT);
+	return region_read(st, buf, len, off, RWF_NOWAIT);
 }
 
 static int file_pwrite(struct chunk_store *st, const void *buf, size_t len, uint64_t off)
