@@ -1,6 +1,7 @@
 /* One chunk: the block bitmap and block allocation (its geometry and
- * header checks are fs/format/header.c's). Keeps invariant 1 at the source: blocks are handed out only
- * to inodes of this chunk, and metadata units always with their mirror. */
+ * header checks are fs/format/header.c's). Keeps invariant 1 at the
+ * source: blocks are handed out only to inodes of this chunk, and metadata
+ * units always with their mirror. */
 #include "config.h"
 
 #include <errno.h>

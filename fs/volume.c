@@ -1,6 +1,6 @@
-/* The volume: opening it (reading and validating every
- * chunk header, nothing more: the rest loads on demand), syncing, closing,
- * statfs, and the choice of chunk for new inodes and continuations. */
+/* The volume: opening it (reading and validating every chunk header,
+ * nothing more: the rest loads on demand), syncing, closing, statfs, and
+ * the choice of chunk for new inodes and continuations. */
 #include "config.h"
 
 #include <errno.h>
