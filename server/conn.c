@@ -28,15 +28,11 @@
 #include <time.h>
 
 #include "server/log.h"
+#include "server/recbuf.h"
 #include "server/server.h"
 
 /* Seconds between two "max_connections reached" lines. */
 #define REFUSED_LOG_INTERVAL 10.0
-
-static size_t max_record(const struct server *srv)
-{
-	return srv->cfg.max_io + (64u << 10);
-}
 
 /* A connection that held at least this much gives the heap back. */
 #define TRIM_AFTER_BYTES (64u << 10)
@@ -454,56 +450,6 @@ static void submit(struct conn *c)
 	workers_submit(srv, rq);
 }
 
-/* Large records (WRITEs) take buffers of the maximum record size that
- * earlier requests gave back: freshly allocated, each cost a page fault
- * per 4 KiB (glibc returns freed pages when several are in flight). The
- * spares are freed with the heap's trim after a large connection closes. */
-#define REC_SPARE_MIN (64u << 10)
-
-static uint8_t *rec_take(struct server *srv, size_t *cap)
-{
-	uint8_t *p = NULL;
-
-	pthread_mutex_lock(&srv->rec_lock);
-	if (srv->nrec_spare) {
-		srv->nrec_spare--;
-		p = srv->rec_spare[srv->nrec_spare];
-		*cap = srv->rec_spare_cap[srv->nrec_spare];
-	}
-	pthread_mutex_unlock(&srv->rec_lock);
-	if (p && *cap < max_record(srv)) { /* from before a reload raised max_io */
-		free(p);
-		p = NULL;
-	}
-	if (!p) {
-		*cap = max_record(srv);
-		p = malloc(*cap);
-	}
-	return p;
-}
-
-void rec_give(struct server *srv, uint8_t *rec, size_t cap)
-{
-	if (rec && cap >= max_record(srv)) {
-		pthread_mutex_lock(&srv->rec_lock);
-		if (srv->nrec_spare < REC_SPARES) {
-			srv->rec_spare[srv->nrec_spare] = rec;
-			srv->rec_spare_cap[srv->nrec_spare++] = cap;
-			rec = NULL;
-		}
-		pthread_mutex_unlock(&srv->rec_lock);
-	}
-	free(rec);
-}
-
-void rec_spares_free(struct server *srv)
-{
-	pthread_mutex_lock(&srv->rec_lock);
-	while (srv->nrec_spare)
-		free(srv->rec_spare[--srv->nrec_spare]);
-	pthread_mutex_unlock(&srv->rec_lock);
-}
-
 /* Room for need bytes of record: the first fragment gets its exact size,
  * later ones double it (up to the maximum record), so a record of many
  * small fragments costs no quadratic copying; a large first fragment gets
@@ -527,8 +473,8 @@ static int rec_reserve(struct conn *c, size_t need)
 		ncap = need ? need : 1;
 	while (ncap < need)
 		ncap *= 2;
-	if (ncap > max_record(c->srv))
-		ncap = max_record(c->srv); /* need is never more */
+	if (ncap > rec_max(c->srv))
+		ncap = rec_max(c->srv); /* need is never more */
 	p = realloc(c->rec, ncap);
 	if (!p)
 		return -ENOMEM;
@@ -566,9 +512,9 @@ static int take_fragment(struct conn *c, struct evbuffer *in)
 		memcpy(&mark, hdr, 4);
 		mark = ntohl(mark);
 		flen = mark & 0x7fffffffu;
-		if (c->rec_len + flen > max_record(c->srv)) {
+		if (c->rec_len + flen > rec_max(c->srv)) {
 			log_warn("%s:%u: record of %zu bytes or more exceeds %zu: closing",
-				 c->peer_name, c->peer_port, c->rec_len + flen, max_record(c->srv));
+				 c->peer_name, c->peer_port, c->rec_len + flen, rec_max(c->srv));
 			conn_close(c);
 			return -EMSGSIZE;
 		}
@@ -729,12 +675,12 @@ static int conn_setup(struct server *srv, struct conn *c, evutil_socket_t fd)
 	 * reply goes out in one write, not 64. */
 	if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) < 0)
 		return -errno;
-	if (bufferevent_set_max_single_write(c->bev, max_record(srv)) < 0 ||
-	    bufferevent_set_max_single_read(c->bev, max_record(srv)) < 0)
+	if (bufferevent_set_max_single_write(c->bev, rec_max(srv)) < 0 ||
+	    bufferevent_set_max_single_read(c->bev, rec_max(srv)) < 0)
 		return -EINVAL;
 	/* Input is read up to one largest fragment with its mark beyond what
 	 * is parsed: a connection never buffers more than that. */
-	bufferevent_setwatermark(c->bev, EV_READ, 0, max_record(srv) + 4);
+	bufferevent_setwatermark(c->bev, EV_READ, 0, rec_max(srv) + 4);
 	if (bufferevent_set_timeouts(c->bev, NULL, &wtv) < 0)
 		return -EINVAL;
 	bufferevent_setcb(c->bev, read_cb, NULL, event_cb, c);

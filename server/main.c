@@ -21,6 +21,7 @@
 #include "server/log.h"
 #include "server/control.h"
 #include "server/notify.h"
+#include "server/recbuf.h"
 #include "server/reload.h"
 #include "server/server.h"
 

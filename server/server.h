@@ -115,7 +115,7 @@ struct server {
 	int settler_started, settler_stop;
 	pthread_cond_t settle_cond;
 
-	/* spare buffers for large records (conn.c rec_take, rec_give) */
+	/* spare buffers for large records (recbuf.c) */
 	pthread_mutex_t rec_lock;
 	uint8_t *rec_spare[REC_SPARES];
 	size_t rec_spare_cap[REC_SPARES];
@@ -146,10 +146,6 @@ void conn_reply(struct conn *c, const uint8_t *buf, size_t len, int direct);
 void conn_done(struct conn *c);
 void conn_kill(struct conn *c);
 void conn_put(struct conn *c);
-/* A request's record buffer (cap bytes) when the request is done: kept
- * for the next large record, or freed. rec_spares_free frees those kept. */
-void rec_give(struct server *srv, uint8_t *rec, size_t cap);
-void rec_spares_free(struct server *srv);
 
 /* worker.c */
 int workers_start(struct server *srv);

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "server/log.h"
+#include "server/recbuf.h"
 #include "server/server.h"
 
 static void *worker_main(void *arg)
