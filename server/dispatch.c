@@ -2,8 +2,8 @@
  * (handler, XDR coders, whether the call changes state and is answered from
  * the duplicate request cache when retransmitted), the RPC-level errors
  * (PROG_UNAVAIL, PROG_MISMATCH, PROC_UNAVAIL, GARBAGE_ARGS, AUTH errors),
- * export access and squashing, the ticket of a call that must be committed
- * before its reply, and that reply once its sync ended (dispatch_committed). */
+ * export access and squashing, whether a call must be committed before its
+ * reply, and that reply once its sync ended (dispatch_committed). */
 #include "config.h"
 
 #include <errno.h>
@@ -382,10 +382,10 @@ int dispatch_call(struct server *srv, struct conn *c, const uint8_t *rec, size_t
 			  call.prog == NFS_PROGRAM ? "nfs" : "mount", pd->name,
 			  (pd->flags & P_STATUS) ? *(int *)res : 0);
 	/* NFSv3: a change is on stable storage before its reply goes out
-	 * (commit.c); when it cannot be made so, the client hears NFS3ERR_IO
-	 * (dispatch_committed). */
+	 * (the caller commits it); when it cannot be made so, the client hears
+	 * NFS3ERR_IO (dispatch_committed). */
 	if (ctx.needs_sync && cc) {
-		cc->ticket = commit_ticket(srv);
+		cc->changed = 1;
 		cc->pd = pd;
 		cc->xid = call.xid;
 		cc->prog = call.prog;
@@ -425,7 +425,7 @@ done:
 	if (ret < 0)
 		return ret;
 	finish(&x, out, outlen);
-	if (pd && (pd->flags & P_DRC) && !(cc && cc->ticket))
+	if (pd && (pd->flags & P_DRC) && !(cc && cc->changed))
 		drc_store(srv->drc, (const struct sockaddr *)&c->peer, c->serial, call.xid,
 			  call.prog, call.proc, args_sum, out, *outlen);
 	return 0;

@@ -47,10 +47,12 @@ struct conn {
 	int on_paused_list;
 };
 
-/* A reply waiting for a commit (dispatch.c fills it, commit.c keeps it). */
+/* A reply waiting for a commit (dispatch.c fills it, the worker takes its
+ * ticket, commit.c keeps it). */
 struct proc_desc;
 struct commit_call {
-	uint64_t ticket;               /* 0: the call changed nothing */
+	int changed;                   /* the call changed the volume */
+	uint64_t ticket;               /* commit_ticket's, taken after the change */
 	const struct proc_desc *pd;
 	uint32_t xid, prog, proc;
 	uint32_t args_sum;             /* its DRC key's checksum of the arguments */
@@ -188,9 +190,9 @@ void drc_conn_closed(struct drc *d, uint64_t conn);
  * out; 1: no reply (a retransmission still in progress); -EAGAIN (only
  * with nowait, for the event loop): the call would wait, or may take long,
  * nothing was done and a worker must run it; another < 0: the record was
- * not an RPC call, close the connection. cc->ticket (cc is NULL only with
- * nowait, whose calls change nothing): nonzero when the call changed the
- * volume, and its reply, in out already, goes to commit_reply. */
+ * not an RPC call, close the connection. cc->changed (cc is NULL only with
+ * nowait, whose calls change nothing): the call changed the volume, and its
+ * reply, in out already, waits for a commit (commit_ticket, commit_reply). */
 int dispatch_call(struct server *srv, struct conn *c, const uint8_t *rec, size_t len,
 		  uint8_t *out, size_t outcap, size_t *outlen, int nowait, struct commit_call *cc);
 /* The reply of cc (in out, *outlen of outcap bytes) once its sync ended:

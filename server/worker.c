@@ -44,7 +44,8 @@ static void *worker_main(void *arg)
 		memset(&cc, 0, sizeof(cc));
 		ret = dispatch_call(srv, rq->conn, rq->rec, rq->len, out, cap, &len, 0, &cc);
 		__atomic_add_fetch(&srv->calls_workers, 1, __ATOMIC_RELAXED);
-		if (ret == 0 && cc.ticket) {
+		if (ret == 0 && cc.changed) {
+			cc.ticket = commit_ticket(srv);
 			commit_reply(srv, rq->conn, out, len, cap, &cc); /* takes the reference */
 			rq->conn = NULL;
 		} else if (ret == 0) {
