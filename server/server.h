@@ -155,12 +155,16 @@ void workers_stop(struct server *srv);
 void workers_submit(struct server *srv, struct request *rq);
 
 /* commit.c: a call that changed the volume takes a ticket after its
- * change; commit_reply sends its reply (buf: len bytes of cap) once a sync
- * covering the ticket ended, from this thread or the committer's, and drops
- * the request's reference to c. */
+ * change; commit_reply gives its reply (buf: len bytes of cap) to answer
+ * once a sync covering the ticket ended (failed: that sync failed), from
+ * this thread or the committer's. c is passed through to answer, with the
+ * request's reference, which answer drops; buf may be a copy, with room
+ * for an NFS3ERR_IO reply. */
+typedef void (*commit_answer_fn)(struct server *srv, struct conn *c, const struct commit_call *cc,
+				 int failed, uint8_t *buf, size_t len, size_t cap);
 uint64_t commit_ticket(struct server *srv);
 void commit_reply(struct server *srv, struct conn *c, uint8_t *buf, size_t len, size_t cap,
-		  const struct commit_call *cc);
+		  const struct commit_call *cc, commit_answer_fn answer);
 
 /* loop.c: runs the event loop until it is told to exit; < 0 on its error. */
 int loop_run(struct server *srv);

@@ -12,6 +12,17 @@
 #include "server/recbuf.h"
 #include "server/server.h"
 
+/* commit_reply's answer: the committed reply (made NFS3ERR_IO when its
+ * sync failed, and recorded for retransmissions) goes to its connection,
+ * and the request's reference to it is dropped. */
+static void reply_committed(struct server *srv, struct conn *c, const struct commit_call *cc,
+			    int failed, uint8_t *buf, size_t len, size_t cap)
+{
+	dispatch_committed(srv, c, cc, failed, buf, cap, &len);
+	conn_reply(c, buf, len, 1);
+	conn_put(c);
+}
+
 static void *worker_main(void *arg)
 {
 	struct server *srv = arg;
@@ -46,7 +57,8 @@ static void *worker_main(void *arg)
 		__atomic_add_fetch(&srv->calls_workers, 1, __ATOMIC_RELAXED);
 		if (ret == 0 && cc.changed) {
 			cc.ticket = commit_ticket(srv);
-			commit_reply(srv, rq->conn, out, len, cap, &cc); /* takes the reference */
+			/* takes the reference */
+			commit_reply(srv, rq->conn, out, len, cap, &cc, reply_committed);
 			rq->conn = NULL;
 		} else if (ret == 0) {
 			conn_reply(rq->conn, out, len, 0); /* conn_done once it has left */
