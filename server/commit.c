@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "server/commit.h"
 #include "server/log.h"
 #include "server/server.h"
 

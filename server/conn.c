@@ -27,6 +27,7 @@
 #include <sys/socket.h>
 #include <time.h>
 
+#include "server/dispatch.h"
 #include "server/log.h"
 #include "server/recbuf.h"
 #include "server/server.h"

@@ -15,6 +15,7 @@
 #include "proto/nfs3_proc.h"
 #include "proto/nfs_ctx.h"
 #include "proto/xdr_fast.h"
+#include "server/dispatch.h"
 #include "server/log.h"
 #include "server/mountd.h"
 #include "server/rpc.h"

@@ -1,6 +1,7 @@
 /* chunkfsd's shared state and the parts that share it: the event loop and
- * connections (conn.c), the worker pool with group commit and the duplicate
- * request cache (worker.c), request dispatch (dispatch.c), MOUNT (mountd.c). */
+ * connections (conn.c), the worker pool (worker.c), the duplicate request
+ * cache (drc.c), MOUNT (mountd.c). Dispatch and the group commit have their
+ * own headers (dispatch.h, commit.h). */
 #ifndef CHUNKFS_SERVER_SERVER_H
 #define CHUNKFS_SERVER_SERVER_H
 
@@ -154,18 +155,6 @@ int workers_start(struct server *srv);
 void workers_stop(struct server *srv);
 void workers_submit(struct server *srv, struct request *rq);
 
-/* commit.c: a call that changed the volume takes a ticket after its
- * change; commit_reply gives its reply (buf: len bytes of cap) to answer
- * once a sync covering the ticket ended (failed: that sync failed), from
- * this thread or the committer's. c is passed through to answer, with the
- * request's reference, which answer drops; buf may be a copy, with room
- * for an NFS3ERR_IO reply. */
-typedef void (*commit_answer_fn)(struct server *srv, struct conn *c, const struct commit_call *cc,
-				 int failed, uint8_t *buf, size_t len, size_t cap);
-uint64_t commit_ticket(struct server *srv);
-void commit_reply(struct server *srv, struct conn *c, uint8_t *buf, size_t len, size_t cap,
-		  const struct commit_call *cc, commit_answer_fn answer);
-
 /* loop.c: runs the event loop until it is told to exit; < 0 on its error. */
 int loop_run(struct server *srv);
 
@@ -189,22 +178,6 @@ void drc_store(struct drc *d, const struct sockaddr *peer, uint64_t conn, uint32
 /* Connection conn has closed: a call of its entries that comes again on
  * another connection is a retransmission. */
 void drc_conn_closed(struct drc *d, uint64_t conn);
-
-/* dispatch.c: run one call. 0: the reply (with its record mark) is in
- * out; 1: no reply (a retransmission still in progress); -EAGAIN (only
- * with nowait, for the event loop): the call would wait, or may take long,
- * nothing was done and a worker must run it; another < 0: the record was
- * not an RPC call, close the connection. cc->changed (cc is NULL only with
- * nowait, whose calls change nothing): the call changed the volume, and its
- * reply, in out already, waits for a commit (commit_ticket, commit_reply). */
-int dispatch_call(struct server *srv, struct conn *c, const uint8_t *rec, size_t len,
-		  uint8_t *out, size_t outcap, size_t *outlen, int nowait, struct commit_call *cc);
-/* The reply of cc (in out, *outlen of outcap bytes) once its sync ended:
- * made NFS3ERR_IO when the sync failed, and recorded in the duplicate
- * request cache. */
-void dispatch_committed(struct server *srv, struct conn *c, const struct commit_call *cc,
-			int failed, uint8_t *out, size_t outcap, size_t *outlen);
-size_t dispatch_reply_cap(const struct server *srv);
 
 /* mountd.c */
 struct nfs_ctx;

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "server/commit.h"
+#include "server/dispatch.h"
 #include "server/log.h"
 #include "server/recbuf.h"
 #include "server/server.h"

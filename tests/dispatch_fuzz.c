@@ -35,6 +35,7 @@
 #include "handles/fh.h"
 #include "mount3.h"
 #include "nfs3.h"
+#include "server/dispatch.h"
 #include "server/server.h"
 
 #define MAX_RECORD 8192u
