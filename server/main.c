@@ -18,12 +18,15 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "server/log.h"
 #include "server/control.h"
+#include "server/dispatch.h"
+#include "server/log.h"
 #include "server/notify.h"
 #include "server/recbuf.h"
 #include "server/reload.h"
+#include "server/request.h"
 #include "server/server.h"
+#include "server/worker.h"
 
 #ifndef SYSCONFDIR
 #define SYSCONFDIR "/etc"
@@ -339,7 +342,8 @@ int main(int argc, char **argv)
 		ret = 1;
 		goto out;
 	}
-	if ((ret = workers_start(&srv)) < 0) {
+	request_loop_init(&srv);
+	if ((ret = workers_start(&srv, dispatch_reply_cap(&srv))) < 0) {
 		log_error("cannot start workers: %s", strerror(-ret));
 		ret = 1;
 		goto out;

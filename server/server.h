@@ -1,7 +1,10 @@
-/* chunkfsd's shared state and the parts that share it: the event loop and
- * connections (conn.c), the worker pool (worker.c), the duplicate request
- * cache (drc.c), MOUNT (mountd.c). Dispatch and the group commit have their
- * own headers (dispatch.h, commit.h). */
+/* chunkfsd's shared state: the server, a connection and the hooks through
+ * which the request pipeline reaches it, and the parts with no header of
+ * their own: the listener (conn.c), the event loop (loop.c), the settler
+ * (settle.c), the duplicate request cache (drc.c), MOUNT's registration
+ * (mountd.c). The request pipeline has its own headers: request.h (which
+ * conn.c calls), dispatch.h, commit.h and worker.h (which it calls), and
+ * recbuf.h for the record buffers. */
 #ifndef CHUNKFS_SERVER_SERVER_H
 #define CHUNKFS_SERVER_SERVER_H
 
@@ -17,8 +20,29 @@
 #include "handles/fh.h"
 #include "server/conf.h"
 
+struct conn;
+
+/* What the request pipeline (request.c) does to a request's connection:
+ * conn.c registers these in each connection (c->ops), so that nothing
+ * below the connection names conn.c. */
+struct conn_ops {
+	/* The reply to one of c's requests (direct: sent from this thread
+	 * when nothing is queued before it, as for a reply that waited for a
+	 * commit or one the loop answered): the request's place in the
+	 * limits is released when the reply has left for the socket. */
+	void (*reply)(struct conn *c, const uint8_t *buf, size_t len, int direct);
+	/* A request that has no reply: its place in the limits is released. */
+	void (*done)(struct conn *c);
+	/* Close c (any thread; the loop's thread closes it). */
+	void (*kill)(struct conn *c);
+	/* Take and drop a reference to c (a request's, while a worker has it). */
+	void (*hold)(struct conn *c);
+	void (*put)(struct conn *c);
+};
+
 struct conn {
 	struct server *srv;
+	const struct conn_ops *ops;
 	struct bufferevent *bev;
 	struct sockaddr_storage peer;
 	char peer_name[64];
@@ -48,7 +72,7 @@ struct conn {
 	int on_paused_list;
 };
 
-/* A reply waiting for a commit (dispatch.c fills it, the worker takes its
+/* A reply waiting for a commit (dispatch.c fills it, request.c takes its
  * ticket, commit.c keeps it). */
 struct proc_desc;
 struct commit_call {
@@ -59,13 +83,6 @@ struct commit_call {
 	uint32_t args_sum;             /* its DRC key's checksum of the arguments */
 };
 
-struct request {
-	struct conn *conn;
-	uint8_t *rec;
-	size_t len, cap;
-	struct request *next;
-};
-
 struct mount_entry {
 	char host[64];
 	char path[1024];
@@ -73,6 +90,8 @@ struct mount_entry {
 };
 
 #define REC_SPARES 16 /* large record buffers kept for reuse */
+
+struct job;
 
 struct server {
 	struct config cfg;             /* exports moved to exports at start */
@@ -94,7 +113,8 @@ struct server {
 	int nthreads;
 	pthread_mutex_t qlock;
 	pthread_cond_t qcond;
-	struct request *qhead, *qtail;
+	size_t scratch_size;           /* each worker's buffer (workers_start) */
+	struct job *qhead, *qtail;
 	int outstanding;               /* all connections */
 	struct conn *paused;
 	/* connections (the loop thread's only) */
@@ -124,7 +144,7 @@ struct server {
 	size_t rec_spare_cap[REC_SPARES];
 	int nrec_spare;
 
-	/* the loop's reply buffer for the calls it answers itself (conn.c) */
+	/* the loop's reply buffer for the calls it answers itself (request.c) */
 	uint8_t *loop_out;
 	/* calls answered by the loop and by the workers (atomic adds) */
 	uint64_t calls_loop, calls_workers;
@@ -140,20 +160,6 @@ struct server {
 
 /* conn.c */
 int conn_listen(struct server *srv);
-/* A reply to one of c's requests (direct: sent from this thread when
- * nothing is queued before it, as for a reply that waited for a commit or
- * one the loop answered): the request's place in the limits is released
- * when the reply has left for the socket. */
-void conn_reply(struct conn *c, const uint8_t *buf, size_t len, int direct);
-/* A request that has no reply: its place in the limits is released. */
-void conn_done(struct conn *c);
-void conn_kill(struct conn *c);
-void conn_put(struct conn *c);
-
-/* worker.c */
-int workers_start(struct server *srv);
-void workers_stop(struct server *srv);
-void workers_submit(struct server *srv, struct request *rq);
 
 /* loop.c: runs the event loop until it is told to exit; < 0 on its error. */
 int loop_run(struct server *srv);
