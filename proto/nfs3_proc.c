@@ -770,7 +770,7 @@ void nfs3_proc_mknod(struct nfs_ctx *ctx, MKNOD3args *args, MKNOD3res *res)
 }
 
 /* REMOVE and RMDIR: one name out of one directory. */
-static int remove_common(struct nfs_ctx *ctx, const diropargs3 *what, int want_dir, wcc_data *wcc)
+static int remove_name(struct nfs_ctx *ctx, const diropargs3 *what, int want_dir, wcc_data *wcc)
 {
 	struct fs_ino dir = { 0 };
 	int ret;
@@ -794,7 +794,7 @@ void nfs3_proc_remove(struct nfs_ctx *ctx, REMOVE3args *args, REMOVE3res *res)
 	int ret;
 
 	memset(res, 0, sizeof(*res));
-	ret = remove_common(ctx, &args->object, 0, &wcc);
+	ret = remove_name(ctx, &args->object, 0, &wcc);
 	res->status = nfs3_status(ret);
 	if (ret == 0)
 		res->REMOVE3res_u.resok.dir_wcc = wcc;
@@ -808,7 +808,7 @@ void nfs3_proc_rmdir(struct nfs_ctx *ctx, RMDIR3args *args, RMDIR3res *res)
 	int ret;
 
 	memset(res, 0, sizeof(*res));
-	ret = remove_common(ctx, &args->object, 1, &wcc);
+	ret = remove_name(ctx, &args->object, 1, &wcc);
 	res->status = nfs3_status(ret);
 	if (ret == 0)
 		res->RMDIR3res_u.resok.dir_wcc = wcc;

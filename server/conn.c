@@ -622,7 +622,7 @@ static void peer_format(const struct sockaddr *sa, char *name, size_t len, uint1
 
 /* Over max_connections: closed at once, with at most one log line every
  * REFUSED_LOG_INTERVAL seconds (counting the ones closed since). */
-static void refuse(struct server *srv, evutil_socket_t fd, const struct sockaddr *sa)
+static void close_refused_conn(struct server *srv, evutil_socket_t fd, const struct sockaddr *sa)
 {
 	struct timespec ts;
 	char name[64];
@@ -701,7 +701,7 @@ static void accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct socka
 		return;
 	}
 	if (srv->nconns >= srv->cfg.max_connections) {
-		refuse(srv, fd, sa);
+		close_refused_conn(srv, fd, sa);
 		return;
 	}
 	c = calloc(1, sizeof(*c));

@@ -250,8 +250,8 @@ static void call_cred(const struct export *e, const struct rpc_call *call, struc
 /* A call refused before its handler runs: a zeroed result with only the
  * status set encodes as the procedure's failure arm (a procedure without
  * a result, UMNT or UMNTALL, has none: res is NULL). */
-static int refuse(const struct proc_desc *pd, const struct rpc_call *call, int status, XDR *x,
-		  void *res)
+static int reply_refused(const struct proc_desc *pd, const struct rpc_call *call, int status,
+			 XDR *x, void *res)
 {
 	if (res)
 		memset(res, 0, pd->res_size);
@@ -345,11 +345,11 @@ int dispatch_call(struct server *srv, struct conn *c, const uint8_t *rec, size_t
 				 call.prog == NFS_PROGRAM ? "nfs" : "mount", pd->name,
 				 e ? "unprivileged port on a secure export"
 					   : "client not in any export");
-			ret = refuse(pd, &call, status, &x, res);
+			ret = reply_refused(pd, &call, status, &x, res);
 			goto out;
 		}
 		if (call.prog == NFS_PROGRAM && (pd->flags & P_MODIFIES) && !e->rw) {
-			ret = refuse(pd, &call, NFS3ERR_ROFS, &x, res);
+			ret = reply_refused(pd, &call, NFS3ERR_ROFS, &x, res);
 			goto out;
 		}
 	}
