@@ -1,13 +1,13 @@
 /* Connections on the event loop: accepting (and deciding once which export
  * the client may use), ONC RPC record marking (RFC 5531 section 11) with
  * multi-fragment records and a maximum record size, handing complete
- * records to the request pipeline (request.c) and taking back its replies
+ * records to the request pipeline (request.c) and taking its replies back
  * through the hooks registered in each connection (conn_ops), and
- * backpressure: a connection with too many
- * requests outstanding, or a server with too many in all, stops reading
- * until replies drain. A request keeps its place in those limits until its
- * reply has left for the socket, so a client that does not read its
- * replies is paused like one that sends too much.
+ * backpressure: a connection with too many requests outstanding, or a
+ * server with too many in all, stops reading until replies drain. A
+ * request keeps its place in those limits until its reply has left for
+ * the socket, so a client that does not read its replies is paused like
+ * one that sends too much.
  *
  * Memory under hostile clients (doc/design.md, "Memory bounds"): at most
  * max_connections connections; each buffers at most one record being
