@@ -313,6 +313,24 @@ static void made_obj(struct nfs_ctx *ctx, struct fs_ino ino, const struct fs_att
 	post_attr(ctx, a, &m->obj_attributes);
 }
 
+/* The result of CREATE, MKDIR, SYMLINK or MKNOD from m: the status, and
+ * on success the new object's handle and attributes and the directory's
+ * wcc data (into the resok fields given), else only the wcc data (into
+ * resfail's). */
+static void made_result(const struct made *m, nfsstat3 status, nfsstat3 *res_status,
+			post_op_fh3 *obj, post_op_attr *obj_attributes, wcc_data *ok_wcc,
+			wcc_data *fail_wcc)
+{
+	*res_status = status;
+	if (status == NFS3_OK) {
+		*obj = m->obj;
+		*obj_attributes = m->obj_attributes;
+		*ok_wcc = m->dir_wcc;
+	} else {
+		*fail_wcc = m->dir_wcc;
+	}
+}
+
 /* --- the procedures ------------------------------------------------------ */
 
 void nfs3_proc_null(struct nfs_ctx *ctx, void *args, void *res)
@@ -626,14 +644,9 @@ void nfs3_proc_create(struct nfs_ctx *ctx, CREATE3args *args, CREATE3res *res)
 	if (ret == 0)
 		made_obj(ctx, ino, &a, &m);
 	wcc_end(ctx, dir, &m.dir_wcc);
-	res->status = nfs3_status(ret);
-	if (ret == 0) {
-		res->CREATE3res_u.resok.obj = m.obj;
-		res->CREATE3res_u.resok.obj_attributes = m.obj_attributes;
-		res->CREATE3res_u.resok.dir_wcc = m.dir_wcc;
-	} else {
-		res->CREATE3res_u.resfail.dir_wcc = m.dir_wcc;
-	}
+	made_result(&m, nfs3_status(ret), &res->status, &res->CREATE3res_u.resok.obj,
+		    &res->CREATE3res_u.resok.obj_attributes, &res->CREATE3res_u.resok.dir_wcc,
+		    &res->CREATE3res_u.resfail.dir_wcc);
 }
 
 void nfs3_proc_mkdir(struct nfs_ctx *ctx, MKDIR3args *args, MKDIR3res *res)
@@ -662,14 +675,9 @@ void nfs3_proc_mkdir(struct nfs_ctx *ctx, MKDIR3args *args, MKDIR3res *res)
 	if (ret == 0)
 		made_obj(ctx, ino, &a, &m);
 	wcc_end(ctx, dir, &m.dir_wcc);
-	res->status = nfs3_status(ret);
-	if (ret == 0) {
-		res->MKDIR3res_u.resok.obj = m.obj;
-		res->MKDIR3res_u.resok.obj_attributes = m.obj_attributes;
-		res->MKDIR3res_u.resok.dir_wcc = m.dir_wcc;
-	} else {
-		res->MKDIR3res_u.resfail.dir_wcc = m.dir_wcc;
-	}
+	made_result(&m, nfs3_status(ret), &res->status, &res->MKDIR3res_u.resok.obj,
+		    &res->MKDIR3res_u.resok.obj_attributes, &res->MKDIR3res_u.resok.dir_wcc,
+		    &res->MKDIR3res_u.resfail.dir_wcc);
 }
 
 void nfs3_proc_symlink(struct nfs_ctx *ctx, SYMLINK3args *args, SYMLINK3res *res)
@@ -698,14 +706,9 @@ void nfs3_proc_symlink(struct nfs_ctx *ctx, SYMLINK3args *args, SYMLINK3res *res
 	if (ret == 0)
 		made_obj(ctx, ino, &a, &m);
 	wcc_end(ctx, dir, &m.dir_wcc);
-	res->status = nfs3_status(ret);
-	if (ret == 0) {
-		res->SYMLINK3res_u.resok.obj = m.obj;
-		res->SYMLINK3res_u.resok.obj_attributes = m.obj_attributes;
-		res->SYMLINK3res_u.resok.dir_wcc = m.dir_wcc;
-	} else {
-		res->SYMLINK3res_u.resfail.dir_wcc = m.dir_wcc;
-	}
+	made_result(&m, nfs3_status(ret), &res->status, &res->SYMLINK3res_u.resok.obj,
+		    &res->SYMLINK3res_u.resok.obj_attributes, &res->SYMLINK3res_u.resok.dir_wcc,
+		    &res->SYMLINK3res_u.resfail.dir_wcc);
 }
 
 void nfs3_proc_mknod(struct nfs_ctx *ctx, MKNOD3args *args, MKNOD3res *res)
@@ -759,18 +762,13 @@ void nfs3_proc_mknod(struct nfs_ctx *ctx, MKNOD3args *args, MKNOD3res *res)
 		status = nfs3_status(ret);
 	}
 	wcc_end(ctx, dir, &m.dir_wcc);
-	res->status = status;
-	if (status == NFS3_OK) {
-		res->MKNOD3res_u.resok.obj = m.obj;
-		res->MKNOD3res_u.resok.obj_attributes = m.obj_attributes;
-		res->MKNOD3res_u.resok.dir_wcc = m.dir_wcc;
-	} else {
-		res->MKNOD3res_u.resfail.dir_wcc = m.dir_wcc;
-	}
+	made_result(&m, status, &res->status, &res->MKNOD3res_u.resok.obj,
+		    &res->MKNOD3res_u.resok.obj_attributes, &res->MKNOD3res_u.resok.dir_wcc,
+		    &res->MKNOD3res_u.resfail.dir_wcc);
 }
 
 /* REMOVE and RMDIR: one name out of one directory. */
-static int remove_common(struct nfs_ctx *ctx, const diropargs3 *what, int want_dir, wcc_data *wcc)
+static int remove_name(struct nfs_ctx *ctx, const diropargs3 *what, int want_dir, wcc_data *wcc)
 {
 	struct fs_ino dir = { 0 };
 	int ret;
@@ -794,7 +792,7 @@ void nfs3_proc_remove(struct nfs_ctx *ctx, REMOVE3args *args, REMOVE3res *res)
 	int ret;
 
 	memset(res, 0, sizeof(*res));
-	ret = remove_common(ctx, &args->object, 0, &wcc);
+	ret = remove_name(ctx, &args->object, 0, &wcc);
 	res->status = nfs3_status(ret);
 	if (ret == 0)
 		res->REMOVE3res_u.resok.dir_wcc = wcc;
@@ -808,7 +806,7 @@ void nfs3_proc_rmdir(struct nfs_ctx *ctx, RMDIR3args *args, RMDIR3res *res)
 	int ret;
 
 	memset(res, 0, sizeof(*res));
-	ret = remove_common(ctx, &args->object, 1, &wcc);
+	ret = remove_name(ctx, &args->object, 1, &wcc);
 	res->status = nfs3_status(ret);
 	if (ret == 0)
 		res->RMDIR3res_u.resok.dir_wcc = wcc;

@@ -67,7 +67,7 @@ static int32_t *put_fattr3(int32_t *b, const fattr3 *a)
 
 /* Writes e (its "value follows" first) when the stream has room for it
  * inline; 0 when it has not, or e is one rpcgen's coder must refuse. */
-static int put_entry(XDR *x, const entryplus3 *e)
+static int put_entryplus(XDR *x, const entryplus3 *e)
 {
 	const post_op_attr *pa = &e->name_attributes;
 	const post_op_fh3 *pf = &e->name_handle;
@@ -115,7 +115,7 @@ bool_t xdr_READDIRPLUS3res_fast(XDR *x, READDIRPLUS3res *res)
 	    !xdr_cookieverf3(x, ok->cookieverf))
 		return FALSE;
 	for (e = ok->reply.entries; e; e = e->nextentry)
-		if (!put_entry(x, e))
+		if (!put_entryplus(x, e))
 			/* This entry and the rest, as rpcgen codes them. */
 			return xdr_pointer(x, (char **)&e, sizeof(*e), (xdrproc_t)xdr_entryplus3) &&
 			       xdr_bool(x, &ok->reply.eof);

@@ -9,13 +9,17 @@
  * on to the next request at once: concurrent clients share flushes, and no
  * thread is woken per call to send one reply (on a VM, those wake-ups had
  * cost more than the flushes: four clients on four connections got 1.4
- * creates per sync out of eight in flight). */
+ * creates per sync out of eight in flight).
+ *
+ * What a committed reply becomes and where it goes is the caller's: its
+ * answer hook gets it once the sync ended. */
 #include "config.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "server/commit.h"
 #include "server/log.h"
 #include "server/server.h"
 
@@ -27,6 +31,7 @@ struct held_reply {
 	struct held_reply *next;
 	struct conn *conn;             /* the request's reference */
 	struct commit_call cc;
+	commit_answer_fn answer;
 	size_t len, cap;
 	uint8_t buf[];
 };
@@ -52,22 +57,11 @@ static int ticket_state(const struct server *srv, uint64_t ticket)
 	return 0;
 }
 
-/* The reply in buf (len of cap bytes) goes out: turned into NFS3ERR_IO
- * when its sync failed, recorded for retransmissions, sent; the request's
- * reference to c is dropped. */
-static void answer(struct server *srv, struct conn *c, const struct commit_call *cc, uint8_t *buf,
-		   size_t len, size_t cap, int failed)
-{
-	dispatch_committed(srv, c, cc, failed, buf, cap, &len);
-	conn_reply(c, buf, len, 1);
-	conn_put(c);
-}
-
 /* Under gclock, as the committer: sync until no held reply waits for a
  * later one. Its own reply is answered after the first sync. Returns with
  * gclock held and gc_syncing cleared. */
 static void commit_run(struct server *srv, struct conn *c, const struct commit_call *cc,
-		       uint8_t *buf, size_t len, size_t cap)
+		       uint8_t *buf, size_t len, size_t cap, commit_answer_fn answer)
 {
 	int own = 1;
 
@@ -102,12 +96,12 @@ static void commit_run(struct server *srv, struct conn *c, const struct commit_c
 		pthread_cond_broadcast(&srv->gccond); /* calls that could not be held */
 		pthread_mutex_unlock(&srv->gclock);
 		if (own)
-			answer(srv, c, cc, buf, len, cap, ret < 0);
+			answer(srv, c, cc, ret < 0, buf, len, cap);
 		own = 0;
 		while (done) {
 			struct held_reply *h = done;
 			done = h->next;
-			answer(srv, h->conn, &h->cc, h->buf, h->len, h->cap, ret < 0);
+			h->answer(srv, h->conn, &h->cc, ret < 0, h->buf, h->len, h->cap);
 			free(h);
 		}
 		pthread_mutex_lock(&srv->gclock);
@@ -118,7 +112,7 @@ static void commit_run(struct server *srv, struct conn *c, const struct commit_c
 }
 
 void commit_reply(struct server *srv, struct conn *c, uint8_t *buf, size_t len, size_t cap,
-		  const struct commit_call *cc)
+		  const struct commit_call *cc, commit_answer_fn answer)
 {
 	struct held_reply *h = NULL;
 	int state, tried = 0;
@@ -129,7 +123,7 @@ void commit_reply(struct server *srv, struct conn *c, uint8_t *buf, size_t len, 
 		if (state != 0)
 			break; /* a sync that ended since covered it */
 		if (!srv->gc_syncing) {
-			commit_run(srv, c, cc, buf, len, cap);
+			commit_run(srv, c, cc, buf, len, cap, answer);
 			pthread_mutex_unlock(&srv->gclock);
 			free(h);
 			return;
@@ -143,6 +137,7 @@ void commit_reply(struct server *srv, struct conn *c, uint8_t *buf, size_t len, 
 			if (h) {
 				h->conn = c;
 				h->cc = *cc;
+				h->answer = answer;
 				h->len = len;
 				h->cap = room;
 				memcpy(h->buf, buf, len);
@@ -163,5 +158,5 @@ void commit_reply(struct server *srv, struct conn *c, uint8_t *buf, size_t len, 
 	}
 	pthread_mutex_unlock(&srv->gclock);
 	free(h);
-	answer(srv, c, cc, buf, len, cap, state < 0);
+	answer(srv, c, cc, state < 0, buf, len, cap);
 }

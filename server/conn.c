@@ -1,11 +1,13 @@
 /* Connections on the event loop: accepting (and deciding once which export
  * the client may use), ONC RPC record marking (RFC 5531 section 11) with
  * multi-fragment records and a maximum record size, handing complete
- * records to the workers, and backpressure: a connection with too many
- * requests outstanding, or a server with too many in all, stops reading
- * until replies drain. A request keeps its place in those limits until its
- * reply has left for the socket, so a client that does not read its
- * replies is paused like one that sends too much.
+ * records to the request pipeline (request.c) and taking its replies back
+ * through the hooks registered in each connection (conn_ops), and
+ * backpressure: a connection with too many requests outstanding, or a
+ * server with too many in all, stops reading until replies drain. A
+ * request keeps its place in those limits until its reply has left for
+ * the socket, so a client that does not read its replies is paused like
+ * one that sends too much.
  *
  * Memory under hostile clients (doc/design.md, "Memory bounds"): at most
  * max_connections connections; each buffers at most one record being
@@ -28,20 +30,18 @@
 #include <time.h>
 
 #include "server/log.h"
+#include "server/recbuf.h"
+#include "server/request.h"
 #include "server/server.h"
 
 /* Seconds between two "max_connections reached" lines. */
 #define REFUSED_LOG_INTERVAL 10.0
 
-static size_t max_record(const struct server *srv)
-{
-	return srv->cfg.max_io + (64u << 10);
-}
-
 /* A connection that held at least this much gives the heap back. */
 #define TRIM_AFTER_BYTES (64u << 10)
 
 static void release(struct conn *c, int n);
+static void conn_done(struct conn *c);
 
 /* glibc keeps freed heap memory: the buffers of closed hostile
  * connections would stay in the daemon's RSS (they come from many small
@@ -106,7 +106,14 @@ static void free_cb(evutil_socket_t fd, short what, void *arg)
 	free(c);
 }
 
-void conn_put(struct conn *c)
+static void conn_hold(struct conn *c)
+{
+	pthread_mutex_lock(&c->lock);
+	c->refs++;
+	pthread_mutex_unlock(&c->lock);
+}
+
+static void conn_put(struct conn *c)
 {
 	int last;
 
@@ -185,7 +192,7 @@ static void kill_cb(evutil_socket_t fd, short what, void *arg)
 	conn_put(c);
 }
 
-void conn_kill(struct conn *c)
+static void conn_kill(struct conn *c)
 {
 	pthread_mutex_lock(&c->lock);
 	c->refs++;
@@ -224,7 +231,7 @@ static int queue_reply(struct conn *c, const uint8_t *buf, size_t len)
  * call into a bufferevent while holding either of those. A worker holds
  * one bufferevent's lock at a time and releases its request's place
  * (which may resume other connections) only after unlocking it. */
-void conn_reply(struct conn *c, const uint8_t *buf, size_t len, int direct)
+static void conn_reply(struct conn *c, const uint8_t *buf, size_t len, int direct)
 {
 	int dead, ret = 0;
 
@@ -342,10 +349,19 @@ static void release(struct conn *c, int n)
 	}
 }
 
-void conn_done(struct conn *c)
+static void conn_done(struct conn *c)
 {
 	release(c, 1);
 }
+
+/* The request pipeline's way back to a connection. */
+static const struct conn_ops conn_ops = {
+	.reply = conn_reply,
+	.done = conn_done,
+	.kill = conn_kill,
+	.hold = conn_hold,
+	.put = conn_put,
+};
 
 /* The output buffer changed (the loop's thread, under the bufferevent's
  * lock): replies whose last byte has left release their requests. */
@@ -379,39 +395,13 @@ static void output_cb(struct evbuffer *out, const struct evbuffer_cb_info *info,
 		release(c, sent);
 }
 
-/* The loop answers a call itself when it can without waiting: a cache
- * hit of a small read-only call (dispatch_call's nowait) costs no hand-off
- * to a worker and back. 1: answered (or its connection closed), 0: a
- * worker must run it. */
-static int answer_on_loop(struct conn *c)
-{
-	struct server *srv = c->srv;
-	size_t len = 0;
-	int ret;
-
-	if (!srv->loop_out || srv->stopping)
-		return 0;
-	ret = dispatch_call(srv, c, c->rec, c->rec_len, srv->loop_out, dispatch_reply_cap(srv),
-			    &len, 1, NULL);
-	if (ret == -EAGAIN)
-		return 0;
-	__atomic_add_fetch(&srv->calls_loop, 1, __ATOMIC_RELAXED);
-	if (ret == 0) {
-		conn_reply(c, srv->loop_out, len, 1); /* conn_done once it has left */
-		return 1;
-	}
-	if (ret < 0)
-		conn_close(c);
-	conn_done(c);
-	return 1;
-}
-
-/* A complete record is answered by the loop or goes to the workers; it
- * takes its place in the limits either way. */
+/* A complete record goes to the request pipeline, which answers it on the
+ * loop or gives it to a worker; it takes its place in the limits either
+ * way. */
 static void submit(struct conn *c)
 {
 	struct server *srv = c->srv;
-	struct request *rq;
+	int ret;
 
 	pthread_mutex_lock(&srv->qlock);
 	srv->outstanding++;
@@ -431,77 +421,20 @@ static void submit(struct conn *c)
 	}
 	pthread_mutex_unlock(&c->lock);
 	pthread_mutex_unlock(&srv->qlock);
-	if (answer_on_loop(c)) {
+	ret = request_start(srv, c, c->rec, c->rec_len, c->rec_cap);
+	if (ret > 0) {
 		c->rec_len = 0; /* the buffer is kept for the next record */
 		return;
 	}
-	rq = malloc(sizeof(*rq));
-	if (!rq) {
-		log_error("%s: out of memory for a request", c->peer_name);
-		conn_done(c);
-		conn_close(c);
+	if (ret == 0) {
+		c->rec = NULL; /* the request's now */
+		c->rec_len = c->rec_cap = 0;
 		return;
 	}
-	rq->conn = c;
-	rq->rec = c->rec;
-	rq->len = c->rec_len;
-	rq->cap = c->rec_cap;
-	c->rec = NULL;
-	c->rec_len = c->rec_cap = 0;
-	pthread_mutex_lock(&c->lock);
-	c->refs++; /* the request's, dropped by its worker */
-	pthread_mutex_unlock(&c->lock);
-	workers_submit(srv, rq);
-}
-
-/* Large records (WRITEs) take buffers of the maximum record size that
- * earlier requests gave back: freshly allocated, each cost a page fault
- * per 4 KiB (glibc returns freed pages when several are in flight). The
- * spares are freed with the heap's trim after a large connection closes. */
-#define REC_SPARE_MIN (64u << 10)
-
-static uint8_t *rec_take(struct server *srv, size_t *cap)
-{
-	uint8_t *p = NULL;
-
-	pthread_mutex_lock(&srv->rec_lock);
-	if (srv->nrec_spare) {
-		srv->nrec_spare--;
-		p = srv->rec_spare[srv->nrec_spare];
-		*cap = srv->rec_spare_cap[srv->nrec_spare];
-	}
-	pthread_mutex_unlock(&srv->rec_lock);
-	if (p && *cap < max_record(srv)) { /* from before a reload raised max_io */
-		free(p);
-		p = NULL;
-	}
-	if (!p) {
-		*cap = max_record(srv);
-		p = malloc(*cap);
-	}
-	return p;
-}
-
-void rec_give(struct server *srv, uint8_t *rec, size_t cap)
-{
-	if (rec && cap >= max_record(srv)) {
-		pthread_mutex_lock(&srv->rec_lock);
-		if (srv->nrec_spare < REC_SPARES) {
-			srv->rec_spare[srv->nrec_spare] = rec;
-			srv->rec_spare_cap[srv->nrec_spare++] = cap;
-			rec = NULL;
-		}
-		pthread_mutex_unlock(&srv->rec_lock);
-	}
-	free(rec);
-}
-
-void rec_spares_free(struct server *srv)
-{
-	pthread_mutex_lock(&srv->rec_lock);
-	while (srv->nrec_spare)
-		free(srv->rec_spare[--srv->nrec_spare]);
-	pthread_mutex_unlock(&srv->rec_lock);
+	if (ret == -ENOMEM)
+		log_error("%s: out of memory for a request", c->peer_name);
+	conn_close(c);
+	conn_done(c);
 }
 
 /* Room for need bytes of record: the first fragment gets its exact size,
@@ -527,8 +460,8 @@ static int rec_reserve(struct conn *c, size_t need)
 		ncap = need ? need : 1;
 	while (ncap < need)
 		ncap *= 2;
-	if (ncap > max_record(c->srv))
-		ncap = max_record(c->srv); /* need is never more */
+	if (ncap > rec_max(c->srv))
+		ncap = rec_max(c->srv); /* need is never more */
 	p = realloc(c->rec, ncap);
 	if (!p)
 		return -ENOMEM;
@@ -566,9 +499,9 @@ static int take_fragment(struct conn *c, struct evbuffer *in)
 		memcpy(&mark, hdr, 4);
 		mark = ntohl(mark);
 		flen = mark & 0x7fffffffu;
-		if (c->rec_len + flen > max_record(c->srv)) {
+		if (c->rec_len + flen > rec_max(c->srv)) {
 			log_warn("%s:%u: record of %zu bytes or more exceeds %zu: closing",
-				 c->peer_name, c->peer_port, c->rec_len + flen, max_record(c->srv));
+				 c->peer_name, c->peer_port, c->rec_len + flen, rec_max(c->srv));
 			conn_close(c);
 			return -EMSGSIZE;
 		}
@@ -689,7 +622,7 @@ static void peer_format(const struct sockaddr *sa, char *name, size_t len, uint1
 
 /* Over max_connections: closed at once, with at most one log line every
  * REFUSED_LOG_INTERVAL seconds (counting the ones closed since). */
-static void refuse(struct server *srv, evutil_socket_t fd, const struct sockaddr *sa)
+static void close_refused_conn(struct server *srv, evutil_socket_t fd, const struct sockaddr *sa)
 {
 	struct timespec ts;
 	char name[64];
@@ -729,12 +662,12 @@ static int conn_setup(struct server *srv, struct conn *c, evutil_socket_t fd)
 	 * reply goes out in one write, not 64. */
 	if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) < 0)
 		return -errno;
-	if (bufferevent_set_max_single_write(c->bev, max_record(srv)) < 0 ||
-	    bufferevent_set_max_single_read(c->bev, max_record(srv)) < 0)
+	if (bufferevent_set_max_single_write(c->bev, rec_max(srv)) < 0 ||
+	    bufferevent_set_max_single_read(c->bev, rec_max(srv)) < 0)
 		return -EINVAL;
 	/* Input is read up to one largest fragment with its mark beyond what
 	 * is parsed: a connection never buffers more than that. */
-	bufferevent_setwatermark(c->bev, EV_READ, 0, max_record(srv) + 4);
+	bufferevent_setwatermark(c->bev, EV_READ, 0, rec_max(srv) + 4);
 	if (bufferevent_set_timeouts(c->bev, NULL, &wtv) < 0)
 		return -EINVAL;
 	bufferevent_setcb(c->bev, read_cb, NULL, event_cb, c);
@@ -768,7 +701,7 @@ static void accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct socka
 		return;
 	}
 	if (srv->nconns >= srv->cfg.max_connections) {
-		refuse(srv, fd, sa);
+		close_refused_conn(srv, fd, sa);
 		return;
 	}
 	c = calloc(1, sizeof(*c));
@@ -778,6 +711,7 @@ static void accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct socka
 		return;
 	}
 	c->srv = srv;
+	c->ops = &conn_ops;
 	c->refs = 1;
 	c->serial = ++srv->conn_serial;
 	pthread_mutex_init(&c->lock, NULL);
@@ -832,8 +766,5 @@ int conn_listen(struct server *srv)
 	if (getsockname(evconnlistener_get_fd(srv->listener), (struct sockaddr *)&ss, &len) < 0)
 		return -errno;
 	srv->port = ntohs(ss.ss_family == AF_INET ? in->sin_port : in6->sin6_port);
-	srv->loop_out = malloc(dispatch_reply_cap(srv));
-	if (!srv->loop_out)
-		log_warn("no memory for the loop's reply buffer: every call goes to the workers");
 	return 0;
 }

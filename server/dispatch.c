@@ -2,8 +2,8 @@
  * (handler, XDR coders, whether the call changes state and is answered from
  * the duplicate request cache when retransmitted), the RPC-level errors
  * (PROG_UNAVAIL, PROG_MISMATCH, PROC_UNAVAIL, GARBAGE_ARGS, AUTH errors),
- * export access and squashing, the ticket of a call that must be committed
- * before its reply, and that reply once its sync ended (dispatch_committed). */
+ * export access and squashing, whether a call must be committed before its
+ * reply, and that reply once its sync ended (dispatch_committed). */
 #include "config.h"
 
 #include <errno.h>
@@ -15,6 +15,7 @@
 #include "proto/nfs3_proc.h"
 #include "proto/nfs_ctx.h"
 #include "proto/xdr_fast.h"
+#include "server/dispatch.h"
 #include "server/log.h"
 #include "server/mountd.h"
 #include "server/rpc.h"
@@ -249,8 +250,8 @@ static void call_cred(const struct export *e, const struct rpc_call *call, struc
 /* A call refused before its handler runs: a zeroed result with only the
  * status set encodes as the procedure's failure arm (a procedure without
  * a result, UMNT or UMNTALL, has none: res is NULL). */
-static int refuse(const struct proc_desc *pd, const struct rpc_call *call, int status, XDR *x,
-		  void *res)
+static int reply_refused(const struct proc_desc *pd, const struct rpc_call *call, int status,
+			 XDR *x, void *res)
 {
 	if (res)
 		memset(res, 0, pd->res_size);
@@ -261,16 +262,241 @@ static int refuse(const struct proc_desc *pd, const struct rpc_call *call, int s
 	return 0;
 }
 
+/* The RPC header: its version, its credentials' flavor, the program, its
+ * version and the procedure. 0 and the procedure in *pd for a call to run;
+ * without a procedure, the rejection's encoding in x: 0, or < 0 when it
+ * did not fit. decoded: what rpc_decode_call returned. */
+static int check_header(const struct rpc_call *call, int decoded, XDR *x,
+			const struct proc_desc **pd)
+{
+	uint32_t stat, low = 0, high = 0;
+
+	*pd = NULL;
+	if (call->rpcvers != 2)
+		return rpc_encode_denied_version(x, call->xid);
+	if (decoded == -EACCES || (call->flavor != RPC_AUTH_SYS && call->flavor != RPC_AUTH_NONE))
+		return rpc_encode_denied_auth(x, call->xid,
+					      decoded == -EACCES ? AUTH_BADCRED : AUTH_TOOWEAK);
+	*pd = lookup_proc(call, &stat, &low, &high);
+	if (!*pd)
+		return rpc_encode_accepted(x, call->xid, stat, low, high);
+	return 0;
+}
+
+/* A non-idempotent call (its arguments' checksum: sum) seen before: 0 and
+ * its first reply in out, 1 while the first is still running (no reply),
+ * -EMSGSIZE when the stored reply does not fit; -ENOENT for a new call,
+ * now recorded as in progress. */
+static int drc_replay(struct server *srv, struct conn *c, const struct rpc_call *call, uint32_t sum,
+		      uint8_t *out, size_t outcap, size_t *outlen)
+{
+	uint8_t *cached;
+	size_t clen;
+	int ret;
+
+	ret = drc_lookup(srv->drc, (const struct sockaddr *)&c->peer, c->serial, call->xid,
+			 call->prog, call->proc, sum, &cached, &clen);
+	if (ret == -EINPROGRESS)
+		return 1; /* the first transmission is being answered */
+	if (ret != 1)
+		return -ENOENT;
+	if (clen <= outcap)
+		memcpy(out, cached, clen);
+	free(cached);
+	if (clen > outcap)
+		return -EMSGSIZE;
+	*outlen = clen;
+	return 0;
+}
+
+/* A call past its header's checks, on its way to its reply: what the steps
+ * that run it share. */
+struct call_run {
+	struct server *srv;
+	struct conn *c;
+	struct rpc_call *call;
+	const struct proc_desc *pd;
+	uint32_t args_sum;             /* P_DRC: the arguments' checksum */
+	struct nfs_ctx ctx;
+	void *args, *res;              /* in ctx's arena */
+	struct export_set *es;         /* the exports in force, held */
+	const struct export *e;        /* the client's, or NULL */
+};
+
+static const char *prog_name(const struct rpc_call *call)
+{
+	return call->prog == NFS_PROGRAM ? "nfs" : "mount";
+}
+
+/* The arguments, decoded into arena memory (with room for the result):
+ * 0, -ENOMEM, or -EINVAL when they are garbage. */
+static int decode_args(struct call_run *r)
+{
+	const struct proc_desc *pd = r->pd;
+
+	r->args = pd->args_size ? arena_alloc(&r->ctx.arena, pd->args_size) : NULL;
+	r->res = pd->res_size ? arena_alloc(&r->ctx.arena, pd->res_size) : NULL;
+	if ((pd->args_size && !r->args) || (pd->res_size && !r->res))
+		return -ENOMEM;
+	if (r->args)
+		memset(r->args, 0, pd->args_size);
+	if (!pd->xdr_args(&r->call->args, r->args)) {
+		log_debug("%s: %s.%s: garbage arguments", r->c->peer_name, prog_name(r->call),
+			  pd->name);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* The export this client gets, from the exports in force now (a reload,
+ * SIGHUP, applies to the next call on the same connection), and who may
+ * do what: 0, or -EACCES with the refusal's status in *status. NULL is
+ * always answered. */
+static int check_access(struct call_run *r, int *status)
+{
+	const struct rpc_call *call = r->call;
+	const struct conn *c = r->c;
+	const struct export *e;
+
+	r->es = export_table_get(&r->srv->exports);
+	r->e = e = export_for_client(r->es, (const struct sockaddr *)&c->peer);
+	if (call->proc == 0)
+		return 0;
+	if (!e || (e->secure && c->peer_port >= 1024)) {
+		log_warn("%s:%u: %s.%s refused: %s", c->peer_name, c->peer_port, prog_name(call),
+			 r->pd->name,
+			 e ? "unprivileged port on a secure export" : "client not in any export");
+		*status = call->prog == NFS_PROGRAM ? NFS3ERR_ACCES : MNT3ERR_ACCES;
+		return -EACCES;
+	}
+	if (call->prog == NFS_PROGRAM && (r->pd->flags & P_MODIFIES) && !e->rw) {
+		*status = NFS3ERR_ROFS;
+		return -EACCES;
+	}
+	return 0;
+}
+
+/* The handler's context: the volume, the export and the credentials, and
+ * for READ the room in the reply buffer (out, outcap) for its data. */
+static void setup_ctx(struct call_run *r, uint8_t *out, size_t outcap)
+{
+	struct nfs_ctx *ctx = &r->ctx;
+	const struct server *srv = r->srv;
+
+	ctx->vol = srv->vol;
+	ctx->key = srv->key;
+	ctx->rdonly = r->e ? !r->e->rw : 1;
+	memcpy(ctx->write_verf, srv->write_verf, sizeof(ctx->write_verf));
+	ctx->rtmax = ctx->wtmax = srv->cfg.max_io;
+	ctx->srv = r->srv;
+	ctx->conn = r->c;
+	if (r->e) {
+		call_cred(r->e, r->call, &ctx->cred);
+		ctx->export_root = r->e->root;
+	}
+	if (r->call->prog == NFS_PROGRAM && r->call->proc == NFSPROC3_READ &&
+	    outcap > READ_DATA_OFFSET + 4) {
+		ctx->read_into = out + READ_DATA_OFFSET;
+		ctx->read_room = outcap - READ_DATA_OFFSET - 4;
+	}
+}
+
+/* Run the handler: 0, or -EAGAIN on the loop (nowait) when it would wait.
+ * A call that changed the volume is marked in cc for its commit. */
+static int execute(struct call_run *r, int nowait, struct commit_call *cc)
+{
+	const struct proc_desc *pd = r->pd;
+	struct fs_volume *vol = r->srv->vol;
+
+	if (nowait && fs_nowait_begin(vol) < 0)
+		return -EAGAIN; /* the volume is busy: a worker waits for it */
+	pd->fn(&r->ctx, r->args, r->res);
+	if (nowait && fs_nowait_end(vol) < 0)
+		return -EAGAIN; /* it needed the disk: a worker runs it again */
+	if (log_enabled(LOG_LVL_DEBUG))
+		log_debug("%s xid %08x %s.%s -> %d", r->c->peer_name, r->call->xid,
+			  prog_name(r->call), pd->name,
+			  (pd->flags & P_STATUS) ? *(int *)r->res : 0);
+	if (!r->ctx.needs_sync)
+		return 0;
+	/* NFSv3: a change is on stable storage before its reply goes out
+	 * (the caller commits it); when it cannot be made so, the client hears
+	 * NFS3ERR_IO (dispatch_committed). */
+	if (cc) {
+		cc->changed = 1;
+		cc->pd = pd;
+		cc->xid = r->call->xid;
+		cc->prog = r->call->prog;
+		cc->proc = r->call->proc;
+		cc->args_sum = r->args_sum;
+	} else {
+		log_error("%s: %s changed the volume on the event loop", r->c->peer_name, pd->name);
+		if (pd->flags & P_STATUS) {
+			memset(r->res, 0, pd->res_size);
+			*(int *)r->res = NFS3ERR_IO;
+		}
+	}
+	return 0;
+}
+
+/* The reply in x: the accepted header and the result (READ's data, already
+ * in out, in place), or SYSTEM_ERR when they do not fit. */
+static int encode_result(struct call_run *r, XDR *x, uint8_t *out)
+{
+	const READ3res *rd = r->res;
+	uint32_t xid = r->call->xid;
+	int in_place = r->ctx.read_into && rd->status == NFS3_OK &&
+		       (uint8_t *)rd->READ3res_u.resok.data.data_val == r->ctx.read_into;
+
+	if (rpc_encode_accepted(x, xid, SUCCESS, 0, 0) == 0 &&
+	    (in_place ? encode_read_in_place(x, out, r->res) == 0 : r->pd->xdr_res(x, r->res)))
+		return 0;
+	xdr_setpos(x, 4);
+	return rpc_encode_accepted(x, xid, SYSTEM_ERR, 0, 0);
+}
+
+/* Decode, check and run the call and encode its reply in x (out, outcap
+ * bytes): 0, or < 0 when there is no reply to send (-EAGAIN: on the loop,
+ * the call would wait or take long). */
+static int run_call(struct call_run *r, XDR *x, uint8_t *out, size_t outcap, int nowait,
+		    struct commit_call *cc)
+{
+	int status = 0, ret = decode_args(r);
+
+	if (ret == -ENOMEM)
+		return rpc_encode_accepted(x, r->call->xid, SYSTEM_ERR, 0, 0);
+	if (ret < 0)
+		return rpc_encode_accepted(x, r->call->xid, GARBAGE_ARGS, 0, 0);
+	if (nowait && !loop_sized(r->c, r->call, r->args))
+		return -EAGAIN;
+	if (check_access(r, &status) < 0)
+		return reply_refused(r->pd, r->call, status, x, r->res);
+	setup_ctx(r, out, outcap);
+	ret = execute(r, nowait, cc);
+	if (ret < 0)
+		return ret;
+	return encode_result(r, x, out);
+}
+
+/* What running the call held: the decoder's allocations (strings, opaque
+ * data), the arena, the exports. */
+static void release_call(struct call_run *r)
+{
+	if (r->args) {
+		XDR fx = { .x_op = XDR_FREE };
+		r->pd->xdr_args(&fx, r->args);
+	}
+	arena_release(&r->ctx.arena);
+	export_set_put(r->es);
+}
+
 int dispatch_call(struct server *srv, struct conn *c, const uint8_t *rec, size_t len,
 		  uint8_t *out, size_t outcap, size_t *outlen, int nowait, struct commit_call *cc)
 {
-	struct nfs_ctx ctx;
+	const struct proc_desc *pd;
 	struct rpc_call call;
-	const struct proc_desc *pd = NULL;
-	uint32_t stat, low = 0, high = 0, args_sum = 0;
-	void *args = NULL, *res = NULL;
-	struct export_set *es = NULL;
-	const struct export *e = NULL;
+	struct call_run r;
+	uint32_t args_sum = 0;
 	XDR x;
 	int ret;
 
@@ -279,153 +505,30 @@ int dispatch_call(struct server *srv, struct conn *c, const uint8_t *rec, size_t
 		return ret; /* not an RPC call: the connection goes */
 	xdrmem_create(&x, (char *)out, (u_int)outcap, XDR_ENCODE);
 	xdr_setpos(&x, 4); /* room for the record mark */
-	if (call.rpcvers != 2) {
-		ret = rpc_encode_denied_version(&x, call.xid);
-		goto done;
-	}
-	if (ret == -EACCES || (call.flavor != RPC_AUTH_SYS && call.flavor != RPC_AUTH_NONE)) {
-		ret = rpc_encode_denied_auth(&x, call.xid, ret == -EACCES ? AUTH_BADCRED : AUTH_TOOWEAK);
-		goto done;
-	}
-	pd = lookup_proc(&call, &stat, &low, &high);
-	if (!pd) {
-		ret = rpc_encode_accepted(&x, call.xid, stat, low, high);
-		goto done;
-	}
+	ret = check_header(&call, ret, &x, &pd);
+	if (!pd)
+		return ret < 0 ? ret : finish(&x, out, outlen);
 	if (nowait && !(pd->flags & P_LOOP))
 		return -EAGAIN;
 	if (pd->flags & P_DRC) {
 		uint32_t at = xdr_getpos(&call.args);
-		uint8_t *cached;
-		size_t clen;
 		args_sum = crc32c(0, rec + at, len - at);
-		ret = drc_lookup(srv->drc, (const struct sockaddr *)&c->peer, c->serial, call.xid,
-				 call.prog, call.proc, args_sum, &cached, &clen);
-		if (ret == -EINPROGRESS)
-			return 1; /* the first transmission is being answered */
-		if (ret == 1) {
-			if (clen <= outcap)
-				memcpy(out, cached, clen);
-			free(cached);
-			if (clen > outcap)
-				return -EMSGSIZE;
-			*outlen = clen;
-			return 0;
-		}
+		ret = drc_replay(srv, c, &call, args_sum, out, outcap, outlen);
+		if (ret != -ENOENT)
+			return ret;
 	}
-	memset(&ctx, 0, sizeof(ctx));
-	args = pd->args_size ? arena_alloc(&ctx.arena, pd->args_size) : NULL;
-	res = pd->res_size ? arena_alloc(&ctx.arena, pd->res_size) : NULL;
-	if ((pd->args_size && !args) || (pd->res_size && !res)) {
-		ret = rpc_encode_accepted(&x, call.xid, SYSTEM_ERR, 0, 0);
-		goto out;
-	}
-	if (args)
-		memset(args, 0, pd->args_size);
-	if (!pd->xdr_args(&call.args, args)) {
-		log_debug("%s: %s.%s: garbage arguments", c->peer_name,
-			  call.prog == NFS_PROGRAM ? "nfs" : "mount", pd->name);
-		ret = rpc_encode_accepted(&x, call.xid, GARBAGE_ARGS, 0, 0);
-		goto out;
-	}
-	if (nowait && !loop_sized(c, &call, args)) {
-		ret = -EAGAIN;
-		goto out;
-	}
-	/* The export this client gets, from the exports in force now: a
-	 * reload (SIGHUP) applies to the next call on the same connection. */
-	es = export_table_get(&srv->exports);
-	e = export_for_client(es, (const struct sockaddr *)&c->peer);
-	/* Who may do what: NULL is always answered. */
-	if (call.proc != 0) {
-		int status = call.prog == NFS_PROGRAM ? NFS3ERR_ACCES : MNT3ERR_ACCES;
-		if (!e || (e->secure && c->peer_port >= 1024)) {
-			log_warn("%s:%u: %s.%s refused: %s", c->peer_name, c->peer_port,
-				 call.prog == NFS_PROGRAM ? "nfs" : "mount", pd->name,
-				 e ? "unprivileged port on a secure export"
-					   : "client not in any export");
-			ret = refuse(pd, &call, status, &x, res);
-			goto out;
-		}
-		if (call.prog == NFS_PROGRAM && (pd->flags & P_MODIFIES) && !e->rw) {
-			ret = refuse(pd, &call, NFS3ERR_ROFS, &x, res);
-			goto out;
-		}
-	}
-	ctx.vol = srv->vol;
-	ctx.key = srv->key;
-	ctx.rdonly = e ? !e->rw : 1;
-	memcpy(ctx.write_verf, srv->write_verf, sizeof(ctx.write_verf));
-	ctx.rtmax = ctx.wtmax = srv->cfg.max_io;
-	ctx.srv = srv;
-	ctx.conn = c;
-	if (e) {
-		call_cred(e, &call, &ctx.cred);
-		ctx.export_root = e->root;
-	}
-	if (call.prog == NFS_PROGRAM && call.proc == NFSPROC3_READ &&
-	    outcap > READ_DATA_OFFSET + 4) {
-		ctx.read_into = out + READ_DATA_OFFSET;
-		ctx.read_room = outcap - READ_DATA_OFFSET - 4;
-	}
-	if (nowait && fs_nowait_begin(srv->vol) < 0) {
-		ret = -EAGAIN; /* the volume is busy: a worker waits for it */
-		goto out;
-	}
-	pd->fn(&ctx, args, res);
-	if (nowait && fs_nowait_end(srv->vol) < 0) {
-		ret = -EAGAIN; /* it needed the disk: a worker runs it again */
-		goto out;
-	}
-	if (log_enabled(LOG_LVL_DEBUG))
-		log_debug("%s xid %08x %s.%s -> %d", c->peer_name, call.xid,
-			  call.prog == NFS_PROGRAM ? "nfs" : "mount", pd->name,
-			  (pd->flags & P_STATUS) ? *(int *)res : 0);
-	/* NFSv3: a change is on stable storage before its reply goes out
-	 * (commit.c); when it cannot be made so, the client hears NFS3ERR_IO
-	 * (dispatch_committed). */
-	if (ctx.needs_sync && cc) {
-		cc->ticket = commit_ticket(srv);
-		cc->pd = pd;
-		cc->xid = call.xid;
-		cc->prog = call.prog;
-		cc->proc = call.proc;
-		cc->args_sum = args_sum;
-	} else if (ctx.needs_sync) {
-		log_error("%s: %s changed the volume on the event loop", c->peer_name, pd->name);
-		if (pd->flags & P_STATUS) {
-			memset(res, 0, pd->res_size);
-			*(int *)res = NFS3ERR_IO;
-		}
-	}
-	if (ctx.read_into && ((READ3res *)res)->status == NFS3_OK &&
-	    (uint8_t *)((READ3res *)res)->READ3res_u.resok.data.data_val == ctx.read_into) {
-		if (rpc_encode_accepted(&x, call.xid, SUCCESS, 0, 0) < 0 ||
-		    encode_read_in_place(&x, out, res) < 0) {
-			xdr_setpos(&x, 4);
-			ret = rpc_encode_accepted(&x, call.xid, SYSTEM_ERR, 0, 0);
-		} else {
-			ret = 0;
-		}
-	} else if (rpc_encode_accepted(&x, call.xid, SUCCESS, 0, 0) < 0 || !pd->xdr_res(&x, res)) {
-		xdr_setpos(&x, 4);
-		ret = rpc_encode_accepted(&x, call.xid, SYSTEM_ERR, 0, 0);
-	} else {
-		ret = 0;
-	}
-out:
-	if (args) {
-		/* What the decoder allocated (strings, opaque data). */
-		XDR fx = { .x_op = XDR_FREE };
-		pd->xdr_args(&fx, args);
-	}
-	arena_release(&ctx.arena);
-	export_set_put(es);
-done:
+	memset(&r, 0, sizeof(r));
+	r.srv = srv;
+	r.c = c;
+	r.call = &call;
+	r.pd = pd;
+	r.args_sum = args_sum;
+	ret = run_call(&r, &x, out, outcap, nowait, cc);
+	release_call(&r);
 	if (ret < 0)
 		return ret;
 	finish(&x, out, outlen);
-	if (pd && (pd->flags & P_DRC) && !(cc && cc->ticket))
+	if ((pd->flags & P_DRC) && !(cc && cc->changed))
 		drc_store(srv->drc, (const struct sockaddr *)&c->peer, c->serial, call.xid,
 			  call.prog, call.proc, args_sum, out, *outlen);
 	return 0;

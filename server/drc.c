@@ -129,7 +129,7 @@ static struct drc_entry *find(struct drc *d, const uint8_t *addr, uint64_t conn,
 }
 
 /* A used entry leaves its chain and is free again. */
-static void forget(struct drc *d, struct drc_entry *e)
+static void drc_entry_unlink(struct drc *d, struct drc_entry *e)
 {
 	struct drc_entry **pp = bucket(d, e->addr, e->xid);
 
@@ -168,7 +168,7 @@ int drc_lookup(struct drc *d, const struct sockaddr *peer, uint64_t conn, uint32
 		e = &d->e[d->next];
 		d->next = (d->next + 1) % d->n;
 		if (e->used)
-			forget(d, e);
+			drc_entry_unlink(d, e);
 		memcpy(e->addr, addr, 16);
 		e->xid = xid;
 		e->prog = prog;
@@ -202,7 +202,7 @@ void drc_store(struct drc *d, const struct sockaddr *peer, uint64_t conn, uint32
 			e->len = len;
 			e->in_progress = 0;
 		} else {
-			forget(d, e); /* no memory: forget it rather than block its xid */
+			drc_entry_unlink(d, e); /* no memory: forget it rather than block its xid */
 		}
 	}
 	pthread_mutex_unlock(&d->lock);

@@ -18,11 +18,15 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "server/log.h"
 #include "server/control.h"
+#include "server/dispatch.h"
+#include "server/log.h"
 #include "server/notify.h"
+#include "server/recbuf.h"
 #include "server/reload.h"
+#include "server/request.h"
 #include "server/server.h"
+#include "server/worker.h"
 
 #ifndef SYSCONFDIR
 #define SYSCONFDIR "/etc"
@@ -226,7 +230,15 @@ static void make_write_verf(uint8_t verf[8])
 	memcpy(verf, &t, 8);
 }
 
-int main(int argc, char **argv)
+/* The command line. */
+struct options {
+	const char *config_path;
+	const char *port_file;         /* --port-file, or NULL */
+	int foreground, debug, check_only, help;
+};
+
+/* 0 and the options, or -EINVAL for a command line to refuse. */
+static int parse_options(int argc, char **argv, struct options *o)
 {
 	static const struct option longopts[] = {
 		{ "port-file", required_argument, NULL, 'P' },
@@ -234,173 +246,213 @@ int main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *config_path = DEFAULT_CONFIG, *port_file = NULL;
-	int foreground = 0, debug = 0, check_only = 0, opt, ret = 1, errors = 0;
-	struct event *sigterm = NULL, *sigint = NULL, *sighup = NULL;
-	struct control *control = NULL;
-	struct export_set *first = NULL;
-	char *config_abs = NULL;
-	struct server srv;
+	int opt;
 
-	memset(&srv, 0, sizeof(srv));
+	memset(o, 0, sizeof(*o));
+	o->config_path = DEFAULT_CONFIG;
 	while ((opt = getopt_long(argc, argv, "fdc:h", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'f':
-			foreground = 1;
+			o->foreground = 1;
 			break;
 		case 'd':
-			debug = 1;
+			o->debug = 1;
 			break;
 		case 'c':
-			config_path = optarg;
+			o->config_path = optarg;
 			break;
 		case 'P':
-			port_file = optarg;
+			o->port_file = optarg;
 			break;
 		case 'C':
-			check_only = 1;
+			o->check_only = 1;
 			break;
 		case 'h':
-			usage(stdout);
+			o->help = 1;
 			return 0;
 		default:
-			usage(stderr);
-			return 2;
+			return -EINVAL;
 		}
 	}
-	if (optind != argc) {
-		usage(stderr);
-		return 2;
-	}
-	config_defaults(&srv.cfg);
-	srv.config_path = config_path;
-	srv.debug = debug;
-	if (config_load(config_path, &srv.cfg, print_error, &errors) < 0) {
+	return optind != argc ? -EINVAL : 0;
+}
+
+/* The daemon's state: the server and what serving it holds besides. */
+struct daemon {
+	struct server srv;
+	struct event *sigterm, *sigint, *sighup;
+	struct control *control;
+	struct export_set *first;      /* the exports at start */
+	char *config_abs;              /* the config's absolute path */
+};
+
+/* The configuration file, read into d->srv.cfg: 0, or -EINVAL after its
+ * errors were printed. */
+static int load_config(struct daemon *d, const struct options *o)
+{
+	struct server *srv = &d->srv;
+	int errors = 0;
+
+	config_defaults(&srv->cfg);
+	srv->config_path = o->config_path;
+	srv->debug = o->debug;
+	if (config_load(o->config_path, &srv->cfg, print_error, &errors) < 0) {
 		if (errors > 1)
-			fprintf(stderr, "chunkfsd: %s: %d errors\n", config_path, errors);
-		config_free(&srv.cfg);
-		return 1;
+			fprintf(stderr, "chunkfsd: %s: %d errors\n", o->config_path, errors);
+		config_free(&srv->cfg);
+		return -EINVAL;
 	}
-	if (check_only) {
-		printf("%s: configuration is valid (%d export%s)\n", config_path, srv.cfg.nexports,
-		       srv.cfg.nexports == 1 ? "" : "s");
-		config_free(&srv.cfg);
-		return 0;
-	}
-	/* daemon() moves to /: a relative volume path is made absolute, and
-	 * so is the config's, which SIGHUP reads again. */
-	{
-		char *abs = realpath(srv.cfg.volume, NULL);
-		if (abs && strlen(abs) < sizeof(srv.cfg.volume))
-			strcpy(srv.cfg.volume, abs);
-		free(abs);
-		config_abs = realpath(config_path, NULL);
-		if (config_abs)
-			srv.config_path = config_abs;
-	}
-	log_init("chunkfsd", !foreground || srv.cfg.use_syslog,
-		 debug ? LOG_LVL_DEBUG : srv.cfg.log_level);
+	return 0;
+}
+
+/* daemon() moves to /: a relative volume path is made absolute, and so is
+ * the config's, which SIGHUP reads again. */
+static void make_paths_absolute(struct daemon *d, const char *config_path)
+{
+	struct server *srv = &d->srv;
+	char *abs = realpath(srv->cfg.volume, NULL);
+
+	if (abs && strlen(abs) < sizeof(srv->cfg.volume))
+		strcpy(srv->cfg.volume, abs);
+	free(abs);
+	d->config_abs = realpath(config_path, NULL);
+	if (d->config_abs)
+		srv->config_path = d->config_abs;
+}
+
+/* Logging, signals, the move to the background, libevent's threads, the
+ * server's locks and the write verifier: 0, or < 0 (logged). */
+static int start_process(struct server *srv, const struct options *o)
+{
+	log_init("chunkfsd", !o->foreground || srv->cfg.use_syslog,
+		 o->debug ? LOG_LVL_DEBUG : srv->cfg.log_level);
 	signal(SIGPIPE, SIG_IGN);
 	/* Until the loop's SIGHUP event exists, a reload request must not kill
 	 * the daemon without a clean close. */
 	signal(SIGHUP, SIG_IGN);
-	if (!foreground && daemon(0, 0) < 0) {
-		log_error("daemon: %s", strerror(errno));
-		return 1;
+	if (!o->foreground && daemon(0, 0) < 0) {
+		int err = errno;
+		log_error("daemon: %s", strerror(err));
+		return -err;
 	}
 	if (evthread_use_pthreads() < 0) {
 		log_error("libevent has no thread support");
-		return 1;
+		return -ENOSYS;
 	}
-	pthread_mutex_init(&srv.qlock, NULL);
-	pthread_cond_init(&srv.qcond, NULL);
-	pthread_mutex_init(&srv.gclock, NULL);
-	pthread_cond_init(&srv.gccond, NULL);
-	pthread_mutex_init(&srv.mlock, NULL);
-	pthread_mutex_init(&srv.rec_lock, NULL);
-	make_write_verf(srv.write_verf);
-	if (open_volume(&srv) < 0)
-		goto out;
-	if (export_set_new(&srv.cfg, &first) < 0 || export_table_init(&srv.exports, first) < 0) {
+	pthread_mutex_init(&srv->qlock, NULL);
+	pthread_cond_init(&srv->qcond, NULL);
+	pthread_mutex_init(&srv->gclock, NULL);
+	pthread_cond_init(&srv->gccond, NULL);
+	pthread_mutex_init(&srv->mlock, NULL);
+	pthread_mutex_init(&srv->rec_lock, NULL);
+	make_write_verf(srv->write_verf);
+	return 0;
+}
+
+/* The volume, the exports in force, the duplicate request cache and the
+ * event base: 0, or < 0 (logged). */
+static int open_service(struct daemon *d)
+{
+	struct server *srv = &d->srv;
+	int ret = open_volume(srv);
+
+	if (ret < 0)
+		return ret;
+	if (export_set_new(&srv->cfg, &d->first) < 0 ||
+	    export_table_init(&srv->exports, d->first) < 0) {
 		log_error("out of memory");
-		export_set_put(first);
-		goto out;
+		export_set_put(d->first);
+		return -ENOMEM;
 	}
-	srv.drc = drc_new(4096);
-	srv.base = event_base_new();
-	if (!srv.drc || !srv.base) {
+	srv->drc = drc_new(4096);
+	srv->base = event_base_new();
+	if (!srv->drc || !srv->base) {
 		log_error("out of memory");
-		goto out;
+		return -ENOMEM;
 	}
-	if ((ret = conn_listen(&srv)) < 0) {
-		log_error("cannot listen on %s port %u: %s", srv.cfg.listen, srv.cfg.port,
-			  strerror(-ret));
-		ret = 1;
-		goto out;
-	}
-	if ((ret = workers_start(&srv)) < 0) {
-		log_error("cannot start workers: %s", strerror(-ret));
-		ret = 1;
-		goto out;
-	}
-	if ((ret = settle_start(&srv)) < 0) {
-		log_error("cannot start the settler: %s", strerror(-ret));
-		ret = 1;
-		goto out;
-	}
-	sigterm = evsignal_new(srv.base, SIGTERM, stop_cb, &srv);
-	sigint = evsignal_new(srv.base, SIGINT, stop_cb, &srv);
-	sighup = evsignal_new(srv.base, SIGHUP, reload_cb, &srv);
-	if (!sigterm || !sigint || !sighup || evsignal_add(sigterm, NULL) < 0 ||
-	    evsignal_add(sigint, NULL) < 0 || evsignal_add(sighup, NULL) < 0) {
+	return 0;
+}
+
+static int add_signals(struct daemon *d)
+{
+	struct server *srv = &d->srv;
+
+	d->sigterm = evsignal_new(srv->base, SIGTERM, stop_cb, srv);
+	d->sigint = evsignal_new(srv->base, SIGINT, stop_cb, srv);
+	d->sighup = evsignal_new(srv->base, SIGHUP, reload_cb, srv);
+	if (!d->sigterm || !d->sigint || !d->sighup || evsignal_add(d->sigterm, NULL) < 0 ||
+	    evsignal_add(d->sigint, NULL) < 0 || evsignal_add(d->sighup, NULL) < 0) {
 		log_error("cannot set up signals");
-		ret = 1;
-		goto out;
+		return -ENOMEM;
 	}
-	if ((ret = control_start(&srv, &control)) < 0) {
-		ret = 1;
-		goto out;
+	return 0;
+}
+
+/* Everything that serves: the listener, the workers, the settler, the
+ * signals, the control socket, rpcbind, the port file, and READY=1 once
+ * the loop runs. 0, or < 0 (logged). */
+static int start_service(struct daemon *d, const char *port_file)
+{
+	struct server *srv = &d->srv;
+	struct timeval now = { 0, 0 };
+	int ret;
+
+	if ((ret = conn_listen(srv)) < 0) {
+		log_error("cannot listen on %s port %u: %s", srv->cfg.listen, srv->cfg.port,
+			  strerror(-ret));
+		return ret;
 	}
-	mountd_register(&srv);
+	request_loop_init(srv);
+	if ((ret = workers_start(srv, dispatch_reply_cap(srv))) < 0) {
+		log_error("cannot start workers: %s", strerror(-ret));
+		return ret;
+	}
+	if ((ret = settle_start(srv)) < 0) {
+		log_error("cannot start the settler: %s", strerror(-ret));
+		return ret;
+	}
+	if ((ret = add_signals(d)) < 0 || (ret = control_start(srv, &d->control)) < 0)
+		return ret;
+	mountd_register(srv);
 	/* Last: whoever waits for the port file finds everything up, the
 	 * control socket too. */
-	if (port_file && write_port_file(port_file, srv.port) < 0) {
+	if (port_file && write_port_file(port_file, srv->port) < 0) {
 		log_error("cannot write %s: %s", port_file, strerror(errno));
-		ret = 1;
-		goto out;
+		return -EIO;
 	}
-	for (int i = 0; i < first->nexports; i++)
-		log_info("exporting %s (%s) on %s port %u", first->exports[i].path,
-			 first->exports[i].rw ? "rw" : "ro", srv.cfg.listen, srv.port);
+	for (int i = 0; i < d->first->nexports; i++)
+		log_info("exporting %s (%s) on %s port %u", d->first->exports[i].path,
+			 d->first->exports[i].rw ? "rw" : "ro", srv->cfg.listen, srv->port);
 	/* READY=1 from inside the running loop: the listener accepts and
 	 * every connection is served from then on. */
-	{
-		struct timeval now = { 0, 0 };
-		if (event_base_once(srv.base, -1, EV_TIMEOUT, ready_cb, &srv, &now) < 0) {
-			log_error("cannot schedule the readiness notification");
-			ret = 1;
-			goto out;
-		}
+	if (event_base_once(srv->base, -1, EV_TIMEOUT, ready_cb, srv, &now) < 0) {
+		log_error("cannot schedule the readiness notification");
+		return -ENOMEM;
 	}
-	ret = loop_run(&srv) < 0 ? 1 : 0;
-	if (ret)
-		log_error("the event loop failed");
-out:
-	control_stop(control);
-	if (srv.threads)
-		workers_stop(&srv);
-	settle_stop(&srv);
-	mountd_unregister(&srv);
-	if (sigterm)
-		event_free(sigterm);
-	if (sigint)
-		event_free(sigint);
-	if (sighup)
-		event_free(sighup);
-	if (srv.listener)
-		evconnlistener_free(srv.listener);
-	if (srv.vol) {
-		int cret = fs_close(srv.vol);
+	return 0;
+}
+
+/* Stop whatever was started, close the volume and free everything: the
+ * exit status, ret (1 when closing the volume failed). */
+static int stop_service(struct daemon *d, int ret)
+{
+	struct server *srv = &d->srv;
+
+	control_stop(d->control);
+	if (srv->threads)
+		workers_stop(srv);
+	settle_stop(srv);
+	mountd_unregister(srv);
+	if (d->sigterm)
+		event_free(d->sigterm);
+	if (d->sigint)
+		event_free(d->sigint);
+	if (d->sighup)
+		event_free(d->sighup);
+	if (srv->listener)
+		evconnlistener_free(srv->listener);
+	if (srv->vol) {
+		int cret = fs_close(srv->vol);
 		if (cret < 0) {
 			log_error("closing the volume: %s", strerror(-cret));
 			ret = 1;
@@ -408,20 +460,54 @@ out:
 			log_info("volume closed cleanly");
 		}
 	}
-	if (srv.base)
-		event_base_free(srv.base);
-	hnd_fh_key_free(srv.key);
-	drc_free(srv.drc);
-	rec_spares_free(&srv);
-	free(srv.loop_out);
-	while (srv.mounts) {
-		struct mount_entry *m = srv.mounts;
-		srv.mounts = m->next;
+	if (srv->base)
+		event_base_free(srv->base);
+	hnd_fh_key_free(srv->key);
+	drc_free(srv->drc);
+	rec_spares_free(srv);
+	free(srv->loop_out);
+	while (srv->mounts) {
+		struct mount_entry *m = srv->mounts;
+		srv->mounts = m->next;
 		free(m);
 	}
-	if (srv.exports.cur)
-		export_table_destroy(&srv.exports);
-	config_free(&srv.cfg);
-	free(config_abs);
+	if (srv->exports.cur)
+		export_table_destroy(&srv->exports);
+	config_free(&srv->cfg);
+	free(d->config_abs);
 	return ret;
+}
+
+int main(int argc, char **argv)
+{
+	struct options o;
+	struct daemon d;
+	int ret = 1;
+
+	memset(&d, 0, sizeof(d));
+	if (parse_options(argc, argv, &o) < 0) {
+		usage(stderr);
+		return 2;
+	}
+	if (o.help) {
+		usage(stdout);
+		return 0;
+	}
+	if (load_config(&d, &o) < 0)
+		return 1;
+	if (o.check_only) {
+		printf("%s: configuration is valid (%d export%s)\n", o.config_path,
+		       d.srv.cfg.nexports, d.srv.cfg.nexports == 1 ? "" : "s");
+		config_free(&d.srv.cfg);
+		return 0;
+	}
+	make_paths_absolute(&d, o.config_path);
+	if (start_process(&d.srv, &o) < 0)
+		return 1;
+	if (open_service(&d) == 0 && start_service(&d, o.port_file) == 0) {
+		ret = loop_run(&d.srv) < 0 ? 1 : 0;
+		if (ret)
+			log_error("the event loop failed");
+	}
+	return stop_service(&d, ret);
 }

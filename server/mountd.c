@@ -165,7 +165,7 @@ void mountd_dump(struct nfs_ctx *ctx, void *args, void *vres)
 }
 
 /* Forget the mounts of this client (of path, or all when path is NULL). */
-static void forget(struct server *srv, const char *host, const char *path)
+static void forget_mounts(struct server *srv, const char *host, const char *path)
 {
 	pthread_mutex_lock(&srv->mlock);
 	for (struct mount_entry **pp = &srv->mounts; *pp;) {
@@ -182,12 +182,12 @@ static void forget(struct server *srv, const char *host, const char *path)
 
 void mountd_umnt(struct nfs_ctx *ctx, void *args, void *res)
 {
-	forget(ctx->srv, ctx->conn->peer_name, *(dirpath *)args);
+	forget_mounts(ctx->srv, ctx->conn->peer_name, *(dirpath *)args);
 }
 
 void mountd_umntall(struct nfs_ctx *ctx, void *args, void *res)
 {
-	forget(ctx->srv, ctx->conn->peer_name, NULL);
+	forget_mounts(ctx->srv, ctx->conn->peer_name, NULL);
 }
 
 static char *net_string(struct nfs_ctx *ctx, const struct client_net *n)

@@ -1,6 +1,10 @@
-/* chunkfsd's shared state and the parts that share it: the event loop and
- * connections (conn.c), the worker pool with group commit and the duplicate
- * request cache (worker.c), request dispatch (dispatch.c), MOUNT (mountd.c). */
+/* chunkfsd's shared state: the server, a connection and the hooks through
+ * which the request pipeline reaches it, and the parts with no header of
+ * their own: the listener (conn.c), the event loop (loop.c), the settler
+ * (settle.c), the duplicate request cache (drc.c), MOUNT's registration
+ * (mountd.c). The request pipeline has its own headers: request.h (which
+ * conn.c calls), dispatch.h, commit.h and worker.h (which it calls), and
+ * recbuf.h for the record buffers. */
 #ifndef CHUNKFS_SERVER_SERVER_H
 #define CHUNKFS_SERVER_SERVER_H
 
@@ -16,8 +20,29 @@
 #include "handles/fh.h"
 #include "server/conf.h"
 
+struct conn;
+
+/* What the request pipeline (request.c) does to a request's connection:
+ * conn.c registers these in each connection (c->ops), so that nothing
+ * below the connection names conn.c. */
+struct conn_ops {
+	/* The reply to one of c's requests (direct: sent from this thread
+	 * when nothing is queued before it, as for a reply that waited for a
+	 * commit or one the loop answered): the request's place in the
+	 * limits is released when the reply has left for the socket. */
+	void (*reply)(struct conn *c, const uint8_t *buf, size_t len, int direct);
+	/* A request that has no reply: its place in the limits is released. */
+	void (*done)(struct conn *c);
+	/* Close c (any thread; the loop's thread closes it). */
+	void (*kill)(struct conn *c);
+	/* Take and drop a reference to c (a request's, while a worker has it). */
+	void (*hold)(struct conn *c);
+	void (*put)(struct conn *c);
+};
+
 struct conn {
 	struct server *srv;
+	const struct conn_ops *ops;
 	struct bufferevent *bev;
 	struct sockaddr_storage peer;
 	char peer_name[64];
@@ -47,20 +72,15 @@ struct conn {
 	int on_paused_list;
 };
 
-/* A reply waiting for a commit (dispatch.c fills it, commit.c keeps it). */
+/* A reply waiting for a commit (dispatch.c fills it, request.c takes its
+ * ticket, commit.c keeps it). */
 struct proc_desc;
 struct commit_call {
-	uint64_t ticket;               /* 0: the call changed nothing */
+	int changed;                   /* the call changed the volume */
+	uint64_t ticket;               /* commit_ticket's, taken after the change */
 	const struct proc_desc *pd;
 	uint32_t xid, prog, proc;
 	uint32_t args_sum;             /* its DRC key's checksum of the arguments */
-};
-
-struct request {
-	struct conn *conn;
-	uint8_t *rec;
-	size_t len, cap;
-	struct request *next;
 };
 
 struct mount_entry {
@@ -70,6 +90,8 @@ struct mount_entry {
 };
 
 #define REC_SPARES 16 /* large record buffers kept for reuse */
+
+struct job;
 
 struct server {
 	struct config cfg;             /* exports moved to exports at start */
@@ -91,7 +113,8 @@ struct server {
 	int nthreads;
 	pthread_mutex_t qlock;
 	pthread_cond_t qcond;
-	struct request *qhead, *qtail;
+	size_t scratch_size;           /* each worker's buffer (workers_start) */
+	struct job *qhead, *qtail;
 	int outstanding;               /* all connections */
 	struct conn *paused;
 	/* connections (the loop thread's only) */
@@ -115,13 +138,13 @@ struct server {
 	int settler_started, settler_stop;
 	pthread_cond_t settle_cond;
 
-	/* spare buffers for large records (conn.c rec_take, rec_give) */
+	/* spare buffers for large records (recbuf.c) */
 	pthread_mutex_t rec_lock;
 	uint8_t *rec_spare[REC_SPARES];
 	size_t rec_spare_cap[REC_SPARES];
 	int nrec_spare;
 
-	/* the loop's reply buffer for the calls it answers itself (conn.c) */
+	/* the loop's reply buffer for the calls it answers itself (request.c) */
 	uint8_t *loop_out;
 	/* calls answered by the loop and by the workers (atomic adds) */
 	uint64_t calls_loop, calls_workers;
@@ -137,32 +160,6 @@ struct server {
 
 /* conn.c */
 int conn_listen(struct server *srv);
-/* A reply to one of c's requests (direct: sent from this thread when
- * nothing is queued before it, as for a reply that waited for a commit or
- * one the loop answered): the request's place in the limits is released
- * when the reply has left for the socket. */
-void conn_reply(struct conn *c, const uint8_t *buf, size_t len, int direct);
-/* A request that has no reply: its place in the limits is released. */
-void conn_done(struct conn *c);
-void conn_kill(struct conn *c);
-void conn_put(struct conn *c);
-/* A request's record buffer (cap bytes) when the request is done: kept
- * for the next large record, or freed. rec_spares_free frees those kept. */
-void rec_give(struct server *srv, uint8_t *rec, size_t cap);
-void rec_spares_free(struct server *srv);
-
-/* worker.c */
-int workers_start(struct server *srv);
-void workers_stop(struct server *srv);
-void workers_submit(struct server *srv, struct request *rq);
-
-/* commit.c: a call that changed the volume takes a ticket after its
- * change; commit_reply sends its reply (buf: len bytes of cap) once a sync
- * covering the ticket ended, from this thread or the committer's, and drops
- * the request's reference to c. */
-uint64_t commit_ticket(struct server *srv);
-void commit_reply(struct server *srv, struct conn *c, uint8_t *buf, size_t len, size_t cap,
-		  const struct commit_call *cc);
 
 /* loop.c: runs the event loop until it is told to exit; < 0 on its error. */
 int loop_run(struct server *srv);
@@ -187,22 +184,6 @@ void drc_store(struct drc *d, const struct sockaddr *peer, uint64_t conn, uint32
 /* Connection conn has closed: a call of its entries that comes again on
  * another connection is a retransmission. */
 void drc_conn_closed(struct drc *d, uint64_t conn);
-
-/* dispatch.c: run one call. 0: the reply (with its record mark) is in
- * out; 1: no reply (a retransmission still in progress); -EAGAIN (only
- * with nowait, for the event loop): the call would wait, or may take long,
- * nothing was done and a worker must run it; another < 0: the record was
- * not an RPC call, close the connection. cc->ticket (cc is NULL only with
- * nowait, whose calls change nothing): nonzero when the call changed the
- * volume, and its reply, in out already, goes to commit_reply. */
-int dispatch_call(struct server *srv, struct conn *c, const uint8_t *rec, size_t len,
-		  uint8_t *out, size_t outcap, size_t *outlen, int nowait, struct commit_call *cc);
-/* The reply of cc (in out, *outlen of outcap bytes) once its sync ended:
- * made NFS3ERR_IO when the sync failed, and recorded in the duplicate
- * request cache. */
-void dispatch_committed(struct server *srv, struct conn *c, const struct commit_call *cc,
-			int failed, uint8_t *out, size_t outcap, size_t *outlen);
-size_t dispatch_reply_cap(const struct server *srv);
 
 /* mountd.c */
 struct nfs_ctx;

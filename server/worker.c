@@ -1,82 +1,62 @@
 /* The worker pool: filesystem work happens here, never on the event loop.
- * Each worker takes a complete RPC record, runs it, and hands the reply to
- * its connection; the reply of a call that changed the volume goes through
- * group commit (commit.c). */
+ * Each worker takes queued jobs in order and runs each with its own
+ * scratch buffer; what a job is (a request: request.c) is the job's. */
 #include "config.h"
 
 #include <errno.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "server/log.h"
 #include "server/server.h"
+#include "server/worker.h"
 
 static void *worker_main(void *arg)
 {
 	struct server *srv = arg;
-	size_t cap = dispatch_reply_cap(srv);
-	uint8_t *out = malloc(cap);
+	size_t size = srv->scratch_size;
+	uint8_t *scratch = malloc(size);
 
-	if (!out) {
+	if (!scratch) {
 		log_error("worker: out of memory");
 		return NULL;
 	}
 	for (;;) {
-		struct request *rq;
-		size_t len = 0;
-		struct commit_call cc;
-		int ret;
+		struct job *j;
 
 		pthread_mutex_lock(&srv->qlock);
 		while (!srv->qhead && !srv->stopping)
 			pthread_cond_wait(&srv->qcond, &srv->qlock);
-		rq = srv->qhead;
-		if (!rq) {
+		j = srv->qhead;
+		if (!j) {
 			pthread_mutex_unlock(&srv->qlock);
 			break;
 		}
-		srv->qhead = rq->next;
+		srv->qhead = j->next;
 		if (!srv->qhead)
 			srv->qtail = NULL;
 		pthread_mutex_unlock(&srv->qlock);
-
-		memset(&cc, 0, sizeof(cc));
-		ret = dispatch_call(srv, rq->conn, rq->rec, rq->len, out, cap, &len, 0, &cc);
-		__atomic_add_fetch(&srv->calls_workers, 1, __ATOMIC_RELAXED);
-		if (ret == 0 && cc.ticket) {
-			commit_reply(srv, rq->conn, out, len, cap, &cc); /* takes the reference */
-			rq->conn = NULL;
-		} else if (ret == 0) {
-			conn_reply(rq->conn, out, len, 0); /* conn_done once it has left */
-		} else {
-			if (ret < 0)
-				conn_kill(rq->conn);
-			conn_done(rq->conn);
-		}
-		if (rq->conn)
-			conn_put(rq->conn);
-		rec_give(srv, rq->rec, rq->cap);
-		free(rq);
+		j->run(srv, j, scratch, size);
 	}
-	free(out);
+	free(scratch);
 	return NULL;
 }
 
-void workers_submit(struct server *srv, struct request *rq)
+void workers_submit(struct server *srv, struct job *j)
 {
 	pthread_mutex_lock(&srv->qlock);
-	rq->next = NULL;
+	j->next = NULL;
 	if (srv->qtail)
-		srv->qtail->next = rq;
+		srv->qtail->next = j;
 	else
-		srv->qhead = rq;
-	srv->qtail = rq;
+		srv->qhead = j;
+	srv->qtail = j;
 	pthread_cond_signal(&srv->qcond);
 	pthread_mutex_unlock(&srv->qlock);
 }
 
-int workers_start(struct server *srv)
+int workers_start(struct server *srv, size_t scratch_size)
 {
+	srv->scratch_size = scratch_size;
 	srv->threads = calloc((size_t)srv->cfg.workers, sizeof(*srv->threads));
 	if (!srv->threads)
 		return -ENOMEM;
@@ -91,7 +71,6 @@ int workers_start(struct server *srv)
 	return 0;
 }
 
-/* Drain: the workers finish every queued request, then exit. */
 void workers_stop(struct server *srv)
 {
 	pthread_mutex_lock(&srv->qlock);

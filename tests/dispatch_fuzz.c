@@ -35,6 +35,7 @@
 #include "handles/fh.h"
 #include "mount3.h"
 #include "nfs3.h"
+#include "server/dispatch.h"
 #include "server/server.h"
 
 #define MAX_RECORD 8192u
@@ -48,7 +49,6 @@ static char image[256], confpath[256];
 static uint8_t handles[NOBJ][HND_FH_LEN];
 static uint8_t *out;
 static size_t outcap;
-static uint64_t ntickets;
 static unsigned long nrecords, nreplies, nclosed, ncommits;
 static unsigned long nfs_ok[22], nfs_err[22]; /* NFS replies by procedure and status */
 static uint64_t run_seed;                      /* the test's mutations (SEED=, -s) */
@@ -64,13 +64,6 @@ static void die(const char *what, int err)
 static void say(void *arg, const char *line)
 {
 	fprintf(stderr, "dispatch_fuzz: %s: %s\n", (const char *)arg, line);
-}
-
-/* commit.c's ticket without its threads: the caller commits (run_one). */
-uint64_t commit_ticket(struct server *s)
-{
-	(void)s;
-	return ++ntickets;
 }
 
 /* --- the volume and the server state ------------------------------------- */
@@ -389,7 +382,7 @@ static void run_one(const uint8_t *input, size_t len, int nowait)
 	}
 	if (ret != 0)
 		bad_reply(ret == 1 ? "a call taken for one in progress" : "dispatch_call failed", rec, len);
-	if (cc.ticket) {
+	if (cc.changed) {
 		ncommits++;
 		if (fs_sync(srv.vol) < 0)
 			bad_reply("the commit failed", rec, len);
