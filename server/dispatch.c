@@ -334,12 +334,14 @@ static int decode_args(struct call_run *r)
 {
 	const struct proc_desc *pd = r->pd;
 
+	/* Zeroed at once: release_call frees what the decoder left in them,
+	 * even when the result's allocation below fails. */
 	r->args = pd->args_size ? arena_alloc(&r->ctx.arena, pd->args_size) : NULL;
+	if (r->args)
+		memset(r->args, 0, pd->args_size);
 	r->res = pd->res_size ? arena_alloc(&r->ctx.arena, pd->res_size) : NULL;
 	if ((pd->args_size && !r->args) || (pd->res_size && !r->res))
 		return -ENOMEM;
-	if (r->args)
-		memset(r->args, 0, pd->args_size);
 	if (!pd->xdr_args(&r->call->args, r->args)) {
 		log_debug("%s: %s.%s: garbage arguments", r->c->peer_name, prog_name(r->call),
 			  pd->name);
