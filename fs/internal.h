@@ -258,6 +258,8 @@ int slot_free(struct fs_volume *v, struct od_loc loc);
 uint32_t slot_free_count(struct chunk *c);
 void ino_touch(struct od_inode *ino, int a, int m, int c);
 void ino_to_attr(const struct od_inode *ino, struct fs_attr *a);
+
+/* extent.c */
 /* The whole extent list of one inode (ext[] plus its overflow chain). */
 struct extlist {
 	struct od_extent *e;
