@@ -286,6 +286,9 @@ struct dirpos {
 };
 int dir_find(struct fs_volume *v, const struct iref *dir, const char *name, size_t len,
 	     struct dirpos *pos);
+/* Does the entry at off of unit carry name? 0 and *pos, or -ENOENT. */
+int dir_entry_matches(struct fs_volume *v, const struct od_loc *unit, uint32_t off,
+		      const char *name, size_t len, struct dirpos *pos);
 int dir_add(struct fs_volume *v, struct iref *dir, struct chunk *c, const char *name,
 	    size_t len, uint64_t stable, const struct od_inode *embed, const void *inl,
 	    uint32_t inl_len, struct dirpos *pos);
@@ -323,10 +326,6 @@ int data_perm_check(const struct fs_cred *cred, const struct od_inode *ino, int 
 int dir_sticky_ok(const struct fs_cred *cred, const struct od_inode *dir,
 		  const struct od_inode *victim);
 
-/* Does the entry at off of unit carry name? 0 and *pos, or -ENOENT. */
-int dir_entry_matches(struct fs_volume *v, const struct od_loc *unit, uint32_t off,
-		      const char *name, size_t len, struct dirpos *pos);
-
 /* dindex.c: in-memory name indexes of directories */
 int dindex_init(struct fs_volume *v);
 void dindex_destroy(struct fs_volume *v);
@@ -345,7 +344,6 @@ int file_read(struct fs_volume *v, const struct iref *r, uint64_t off, size_t le
 
 /* namei.c */
 int name_check(const char *name, size_t *len);
-int ino_unlink_final(struct fs_volume *v, struct iref *r);
 
 /* nowait.c: inside fs_nowait_begin/end on this thread, vol_nowait(v) is
  * true: the lock is held already, and what would wait returns
