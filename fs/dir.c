@@ -174,6 +174,133 @@ static int find_slack(struct chunk *c, const struct extlist *el, uint32_t need, 
 	return 0;
 }
 
+/* Room for an entry in a unit: b (held), free from where to end. */
+struct dir_room {
+	struct buf *b;
+	uint32_t where, end;
+};
+
+/* A new unit, with its mirror, at the end of part (its logical index seq,
+ * its owner dir's stable number): its extent added to el, the part's
+ * extents and inode written, the unit held in *bp. */
+static int unit_append(struct fs_volume *v, uint64_t owner, struct iref *part, struct chunk *c,
+		       struct extlist *el, uint32_t seq, struct buf **bp)
+{
+	struct od_extent e;
+	struct od_mb_header h;
+	struct buf *b;
+	uint32_t blk;
+	int ret;
+
+	ret = alloc_meta(c, c->hdr.dir_unit, &blk);
+	if (ret < 0)
+		return ret;
+	ret = buf_fresh(c, blk, c->hdr.dir_unit, OD_MB_DIR, owner, &b);
+	if (ret < 0) {
+		free_meta(c, blk, c->hdr.dir_unit);
+		return ret;
+	}
+	b->fresh = 1; /* frees commit before their blocks are reused */
+	od_get_mb_header(b->data, &h);
+	h.seq = seq;
+	od_put_mb_header(b->data, &h);
+	e.lblk = seq;
+	e.pblk = blk;
+	e.len = c->hdr.dir_unit;
+	if (el->n == el->cap) {
+		uint32_t ncap = el->cap ? el->cap * 2 : 8;
+		struct od_extent *p = realloc(el->e, ncap * sizeof(*p));
+		if (!p) {
+			ret = -ENOMEM;
+			goto out_free_unit;
+		}
+		el->e = p;
+		el->cap = ncap;
+	}
+	el->e[el->n++] = e;
+	ret = ext_store(v, part, el);
+	if (ret == 0)
+		ret = ino_write(v, part);
+	if (ret < 0) {
+		el->n--;
+		goto out_free_unit;
+	}
+	*bp = b;
+	return 0;
+out_free_unit:
+	buf_put(b);
+	free_meta(c, blk, c->hdr.dir_unit);
+	return ret;
+}
+
+/* Room for an entry of need bytes in part (its extents el): want bytes
+ * when some unit has them, else need bytes, else a new unit at its end. */
+static int room_find(struct fs_volume *v, uint64_t owner, struct iref *part, struct chunk *c,
+		     struct extlist *el, uint32_t need, uint32_t want, struct dir_room *room)
+{
+	uint32_t seq = 0;
+	int ret;
+
+	ret = find_slack(c, el, want, &room->b, &room->where, &room->end, &seq);
+	if (ret == 0 && want != need)
+		ret = find_slack(c, el, need, &room->b, &room->where, &room->end, &seq);
+	if (ret < 0)
+		return ret;
+	if (ret > 0)
+		return 0;
+	ret = unit_append(v, owner, part, c, el, seq, &room->b);
+	if (ret < 0)
+		return ret;
+	room->where = OD_MB_HEADER_SIZE;
+	room->end = unit_bytes(c);
+	return 0;
+}
+
+/* What dir_add writes: the name, the stable number it names, the inode
+ * to embed (and its inline data) or none, and the entry's size. */
+struct dir_new_entry {
+	const char *name;
+	size_t len;
+	uint64_t stable;
+	const struct od_inode *embed;
+	const void *inl;
+	uint32_t inl_len;
+	uint32_t need;
+};
+
+/* Write ne into room (its unit in chunk c), tell dir's name index, and
+ * say in *pos where it is. */
+static void entry_put(struct fs_volume *v, uint64_t dir, struct chunk *c,
+		      const struct dir_room *room, const struct dir_new_entry *ne,
+		      struct dirpos *pos)
+{
+	struct od_dirent de = {
+		.rec_len = (uint16_t)(room->end - room->where),
+		.name_len = (uint8_t)ne->len,
+		.kind = ne->embed ? OD_DE_EMBEDDED : OD_DE_REF,
+		.hash = crc32c(0, ne->name, ne->len),
+		.stable = ne->stable,
+	};
+	uint8_t *p = room->b->data + room->where;
+
+	memset(p, 0, ne->need);
+	od_put_dirent(p, &de);
+	memcpy(p + OD_DIRENT_HEADER, ne->name, ne->len);
+	if (ne->embed) {
+		uint8_t *ip = p + OD_DIRENT_HEADER + od_align8((uint32_t)ne->len);
+		od_put_inode(ip, ne->embed);
+		if (ne->inl_len)
+			memcpy(ip + OD_INODE_SIZE, ne->inl, ne->inl_len);
+	}
+	buf_dirty(room->b);
+	pos->unit.chunk = c->index;
+	pos->unit.block = room->b->block;
+	pos->unit.off = 0;
+	pos->off = room->where;
+	pos->de = de;
+	dindex_added(v, dir, pos);
+}
+
 /* Add an entry for name in dir's units in chunk c, embedding the inode
  * (and its inline data) when given. A fresh regular file's entry goes
  * where a small first write will fit beside it when some unit has that
@@ -182,18 +309,26 @@ int dir_add(struct fs_volume *v, struct iref *dir, struct chunk *c, const char *
 	    size_t len, uint64_t stable, const struct od_inode *embed, const void *inl,
 	    uint32_t inl_len, struct dirpos *pos)
 {
-	uint32_t need = od_dirent_size((uint32_t)len, embed != NULL, inl_len), want = need;
+	struct dir_new_entry ne = {
+		.name = name,
+		.len = len,
+		.stable = stable,
+		.embed = embed,
+		.inl = inl,
+		.inl_len = inl_len,
+		.need = od_dirent_size((uint32_t)len, embed != NULL, inl_len),
+	};
+	uint32_t want = ne.need;
 	struct iref tmp, *part;
 	struct extlist el = { 0 };
-	struct buf *b = NULL;
-	uint32_t where = 0, slack_end = 0, seq = 0;
+	struct dir_room room = { 0 };
 	int new_part = 0, ret;
 
-	if (need > unit_bytes(c) - OD_MB_HEADER_SIZE)
+	if (ne.need > unit_bytes(c) - OD_MB_HEADER_SIZE)
 		return -ENAMETOOLONG;
 	if (embed && !inl_len && S_ISREG(embed->mode) &&
-	    need + OD_BLOCK_SIZE <= unit_bytes(c) - OD_MB_HEADER_SIZE)
-		want = need + OD_BLOCK_SIZE;
+	    ne.need + OD_BLOCK_SIZE <= unit_bytes(c) - OD_MB_HEADER_SIZE)
+		want = ne.need + OD_BLOCK_SIZE;
 	if (dir->loc.chunk == c->index) {
 		part = dir;
 	} else {
@@ -207,92 +342,12 @@ int dir_add(struct fs_volume *v, struct iref *dir, struct chunk *c, const char *
 		part = &tmp;
 	}
 	ret = ext_load(v, part, &el);
-	if (ret < 0)
-		goto out;
-	ret = find_slack(c, &el, want, &b, &where, &slack_end, &seq);
-	if (ret == 0 && want != need)
-		ret = find_slack(c, &el, need, &b, &where, &slack_end, &seq);
-	if (ret < 0)
-		goto out;
-	if (ret > 0)
-		goto place;
-	/* No room: a new unit, with its mirror, at the end of this part. */
-	{
-		struct od_extent e;
-		struct od_mb_header h;
-		uint32_t blk;
-		ret = alloc_meta(c, c->hdr.dir_unit, &blk);
-		if (ret < 0)
-			goto out;
-		ret = buf_fresh(c, blk, c->hdr.dir_unit, OD_MB_DIR, dir->ino.stable, &b);
-		if (ret < 0) {
-			free_meta(c, blk, c->hdr.dir_unit);
-			goto out;
-		}
-		b->fresh = 1; /* frees commit before their blocks are reused */
-		od_get_mb_header(b->data, &h);
-		h.seq = seq;
-		od_put_mb_header(b->data, &h);
-		e.lblk = seq;
-		e.pblk = blk;
-		e.len = c->hdr.dir_unit;
-		if (el.n == el.cap) {
-			uint32_t ncap = el.cap ? el.cap * 2 : 8;
-			struct od_extent *p = realloc(el.e, ncap * sizeof(*p));
-			if (!p) {
-				ret = -ENOMEM;
-				goto out_free_unit;
-			}
-			el.e = p;
-			el.cap = ncap;
-		}
-		el.e[el.n++] = e;
-		ret = ext_store(v, part, &el);
-		if (ret == 0)
-			ret = ino_write(v, part);
-		if (ret < 0) {
-			el.n--;
-			goto out_free_unit;
-		}
-		where = OD_MB_HEADER_SIZE;
-		slack_end = unit_bytes(c);
-		goto place;
-out_free_unit:
-		buf_put(b);
-		b = NULL;
-		free_meta(c, blk, c->hdr.dir_unit);
-		goto out;
+	if (ret == 0)
+		ret = room_find(v, dir->ino.stable, part, c, &el, ne.need, want, &room);
+	if (ret == 0) {
+		entry_put(v, dir->ino.stable, c, &room, &ne, pos);
+		buf_put(room.b);
 	}
-place:
-	{
-		struct od_dirent de = {
-			.rec_len = (uint16_t)(slack_end - where),
-			.name_len = (uint8_t)len,
-			.kind = embed ? OD_DE_EMBEDDED : OD_DE_REF,
-			.hash = crc32c(0, name, len),
-			.stable = stable,
-		};
-		uint8_t *p = b->data + where;
-		memset(p, 0, need);
-		od_put_dirent(p, &de);
-		memcpy(p + OD_DIRENT_HEADER, name, len);
-		if (embed) {
-			uint8_t *ip = p + OD_DIRENT_HEADER + od_align8((uint32_t)len);
-			od_put_inode(ip, embed);
-			if (inl_len)
-				memcpy(ip + OD_INODE_SIZE, inl, inl_len);
-		}
-		buf_dirty(b);
-		pos->unit.chunk = c->index;
-		pos->unit.block = b->block;
-		pos->unit.off = 0;
-		pos->off = where;
-		pos->de = de;
-		dindex_added(v, dir->ino.stable, pos);
-		ret = 0;
-	}
-	buf_put(b);
-out:
 	ext_release(&el);
 	if (ret < 0 && new_part)
 		part_drop(v, dir, part); /* leave no empty part behind */

@@ -230,7 +230,6 @@ int alloc_meta(struct chunk *c, uint32_t units, uint32_t *start);
 void free_blocks(struct chunk *c, uint32_t start, uint32_t len);
 void free_meta(struct chunk *c, uint32_t start, uint32_t units);
 uint32_t chunk_free_blocks(const struct chunk *c);
-/* After a commit: blocks freed by it may be allocated again. */
 /* Blocks freed so far wait for the transaction being written (freeze);
  * when it ends they are free (thaw, committed) or wait for the next. */
 void chunk_freeze_frees(struct chunk *c);
@@ -244,7 +243,7 @@ int chunk_record_ghosts(struct chunk *c);
 int chunk_ghost_part(const struct chunk *c, struct od_loc loc, struct iref *out);
 void chunk_free_ghosts(struct chunk *c);
 
-/* map.c (handles/): stable number <-> location */
+/* map.c: stable number <-> location */
 int map_alloc(struct chunk *home, struct od_loc loc, uint64_t *stable, uint32_t *gen);
 int map_lookup(struct fs_volume *v, uint64_t stable, struct od_map_entry *e);
 int map_set_loc(struct fs_volume *v, uint64_t stable, struct od_loc loc);
@@ -261,6 +260,10 @@ int slot_free(struct fs_volume *v, struct od_loc loc);
 uint32_t slot_free_count(struct chunk *c);
 void ino_touch(struct od_inode *ino, int a, int m, int c);
 void ino_to_attr(const struct od_inode *ino, struct fs_attr *a);
+/* The time now, as inodes store it. */
+void fs_now(int64_t *sec, uint32_t *nsec);
+
+/* extent.c */
 /* The whole extent list of one inode (ext[] plus its overflow chain). */
 struct extlist {
 	struct od_extent *e;
@@ -287,6 +290,9 @@ struct dirpos {
 };
 int dir_find(struct fs_volume *v, const struct iref *dir, const char *name, size_t len,
 	     struct dirpos *pos);
+/* Does the entry at off of unit carry name? 0 and *pos, or -ENOENT. */
+int dir_entry_matches(struct fs_volume *v, const struct od_loc *unit, uint32_t off,
+		      const char *name, size_t len, struct dirpos *pos);
 int dir_add(struct fs_volume *v, struct iref *dir, struct chunk *c, const char *name,
 	    size_t len, uint64_t stable, const struct od_inode *embed, const void *inl,
 	    uint32_t inl_len, struct dirpos *pos);
@@ -324,10 +330,6 @@ int data_perm_check(const struct fs_cred *cred, const struct od_inode *ino, int 
 int dir_sticky_ok(const struct fs_cred *cred, const struct od_inode *dir,
 		  const struct od_inode *victim);
 
-/* Does the entry at off of unit carry name? 0 and *pos, or -ENOENT. */
-int dir_entry_matches(struct fs_volume *v, const struct od_loc *unit, uint32_t off,
-		      const char *name, size_t len, struct dirpos *pos);
-
 /* dindex.c: in-memory name indexes of directories */
 int dindex_init(struct fs_volume *v);
 void dindex_destroy(struct fs_volume *v);
@@ -346,7 +348,6 @@ int file_read(struct fs_volume *v, const struct iref *r, uint64_t off, size_t le
 
 /* namei.c */
 int name_check(const char *name, size_t *len);
-int ino_unlink_final(struct fs_volume *v, struct iref *r);
 
 /* nowait.c: inside fs_nowait_begin/end on this thread, vol_nowait(v) is
  * true: the lock is held already, and what would wait returns
@@ -372,6 +373,11 @@ struct chunk *vol_pick_chunk(struct fs_volume *v, struct chunk *prefer, int kind
 struct chunk *vol_pick_data_chunk(struct fs_volume *v, struct chunk *except);
 /* Room for a directory unit (and a map entry when need_inode). */
 int vol_chunk_has_room(struct chunk *c, int need_inode);
+/* The header at base of st (od_header_read with any index: the newer
+ * valid copy; *healed 0, or 1/2: copy 0/1 needs rewriting). 0, or
+ * -EUCLEAN when neither is valid. */
+int vol_read_header(struct chunk_store *st, uint64_t base, uint32_t guess_nblocks,
+		    struct od_chunk_header *h, int *healed);
 /* vol_spread.c: the chunk's load (the larger of its used inode and block
  * fractions, in 1/65536); whether c's load is above the average of the
  * chunks best suiting kind_hint by a margin; the least loaded of those
@@ -381,12 +387,6 @@ uint32_t vol_chunk_load(const struct chunk *c);
 int vol_chunk_crowded(struct fs_volume *v, struct chunk *c, int kind_hint);
 struct chunk *vol_pick_spread(struct fs_volume *v, struct chunk *prefer, int kind_hint,
 			      const uint8_t *exclude);
-void fs_now(int64_t *sec, uint32_t *nsec);
-/* The header at base of st (od_header_read with any index: the newer
- * valid copy; *healed 0, or 1/2: copy 0/1 needs rewriting). 0, or
- * -EUCLEAN when neither is valid. */
-int vol_read_header(struct chunk_store *st, uint64_t base, uint32_t guess_nblocks,
-		    struct od_chunk_header *h, int *healed);
 
 /* vol_chunk_lock.c: the volume's OFD lock on each chunk's range of the
  * image (chunk_lock.h), write lock, or read lock for FS_OPEN_RDONLY.

@@ -1,0 +1,64 @@
+/* A regular file's chain of continuation inodes as one operation holds it
+ * (fs/chain.c): its segments, each an inode with its extent list, what the
+ * operation allocated and what it lets go of. Private to fs/chain.c and
+ * fs/file.c. */
+#ifndef CHUNKFS_FS_CHAIN_H
+#define CHUNKFS_FS_CHAIN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fs/internal.h"
+
+/* One inode of the chain with its extent list; dirty: to be written back. */
+struct seg {
+	struct iref r;
+	struct extlist el;
+	int dirty;
+};
+
+/* Blocks allocated by the running operation, so that a failure part way
+ * (ENOSPC in the third chunk) returns every one of them. */
+struct newrange {
+	uint32_t chunk, pblk, len;
+};
+
+struct fchain {
+	struct seg *s;
+	uint32_t n;
+	uint32_t n_orig;              /* segments before this operation */
+	struct newrange *nr;
+	uint32_t n_nr, cap_nr;
+	/* What a cut lets go of, freed only once the chain is stored (a
+	 * failed store then leaves everything as it was). */
+	struct newrange *gone;
+	uint32_t n_gone, cap_gone;
+	struct iref *gone_conts;      /* continuations that go whole */
+	uint32_t n_gone_conts;
+};
+
+/* Load the chain of head (the head inode itself is segment 0). */
+int chain_load(struct fs_volume *v, const struct iref *head, struct fchain *fc);
+/* Free the chain in memory (nothing on disk changes). */
+void chain_release(struct fchain *fc);
+/* Write back changed segments; *head gets the head's merged inode. */
+int chain_store(struct fs_volume *v, struct fchain *fc, struct iref *head);
+/* Give back what this operation allocated; the chain is then discarded. */
+void chain_undo(struct fs_volume *v, struct fchain *fc);
+/* After a successful chain_store: free what chain_cut let go of. */
+int chain_free_gone(struct fs_volume *v, struct fchain *fc);
+/* Map [lblk, lblk + n) to blocks, allocating what is missing (in other
+ * chunks, by new continuations, when the file's last chunk is full). */
+int chain_alloc(struct fs_volume *v, struct fchain *fc, uint64_t lblk, uint64_t n);
+/* Copy file bytes [off, off + len) in or out of mapped blocks. */
+int chain_rw(struct fs_volume *v, struct fchain *fc, uint64_t off, size_t len, uint8_t *buf,
+	     int write);
+/* Let go of every block at or after lblk, and continuations that become
+ * empty (freed by chain_free_gone once the chain is stored). */
+int chain_cut(struct fs_volume *v, struct fchain *fc, uint64_t lblk);
+/* Before a cut to size: the block size ends in, copied with its tail zeroed. */
+int chain_cow_tail(struct fs_volume *v, struct fchain *fc, uint64_t size);
+/* Zero the block at lblk when this operation allocated it. */
+int chain_zero_new_partial(struct fs_volume *v, struct fchain *fc, uint64_t lblk);
+
+#endif
