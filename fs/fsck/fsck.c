@@ -14,19 +14,6 @@
 
 #include "fs/fsck/fsck_int.h"
 
-int fsck_oom(struct fsck_ctx *c)
-{
-	if (!c->oper)
-		c->oper = -ENOMEM;
-	c->fatal = 1;
-	return -ENOMEM;
-}
-
-int fsck_cancelled(const struct fsck_ctx *c)
-{
-	return c->o->cancel && *c->o->cancel;
-}
-
 static void ctx_free(struct fsck_ctx *c)
 {
 	for (uint32_t h = 0; c->uhash && h < c->uhash_size; h++) {

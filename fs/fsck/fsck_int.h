@@ -350,9 +350,11 @@ struct fsck_pctx {
 	uint64_t onum;                     /* %o: a number in octal */
 };
 
-/* fsck.c: the driver's */
-int fsck_oom(struct fsck_ctx *c);
-int fsck_cancelled(const struct fsck_ctx *c);
+/* The check was asked to stop (fsck_opts.cancel). */
+static inline int fsck_cancelled(const struct fsck_ctx *c)
+{
+	return c->o->cancel && *c->o->cancel;
+}
 
 /* fsck_problem.c: report a problem; 1 when its repair is to be made now */
 int fix_problem(struct fsck_ctx *c, uint32_t code, const struct fsck_pctx *pc);
@@ -417,6 +419,8 @@ void fsck_mem_free(struct fsck_ctx *c);
  * for need: moved to a larger one when it has not (the old one stays until
  * the context goes). 0 or -ENOMEM (through fsck_oom()). */
 int fsck_grow(struct fsck_ctx *c, void *arr, uint32_t *cap, size_t elem, uint32_t need);
+/* Out of memory: the check stops (fatal, operational error); -ENOMEM. */
+int fsck_oom(struct fsck_ctx *c);
 
 /* fsck_hmap.c */
 static inline uint64_t fsck_hkey(uint64_t k)

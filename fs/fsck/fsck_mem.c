@@ -119,3 +119,11 @@ int fsck_grow(struct fsck_ctx *c, void *arr, uint32_t *cap, size_t elem, uint32_
 	*cap = ncap;
 	return 0;
 }
+
+int fsck_oom(struct fsck_ctx *c)
+{
+	if (!c->oper)
+		c->oper = -ENOMEM;
+	c->fatal = 1;
+	return -ENOMEM;
+}
