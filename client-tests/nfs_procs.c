@@ -876,6 +876,50 @@ static void test_handles(nfs_fh3 root)
 /* Procedure 22 does not exist in NFS version 3, nor 6 in MOUNT version 3:
  * PROC_UNAVAIL, which libnfs reports with this text; the connection goes on
  * serving. */
+/* A setgid directory passes its group on, and new directories in it are
+ * setgid too (as Linux does); a rename that would tie the tree in a loop
+ * is refused before the target's type is looked at: a directory into its
+ * own subtree INVAL, anything over one of its ancestors NOTEMPTY. Leaves
+ * nothing behind. */
+static void test_setgid_and_loops(nfs_fh3 root)
+{
+	nfs_fh3 sg, f, sub, deep;
+	sattr3 s = with_mode(02775);
+	fattr3 fa, sa;
+
+	sg = mkdir_ok("MKDIR sg", root, "sg", 0755);
+	s.gid.set_it = 1;
+	s.gid.set_gid3_u.gid = 4242;
+	expect("SETATTR sg gid 4242 mode 02775", setattr_(sg, s, NULL).status, NFS3_OK);
+	f = create_ok("CREATE sg/f", sg, "f", 0644);
+	sub = mkdir_ok("MKDIR sg/sub", sg, "sub", 0755);
+	fa = getattr_ok("GETATTR sg/f", f);
+	sa = getattr_ok("GETATTR sg/sub", sub);
+	CHECK(fa.gid == 4242 && fa.mode == 0644, "sg/f: gid %u mode %o (expected 4242, 644)",
+	      fa.gid, fa.mode);
+	CHECK(sa.gid == 4242 && sa.mode == 02755, "sg/sub: gid %u mode %o (expected 4242, 2755)",
+	      sa.gid, sa.mode);
+	ok("a setgid directory: its file and subdirectory take gid 4242, the subdirectory 02755");
+
+	deep = mkdir_ok("MKDIR sg/sub/deep", sub, "deep", 0755);
+	create_ok("CREATE sg/sub/deep/file", deep, "file", 0644);
+	expect("RENAME sg/sub onto the file sg/sub/deep/file",
+	       rename_(sg, "sub", deep, "file").status, NFS3ERR_INVAL);
+	expect("RENAME sg/sub onto sg/sub/deep (non-empty)", rename_(sg, "sub", sub, "deep").status,
+	       NFS3ERR_INVAL);
+	expect("RENAME the file sg/sub/deep/file over sg",
+	       rename_(deep, "file", root, "sg").status, NFS3ERR_NOTEMPTY);
+	expect("RENAME sg/sub/deep over sg/sub", rename_(sub, "deep", sg, "sub").status,
+	       NFS3ERR_NOTEMPTY);
+	ok("RENAME into its own subtree INVAL whatever the target, over an ancestor NOTEMPTY");
+
+	expect("REMOVE sg/sub/deep/file", remove_(deep, "file").status, NFS3_OK);
+	expect("RMDIR sg/sub/deep", rmdir_(sub, "deep").status, NFS3_OK);
+	expect("RMDIR sg/sub", rmdir_(sg, "sub").status, NFS3_OK);
+	expect("REMOVE sg/f", remove_(sg, "f").status, NFS3_OK);
+	expect("RMDIR sg", rmdir_(root, "sg").status, NFS3_OK);
+}
+
 static void test_unknown_procedures(void)
 {
 	const char *want = "Server responded: Procedure not available";
@@ -923,6 +967,7 @@ static void phase_rw(void)
 	test_readdir(root);
 	test_access(a, lookup_ok("LOOKUP d1", root, "d1"));
 	test_handles(root);
+	test_setgid_and_loops(root);
 	test_unknown_procedures();
 	leave_for_ro_phase(root);
 	call_umnt("/");

@@ -1,6 +1,8 @@
 /* Attributes and permissions: getattr, setattr (chmod, chown, truncate,
- * times), and the owner/group/other access check with supplementary groups
- * that every name and data operation goes through. */
+ * times), the owner/group/other access check with supplementary groups
+ * that every name and data operation goes through, and the set-id rules
+ * of Linux: the owner and group of a new object (setgid directories), and
+ * the set-id bits a write, a size change, a chown or a chmod takes away. */
 #include "config.h"
 
 #include <errno.h>
@@ -17,6 +19,60 @@ static int in_group(const struct fs_cred *cred, uint32_t gid)
 		if (cred->groups[i] == gid)
 			return 1;
 	return 0;
+}
+
+/* Root, or a member of group gid: may keep S_ISGID on a file of gid
+ * (Linux: in_group_or_capable with CAP_FSETID). */
+static int may_keep_sgid(const struct fs_cred *cred, uint32_t gid)
+{
+	return !cred || cred->uid == 0 || in_group(cred, gid);
+}
+
+void attr_init_owner(const struct fs_cred *cred, const struct od_inode *dir, struct od_inode *ino)
+{
+	ino->uid = cred ? cred->uid : 0;
+	ino->gid = cred ? cred->gid : 0;
+	if (S_ISDIR(ino->mode))
+		ino->mode &= S_IFMT | 0777 | S_ISVTX; /* mkdir keeps no set-id bit asked for */
+	if (!(dir->mode & S_ISGID))
+		return;
+	ino->gid = dir->gid;
+	if (S_ISDIR(ino->mode))
+		ino->mode |= S_ISGID;
+	else if ((ino->mode & (S_ISGID | S_IXGRP)) == (S_ISGID | S_IXGRP) &&
+		 !may_keep_sgid(cred, dir->gid))
+		ino->mode &= ~(uint32_t)S_ISGID;
+}
+
+void attr_kill_priv(const struct fs_cred *cred, struct od_inode *ino)
+{
+	if (!cred || cred->uid == 0 || !S_ISREG(ino->mode))
+		return;
+	ino->mode &= ~(uint32_t)S_ISUID;
+	if ((ino->mode & S_IXGRP) || !in_group(cred, ino->gid))
+		ino->mode &= ~(uint32_t)S_ISGID;
+}
+
+/* The mode after a SETATTR that changes the owner or group of a
+ * non-directory (whoever asks, root included): S_ISUID goes, and S_ISGID
+ * where group execute is set or the caller may not keep it; with a new
+ * mode in the same call, the bits go from that mode instead (knfsd's
+ * nfsd_sanitize_attrs). */
+static uint32_t chown_mode(const struct fs_cred *cred, const struct od_inode *ino,
+			   const struct fs_setattr *sa)
+{
+	uint32_t mode = ino->mode;
+
+	if (sa->valid & FS_SET_MODE) {
+		mode = (mode & S_IFMT) | (sa->mode & 07777 & ~(uint32_t)S_ISUID);
+		if (mode & S_IXGRP)
+			mode &= ~(uint32_t)S_ISGID;
+		return mode;
+	}
+	mode &= ~(uint32_t)S_ISUID;
+	if ((mode & S_IXGRP) || !may_keep_sgid(cred, ino->gid))
+		mode &= ~(uint32_t)S_ISGID;
+	return mode;
 }
 
 int data_perm_check(const struct fs_cred *cred, const struct od_inode *ino, int mask)
@@ -131,12 +187,23 @@ int fs_setattr(struct fs_volume *v, const struct fs_cred *cred, struct fs_ino id
 		}
 		ino_touch(&r.ino, 0, 1, 0);
 	}
-	if (sa->valid & FS_SET_MODE)
+	if (sa->valid & FS_SET_SIZE)
+		attr_kill_priv(cred, &r.ino); /* as truncate(2), whatever the size */
+	/* (A non-owner's chown to the values the file has is let through as
+	 * a no-op, where Linux refuses it: it takes no bits either.) */
+	if ((sa->valid & (FS_SET_UID | FS_SET_GID)) && !S_ISDIR(r.ino.mode) &&
+	    (!cred || cred->uid == 0 || cred->uid == r.ino.uid))
+		r.ino.mode = chown_mode(cred, &r.ino, sa);
+	else if (sa->valid & FS_SET_MODE)
 		r.ino.mode = (r.ino.mode & S_IFMT) | (sa->mode & 07777);
 	if (sa->valid & FS_SET_UID)
 		r.ino.uid = sa->uid;
 	if (sa->valid & FS_SET_GID)
 		r.ino.gid = sa->gid;
+	/* chmod by one who is not in the file's group: S_ISGID is dropped,
+	 * without an error (Linux's setattr_copy). */
+	if ((sa->valid & FS_SET_MODE) && !may_keep_sgid(cred, r.ino.gid))
+		r.ino.mode &= ~(uint32_t)S_ISGID;
 	if (sa->valid & FS_SET_ATIME_NOW)
 		ino_touch(&r.ino, 1, 0, 0);
 	if (sa->valid & FS_SET_MTIME_NOW)

@@ -243,8 +243,10 @@ int fs_write(struct fs_volume *v, const struct fs_cred *cred, struct fs_ino id, 
 	ret = file_write(v, &r, offset, len, buf);
 	if (ret == -ENOSPC && ino_write(v, &r) == 0 && vol_enospc_retry(v))
 		ret = file_write(v, &r, offset, len, buf);
-	if (ret == 0 && len)
+	if (ret == 0 && len) {
 		ino_touch(&r.ino, 0, 1, 1);
+		attr_kill_priv(cred, &r.ino);
+	}
 	{
 		int wret = ino_write(v, &r);
 		if (ret == 0)

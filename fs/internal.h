@@ -325,6 +325,17 @@ int dir_set_inline(struct fs_volume *v, struct iref *r, const void *data, uint32
 
 /* attr.c: permission checks; mask is a combination of 4 (r), 2 (w), 1 (x). */
 int perm_check(const struct fs_cred *cred, const struct od_inode *ino, int mask);
+/* The owner, group and set-id bits of a new object ino (its type and
+ * requested mode in ino->mode) made by cred in dir, as Linux makes them:
+ * the caller's uid and gid, or dir's gid when dir is setgid, where new
+ * directories also become setgid and a file's S_ISGID (with group
+ * execute) is dropped for a caller outside that group; mkdir keeps only
+ * the permission and sticky bits asked for. */
+void attr_init_owner(const struct fs_cred *cred, const struct od_inode *dir, struct od_inode *ino);
+/* A write or a size change by anyone but root takes S_ISUID from a
+ * regular file, and S_ISGID when group execute is set or the caller is
+ * not in the file's group: Linux's file_remove_privs. */
+void attr_kill_priv(const struct fs_cred *cred, struct od_inode *ino);
 /* perm_check for a regular file's data, with the owner override. */
 int data_perm_check(const struct fs_cred *cred, const struct od_inode *ino, int mask);
 int dir_sticky_ok(const struct fs_cred *cred, const struct od_inode *dir,

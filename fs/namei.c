@@ -168,8 +168,7 @@ static int make_entry_in(struct fs_volume *v, const struct fs_cred *cred, struct
 		return ret;
 	r.ino.mode = no->mode;
 	r.ino.nlink = S_ISDIR(no->mode) ? 2 : 1;
-	r.ino.uid = cred ? cred->uid : 0;
-	r.ino.gid = cred ? cred->gid : 0;
+	attr_init_owner(cred, &dir->ino, &r.ino);
 	r.ino.flags = no->flags;
 	r.ino.rdev = no->rdev;
 	r.ino.verifier = no->verifier;
@@ -627,6 +626,28 @@ out:
 	return ret;
 }
 
+/* A rename that would tie the tree in a loop, refused before the target
+ * is looked at, as Linux does (lock_rename's trap): a directory moved into
+ * itself or below it is -EINVAL; a target that is the source's directory
+ * or one above it (it holds the source, so it is not empty) -ENOTEMPTY. */
+static int rename_loops(struct fs_volume *v, const struct iref *fdir, const struct iref *tdir,
+			const struct iref *src, const struct iref *dst, int have_dst)
+{
+	int ret;
+
+	if (S_ISDIR(src->ino.mode) && tdir != fdir) {
+		ret = is_ancestor(v, src->ino.stable, tdir);
+		if (ret != 0)
+			return ret > 0 ? -EINVAL : ret;
+	}
+	if (have_dst && S_ISDIR(dst->ino.mode)) {
+		ret = is_ancestor(v, dst->ino.stable, fdir);
+		if (ret != 0)
+			return ret > 0 ? -ENOTEMPTY : ret;
+	}
+	return 0;
+}
+
 static int rename_checks(struct fs_volume *v, const struct iref *src, const struct iref *dst,
 			 int have_dst)
 {
@@ -690,7 +711,9 @@ int fs_rename(struct fs_volume *v, const struct fs_cred *cred, struct fs_ino fro
 		ret = 0; /* two links of one file: nothing to do */
 		goto out;
 	}
-	ret = rename_checks(v, &src, &dst, have_dst);
+	ret = rename_loops(v, &fdir, tdir, &src, &dst, have_dst);
+	if (ret == 0)
+		ret = rename_checks(v, &src, &dst, have_dst);
 	if (ret < 0)
 		goto out;
 	if (!dir_sticky_ok(cred, &fdir.ino, &src.ino) ||
@@ -698,16 +721,10 @@ int fs_rename(struct fs_volume *v, const struct fs_cred *cred, struct fs_ino fro
 		ret = -EPERM;
 		goto out;
 	}
-	if (S_ISDIR(src.ino.mode) && tdir != &fdir) {
-		ret = is_ancestor(v, src.ino.stable, tdir);
-		if (ret != 0) {
-			ret = ret > 0 ? -EINVAL : ret;
-			goto out;
-		}
-		if (!have_dst && tdir->ino.nlink >= FS_LINK_MAX) {
-			ret = -EMLINK;
-			goto out;
-		}
+	if (S_ISDIR(src.ino.mode) && tdir != &fdir && !have_dst &&
+	    tdir->ino.nlink >= FS_LINK_MAX) {
+		ret = -EMLINK;
+		goto out;
 	}
 	/* The new entry first: if there is no room for it, nothing changed. */
 	old_loc = src.loc;

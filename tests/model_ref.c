@@ -295,6 +295,47 @@ static int in_group(const struct fs_cred *c, uint32_t gid)
 	return 0;
 }
 
+/* Root (or the library itself), or a member of gid: may keep S_ISGID on
+ * a file of that group. */
+static int may_keep_sgid(const struct fs_cred *c, uint32_t gid)
+{
+	return !c || c->uid == 0 || in_group(c, gid);
+}
+
+/* Linux's owner and group of a new object obj made by c in dir
+ * (inode_init_owner, mkdir's mode mask): the caller's ids, or dir's group
+ * when dir is setgid, where a new directory becomes setgid too and a
+ * file's S_ISGID (with group execute) is dropped for a caller outside the
+ * group; mkdir keeps only the permission and sticky bits. */
+static void init_owner(struct ref *r, int obj, int dir, const struct fs_cred *c)
+{
+	struct ref_obj *o = &r->objs[obj];
+	const struct ref_obj *d = &r->objs[dir];
+
+	if (o->type == S_IFDIR)
+		o->perm &= 0777 | S_ISVTX;
+	if (!(d->perm & S_ISGID))
+		return;
+	o->gid = d->gid;
+	if (o->type == S_IFDIR)
+		o->perm |= S_ISGID;
+	else if ((o->perm & (S_ISGID | S_IXGRP)) == (S_ISGID | S_IXGRP) &&
+		 !may_keep_sgid(c, d->gid))
+		o->perm &= ~(uint32_t)S_ISGID;
+}
+
+/* A write or a size change by anyone but root: S_ISUID goes from a
+ * regular file, S_ISGID too when group execute is set or the writer is
+ * not in the file's group (file_remove_privs). */
+static void kill_priv(struct ref_obj *o, const struct fs_cred *c)
+{
+	if (!c || c->uid == 0 || o->type != S_IFREG)
+		return;
+	o->perm &= ~(uint32_t)S_ISUID;
+	if ((o->perm & S_IXGRP) || !in_group(c, o->gid))
+		o->perm &= ~(uint32_t)S_ISGID;
+}
+
 int ref_may(const struct ref *r, const struct fs_cred *c, int obj, int want)
 {
 	const struct ref_obj *o = &r->objs[obj];
@@ -453,12 +494,31 @@ struct ref_res ref_setattr(struct ref *r, const struct fs_cred *c, struct fs_ino
 	}
 	if (!commit)
 		return res_of(0, obj);
-	if (sa->valid & FS_SET_MODE)
+	if (sa->valid & FS_SET_SIZE)
+		kill_priv(o, c); /* as truncate(2), whatever the size */
+	if ((sa->valid & (FS_SET_UID | FS_SET_GID)) && o->type != S_IFDIR) {
+		/* A new owner or group takes the set-id bits: S_ISUID always,
+		 * S_ISGID with group execute or for one who may not keep it;
+		 * with a mode in the same call, from that mode (knfsd). */
+		if (sa->valid & FS_SET_MODE) {
+			o->perm = sa->mode & 07777 & ~(uint32_t)S_ISUID;
+			if (o->perm & S_IXGRP)
+				o->perm &= ~(uint32_t)S_ISGID;
+		} else {
+			o->perm &= ~(uint32_t)S_ISUID;
+			if ((o->perm & S_IXGRP) || !may_keep_sgid(c, o->gid))
+				o->perm &= ~(uint32_t)S_ISGID;
+		}
+	} else if (sa->valid & FS_SET_MODE) {
 		o->perm = sa->mode & 07777;
+	}
 	if (sa->valid & FS_SET_UID)
 		o->uid = sa->uid;
 	if (sa->valid & FS_SET_GID)
 		o->gid = sa->gid;
+	/* chmod by one outside the file's group drops S_ISGID, silently. */
+	if ((sa->valid & FS_SET_MODE) && !may_keep_sgid(c, o->gid))
+		o->perm &= ~(uint32_t)S_ISGID;
 	if (sa->valid & FS_SET_SIZE) {
 		set_size(o, sa->size);
 		o->mtime_known = 0;
@@ -567,6 +627,7 @@ struct ref_res ref_create(struct ref *r, const struct fs_cred *c, struct fs_ino 
 	if (!commit)
 		return res_of(0, -1);
 	obj = new_obj(r, S_IFREG, mode, c);
+	init_owner(r, obj, d, c);
 	if (how == FS_CREATE_EXCLUSIVE) {
 		r->objs[obj].excl = 1;
 		r->objs[obj].verf = verf;
@@ -594,6 +655,7 @@ struct ref_res ref_mkdir(struct ref *r, const struct fs_cred *c, struct fs_ino d
 	if (!commit)
 		return res_of(0, -1);
 	obj = new_obj(r, S_IFDIR, mode, c);
+	init_owner(r, obj, d, c);
 	r->objs[obj].nlink = 2;
 	r->objs[obj].parent = d;
 	r->objs[d].nlink++;
@@ -628,6 +690,7 @@ struct ref_res ref_symlink(struct ref *r, const struct fs_cred *c, struct fs_ino
 	if (!commit)
 		return res_of(0, -1);
 	obj = new_obj(r, S_IFLNK, 0777, c); /* symlinks are always 0777, whatever is asked */
+	init_owner(r, obj, d, c);
 	r->objs[obj].target = xstrdup(target);
 	attach(r, d, name, obj);
 	return res_of(0, obj);
@@ -662,6 +725,7 @@ struct ref_res ref_mknod(struct ref *r, const struct fs_cred *c, struct fs_ino d
 	if (!commit)
 		return res_of(0, -1);
 	obj = new_obj(r, type, mode, c);
+	init_owner(r, obj, d, c);
 	if (type == S_IFCHR || type == S_IFBLK) {
 		r->objs[obj].rdev_major = major;
 		r->objs[obj].rdev_minor = minor;
@@ -744,7 +808,7 @@ static struct ref_res rename_state(const struct ref *r, const struct fs_cred *c,
 				   int td, int tgt)
 {
 	int sdir = r->objs[src].type == S_IFDIR;
-	int terr = 0, serr = 0, ierr = 0;
+	int terr = 0, serr = 0;
 
 	if (tgt >= 0) {
 		int tdir = r->objs[tgt].type == S_IFDIR;
@@ -756,11 +820,16 @@ static struct ref_res rename_state(const struct ref *r, const struct fs_cred *c,
 		else if (tdir && r->objs[tgt].nents > 0)
 			terr = -ENOTEMPTY;
 	}
+	/* A loop is refused before the target's type is looked at (Linux's
+	 * lock_rename trap): a directory into itself or below, -EINVAL; over
+	 * the source's directory or one above it, -ENOTEMPTY. */
 	if (sdir && ref_is_under(r, td, src))
-		ierr = -EINVAL;
+		return res_of(-EINVAL, src);
+	if (tgt >= 0 && r->objs[tgt].type == S_IFDIR && ref_is_under(r, fd, tgt))
+		return res_of(-ENOTEMPTY, src);
 	if (!ref_sticky_ok(r, c, fd, src) || (tgt >= 0 && !ref_sticky_ok(r, c, td, tgt)))
 		serr = -EPERM;
-	return first_of(ierr, terr, serr, src);
+	return first_of(terr, serr, 0, src);
 }
 
 struct ref_res ref_rename(struct ref *r, const struct fs_cred *c, struct fs_ino from_dir,
@@ -937,6 +1006,7 @@ struct ref_res ref_write(struct ref *r, const struct fs_cred *c, struct fs_ino i
 	o->excl_unsure = 1;
 	if (len == 0)
 		return res_of(0, obj);
+	kill_priv(o, c);
 	if (offset + len > o->size)
 		set_size(o, offset + len);
 	memcpy(o->data + offset, buf, len);

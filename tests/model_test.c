@@ -512,22 +512,6 @@ static int px_found(struct pxb *p, int dirfd, const char *name, struct fs_ino *o
 	return attr ? px_getattr(p, *out, attr) : 0;
 }
 
-/* Linux drops set-id bits (on mkdir, chown, a user's write or chmod) where
- * fs.h keeps exactly what was asked; put them back as root. */
-static void px_fix_mode(int fd, uint32_t perm)
-{
-	char proc[64];
-	struct stat st;
-
-	if (fstat(fd, &st))
-		die("fstat");
-	if (S_ISLNK(st.st_mode) || (st.st_mode & 07777) == (perm & 07777))
-		return;
-	px_proc(proc, sizeof(proc), fd);
-	if (chmod(proc, perm & 07777))
-		die("chmod (mode fixup)");
-}
-
 static int pxb_begin(struct backend *be, uint32_t chunk_count, uint32_t bytes_per_inode)
 {
 	struct pxb *p = be->priv;
@@ -613,7 +597,16 @@ static int pxb_setattr(struct backend *be, const struct fs_cred *c, struct fs_in
 		return -EISDIR;
 	if ((sa->valid & FS_SET_SIZE) && !S_ISREG(st.st_mode))
 		return -EINVAL;
-	perm = (sa->valid & FS_SET_MODE) ? sa->mode : st.st_mode;
+	perm = sa->mode;
+	if ((sa->valid & FS_SET_MODE) && (sa->valid & (FS_SET_UID | FS_SET_GID)) &&
+	    !S_ISDIR(st.st_mode)) {
+		/* One NFS SETATTR with a new owner and a mode: knfsd takes the
+		 * set-id bits from the mode before it changes anything
+		 * (nfsd_sanitize_attrs); chown then chmod would put them back. */
+		perm &= ~(uint32_t)S_ISUID;
+		if (perm & S_IXGRP)
+			perm &= ~(uint32_t)S_ISGID;
+	}
 	px_proc(proc, sizeof(proc), fd);
 	px_as(c);
 	if ((sa->valid & FS_SET_SIZE) && truncate(proc, (off_t)sa->size))
@@ -622,7 +615,7 @@ static int pxb_setattr(struct backend *be, const struct fs_cred *c, struct fs_in
 	    fchownat(fd, "", (sa->valid & FS_SET_UID) ? sa->uid : (uid_t)-1,
 		     (sa->valid & FS_SET_GID) ? sa->gid : (gid_t)-1, AT_EMPTY_PATH))
 		err = errno;
-	if (!err && (sa->valid & FS_SET_MODE) && chmod(proc, sa->mode & 07777))
+	if (!err && (sa->valid & FS_SET_MODE) && chmod(proc, perm & 07777))
 		err = errno;
 	if (!err &&
 	    (sa->valid & (FS_SET_ATIME | FS_SET_MTIME | FS_SET_ATIME_NOW | FS_SET_MTIME_NOW))) {
@@ -642,7 +635,6 @@ static int pxb_setattr(struct backend *be, const struct fs_cred *c, struct fs_in
 	px_unas(c);
 	if (err)
 		return -err;
-	px_fix_mode(fd, perm);
 	return out ? px_getattr(p, ino, out) : 0;
 }
 
@@ -693,19 +685,14 @@ static int pxb_lookup(struct backend *be, const struct fs_cred *c, struct fs_ino
 	return attr ? px_getattr(p, *out, attr) : 0;
 }
 
-/* After creating dir/name as c: its identity, its exact mode, its attrs. */
-static int px_created(struct pxb *p, int dfd, const char *name, uint32_t perm, struct fs_ino *out,
+/* After creating dir/name as c: its identity and its attrs. */
+static int px_created(struct pxb *p, int dfd, const char *name, struct fs_ino *out,
 		      struct fs_attr *attr)
 {
-	struct stat st;
-	int fd;
 	int rc = px_found(p, dfd, name, out, NULL);
 
 	if (rc)
 		return rc;
-	if (px_get(p, *out, &fd, &st))
-		return -ESTALE;
-	px_fix_mode(fd, perm);
 	return attr ? px_getattr(p, *out, attr) : 0;
 }
 
@@ -735,7 +722,7 @@ static int pxb_create(struct backend *be, const struct fs_cred *c, struct fs_ino
 	close(fd);
 	if (!created)
 		return px_found(p, dfd, name, out, attr);
-	return px_created(p, dfd, name, mode, out, attr);
+	return px_created(p, dfd, name, out, attr);
 }
 
 static int pxb_mkdir(struct backend *be, const struct fs_cred *c, struct fs_ino dir,
@@ -753,7 +740,7 @@ static int pxb_mkdir(struct backend *be, const struct fs_cred *c, struct fs_ino 
 	px_unas(c);
 	if (err)
 		return -err;
-	return px_created(p, dfd, name, mode, out, attr);
+	return px_created(p, dfd, name, out, attr);
 }
 
 static int pxb_symlink(struct backend *be, const struct fs_cred *c, struct fs_ino dir,
@@ -791,7 +778,7 @@ static int pxb_mknod(struct backend *be, const struct fs_cred *c, struct fs_ino 
 	px_unas(c);
 	if (err)
 		return -err;
-	return px_created(p, dfd, name, mode, out, attr);
+	return px_created(p, dfd, name, out, attr);
 }
 
 static int px_unlink(struct backend *be, const struct fs_cred *c, struct fs_ino dir,
@@ -1037,12 +1024,14 @@ static int pxb_write(struct backend *be, const struct fs_cred *c, struct fs_ino 
 {
 	struct stat st;
 	size_t done = 0;
-	uint32_t mode;
 	int fd;
 	int rc = px_open_file(be->priv, c, ino, O_WRONLY, &fd, &st);
 
 	if (rc)
 		return rc;
+	/* As the caller, as knfsd writes: a write by anyone but root takes
+	 * the file's set-id bits (file_remove_privs). */
+	px_as(c);
 	while (done < len) {
 		ssize_t n =
 		    pwrite(fd, (const char *)buf + done, len - done, (off_t)(offset + done));
@@ -1053,12 +1042,10 @@ static int pxb_write(struct backend *be, const struct fs_cred *c, struct fs_ino 
 		}
 		done += (size_t)n;
 	}
+	px_unas(c);
 	close(fd);
 	if (rc)
 		return rc;
-	mode = st.st_mode; /* from before the write, which may drop set-id bits */
-	if (px_get(be->priv, ino, &fd, &st) == 0)
-		px_fix_mode(fd, mode);
 	return post ? px_getattr(be->priv, ino, post) : 0;
 }
 
@@ -1111,13 +1098,11 @@ enum skip_reason {
 	SK_NAME,     /* "." / ".." / empty / "a/b": fs.h says -EINVAL */
 	SK_EXCL,     /* exclusive create: no verifier in POSIX */
 	SK_UNCHECK,  /* unchecked create over a non-file, or as a user (Linux opens it) */
-	SK_SGID,     /* a setgid directory passes its group on in Linux */
 	SK_DIRMOVE,  /* a user moving a directory it cannot write: Linux says -EACCES */
 	SK_LNKMODE,  /* symlink modes are always 0777 in Linux */
 	SK_MKNOD,    /* devices and sockets are not made here; invalid types */
 	SK_HARDLINK, /* protected_hardlinks: a user linking a file it does not own */
 	SK_TARGET,   /* empty symlink target: Linux says -ENOENT */
-	SK_ANCESTOR, /* a file renamed over an ancestor directory: Linux says -ENOTEMPTY */
 	SK_COUNT
 };
 
@@ -1125,13 +1110,11 @@ static const char *const skip_names[SK_COUNT] = {
 	"dot/empty/slash names",
 	"exclusive create",
 	"unchecked create of non-file or as user",
-	"create in setgid dir",
 	"user moving unwritable dir",
 	"symlink mode",
 	"mknod non-fifo",
 	"user hard link",
 	"empty symlink target",
-	"file over an ancestor",
 };
 
 static struct {
@@ -1908,8 +1891,6 @@ static void x_create(const struct fs_cred *c, struct fs_ino dir, const char *nam
 		if (how == FS_CREATE_UNCHECKED && existing >= 0 &&
 		    (c || M.ref.objs[existing].type != S_IFREG))
 			return skip(SK_UNCHECK);
-		if (dir_has_bits(dir, S_ISGID))
-			return skip(SK_SGID);
 	}
 	res = ref_create(&M.ref, c, dir, name, mode, how, verf, 0);
 	rc = M.be->create(M.be, c, dir, name, mode, how, verf, &out, with_attr ? &attr : NULL);
@@ -1942,8 +1923,6 @@ static void x_mkdir(const struct fs_cred *c, struct fs_ino dir, const char *name
 	describe("mkdir(%s, %s, %s, 0%o)", cred_str(c), ino_str(dir), name_str(name), mode);
 	if (M.posix && linux_bad_name(name, 0))
 		return skip(SK_NAME);
-	if (M.posix && dir_has_bits(dir, S_ISGID))
-		return skip(SK_SGID);
 	res = ref_mkdir(&M.ref, c, dir, name, mode, 0);
 	rc = M.be->mkdir(M.be, c, dir, name, mode, &out, with_attr ? &attr : NULL);
 	if (expect("mkdir", res, rc, 1) == OUT_ENOSPC)
@@ -1973,8 +1952,6 @@ static void x_symlink(const struct fs_cred *c, struct fs_ino dir, const char *na
 		return skip(SK_TARGET);
 	if (M.posix && mode != 0777)
 		return skip(SK_LNKMODE);
-	if (M.posix && dir_has_bits(dir, S_ISGID))
-		return skip(SK_SGID);
 	res = ref_symlink(&M.ref, c, dir, name, target, mode, 0);
 	rc = M.be->symlink(M.be, c, dir, name, target, mode, &out, with_attr ? &attr : NULL);
 	if (expect("symlink", res, rc, 1) == OUT_ENOSPC)
@@ -2002,8 +1979,6 @@ static void x_mknod(const struct fs_cred *c, struct fs_ino dir, const char *name
 		return skip(SK_NAME);
 	if (M.posix && (mode & S_IFMT) != S_IFIFO)
 		return skip(SK_MKNOD);
-	if (M.posix && dir_has_bits(dir, S_ISGID))
-		return skip(SK_SGID);
 	res = ref_mknod(&M.ref, c, dir, name, mode, maj, min, 0);
 	rc = M.be->mknod(M.be, c, dir, name, mode, maj, min, &out, with_attr ? &attr : NULL);
 	if (expect("mknod", res, rc, 1) == OUT_ENOSPC)
@@ -2088,9 +2063,6 @@ static void x_rename(const struct fs_cred *c, struct fs_ino from_dir, const char
 		if (is_user(c) && src >= 0 && M.ref.objs[src].type == S_IFDIR && fd != td &&
 		    !ref_may(&M.ref, c, src, 2))
 			return skip(SK_DIRMOVE);
-		if (src >= 0 && tgt >= 0 && M.ref.objs[src].type != S_IFDIR &&
-		    M.ref.objs[tgt].type == S_IFDIR && ref_is_under(&M.ref, fd, tgt))
-			return skip(SK_ANCESTOR);
 	}
 	res = ref_rename(&M.ref, c, from_dir, from_name, to_dir, to_name, 0);
 	rc = M.be->rename(M.be, c, from_dir, from_name, to_dir, to_name);
