@@ -876,6 +876,50 @@ static void test_handles(nfs_fh3 root)
 /* Procedure 22 does not exist in NFS version 3, nor 6 in MOUNT version 3:
  * PROC_UNAVAIL, which libnfs reports with this text; the connection goes on
  * serving. */
+static const char *server_host;
+static int server_port;
+
+/* The export's root, over a new connection as uid, gid (every result of the
+ * old connection, handles included, is freed). */
+static nfs_fh3 reconnect_as(int uid, int gid)
+{
+	mountres3 m;
+
+	call_disconnect();
+	call_connect(server_host, server_port, uid, gid);
+	m = call_mnt("/");
+	CHECK(m.fhs_status == MNT3_OK, "MNT / as %d: status %d", uid, m.fhs_status);
+	return call_mnt_root(&m);
+}
+
+/* A WRITE by a user who is not root takes S_ISUID, and S_ISGID where group
+ * execute is set, as Linux's file_remove_privs; root's WRITE and SETATTR
+ * size take nothing. Reconnects as root at the end: the handles the caller
+ * held are gone. Leaves nothing behind. */
+static void test_setid_cleared(void)
+{
+	nfs_fh3 root, su;
+	WRITE3res w;
+
+	root = reconnect_as(0, 0);
+	su = create_ok("CREATE su", root, "su", 06777);
+	w = write_(su, 0, "root", FILE_SYNC);
+	expect("WRITE su as root", w.status, NFS3_OK);
+	CHECK(w.WRITE3res_u.resok.file_wcc.after.post_op_attr_u.attributes.mode == 06777,
+	      "WRITE as root: mode %o (expected 6777)",
+	      w.WRITE3res_u.resok.file_wcc.after.post_op_attr_u.attributes.mode);
+	root = reconnect_as(1000, 1000);
+	su = lookup_ok("LOOKUP su as 1000", root, "su");
+	w = write_(su, 4, "user", FILE_SYNC);
+	expect("WRITE su as 1000", w.status, NFS3_OK);
+	CHECK(w.WRITE3res_u.resok.file_wcc.after.post_op_attr_u.attributes.mode == 0777,
+	      "WRITE as 1000: mode %o (expected 777)",
+	      w.WRITE3res_u.resok.file_wcc.after.post_op_attr_u.attributes.mode);
+	root = reconnect_as(0, 0);
+	expect("REMOVE su", remove_(root, "su").status, NFS3_OK);
+	ok("WRITE as root keeps 06777, as uid 1000 takes both set-id bits (0777)");
+}
+
 /* A setgid directory passes its group on, and new directories in it are
  * setgid too (as Linux does); a rename that would tie the tree in a loop
  * is refused before the target's type is looked at: a directory into its
@@ -970,6 +1014,7 @@ static void phase_rw(void)
 	test_setgid_and_loops(root);
 	test_unknown_procedures();
 	leave_for_ro_phase(root);
+	test_setid_cleared();
 	call_umnt("/");
 }
 
@@ -1045,7 +1090,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: nfs_procs HOST PORT [rw|ro]\n");
 		return 2;
 	}
-	call_connect(argv[1], atoi(argv[2]), 0, 0);
+	server_host = argv[1];
+	server_port = atoi(argv[2]);
+	call_connect(server_host, server_port, 0, 0);
 	if (!strcmp(phase, "rw"))
 		phase_rw();
 	else
