@@ -56,6 +56,19 @@ int dir_part_for(struct fs_volume *v, struct iref *dir, struct chunk *c, int cre
 		*part = *dir;
 		return 0;
 	}
+	if (create) {
+		/* A fresh chunk gets lost+found's part first (slot_alloc would
+		 * make it below, behind a chain already walked): when dir is
+		 * lost+found, that is the part wanted. */
+		ret = chunk_load(c);
+		if (ret == 0 && c->hdr.islot_watermark == 0 && !c->nfree_slots)
+			ret = lf_first_part(v, c);
+		if (ret > 0)
+			ret = ino_read(v, dir->loc, dir);
+		if (ret < 0)
+			return ret;
+		cur = *dir;
+	}
 	while (cur.ino.next.chunk != OD_LOC_NONE) {
 		if (++hops > v->nchunks)
 			return -EUCLEAN;

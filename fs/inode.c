@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "fs/internal.h"
+#include "fs/lostfound.h"
 
 static int loc_units(const struct chunk *c, uint32_t block, uint32_t *units)
 {
@@ -101,6 +102,24 @@ static struct od_loc slot_loc(const struct chunk *c, uint32_t slot)
 }
 
 int slot_alloc(struct chunk *c, struct od_loc *loc)
+{
+	int ret = chunk_load(c);
+
+	if (ret < 0)
+		return ret;
+	/* A chunk's first slot goes to lost+found's part there, made when
+	 * first needed (fs/lostfound.c): before the chunk holds anything that
+	 * could become an orphan, so fsck of this chunk alone has a place to
+	 * link its orphans into. */
+	if (c->hdr.islot_watermark == 0 && !c->nfree_slots) {
+		ret = lf_first_part(c->vol, c);
+		if (ret < 0)
+			return ret;
+	}
+	return slot_take(c, loc);
+}
+
+int slot_take(struct chunk *c, struct od_loc *loc)
 {
 	uint32_t slot;
 	struct buf *b;

@@ -255,7 +255,10 @@ int ino_read(struct fs_volume *v, struct od_loc loc, struct iref *out);
 int ino_write(struct fs_volume *v, const struct iref *r);
 int ino_get(struct fs_volume *v, struct fs_ino id, struct iref *out);
 int ino_get_stable(struct fs_volume *v, uint64_t stable, struct iref *out);
+/* A free inode-area slot of c (a chunk's first makes lost+found's part
+ * there first); slot_take: the same without that, for the part itself. */
 int slot_alloc(struct chunk *c, struct od_loc *loc);
+int slot_take(struct chunk *c, struct od_loc *loc);
 int slot_free(struct fs_volume *v, struct od_loc loc);
 uint32_t slot_free_count(struct chunk *c);
 void ino_touch(struct od_inode *ino, int a, int m, int c);

@@ -1,6 +1,8 @@
-/* /lost+found as mkfs makes it: a directory of the root, in the root's
- * chunk, with an empty part (a directory continuation with no units) in
- * every other chunk, chained from its head. The head and its parts carry
+/* /lost+found: a directory of the root, in the root's chunk, made by mkfs,
+ * with an empty part (a directory continuation with no units) in every
+ * other chunk that holds anything, made when the chunk's first inode-area
+ * slot is needed and chained right after the head (mkfs writes nothing in
+ * the other chunks but their headers). The head and its parts carry
  * OD_INF_LOSTFOUND, so that the library keeps a part even when its last
  * entry goes (fs/dir.c), and fsck of one chunk can tell lost+found's part
  * there and link that chunk's orphans into it without writing any other
@@ -47,7 +49,7 @@ static int lf_part(struct fs_volume *v, const struct iref *lf, struct chunk *c,
 	int ret;
 
 	memset(&part, 0, sizeof(part));
-	ret = slot_alloc(c, &part.loc);
+	ret = slot_take(c, &part.loc);
 	if (ret < 0)
 		return ret;
 	part.ino.mode = S_IFDIR;
@@ -63,28 +65,43 @@ static int lf_part(struct fs_volume *v, const struct iref *lf, struct chunk *c,
 
 int lf_mkfs(struct fs_volume *v, struct iref *root)
 {
-	struct od_loc next = { .chunk = OD_LOC_NONE };
 	struct iref lf;
 	int ret = lf_head(v, root, &lf);
 
 	if (ret < 0)
 		return ret;
-	/* Made from the last chunk down, so that the chain runs in chunk order
-	 * and each part is written once. */
-	for (uint32_t i = v->nchunks; i-- > 0;) {
-		struct chunk *c = vol_chunk(v, i);
-		if (i == lf.loc.chunk || c->offline)
-			continue;
-		ret = lf_part(v, &lf, c, next, &next);
-		if (ret < 0)
-			return ret;
-	}
-	lf.ino.next = next;
 	ret = ino_write(v, &lf);
 	if (ret < 0)
 		return ret;
 	root->ino.nlink++;
 	return ino_write(v, root);
+}
+
+int lf_first_part(struct fs_volume *v, struct chunk *c)
+{
+	struct iref root, lf;
+	struct dirpos pos;
+	struct od_loc at;
+	int ret = ino_get_stable(v, v->root, &root);
+
+	if (ret < 0)
+		return ret;
+	ret = dir_find(v, &root, OD_LF_NAME, OD_LF_NAME_LEN, &pos);
+	if (ret == -ENOENT)
+		return 0; /* removed by hand: orphans stay where fsck finds them */
+	if (ret == 0)
+		ret = ino_get_stable(v, pos.de.stable, &lf);
+	if (ret < 0)
+		return ret;
+	if (!S_ISDIR(lf.ino.mode) || !(lf.ino.flags & OD_INF_LOSTFOUND) ||
+	    lf.loc.chunk == c->index)
+		return 0;
+	ret = lf_part(v, &lf, c, lf.ino.next, &at);
+	if (ret < 0)
+		return ret;
+	lf.ino.next = at;
+	ret = ino_write(v, &lf);
+	return ret < 0 ? ret : 1;
 }
 
 int lf_is_part(const struct iref *part)

@@ -116,8 +116,9 @@ static int mkfs_check_opts(const struct fs_mkfs_opts *o, uint64_t *chunk_size, u
 	return 0;
 }
 
-/* The root directory: number 1 of chunk 0, in an inode-area slot; and
- * /lost+found, with a part in every chunk (fs/lostfound.c). */
+/* The root directory: number 1 of chunk 0 (every header says so from the
+ * start), in an inode-area slot; and /lost+found (fs/lostfound.c). Only
+ * chunk 0 is written. */
 static int mkfs_root(struct fs_volume *v)
 {
 	struct chunk *c0 = &v->chunks[0];
@@ -127,11 +128,13 @@ static int mkfs_root(struct fs_volume *v)
 	int ret;
 
 	memset(&r, 0, sizeof(r));
-	ret = slot_alloc(c0, &r.loc);
+	ret = slot_take(c0, &r.loc);
 	if (ret == 0)
 		ret = map_alloc(c0, r.loc, &stable, &gen);
 	if (ret < 0)
 		return ret;
+	if (stable != c0->hdr.root_stable)
+		return -EUCLEAN; /* the headers named another number */
 	r.ino.stable = stable;
 	r.ino.generation = gen;
 	r.ino.mode = S_IFDIR | 0755;
@@ -144,10 +147,6 @@ static int mkfs_root(struct fs_volume *v)
 		ret = lf_mkfs(v, &r);
 	if (ret < 0)
 		return ret;
-	for (uint32_t i = 0; i < v->nchunks; i++) {
-		v->chunks[i].hdr.root_stable = stable;
-		v->chunks[i].header_dirty = 1;
-	}
 	v->root = stable;
 	return 0;
 }
@@ -198,6 +197,7 @@ int fs_mkfs(const char *path, const struct fs_mkfs_opts *o)
 	h.flags = OD_CHF_BITMAP_UNINIT | (o->single_copy ? OD_CHF_SINGLE_COPY : 0);
 	h.feature_incompat = OD_FEATURE_INCOMPAT_HELD_ENTRIES;
 	h.mkfs_time = (uint64_t)time(NULL);
+	h.root_stable = OD_STABLE(0, 0); /* mkfs_root's: chunk 0's first map entry */
 	if (o->label)
 		memcpy(h.label, o->label, strlen(o->label));
 	if ((ret = fill_random(h.volume_uuid, sizeof(h.volume_uuid))) < 0 ||

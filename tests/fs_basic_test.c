@@ -1,7 +1,9 @@
 /* The library end to end on small volumes: every operation's success path
  * and its POSIX errors, inline data, its move to room and its move out,
  * relocation of an inode whose first link goes, continuations across
- * chunks, readdir cookies, reopen, and the invariants after each step. */
+ * chunks, readdir cookies, reopen, and the invariants after each step;
+ * mkfs writing nothing in chunks but 0 beyond their headers, and
+ * lost+found's part made in a chunk's first slot. */
 #include "config.h"
 
 #include <errno.h>
@@ -11,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fs/format/ondisk.h"
 #include "fs/fs.h"
 #include "tap.h"
 
@@ -415,6 +418,65 @@ static void test_inline_move(void)
 	CHECK_EQ(fs_close(v), 0);
 }
 
+/* mkfs writes a header pair per chunk and nothing else outside chunk 0;
+ * the first slot of every chunk used afterwards is lost+found's part. */
+static void test_mkfs_lazy(void)
+{
+	enum { NCHUNKS = 16, CHUNK = 1 << 20, NB = CHUNK / OD_BLOCK_SIZE };
+	static uint8_t img[NCHUNKS * CHUNK];
+	struct fs_volume *v = make(NCHUNKS, CHUNK, 4096);
+	struct fs_ino root, d;
+	FILE *f;
+	uint32_t used = 0;
+
+	CHECK_EQ(fs_close(v), 0);
+	f = fopen(image, "rb");
+	CHECK(f != NULL);
+	CHECK_EQ(fread(img, 1, sizeof(img), f), sizeof(img));
+	fclose(f);
+	for (uint32_t k = 1; k < NCHUNKS; k++) {
+		uint32_t nonzero = 0;
+		for (uint32_t b = 0; b < NB; b++) {
+			const uint8_t *p = img + (size_t)k * CHUNK + (size_t)b * OD_BLOCK_SIZE;
+			int any = 0;
+			for (uint32_t i = 0; i < OD_BLOCK_SIZE && !any; i++)
+				any = p[i] != 0;
+			if (any && b != 0 && b != NB / 2)
+				nonzero++;
+		}
+		CHECK_EQ(nonzero, 0); /* only block 0 and its mirror */
+	}
+
+	/* Directories spread over the chunks; each chunk they reach gets
+	 * lost+found's part in its slot 0 first. */
+	CHECK_EQ(fs_open(image, 0, &v), 0);
+	CHECK_EQ(fs_root(v, &root), 0);
+	for (int i = 0; i < 40; i++) {
+		char name[16];
+		snprintf(name, sizeof(name), "d%d", i);
+		CHECK_EQ(fs_mkdir(v, NULL, root, name, 0755, &d, NULL), 0);
+	}
+	CHECK_EQ(invariants(v), 0);
+	CHECK_EQ(fs_close(v), 0);
+	f = fopen(image, "rb");
+	CHECK(f != NULL);
+	CHECK_EQ(fread(img, 1, sizeof(img), f), sizeof(img));
+	fclose(f);
+	for (uint32_t k = 1; k < NCHUNKS; k++) {
+		const uint8_t *base = img + (size_t)k * CHUNK;
+		struct od_chunk_header h;
+		struct od_inode ino;
+		CHECK_EQ(od_get_chunk_header(base, &h), 0);
+		if (h.islot_watermark == 0)
+			continue;
+		od_get_inode(base + (size_t)h.itable_start * OD_BLOCK_SIZE + OD_MB_HEADER_SIZE, &ino);
+		CHECK_EQ(ino.flags & (OD_INF_CONT | OD_INF_LOSTFOUND), OD_INF_CONT | OD_INF_LOSTFOUND);
+		CHECK_EQ(ino.head_stable, 2); /* lost+found */
+		used++;
+	}
+	CHECK(used >= 4); /* the directories reached several chunks */
+}
+
 int main(void)
 {
 	const char *tmp = getenv("TMPDIR");
@@ -425,6 +487,7 @@ int main(void)
 	test_data();
 	test_readdir();
 	test_inline_move();
+	test_mkfs_lazy();
 	unlink(image);
 	return test_done("fs_basic");
 }

@@ -6,8 +6,9 @@
  * entries here, or made here (an embedded directory in a root unit with
  * room, its map entry, one directory unit). In the other chunks it is
  * lost+found's part there, the directory part flagged OD_INF_LOSTFOUND that
- * mkfs makes in every chunk (fs/lostfound.c); a chunk without one (an older
- * image) has its orphans reported and left (PR_4_ORPHAN_KEEP). Every byte
+ * the library makes in a chunk's first slot when the chunk is first used
+ * (fs/lostfound.c); a chunk without one (an older image, or lost+found
+ * removed) has its orphans reported and left (PR_4_ORPHAN_KEEP). Every byte
  * this writes is in this chunk, and so are the counts it changes (the
  * orphan's, and in chunk 0 lost+found's and the root's), but one: an orphan
  * directory linked into a part makes lost+found's link count, in its head,
