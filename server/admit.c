@@ -37,8 +37,7 @@ static struct ratelog log_full =
 	RATELOG_INIT(LOG_LVL_WARN, "connections closed at accept: max_connections, all busy");
 static struct ratelog log_evicted =
 	RATELOG_INIT(LOG_LVL_WARN, "connections closed to admit a newcomer");
-static struct ratelog log_idle =
-	RATELOG_INIT(LOG_LVL_INFO, "idle connections closed");
+static struct ratelog log_idle = RATELOG_INIT(LOG_LVL_INFO, "idle connections closed");
 
 static void count(uint64_t *counter)
 {
@@ -106,7 +105,8 @@ static void scan_conns(struct server *srv, const uint8_t host[16], uint64_t now,
 			s->any = c;
 			q_any = q;
 		}
-		if (!__atomic_load_n(&c->proven, __ATOMIC_RELAXED) && (!s->unproven || q > q_unproven)) {
+		if (!__atomic_load_n(&c->proven, __ATOMIC_RELAXED) &&
+		    (!s->unproven || q > q_unproven)) {
 			s->unproven = c;
 			q_unproven = q;
 		}

@@ -46,7 +46,7 @@ static struct ratelog log_partial =
 static struct ratelog log_unread =
 	RATELOG_INIT(LOG_LVL_WARN, "replies not read within record_timeout");
 static struct ratelog log_no_memory =
-	RATELOG_INIT(LOG_LVL_ERROR, "connections closed for want of memory");
+	RATELOG_INIT(LOG_LVL_ERROR, "connections closed: out of memory or set-up failed");
 
 /* A connection that held at least this much gives the heap back. */
 #define TRIM_AFTER_BYTES (64u << 10)
@@ -708,7 +708,8 @@ static void accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct socka
 		conn_close(victim); /* its place is the newcomer's */
 	c = calloc(1, sizeof(*c));
 	if (!c) {
-		log_error("out of memory for a new connection: closing it");
+		ratelog_msg(&log_no_memory, "%s:%u: out of memory for a new connection: closing it",
+			    name, port);
 		evutil_closesocket(fd);
 		return;
 	}
@@ -721,8 +722,8 @@ static void accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct socka
 	peer_format(sa, c->peer_name, sizeof(c->peer_name), &c->peer_port);
 	ret = conn_setup(srv, c, fd);
 	if (ret < 0) {
-		log_error("%s:%u: cannot set the connection up: %s: closing", c->peer_name,
-			  c->peer_port, strerror(-ret));
+		ratelog_msg(&log_no_memory, "%s:%u: cannot set the connection up: %s: closing",
+			    c->peer_name, c->peer_port, strerror(-ret));
 		conn_free_new(c, fd);
 		return;
 	}

@@ -24,7 +24,8 @@ struct ratelog {
 	struct ratelog *next;
 };
 
-#define RATELOG_INIT(lvl, what) { .lock = PTHREAD_MUTEX_INITIALIZER, .level = (lvl), .kind = (what) }
+#define RATELOG_INIT(lvl, what) \
+	{ .lock = PTHREAD_MUTEX_INITIALIZER, .level = (lvl), .kind = (what) }
 
 /* A line of r's kind: logged when the last was RATELOG_INTERVAL_MS ago or
  * more (with the number left out since), else only counted. */
