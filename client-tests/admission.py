@@ -18,7 +18,10 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from hostile_memory import (MOUNT, NFS, LAST, accepted_result, alive, call, closed_now,  # noqa
-                            connect, fail, logged, rpc, wait_logged)
+                            connect, create_args, create_fh, fail, mount_root, record, rpc,
+                            wait_logged, xdr_opaque)
+
+MIB = 1 << 20
 
 COUNTERS = ("evicted_unproven", "evicted_idle_oldest", "refused_full", "closed_no_export",
             "closed_per_client_cap", "closed_idle_timeout")
@@ -237,6 +240,72 @@ def phase_huge(a):
         s.close()
 
 
+def calls(a):
+    """Calls answered so far, by the loop and the workers together."""
+    out = subprocess.run([a.ctl, "-s", a.sock, "--json", "status"], capture_output=True,
+                         timeout=30)
+    st = json.loads(out.stdout)["server"]
+    return st["calls_loop"] + st["calls_workers"]
+
+
+def busy_conn(a, fh, nreads, xid):
+    """A connection whose READ replies it never reads: the socket buffers
+    take some, the rest stay queued, and its calls stay in flight."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+    s.settimeout(5)
+    s.connect(("127.0.0.1", a.port))
+    s.sendall(b"".join(record(call(xid + i, NFS, 6, xdr_opaque(fh) + struct.pack(">QI", 0, MIB)))
+                       for i in range(nreads)))
+    return s
+
+
+def phase_full(a):
+    """max_connections 2 (a reload), both connections with calls in flight:
+    a newcomer is refused (refused_full); with one place held by an idle
+    connection, the newcomer takes its place and the busy one stays."""
+    root = mount_root(a.port)
+    s = connect(a.port)
+    fh = create_fh(accepted_result(rpc(s, call(1, NFS, 8, create_args(root, "big"))), 1))
+    w = xdr_opaque(fh) + struct.pack(">QII", 0, MIB, 2) + xdr_opaque(b"\x5a" * MIB)
+    accepted_result(rpc(s, call(2, NFS, 7, w)), 2)
+    s.close()
+    wait_status(a, lambda st: st["open"] == 0)
+    # Past the socket buffers (the sender's at most tcp_wmem's maximum) by
+    # 2 MiB, under max_reply_queue (4 MiB): every READ is taken and answered.
+    with open("/proc/sys/net/ipv4/tcp_wmem") as f:
+        nreads = int(f.read().split()[2]) // MIB + 3
+    before, c0 = status(a), calls(a)
+    busy = [busy_conn(a, fh, nreads, 1000 * (i + 1)) for i in range(2)]
+    deadline = time.monotonic() + 30
+    while calls(a) - c0 < 2 * nreads:
+        if time.monotonic() > deadline:
+            fail("%d of the %d READs answered" % (calls(a) - c0, 2 * nreads))
+        time.sleep(0.1)
+    new = connect(a.port)
+    if not closed_now(new, 5):
+        fail("a newcomer with every connection busy was not closed")
+    new.close()
+    expect(delta(before, status(a)), refused_full=1)
+    busy[0].close()
+    wait_status(a, lambda st: st["open"] == 1)
+    idle = connect(a.port)
+    accepted_result(rpc(idle, call(3, NFS, 0)), 3)
+    new = connect(a.port)
+    accepted_result(rpc(new, call(4, NFS, 0)), 4)
+    if not closed_now(idle, 5):
+        fail("the idle connection did not make room for the newcomer")
+    if closed_now(busy[1], 0.5):
+        fail("the busy connection was closed")
+    st = status(a)
+    expect(delta(before, st), refused_full=1, evicted_unproven=1)
+    print("full: max_connections 2, both with %d READs of 1 MiB in flight: a newcomer refused "
+          "(refused_full 1); one busy, one idle: the newcomer took the idle one's place "
+          "(evicted_unproven 1), the busy one kept" % nreads)
+    for x in (new, busy[1], idle):
+        x.close()
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("phase")
@@ -252,7 +321,7 @@ def main():
     p.add_argument("--conns", type=int, default=200)
     a = p.parse_args()
     phases = {"flood": phase_flood, "idle": phase_idle, "per-client": phase_per_client,
-              "no-export": phase_no_export, "huge": phase_huge}
+              "no-export": phase_no_export, "huge": phase_huge, "full": phase_full}
     if a.phase not in phases:
         fail("unknown phase %s" % a.phase)
     phases[a.phase](a)

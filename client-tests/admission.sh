@@ -7,7 +7,10 @@
 # max_connections_per_client closes the newcomers beyond it from one
 # address; a reload to clients=127.0.0.1/32 closes 127.0.0.2 at accept;
 # 200 connections claiming 2 GiB records, and half records, log one line
-# per 10 s per kind with the rest counted. Counts from chunkfsctl status.
+# per 10 s per kind with the rest counted; with max_connections 2 and both
+# connections busy (READ replies not read) a newcomer is refused, and with
+# one busy and one idle it takes the idle one's place. Counts from
+# chunkfsctl status.
 . "$(dirname "$0")/functions.sh"
 requires nfs-ls python3
 CTL=$builddir/chunkfsctl
@@ -43,9 +46,11 @@ $client per-client $args --per-client 8 || fail "max_connections_per_client"
 reload 's|clients=127.0.0.0/8|clients=127.0.0.1/32|; s/^max_connections_per_client = .*/max_connections_per_client = 64/'
 $client no-export $args || fail "no export"
 $client huge $args --conns 200 || fail "huge records"
+reload 's/^max_connections = .*/max_connections = 2/; s/^record_timeout = .*/record_timeout = 30/'
+$client full $args || fail "every connection busy"
 nfs-ls "$url$q" >/dev/null || fail "the server stopped serving"
 "$CTL" -s "$tmp/control" status >"$tmp/status.txt" || fail "chunkfsctl status"
-grep -q "^connections: 0 open" "$tmp/status.txt" || {
+grep -q "^connections: [0-9]* open ([0-9]* proven) of 2," "$tmp/status.txt" || {
 	cat "$tmp/status.txt"
 	fail "the status table has no connections line"
 }
