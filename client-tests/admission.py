@@ -304,6 +304,23 @@ def phase_full(a):
           "(evicted_unproven 1), the busy one kept" % nreads)
     for x in (new, busy[1], idle):
         x.close()
+    # Every peer proven: the newcomer takes the place of the quietest.
+    wait_status(a, lambda st: st["open"] == 0)
+    old, young = connect(a.port), connect(a.port)
+    # old's call has left before young's arrives: old is quiet as long or
+    # longer, and on a tie the older connection goes.
+    export_call(old, 5)
+    export_call(young, 6)
+    wait_status(a, lambda st: st["proven"] == 2)
+    new = connect(a.port)
+    accepted_result(rpc(new, call(7, NFS, 0)), 7)
+    if not closed_now(old, 5) or closed_now(young, 0.5):
+        fail("the newcomer did not take the place of the quieter proven connection")
+    expect(delta(before, status(a)), refused_full=1, evicted_unproven=1, evicted_idle_oldest=1)
+    print("full: both proven and idle: the newcomer took the quieter one's place "
+          "(evicted_idle_oldest 1)")
+    for x in (old, young, new):
+        x.close()
 
 
 def main():

@@ -9,8 +9,8 @@
 # 200 connections claiming 2 GiB records, and half records, log one line
 # per 10 s per kind with the rest counted; with max_connections 2 and both
 # connections busy (READ replies not read) a newcomer is refused, and with
-# one busy and one idle it takes the idle one's place. Counts from
-# chunkfsctl status.
+# one busy and one idle it takes the idle one's place, with both proven
+# and idle the quieter one's. Counts from chunkfsctl status.
 . "$(dirname "$0")/functions.sh"
 requires nfs-ls python3
 CTL=$builddir/chunkfsctl
