@@ -23,6 +23,8 @@ void config_defaults(struct config *cfg)
 	cfg->max_conn_requests = 64;
 	cfg->max_requests = 1024;
 	cfg->max_connections = 1024;
+	cfg->max_conns_per_client = 64;
+	cfg->idle_timeout = 360;
 	cfg->record_timeout = 30;
 	cfg->max_reply_queue = 4u << 20;
 	cfg->max_io = 1u << 20;
@@ -225,6 +227,8 @@ static const char *const key_wants[][2] = {
 	{ "max_requests_per_connection", "1-4096" },
 	{ "max_requests", "1-1048576" },
 	{ "max_connections", "1-1048576" },
+	{ "max_connections_per_client", "1-1048576" },
+	{ "idle_timeout", "0-86400 (seconds; 0: never)" },
 	{ "record_timeout", "1-86400 (seconds)" },
 	{ "max_reply_queue", "65536-1073741824 (bytes)" },
 	{ "max_io", "a power of two from 4096 to 16777216" },
@@ -279,6 +283,14 @@ static int parse_key(const char *k, const char *v, struct config *cfg, char *err
 		if (parse_uint(v, 1u << 20, &n) < 0 || n == 0)
 			goto bad;
 		cfg->max_connections = (int)n;
+	} else if (!strcmp(k, "max_connections_per_client")) {
+		if (parse_uint(v, 1u << 20, &n) < 0 || n == 0)
+			goto bad;
+		cfg->max_conns_per_client = (int)n;
+	} else if (!strcmp(k, "idle_timeout")) {
+		if (parse_uint(v, 86400, &n) < 0)
+			goto bad;
+		cfg->idle_timeout = (int)n;
 	} else if (!strcmp(k, "record_timeout")) {
 		if (parse_uint(v, 86400, &n) < 0 || n == 0)
 			goto bad;

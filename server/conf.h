@@ -50,7 +50,10 @@ struct config {
 	enum rpcbind_mode rpcbind;
 	int max_conn_requests;  /* outstanding requests per connection */
 	int max_requests;       /* outstanding requests in all */
-	int max_connections;    /* open connections; more are closed at accept */
+	int max_connections;    /* open connections; a newcomer then replaces
+				 * the quietest (server/admit.c) */
+	int max_conns_per_client; /* open connections from one address */
+	int idle_timeout;       /* seconds an idle connection stays open (0: no limit) */
 	int record_timeout;     /* seconds for a record to arrive whole, and
 				 * for queued replies to make progress */
 	size_t max_reply_queue; /* a connection's unsent reply bytes beyond which

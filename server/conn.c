@@ -9,6 +9,9 @@
  * the socket, so a client that does not read its replies is paused like
  * one that sends too much.
  *
+ * Which connections are taken and kept is admission's (admit.c): conn.c
+ * asks it at accept and closes what it names, there and once a second.
+ *
  * Memory under hostile clients (doc/design.md, "Memory bounds"): at most
  * max_connections connections; each buffers at most one record being
  * assembled plus one record's worth of input (the read high watermark),
@@ -27,15 +30,23 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <time.h>
 
+#include "server/admit.h"
 #include "server/log.h"
+#include "server/ratelog.h"
 #include "server/recbuf.h"
 #include "server/request.h"
 #include "server/server.h"
 
-/* Seconds between two "max_connections reached" lines. */
-#define REFUSED_LOG_INTERVAL 10.0
+/* The warnings about peers, one line per kind every 10 s at most (a flood
+ * of hostile connections would write one each). */
+static struct ratelog log_too_large = RATELOG_INIT(LOG_LVL_WARN, "records over the size limit");
+static struct ratelog log_partial =
+	RATELOG_INIT(LOG_LVL_WARN, "records not complete within record_timeout");
+static struct ratelog log_unread =
+	RATELOG_INIT(LOG_LVL_WARN, "replies not read within record_timeout");
+static struct ratelog log_no_memory =
+	RATELOG_INIT(LOG_LVL_ERROR, "connections closed: out of memory or set-up failed");
 
 /* A connection that held at least this much gives the heap back. */
 #define TRIM_AFTER_BYTES (64u << 10)
@@ -175,7 +186,7 @@ static void conn_close(struct conn *c)
 	c->rec = NULL;
 	c->rec_len = c->rec_cap = 0;
 	c->frag_left = 0;
-	c->srv->nconns--;
+	admit_leave(c->srv, c);
 	freed(c->srv, held);
 	drc_conn_closed(c->srv->drc, c->serial);
 	log_debug("%s:%u: connection closed", c->peer_name, c->peer_port);
@@ -270,8 +281,8 @@ static void conn_reply(struct conn *c, const uint8_t *buf, size_t len, int direc
 		ret = queue_reply(c, buf, len);
 	bufferevent_unlock(c->bev);
 	if (ret < 0) {
-		log_error("%s:%u: cannot queue a reply of %zu bytes: %s: closing", c->peer_name,
-			  c->peer_port, len, strerror(-ret));
+		ratelog_msg(&log_no_memory, "%s:%u: cannot queue a reply of %zu bytes: %s: closing",
+			    c->peer_name, c->peer_port, len, strerror(-ret));
 		conn_kill(c);
 	}
 	if (!len || ret < 0)
@@ -314,6 +325,8 @@ static void release(struct conn *c, int n)
 	srv->outstanding -= n;
 	pthread_mutex_lock(&c->lock);
 	c->outstanding -= n;
+	if (n && !c->outstanding)
+		admit_touch(c); /* quiet from now, not from its last bytes in */
 	self = may_resume(srv, c);
 	pthread_mutex_unlock(&c->lock);
 	/* Connections paused by the server-wide limit: those that may read
@@ -361,6 +374,7 @@ static const struct conn_ops conn_ops = {
 	.kill = conn_kill,
 	.hold = conn_hold,
 	.put = conn_put,
+	.proven = admit_prove,
 };
 
 /* The output buffer changed (the loop's thread, under the bufferevent's
@@ -432,7 +446,8 @@ static void submit(struct conn *c)
 		return;
 	}
 	if (ret == -ENOMEM)
-		log_error("%s: out of memory for a request", c->peer_name);
+		ratelog_msg(&log_no_memory, "%s:%u: out of memory for a request: closing",
+			    c->peer_name, c->peer_port);
 	conn_close(c);
 	conn_done(c);
 }
@@ -500,15 +515,17 @@ static int take_fragment(struct conn *c, struct evbuffer *in)
 		mark = ntohl(mark);
 		flen = mark & 0x7fffffffu;
 		if (c->rec_len + flen > rec_max(c->srv)) {
-			log_warn("%s:%u: record of %zu bytes or more exceeds %zu: closing",
-				 c->peer_name, c->peer_port, c->rec_len + flen, rec_max(c->srv));
+			ratelog_msg(&log_too_large,
+				    "%s:%u: record of %zu bytes or more exceeds %zu: closing",
+				    c->peer_name, c->peer_port, c->rec_len + flen, rec_max(c->srv));
 			conn_close(c);
 			return -EMSGSIZE;
 		}
 		ret = rec_reserve(c, c->rec_len + flen);
 		if (ret < 0) {
-			log_error("%s:%u: out of memory for a record of %zu bytes: closing",
-				  c->peer_name, c->peer_port, c->rec_len + flen);
+			ratelog_msg(&log_no_memory,
+				    "%s:%u: out of memory for a record of %zu bytes: closing",
+				    c->peer_name, c->peer_port, c->rec_len + flen);
 			conn_close(c);
 			return ret;
 		}
@@ -568,6 +585,7 @@ static void read_cb(struct bufferevent *bev, void *arg)
 	struct evbuffer *in = bufferevent_get_input(bev);
 	int ret;
 
+	admit_touch(c);
 	while ((ret = take_fragment(c, in)) > 0)
 		;
 	if (ret < 0)
@@ -582,10 +600,11 @@ static void record_timeout_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct conn *c = arg;
 
-	log_warn("%s:%u: a record is not complete after %d s (%zu bytes of it received): "
-		 "closing",
-		 c->peer_name, c->peer_port, c->srv->cfg.record_timeout,
-		 c->rec_len + evbuffer_get_length(bufferevent_get_input(c->bev)));
+	ratelog_msg(&log_partial,
+		    "%s:%u: a record is not complete after %d s (%zu bytes of it received): "
+		    "closing",
+		    c->peer_name, c->peer_port, c->srv->cfg.record_timeout,
+		    c->rec_len + evbuffer_get_length(bufferevent_get_input(c->bev)));
 	conn_close(c);
 }
 
@@ -596,9 +615,10 @@ static void event_cb(struct bufferevent *bev, short what, void *arg)
 	if (what & BEV_EVENT_TIMEOUT) {
 		/* Only writing has a timeout: replies queued and none of their
 		 * bytes taken by the client for record_timeout. */
-		log_warn("%s:%u: %zu bytes of replies not read for %d s: closing", c->peer_name,
-			 c->peer_port, evbuffer_get_length(bufferevent_get_output(bev)),
-			 c->srv->cfg.record_timeout);
+		ratelog_msg(&log_unread, "%s:%u: %zu bytes of replies not read for %d s: closing",
+			    c->peer_name, c->peer_port,
+			    evbuffer_get_length(bufferevent_get_output(bev)),
+			    c->srv->cfg.record_timeout);
 		conn_close(c);
 	} else if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)) {
 		conn_close(c);
@@ -618,29 +638,6 @@ static void peer_format(const struct sockaddr *sa, char *name, size_t len, uint1
 		inet_ntop(AF_INET6, &in6->sin6_addr, name, (socklen_t)len);
 		*port = ntohs(in6->sin6_port);
 	}
-}
-
-/* Over max_connections: closed at once, with at most one log line every
- * REFUSED_LOG_INTERVAL seconds (counting the ones closed since). */
-static void close_refused_conn(struct server *srv, evutil_socket_t fd, const struct sockaddr *sa)
-{
-	struct timespec ts;
-	char name[64];
-	uint16_t port;
-	double now;
-
-	evutil_closesocket(fd);
-	srv->refused++;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	now = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-	if (srv->refused_logged > 0 && now - srv->refused_logged < REFUSED_LOG_INTERVAL)
-		return;
-	peer_format(sa, name, sizeof(name), &port);
-	log_warn("max_connections (%d) reached: closed %lu new connection%s (the last from "
-		 "%s:%u)",
-		 srv->cfg.max_connections, srv->refused, srv->refused == 1 ? "" : "s", name, port);
-	srv->refused = 0;
-	srv->refused_logged = now;
 }
 
 /* The new connection's buffers, timers and limits. */
@@ -693,20 +690,26 @@ static void accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct socka
 		      void *arg)
 {
 	struct server *srv = arg;
-	struct conn *c;
+	struct conn *c, *victim;
+	char name[64];
+	uint16_t port;
 	int ret;
 
 	if (srv->stopping) {
 		evutil_closesocket(fd);
 		return;
 	}
-	if (srv->nconns >= srv->cfg.max_connections) {
-		close_refused_conn(srv, fd, sa);
+	peer_format(sa, name, sizeof(name), &port);
+	if (admit_decide(srv, sa, name, port, &victim) < 0) {
+		evutil_closesocket(fd);
 		return;
 	}
+	if (victim)
+		conn_close(victim); /* its place is the newcomer's */
 	c = calloc(1, sizeof(*c));
 	if (!c) {
-		log_error("out of memory for a new connection: closing it");
+		ratelog_msg(&log_no_memory, "%s:%u: out of memory for a new connection: closing it",
+			    name, port);
 		evutil_closesocket(fd);
 		return;
 	}
@@ -719,26 +722,28 @@ static void accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct socka
 	peer_format(sa, c->peer_name, sizeof(c->peer_name), &c->peer_port);
 	ret = conn_setup(srv, c, fd);
 	if (ret < 0) {
-		log_error("%s:%u: cannot set the connection up: %s: closing", c->peer_name,
-			  c->peer_port, strerror(-ret));
+		ratelog_msg(&log_no_memory, "%s:%u: cannot set the connection up: %s: closing",
+			    c->peer_name, c->peer_port, strerror(-ret));
 		conn_free_new(c, fd);
 		return;
 	}
-	{
-		/* Each call looks its export up again (a reload may change it):
-		 * this is only the warning. */
-		struct export_set *es = export_table_get(&srv->exports);
-		if (!export_for_client(es, sa))
-			log_warn("%s:%u: connected, but no export allows this client",
-				 c->peer_name, c->peer_port);
-		export_set_put(es);
-	}
-	srv->nconns++;
+	admit_join(srv, c);
 	log_debug("%s:%u: connected", c->peer_name, c->peer_port);
+}
+
+/* Once a second on the loop: idle connections closed, and the rate-limited
+ * warnings' counts of lines left out said. */
+static void conns_timer_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct server *srv = arg;
+
+	admit_sweep(srv, conn_close);
+	ratelog_flush();
 }
 
 int conn_listen(struct server *srv)
 {
+	struct timeval second = { 1, 0 };
 	struct sockaddr_storage ss;
 	struct sockaddr_in *in = (struct sockaddr_in *)&ss;
 	struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&ss;
@@ -766,5 +771,8 @@ int conn_listen(struct server *srv)
 	if (getsockname(evconnlistener_get_fd(srv->listener), (struct sockaddr *)&ss, &len) < 0)
 		return -errno;
 	srv->port = ntohs(ss.ss_family == AF_INET ? in->sin_port : in6->sin6_port);
+	srv->conns_timer = event_new(srv->base, -1, EV_PERSIST, conns_timer_cb, srv);
+	if (!srv->conns_timer || event_add(srv->conns_timer, &second) < 0)
+		return -ENOMEM;
 	return 0;
 }

@@ -151,6 +151,25 @@ static void add_check(struct answer *a, const struct last_check *lc)
 	    lc->res.deferred, lc->res.usec);
 }
 
+/* The open connections and what admission (admit.c) has done since start. */
+static void add_connections(struct answer *a, struct server *srv)
+{
+	const struct admit_counters *ac = &srv->admit;
+
+#define LOAD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
+	add(a,
+	    "connections open=%d proven=%d max=%d max_per_client=%d idle_timeout=%d"
+	    " evicted_unproven=%" PRIu64 " evicted_idle_oldest=%" PRIu64 " refused_full=%" PRIu64
+	    " closed_no_export=%" PRIu64 " closed_per_client_cap=%" PRIu64
+	    " closed_idle_timeout=%" PRIu64 "\n",
+	    LOAD(srv->nconns), LOAD(srv->nproven), LOAD(srv->cfg.max_connections),
+	    LOAD(srv->cfg.max_conns_per_client), LOAD(srv->cfg.idle_timeout),
+	    LOAD(ac->evicted_unproven), LOAD(ac->evicted_idle_oldest), LOAD(ac->refused_full),
+	    LOAD(ac->closed_no_export), LOAD(ac->closed_per_client_cap),
+	    LOAD(ac->closed_idle_timeout));
+#undef LOAD
+}
+
 static void cmd_status(struct control *ctl, struct answer *a)
 {
 	struct fs_volume *v = ctl->srv->vol;
@@ -173,6 +192,7 @@ static void cmd_status(struct control *ctl, struct answer *a)
 	add(a, "server calls_loop=%" PRIu64 " calls_workers=%" PRIu64 "\n",
 	    __atomic_load_n(&ctl->srv->calls_loop, __ATOMIC_RELAXED),
 	    __atomic_load_n(&ctl->srv->calls_workers, __ATOMIC_RELAXED));
+	add_connections(a, ctl->srv);
 	for (uint32_t i = 0; i < n; i++) {
 		struct fs_chunk_info ci;
 		if (fs_chunk_info(v, i, &ci) < 0)

@@ -18,6 +18,7 @@
 #include "server/dispatch.h"
 #include "server/log.h"
 #include "server/mountd.h"
+#include "server/ratelog.h"
 #include "server/rpc.h"
 #include "server/server.h"
 
@@ -25,6 +26,8 @@
 #define P_DRC 0x2      /* not idempotent: retransmissions get the first reply */
 #define P_STATUS 0x4   /* the result starts with a status (nfsstat3/mountstat3) */
 #define P_LOOP 0x8     /* read-only, small reply: the loop may answer a cache hit */
+
+static struct ratelog log_refused = RATELOG_INIT(LOG_LVL_WARN, "calls refused by the export check");
 
 typedef void (*proc_fn)(struct nfs_ctx *ctx, void *args, void *res);
 /* rpcgen's coders, each wrapped to one exact type (xdrproc_t is variadic). */
@@ -321,6 +324,7 @@ struct call_run {
 	void *args, *res;              /* in ctx's arena */
 	struct export_set *es;         /* the exports in force, held */
 	const struct export *e;        /* the client's, or NULL */
+	int admitted;                  /* past the export check (not NULL) */
 };
 
 static const char *prog_name(const struct rpc_call *call)
@@ -365,12 +369,13 @@ static int check_access(struct call_run *r, int *status)
 	if (call->proc == 0)
 		return 0;
 	if (!e || (e->secure && c->peer_port >= 1024)) {
-		log_warn("%s:%u: %s.%s refused: %s", c->peer_name, c->peer_port, prog_name(call),
-			 r->pd->name,
-			 e ? "unprivileged port on a secure export" : "client not in any export");
+		ratelog_msg(&log_refused, "%s:%u: %s.%s refused: %s", c->peer_name, c->peer_port,
+			    prog_name(call), r->pd->name,
+			    e ? "unprivileged port on a secure export" : "client not in any export");
 		*status = call->prog == NFS_PROGRAM ? NFS3ERR_ACCES : MNT3ERR_ACCES;
 		return -EACCES;
 	}
+	r->admitted = 1;
 	if (call->prog == NFS_PROGRAM && (r->pd->flags & P_MODIFIES) && !e->rw) {
 		*status = NFS3ERR_ROFS;
 		return -EACCES;
@@ -424,7 +429,7 @@ static int execute(struct call_run *r, int nowait, struct commit_call *cc)
 	/* NFSv3: a change is on stable storage before its reply goes out
 	 * (the caller commits it); when it cannot be made so, the client hears
 	 * NFS3ERR_IO (dispatch_committed). */
-	if (cc) {
+	if (cc && !nowait) {
 		cc->changed = 1;
 		cc->pd = pd;
 		cc->xid = r->call->xid;
@@ -471,7 +476,10 @@ static int run_call(struct call_run *r, XDR *x, uint8_t *out, size_t outcap, int
 		return rpc_encode_accepted(x, r->call->xid, GARBAGE_ARGS, 0, 0);
 	if (nowait && !loop_sized(r->c, r->call, r->args))
 		return -EAGAIN;
-	if (check_access(r, &status) < 0)
+	ret = check_access(r, &status);
+	if (cc)
+		cc->admitted = r->admitted;
+	if (ret < 0)
 		return reply_refused(r->pd, r->call, status, x, r->res);
 	setup_ctx(r, out, outcap);
 	ret = execute(r, nowait, cc);

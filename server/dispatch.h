@@ -15,9 +15,11 @@ struct commit_call;
  * (a retransmission still in progress); -EAGAIN (only with nowait, for the
  * event loop): the call would wait, or may take long, nothing was done and
  * a worker must run it; another < 0: the record was not an RPC call, close
- * the connection. cc->changed (cc is NULL only with nowait, whose calls
- * change nothing): the call changed the volume, and its reply, in out
- * already, waits for a commit (commit_ticket, commit_reply). */
+ * the connection. cc (NULL allowed with nowait, whose calls change
+ * nothing): cc->admitted, the call passed its export check (its peer is
+ * proven; the caller tells the connection); cc->changed (never with
+ * nowait), the call changed the volume, and its reply, in out already,
+ * waits for a commit (commit_ticket, commit_reply). */
 int dispatch_call(struct server *srv, struct conn *c, const uint8_t *rec, size_t len,
 		  uint8_t *out, size_t outcap, size_t *outlen, int nowait, struct commit_call *cc);
 /* The reply of cc (in out, *outlen of outcap bytes) once its sync ended:

@@ -451,6 +451,8 @@ static int stop_service(struct daemon *d, int ret)
 		event_free(d->sighup);
 	if (srv->listener)
 		evconnlistener_free(srv->listener);
+	if (srv->conns_timer)
+		event_free(srv->conns_timer);
 	if (srv->vol) {
 		int cret = fs_close(srv->vol);
 		if (cret < 0) {

@@ -16,7 +16,11 @@
 #include "proto/nfs3.h"
 #include "server/log.h"
 #include "server/mountd.h"
+#include "server/ratelog.h"
 #include "server/server.h"
+
+static struct ratelog log_mnt_refused =
+	RATELOG_INIT(LOG_LVL_WARN, "mounts refused: client not allowed");
 
 /* "/a/b/" and "/a/b" name the same export. */
 static int same_path(const char *a, const char *b)
@@ -102,7 +106,8 @@ void mountd_mnt(struct nfs_ctx *ctx, void *args, void *vres)
 	}
 	if (!export_allows(e, (const struct sockaddr *)&c->peer)) {
 		export_set_put(es);
-		log_warn("%s: mount of %s refused: client not allowed", c->peer_name, path);
+		ratelog_msg(&log_mnt_refused, "%s: mount of %s refused: client not allowed",
+			    c->peer_name, path);
 		res->fhs_status = MNT3ERR_ACCES;
 		return;
 	}

@@ -1,7 +1,8 @@
 /* SIGHUP: the configuration file is read again while connections stay up.
- * Exports (and their options), log_level, cache_mb, max_connections and
- * record_timeout take effect for the requests
- * that start afterwards; settings fixed at start (the volume, the socket,
+ * Exports (and their options), log_level, cache_mb, max_connections,
+ * max_connections_per_client, idle_timeout and record_timeout take effect
+ * for the requests and connections that start afterwards (and idle_timeout
+ * for the connections open); settings fixed at start (the volume, the socket,
  * the thread and buffer sizes) are kept, with a warning. A file with any
  * error changes nothing. Runs on the event loop thread. */
 #include "config.h"
@@ -98,13 +99,25 @@ int reload_config(struct server *srv)
 		srv->cfg.cache_mb = nc.cache_mb;
 		fs_set_cache_limit(srv->vol, nc.cache_mb << 20);
 	}
-	/* These are read on this (the loop's) thread only: max_connections at
-	 * each accept, loop_poll_us at each turn of the loop, record_timeout
-	 * when a record starts (and a new connection's reply timeout). */
+	/* These are read on this (the loop's) thread only: max_connections and
+	 * max_connections_per_client at each accept, idle_timeout at each
+	 * second's look at the open connections, loop_poll_us at each turn of
+	 * the loop, record_timeout when a record starts (and a new
+	 * connection's reply timeout). */
 	if (nc.max_connections != srv->cfg.max_connections) {
 		log_info("reload: max_connections %d (was %d); connections already open stay",
 			 nc.max_connections, srv->cfg.max_connections);
 		srv->cfg.max_connections = nc.max_connections;
+	}
+	if (nc.max_conns_per_client != srv->cfg.max_conns_per_client) {
+		log_info("reload: max_connections_per_client %d (was %d), for new connections",
+			 nc.max_conns_per_client, srv->cfg.max_conns_per_client);
+		srv->cfg.max_conns_per_client = nc.max_conns_per_client;
+	}
+	if (nc.idle_timeout != srv->cfg.idle_timeout) {
+		log_info("reload: idle_timeout %d s (was %d s)", nc.idle_timeout,
+			 srv->cfg.idle_timeout);
+		srv->cfg.idle_timeout = nc.idle_timeout;
 	}
 	if (nc.loop_poll_us != srv->cfg.loop_poll_us) {
 		log_info("reload: loop_poll_us %u (was %u)", nc.loop_poll_us, srv->cfg.loop_poll_us);

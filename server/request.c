@@ -7,7 +7,9 @@
  *
  * Calls go one way: conn.c calls request_start; this file calls
  * dispatch.c, commit.c and worker.c, which call nothing above them (the
- * group commit and the pool call back only through the hooks given here). */
+ * group commit and the pool call back only through the hooks given here).
+ * A call that dispatch says passed its export check marks its connection
+ * proven, through the connection's hook, for admission (admit.c). */
 #include "config.h"
 
 #include <errno.h>
@@ -61,6 +63,8 @@ static void run_on_worker(struct server *srv, struct job *j, uint8_t *out, size_
 	memset(&cc, 0, sizeof(cc));
 	ret = dispatch_call(srv, c, rq->rec, rq->len, out, cap, &len, 0, &cc);
 	__atomic_add_fetch(&srv->calls_workers, 1, __ATOMIC_RELAXED);
+	if (cc.admitted)
+		c->ops->proven(c);
 	if (ret == 0 && cc.changed) {
 		cc.ticket = commit_ticket(srv);
 		/* takes the reference */
@@ -84,15 +88,19 @@ static void run_on_worker(struct server *srv, struct job *j, uint8_t *out, size_
  * < 0: the record was not an RPC call. */
 static int run_on_loop(struct server *srv, struct conn *c, const uint8_t *rec, size_t len)
 {
+	struct commit_call cc;
 	size_t outlen = 0;
 	int ret;
 
 	if (!srv->loop_out || srv->stopping)
 		return 0;
+	memset(&cc, 0, sizeof(cc));
 	ret = dispatch_call(srv, c, rec, len, srv->loop_out, dispatch_reply_cap(srv), &outlen, 1,
-			    NULL);
+			    &cc);
 	if (ret == -EAGAIN)
 		return 0;
+	if (cc.admitted)
+		c->ops->proven(c);
 	__atomic_add_fetch(&srv->calls_loop, 1, __ATOMIC_RELAXED);
 	if (ret < 0)
 		return ret;

@@ -18,6 +18,7 @@
 
 #include "fs/fs.h"
 #include "handles/fh.h"
+#include "server/admit.h"
 #include "server/conf.h"
 
 struct conn;
@@ -38,6 +39,9 @@ struct conn_ops {
 	/* Take and drop a reference to c (a request's, while a worker has it). */
 	void (*hold)(struct conn *c);
 	void (*put)(struct conn *c);
+	/* A call of c passed its export check (dispatch said so): its peer
+	 * is proven, and admission keeps c before connections that are not. */
+	void (*proven)(struct conn *c);
 };
 
 struct conn {
@@ -70,12 +74,21 @@ struct conn {
 	struct conn *next_paused;     /* on srv->paused, holding a reference */
 	int wake_go;
 	int on_paused_list;
+	/* Admission (admit.c): on srv->conns while open (the loop's); when
+	 * bytes last arrived or its last call left, and whether a call of it
+	 * has passed an export check (both atomic). */
+	struct conn *prev_open, *next_open;
+	uint64_t last_active_ms;
+	int proven;
 };
 
-/* A reply waiting for a commit (dispatch.c fills it, request.c takes its
- * ticket, commit.c keeps it). */
+/* What dispatch says of a call: whether its peer passed the export check
+ * (request.c then marks the connection proven), and, for a reply waiting
+ * for a commit, what the commit needs (dispatch.c fills it, request.c
+ * takes its ticket, commit.c keeps it). */
 struct proc_desc;
 struct commit_call {
+	int admitted;                  /* it passed its export check (not NULL) */
 	int changed;                   /* the call changed the volume */
 	uint64_t ticket;               /* commit_ticket's, taken after the change */
 	const struct proc_desc *pd;
@@ -117,11 +130,13 @@ struct server {
 	struct job *qhead, *qtail;
 	int outstanding;               /* all connections */
 	struct conn *paused;
-	/* connections (the loop thread's only) */
+	/* connections (the loop thread's only; the counts read atomically) */
 	int nconns;                    /* open (not yet closed) */
+	int nproven;                   /* ... of them proven (atomic) */
+	struct conn *conns, *conns_tail; /* the open ones, oldest first (admit.c) */
+	struct admit_counters admit;   /* what admission did (atomic adds) */
+	struct event *conns_timer;     /* once a second: idle ones, log summaries */
 	uint64_t conn_serial;          /* the last serial given */
-	unsigned long refused;         /* over max_connections since the last log line */
-	double refused_logged;         /* when that line was logged (monotonic s) */
 	int trim_pending;              /* a malloc_trim is scheduled */
 
 	/* group commit (commit.c) */

@@ -160,7 +160,8 @@ static void print_json(struct record *recs, int n, int ok, const char *error)
 		json_string(error);
 	}
 	for (int i = 0; i < n; i++)
-		if (!strcmp(recs[i].type, "volume") || !strcmp(recs[i].type, "server")) {
+		if (!strcmp(recs[i].type, "volume") || !strcmp(recs[i].type, "server") ||
+		    !strcmp(recs[i].type, "connections")) {
 			printf(", ");
 			json_string(recs[i].type);
 			printf(": ");
@@ -223,6 +224,19 @@ static void print_status(struct record *recs, int n)
 			printf("server: %llu calls answered by the event loop, %llu by the "
 			       "workers\n\n",
 			       num(r, "calls_loop"), num(r, "calls_workers"));
+		else if (!strcmp(r->type, "connections"))
+			printf("connections: %llu open (%llu proven) of %llu, at most %llu per "
+			       "client, idle ones closed after %llu s (0: never)\n"
+			       "  closed to admit a newcomer: %llu unproven, %llu the quietest "
+			       "(every peer proven)\n"
+			       "  closed at accept: %llu no export allows the client, %llu over "
+			       "the per-client cap, %llu every connection busy\n"
+			       "  closed idle: %llu\n\n",
+			       num(r, "open"), num(r, "proven"), num(r, "max"),
+			       num(r, "max_per_client"), num(r, "idle_timeout"),
+			       num(r, "evicted_unproven"), num(r, "evicted_idle_oldest"),
+			       num(r, "closed_no_export"), num(r, "closed_per_client_cap"),
+			       num(r, "refused_full"), num(r, "closed_idle_timeout"));
 	}
 	printf("%-5s %-8s %-8s %-12s %-22s %-18s %6s %5s  %s\n", "CHUNK", "STATE", "KIND", "HEADER",
 	       "BLOCKS USED", "INODES USED", "HEALED", "BAD", "LAST CHECK");
