@@ -418,6 +418,15 @@ static void test_inline_move(void)
 	CHECK_EQ(fs_close(v), 0);
 }
 
+static void read_image(uint8_t *buf, size_t len)
+{
+	FILE *f = fopen(image, "rb");
+
+	CHECK(f != NULL);
+	CHECK_EQ(fread(buf, 1, len, f), len);
+	fclose(f);
+}
+
 /* mkfs writes a header pair per chunk and nothing else outside chunk 0;
  * the first slot of every chunk used afterwards is lost+found's part. */
 static void test_mkfs_lazy(void)
@@ -426,14 +435,10 @@ static void test_mkfs_lazy(void)
 	static uint8_t img[NCHUNKS * CHUNK];
 	struct fs_volume *v = make(NCHUNKS, CHUNK, 4096);
 	struct fs_ino root, d;
-	FILE *f;
 	uint32_t used = 0;
 
 	CHECK_EQ(fs_close(v), 0);
-	f = fopen(image, "rb");
-	CHECK(f != NULL);
-	CHECK_EQ(fread(img, 1, sizeof(img), f), sizeof(img));
-	fclose(f);
+	read_image(img, sizeof(img));
 	for (uint32_t k = 1; k < NCHUNKS; k++) {
 		uint32_t nonzero = 0;
 		for (uint32_t b = 0; b < NB; b++) {
@@ -458,10 +463,7 @@ static void test_mkfs_lazy(void)
 	}
 	CHECK_EQ(invariants(v), 0);
 	CHECK_EQ(fs_close(v), 0);
-	f = fopen(image, "rb");
-	CHECK(f != NULL);
-	CHECK_EQ(fread(img, 1, sizeof(img), f), sizeof(img));
-	fclose(f);
+	read_image(img, sizeof(img));
 	for (uint32_t k = 1; k < NCHUNKS; k++) {
 		const uint8_t *base = img + (size_t)k * CHUNK;
 		struct od_chunk_header h;
