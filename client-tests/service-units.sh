@@ -5,7 +5,8 @@
 # built, since verify checks that the executables exist).
 . "$(dirname "$0")/functions.sh"
 requires systemd-analyze
-units="$builddir/etc/chunkfsd.service $builddir/etc/chunkfs-nbd@.service"
+units="$builddir/etc/chunkfsd.service $builddir/etc/chunkfs-nbd@.service
+	$builddir/etc/chunkfs-scrub.service $builddir/etc/chunkfs-scrub.timer"
 for u in $units; do
 	[ -f "$u" ] || fail "$u was not built"
 done
@@ -30,8 +31,15 @@ grep -q 'chunkfs volume=${CHUNKFS_VOLUME}' "$n" || fail "chunkfs-nbd@.service do
 grep -q 'default-export=%i exportname=%i exportname-strict=true' "$n" ||
 	fail "chunkfs-nbd@.service does not limit the server to chunk %i"
 grep -q '^EnvironmentFile=/.*/default/chunkfs-nbd$' "$n" || fail "chunkfs-nbd@.service: no EnvironmentFile"
+s=$builddir/etc/chunkfs-scrub.service
+grep -q '^ExecStart=/.*/chunkfsctl scrub start$' "$s" || fail "chunkfs-scrub.service does not run chunkfsctl scrub start"
+has "$s" "Type=oneshot"
+has "$builddir/etc/chunkfs-scrub.timer" "OnCalendar=weekly"
+has "$builddir/etc/chunkfs-scrub.timer" "WantedBy=timers.target"
 
 mkdir -p "$tmp/units"
+sed -e "s|^ExecStart=/[^ ]*/chunkfsctl |ExecStart=$builddir/chunkfsctl |" "$s" >"$tmp/units/chunkfs-scrub.service"
+cp "$builddir/etc/chunkfs-scrub.timer" "$tmp/units/"
 sed -e "s|^\(Exec[A-Za-z]*=\)/[^ ]*/chunkfsd |\1$builddir/chunkfsd |" "$d" >"$tmp/units/chunkfsd.service"
 sed -e "s|^ExecStart=[^ ]*nbdkit |ExecStart=$(command -v nbdkit || echo /usr/bin/nbdkit) |" "$n" \
 	>"$tmp/units/chunkfs-nbd@.service"
@@ -45,7 +53,8 @@ done
 MANPATH=$tmp/man:$(manpath 2>/dev/null || echo /usr/share/man)
 export MANPATH
 cd "$tmp/units" || fail "cd"
-systemd-analyze verify ./chunkfsd.service ./chunkfs-nbd@3.service >"$tmp/verify.out" 2>&1
+systemd-analyze verify ./chunkfsd.service ./chunkfs-nbd@3.service ./chunkfs-scrub.service \
+	./chunkfs-scrub.timer >"$tmp/verify.out" 2>&1
 status=$?
 if grep -qi 'failed to connect to bus\|not booted with systemd\|running in a container' "$tmp/verify.out" &&
 	[ "$status" -ne 0 ]; then

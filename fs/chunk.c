@@ -293,6 +293,11 @@ static uint32_t meta_zone_end(const struct chunk *c)
 	return c->hdr.data_start + room / share;
 }
 
+uint32_t chunk_meta_zone_end(const struct chunk *c)
+{
+	return meta_zone_end(c);
+}
+
 static int in_meta_zone(const struct chunk *c, uint32_t b)
 {
 	uint32_t off = b >= c->half ? b - c->half : b;

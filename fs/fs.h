@@ -207,6 +207,12 @@ struct fs_chunk_info {
 	uint64_t max_inodes, used_inodes;
 	uint64_t healed;           /* reads that found one bad copy and rewrote it */
 	uint64_t unreadable;       /* reads that found both copies bad */
+	/* The scrub's record since open (fs_scrub_step). */
+	uint64_t scrub_units;      /* units whose copies it verified */
+	uint64_t scrub_bad;        /* bad copies it found */
+	uint64_t scrub_healed;     /* ... of those, queued for rewrite from the good copy */
+	uint64_t scrub_both_bad;   /* units with no good copy */
+	int64_t scrub_last;        /* time(2) a pass over the chunk last completed, 0: never */
 };
 uint32_t fs_chunk_count(struct fs_volume *vol);
 int fs_chunk_info(struct fs_volume *vol, uint32_t chunk, struct fs_chunk_info *out);
@@ -226,6 +232,44 @@ typedef int (*fs_chunk_check_fn)(void *ctx, uint32_t chunk, char *why, size_t wh
  * throughout. 0 at once when the chunk is online already. */
 int fs_chunk_online(struct fs_volume *vol, uint32_t chunk, fs_chunk_check_fn check, void *ctx,
 		    char *why, size_t whylen);
+
+/* scrub.c: verify both copies of every metadata unit, a bounded step at a
+ * time. A cursor names the next unit by chunk and copy-0 block, in block
+ * order: the header, the newest dirty list, the bitmap, the map and the
+ * inode area up to their watermarks, then the directory and extent units
+ * of the metadata zone (found through the bitmap and their headers). Each
+ * unit's copies are checked (checksum, magic, type, units, chunk, block)
+ * and held against the transaction rule: a unit the chunk's last
+ * transaction wrote has one current copy (the other awaits its catch-up
+ * and is not judged); any other unit has both copies equal. A bad copy is
+ * queued for rewrite from the good one through the cache, so it goes out
+ * with the next transaction; a unit without a good copy is counted and
+ * its chunk marked needs-repair. Offline and single-copy chunks are
+ * stepped over. */
+struct fs_scrub_cursor {
+	uint32_t chunk;
+	uint32_t block;            /* next copy-0 block of the chunk to look at */
+};
+struct fs_scrub_result {
+	uint32_t units;            /* units whose copies were read and judged */
+	uint32_t bad;              /* copies found bad (checksum, header, stale) */
+	uint32_t healed;           /* ... of those, queued for rewrite */
+	uint32_t both_bad;         /* units without a good copy */
+	uint32_t pending;          /* units with a catch-up pending: current copy only */
+	uint32_t skipped;          /* units changed in memory: not judged this pass */
+	uint32_t lists_bad;        /* newest dirty lists that no longer verify */
+	uint32_t probed;           /* zone blocks read that were data, not units */
+	uint64_t bytes;            /* metadata bytes read */
+	uint32_t chunks_done;      /* chunks the cursor finished in this step */
+	uint32_t span;             /* blocks the scrub covers in the cursor's chunk now */
+	int wrapped;               /* the cursor went past the last chunk: back to 0 */
+};
+/* One step of at most max_units units (and a bounded scan of free blocks),
+ * under the volume lock, from *cur, which it advances. 0; -EAGAIN when a
+ * transaction is being written (nothing done: try again later); -EROFS on a
+ * read-only volume; other negative errnos for I/O failures. */
+int fs_scrub_step(struct fs_volume *vol, struct fs_scrub_cursor *cur, uint32_t max_units,
+		  struct fs_scrub_result *res);
 
 /* attr.c */
 int fs_getattr(struct fs_volume *vol, struct fs_ino ino, struct fs_attr *out);

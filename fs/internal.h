@@ -97,6 +97,10 @@ struct chunk {
 	/* Counters (self-healing reads and the like). */
 	uint64_t healed;
 	uint64_t bad_both;
+
+	/* The scrub's record of this chunk since open (scrub.c). */
+	uint64_t scrub_units, scrub_bad, scrub_healed, scrub_both_bad;
+	int64_t scrub_last;           /* time(2) a pass over it last completed, or 0 */
 };
 
 #define TXN_SPARE_PER_SIZE 64 /* spare copy buffers kept per unit size */
@@ -213,6 +217,13 @@ void txn_free_spares(struct fs_volume *v);
  * and fsck finds every chunk clean. */
 int txn_settle_all(struct fs_volume *v);
 int txn_current_copy(const struct chunk *c, uint32_t block);
+/* Are block's two copies apart (a unit of "last")? 1 and *copy, the one
+ * holding the last committed version, or 0. */
+int txn_copies_apart(const struct chunk *c, uint32_t block, int *copy);
+/* The chunk's newest list on disk, as this session wrote it, read back:
+ * 0 it verifies, 1 none is known (nothing to check), -EBADMSG damaged
+ * (forgotten then: the chunk's next transaction takes two flushes). */
+int txn_check_ondisk_list(struct chunk *c);
 
 /* chunk.c */
 int chunk_load(struct chunk *c);
@@ -230,6 +241,8 @@ int alloc_meta(struct chunk *c, uint32_t units, uint32_t *start);
 void free_blocks(struct chunk *c, uint32_t start, uint32_t len);
 void free_meta(struct chunk *c, uint32_t start, uint32_t units);
 uint32_t chunk_free_blocks(const struct chunk *c);
+/* The end of the lower half's metadata zone (where units are placed first). */
+uint32_t chunk_meta_zone_end(const struct chunk *c);
 /* Blocks freed so far wait for the transaction being written (freeze);
  * when it ends they are free (thaw, committed) or wait for the next. */
 void chunk_freeze_frees(struct chunk *c);

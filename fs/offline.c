@@ -240,6 +240,11 @@ int fs_chunk_info(struct fs_volume *v, uint32_t i, struct fs_chunk_info *out)
 	out->used_inodes = c->hdr.used_inodes;
 	out->healed = c->healed;
 	out->unreadable = c->bad_both;
+	out->scrub_units = c->scrub_units;
+	out->scrub_bad = c->scrub_bad;
+	out->scrub_healed = c->scrub_healed;
+	out->scrub_both_bad = c->scrub_both_bad;
+	out->scrub_last = c->scrub_last;
 	out->holds_root = holds_root(v, i);
 	vol_unlock(v);
 	return 0;

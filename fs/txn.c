@@ -92,6 +92,16 @@ int txn_current_copy(const struct chunk *c, uint32_t block)
 	return e ? e->copy : 0;
 }
 
+int txn_copies_apart(const struct chunk *c, uint32_t block, int *copy)
+{
+	const struct dl_entry *e = entry_find(c->last, c->nlast, block);
+
+	if (!e)
+		return 0;
+	*copy = e->copy;
+	return 1;
+}
+
 void txn_forget_ondisk(struct chunk *c)
 {
 	free(c->ondisk);
@@ -792,6 +802,39 @@ out:
 	free(had);
 	free(buf);
 	return ret;
+}
+
+/* --- the scrub's look at the newest list ---------------------------------- */
+
+int txn_check_ondisk_list(struct chunk *c)
+{
+	uint32_t area, nblocks = 1;
+	uint8_t blk[OD_BLOCK_SIZE];
+	struct od_mb_header h;
+	struct od_dl_head dh;
+
+	if (!c->ondisk_txid || (c->hdr.flags & OD_CHF_SINGLE_COPY))
+		return 1;
+	area = dl_area(c, c->ondisk_txid);
+	for (uint32_t i = 0; i < nblocks; i++) {
+		int ret = store_pread(c->store, blk, sizeof(blk), (uint64_t)(area + i) * OD_BLOCK_SIZE);
+		if (ret < 0)
+			return ret;
+		od_get_mb_header(blk, &h);
+		if (od_verify(blk, sizeof(blk)) < 0 || h.type != OD_MB_DIRTY_LIST || h.seq != i ||
+		    h.txid != c->ondisk_txid || h.chunk != c->index)
+			goto bad;
+		if (i == 0) {
+			od_get_dl_head(blk + OD_MB_HEADER_SIZE, &dh);
+			if (dh.nblocks == 0 || dh.nblocks > c->hdr.dirty_blocks)
+				goto bad;
+			nblocks = dh.nblocks;
+		}
+	}
+	return 0;
+bad:
+	txn_forget_ondisk(c);
+	return -EBADMSG;
 }
 
 /* --- a chunk going offline -------------------------------------------------- */

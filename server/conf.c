@@ -31,6 +31,8 @@ void config_defaults(struct config *cfg)
 	cfg->cache_mb = 256;
 	cfg->loop_poll_us = 50;
 	snprintf(cfg->control, sizeof(cfg->control), "/run/chunkfs/control");
+	cfg->scrub_rate_mb = 2;
+	snprintf(cfg->scrub_state, sizeof(cfg->scrub_state), "/var/lib/chunkfs/scrub.cursor");
 	cfg->log_level = LOG_LVL_INFO;
 }
 
@@ -238,6 +240,9 @@ static const char *const key_wants[][2] = {
 	{ "syslog", "yes or no" },
 	{ "control", "a socket path of at most 107 bytes, or none" },
 	{ "control_group", "a group name" },
+	{ "scrub", "off or auto" },
+	{ "scrub_rate_mb", "1-4096 (MiB of metadata read per second)" },
+	{ "scrub_state", "a file path, or none" },
 };
 
 static int parse_key(const char *k, const char *v, struct config *cfg, char *err, size_t errlen)
@@ -331,6 +336,18 @@ static int parse_key(const char *k, const char *v, struct config *cfg, char *err
 		if (strlen(v) >= sizeof(cfg->control_group) || !*v)
 			goto bad;
 		strcpy(cfg->control_group, v);
+	} else if (!strcmp(k, "scrub")) {
+		if (strcmp(v, "off") && strcmp(v, "auto"))
+			goto bad;
+		cfg->scrub_auto = !strcmp(v, "auto");
+	} else if (!strcmp(k, "scrub_rate_mb")) {
+		if (parse_uint(v, 4096, &n) < 0 || n < 1)
+			goto bad;
+		cfg->scrub_rate_mb = (uint32_t)n;
+	} else if (!strcmp(k, "scrub_state")) {
+		if (strlen(v) >= sizeof(cfg->scrub_state) || !*v)
+			goto bad;
+		strcpy(cfg->scrub_state, strcmp(v, "none") ? v : "");
 	} else {
 		snprintf(err, errlen, "unknown key '%s'", k);
 		return -EINVAL;

@@ -66,6 +66,9 @@ struct config {
 	char control[108];      /* the control socket's path ("" or "none": no socket) */
 	char control_group[64]; /* group allowed to use it ("": root only) */
 	int control_given;      /* control was set in the file: failing to open it is fatal */
+	int scrub_auto;         /* scrub = auto: a whole-volume scrub starts at launch */
+	uint32_t scrub_rate_mb; /* MiB of metadata the scrub reads per second, at most */
+	char scrub_state[4096]; /* the scrub's cursor file ("": none kept) */
 	struct export *exports;
 	int nexports;
 };

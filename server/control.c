@@ -2,6 +2,7 @@
  * group) on which chunkctl asks for the volume's status and takes chunks
  * offline and back. One command per connection, one line:
  *   status | offline N [force] | online N | fsck N [yes]
+ *   | scrub start [N] | scrub pause | scrub resume | scrub status
  * and an answer of lines "key=value ...", the last one "ok" or
  * "error MESSAGE". The loop owns the sockets; commands run one at a time
  * on the control thread (they wait for the volume lock, and fsck takes
@@ -29,6 +30,7 @@
 #include "fs/format/ondisk.h"
 #include "server/control.h"
 #include "server/log.h"
+#include "server/scrub.h"
 #include "server/server.h"
 
 #define CMD_MAX 256
@@ -170,6 +172,71 @@ static void add_connections(struct answer *a, struct server *srv)
 #undef LOAD
 }
 
+static const char *run_name(enum scrub_run r)
+{
+	return r == SCRUB_RUNNING ? "running" : r == SCRUB_PAUSED ? "paused" : "off";
+}
+
+/* The scrub's line: where it is, how far, how fast, what it found. */
+static void add_scrub(struct control *ctl, struct answer *a)
+{
+	struct scrub_status st;
+
+	if (!ctl->srv->scrub)
+		return;
+	scrub_get_status(ctl->srv->scrub, &st);
+	add(a,
+	    "scrub state=%s target=%d chunk=%u block=%u percent=%u.%u units=%" PRIu64
+	    " units_per_s=%.0f eta_s=%" PRId64 " bad=%" PRIu64 " healed=%" PRIu64
+	    " both_bad=%" PRIu64 " pending=%" PRIu64 " skipped=%" PRIu64 " lists_bad=%" PRIu64
+	    " bytes=%" PRIu64 " rate_mb=%u backoff=%u started=%" PRId64 " finished=%" PRId64
+	    " resumed=%s\n",
+	    run_name(st.run), st.target, st.chunk, st.block, st.permille / 10, st.permille % 10,
+	    st.units, st.units_per_s, st.eta_s, st.bad, st.healed, st.both_bad, st.pending,
+	    st.skipped, st.lists_bad, st.bytes, st.rate_mb, st.backoff, st.started, st.finished,
+	    st.resumed ? "yes" : "no");
+}
+
+static int parse_index(const char *s, uint32_t n, uint32_t *out);
+
+static void cmd_scrub(struct control *ctl, char **w, int nw, struct answer *a)
+{
+	struct scrubber *s = ctl->srv->scrub;
+	uint32_t n = fs_chunk_count(ctl->srv->vol), i;
+	char why[256] = "";
+	int ret;
+
+	if (!s) {
+		add(a, "error the scrub is not running in this daemon\n");
+		return;
+	}
+	if (nw == 2 && !strcmp(w[1], "status")) {
+		add_scrub(ctl, a);
+		add(a, "ok\n");
+		return;
+	}
+	if ((nw == 2 || nw == 3) && !strcmp(w[1], "start")) {
+		if (nw == 3 && parse_index(w[2], n, &i) < 0) {
+			add(a, "error no chunk '%s': the volume has chunks 0 to %u\n", w[2], n - 1);
+			return;
+		}
+		ret = scrub_begin(s, nw == 3 ? (int)i : -1, why, sizeof(why));
+	} else if (nw == 2 && !strcmp(w[1], "pause")) {
+		ret = scrub_pause(s, why, sizeof(why));
+	} else if (nw == 2 && !strcmp(w[1], "resume")) {
+		ret = scrub_resume(s, why, sizeof(why));
+	} else {
+		add(a, "error usage: scrub start [N] | scrub pause | scrub resume | scrub status\n");
+		return;
+	}
+	if (ret < 0) {
+		add(a, "error %s\n", why);
+		return;
+	}
+	add_scrub(ctl, a);
+	add(a, "ok\n");
+}
+
 static void cmd_status(struct control *ctl, struct answer *a)
 {
 	struct fs_volume *v = ctl->srv->vol;
@@ -193,6 +260,7 @@ static void cmd_status(struct control *ctl, struct answer *a)
 	    __atomic_load_n(&ctl->srv->calls_loop, __ATOMIC_RELAXED),
 	    __atomic_load_n(&ctl->srv->calls_workers, __ATOMIC_RELAXED));
 	add_connections(a, ctl->srv);
+	add_scrub(ctl, a);
 	for (uint32_t i = 0; i < n; i++) {
 		struct fs_chunk_info ci;
 		if (fs_chunk_info(v, i, &ci) < 0)
@@ -200,10 +268,13 @@ static void cmd_status(struct control *ctl, struct answer *a)
 		add(a,
 		    "chunk index=%u online=%s kind=%s state=%s blocks=%" PRIu64
 		    " free_blocks=%" PRIu64 " inodes=%" PRIu64 " used_inodes=%" PRIu64
-		    " healed=%" PRIu64 " unreadable=%" PRIu64 " root=%s offline_since=%" PRId64,
+		    " healed=%" PRIu64 " unreadable=%" PRIu64 " root=%s offline_since=%" PRId64
+		    " scrub_units=%" PRIu64 " scrub_bad=%" PRIu64 " scrub_healed=%" PRIu64
+		    " scrub_both_bad=%" PRIu64 " scrubbed=%" PRId64,
 		    i, ci.online ? "yes" : "no", kind_name(ci.kind), state_name(ci.state), ci.nblocks,
 		    ci.free_blocks, ci.max_inodes, ci.used_inodes, ci.healed, ci.unreadable,
-		    ci.holds_root ? "yes" : "no", ci.offline_since);
+		    ci.holds_root ? "yes" : "no", ci.offline_since, ci.scrub_units, ci.scrub_bad,
+		    ci.scrub_healed, ci.scrub_both_bad, ci.scrub_last);
 		pthread_mutex_lock(&ctl->lock);
 		add_check(a, &ctl->checks[i]);
 		pthread_mutex_unlock(&ctl->lock);
@@ -327,8 +398,11 @@ static void run_command(struct control *ctl, const char *line, struct answer *a)
 		bring_online(ctl, i, a);
 	} else if (!strcmp(w[0], "fsck") && (nw == 2 || (nw == 3 && !strcmp(w[2], "yes")))) {
 		cmd_fsck(ctl, i, nw == 3, a);
+	} else if (!strcmp(w[0], "scrub")) {
+		cmd_scrub(ctl, w, nw, a);
 	} else {
-		add(a, "error unknown command (status, offline N [force], online N, fsck N [yes])\n");
+		add(a, "error unknown command (status, offline N [force], online N, fsck N [yes], "
+		       "scrub start [N]|pause|resume|status)\n");
 	}
 }
 

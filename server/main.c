@@ -25,6 +25,7 @@
 #include "server/recbuf.h"
 #include "server/reload.h"
 #include "server/request.h"
+#include "server/scrub.h"
 #include "server/server.h"
 #include "server/worker.h"
 
@@ -411,6 +412,10 @@ static int start_service(struct daemon *d, const char *port_file)
 		log_error("cannot start the settler: %s", strerror(-ret));
 		return ret;
 	}
+	if ((ret = scrub_start(srv, &srv->scrub)) < 0) {
+		log_error("cannot start the scrub's thread: %s", strerror(-ret));
+		return ret;
+	}
 	if ((ret = add_signals(d)) < 0 || (ret = control_start(srv, &d->control)) < 0)
 		return ret;
 	mountd_register(srv);
@@ -439,6 +444,8 @@ static int stop_service(struct daemon *d, int ret)
 	struct server *srv = &d->srv;
 
 	control_stop(d->control);
+	scrub_stop(srv->scrub);
+	srv->scrub = NULL;
 	if (srv->threads)
 		workers_stop(srv);
 	settle_stop(srv);

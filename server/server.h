@@ -167,6 +167,9 @@ struct server {
 	/* duplicate request cache */
 	struct drc *drc;
 
+	/* the scrub's scheduler (scrub.c), NULL until it starts */
+	struct scrubber *scrub;
+
 	/* MOUNT's list of mounts, for DUMP */
 	pthread_mutex_t mlock;
 	struct mount_entry *mounts;

@@ -40,6 +40,10 @@ static void usage(FILE *f)
 		"                     --force: even when committing its changes fails (they are lost)\n"
 		"  online N           check chunk N (with its cross-chunk pointers) and serve it again\n"
 		"  fsck N [-y]        offline, check (-y: and repair) in the daemon, online\n"
+		"  scrub start [N]    verify both copies of every metadata unit, in the background\n"
+		"                     (of chunk N only, when given); bad copies are rewritten\n"
+		"  scrub pause|resume|status\n"
+		"                     hold the scrub where it is, go on, or show its progress\n"
 		"\n"
 		"  -s SOCKET   the daemon's control socket (default $CHUNKFS_CONTROL or %s)\n"
 		"  --json      print JSON instead of tables\n"
@@ -161,7 +165,7 @@ static void print_json(struct record *recs, int n, int ok, const char *error)
 	}
 	for (int i = 0; i < n; i++)
 		if (!strcmp(recs[i].type, "volume") || !strcmp(recs[i].type, "server") ||
-		    !strcmp(recs[i].type, "connections")) {
+		    !strcmp(recs[i].type, "connections") || !strcmp(recs[i].type, "scrub")) {
 			printf(", ");
 			json_string(recs[i].type);
 			printf(": ");
@@ -207,10 +211,39 @@ static void when(const char *epoch, char *buf, size_t n)
 		snprintf(buf, n, "-");
 }
 
+static void print_scrub(const struct record *r)
+{
+	char t[32];
+
+	if (!strcmp(get(r, "state"), "off")) {
+		when(get(r, "finished"), t, sizeof(t));
+		printf("scrub: off (last pass finished %s); %s units verified, %s bad copies found, "
+		       "%s healed, %s with no good copy\n\n",
+		       t, get(r, "units"), get(r, "bad"), get(r, "healed"), get(r, "both_bad"));
+		return;
+	}
+	printf("scrub: %s%s, chunk %s block %s, %s%% of %s; %s units verified (%s/s), ETA ",
+	       get(r, "state"), !strcmp(get(r, "resumed"), "yes") ? " (resumed)" : "",
+	       get(r, "chunk"), get(r, "block"), get(r, "percent"),
+	       !strcmp(get(r, "target"), "-1") ? "the volume" : "the chunk", get(r, "units"),
+	       get(r, "units_per_s"));
+	if (!strcmp(get(r, "eta_s"), "-1"))
+		printf("unknown");
+	else
+		printf("%llus", num(r, "eta_s"));
+	printf("; %s bad copies found, %s healed, %s with no good copy; %.1f MiB read, "
+	       "cap %s MiB/s%s\n\n",
+	       get(r, "bad"), get(r, "healed"), get(r, "both_bad"),
+	       (double)num(r, "bytes") / 1048576.0, get(r, "rate_mb"),
+	       num(r, "backoff") ? " (halved: calls queued)" : "");
+}
+
 static void print_status(struct record *recs, int n)
 {
 	for (int i = 0; i < n; i++) {
 		struct record *r = &recs[i];
+		if (!strcmp(r->type, "scrub"))
+			print_scrub(r);
 		if (!strcmp(r->type, "volume"))
 			printf("volume %s: %llu chunks, %llu online, last transaction %llu "
 			       "(%llu units awaiting their second copy; %llu committed since "
@@ -279,6 +312,8 @@ static void print_text(struct record *recs, int n)
 		else if (!strcmp(r->type, "online"))
 			printf("chunk %s is online (checked in %.1f ms)\n", get(r, "index"),
 			       (double)num(r, "check_us") / 1000);
+		else if (!strcmp(r->type, "scrub"))
+			print_scrub(r);
 	}
 }
 
@@ -398,6 +433,14 @@ int main(int argc, char **argv)
 		}
 		if (nw == 1 && !strcmp(words[0], "status") && !force && !yes) {
 			snprintf(cmd, sizeof(cmd), "status");
+		} else if (nw >= 2 && !strcmp(words[0], "scrub") && !force && !yes &&
+			   ((nw == 2 && (!strcmp(words[1], "start") || !strcmp(words[1], "pause") ||
+					 !strcmp(words[1], "resume") || !strcmp(words[1], "status"))) ||
+			    (nw == 3 && !strcmp(words[1], "start") && parse_chunk_arg(words[2]) >= 0))) {
+			if (nw == 3)
+				snprintf(cmd, sizeof(cmd), "scrub start %d", parse_chunk_arg(words[2]));
+			else
+				snprintf(cmd, sizeof(cmd), "scrub %s", words[1]);
 		} else if (nw == 2 && parse_chunk_arg(words[1]) >= 0 &&
 			   ((!strcmp(words[0], "offline") && !yes) ||
 			    (!strcmp(words[0], "online") && !yes && !force) ||
