@@ -241,6 +241,7 @@ static const char *const key_wants[][2] = {
 	{ "control", "a socket path of at most 107 bytes, or none" },
 	{ "control_group", "a group name" },
 	{ "scrub", "off or auto" },
+	{ "repair", "auto or manual" },
 	{ "scrub_rate_mb", "1-4096 (MiB of metadata read per second)" },
 	{ "scrub_state", "a file path, or none" },
 };
@@ -340,6 +341,10 @@ static int parse_key(const char *k, const char *v, struct config *cfg, char *err
 		if (strcmp(v, "off") && strcmp(v, "auto"))
 			goto bad;
 		cfg->scrub_auto = !strcmp(v, "auto");
+	} else if (!strcmp(k, "repair")) {
+		if (strcmp(v, "auto") && strcmp(v, "manual"))
+			goto bad;
+		cfg->repair_manual = !strcmp(v, "manual");
 	} else if (!strcmp(k, "scrub_rate_mb")) {
 		if (parse_uint(v, 4096, &n) < 0 || n < 1)
 			goto bad;

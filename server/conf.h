@@ -67,6 +67,8 @@ struct config {
 	char control_group[64]; /* group allowed to use it ("": root only) */
 	int control_given;      /* control was set in the file: failing to open it is fatal */
 	int scrub_auto;         /* scrub = auto: a whole-volume scrub starts at launch */
+	int repair_manual;      /* repair = manual: a chunk needing repair is only taken
+				 * offline (control.c), not repaired */
 	uint32_t scrub_rate_mb; /* MiB of metadata the scrub reads per second, at most */
 	char scrub_state[4096]; /* the scrub's cursor file ("": none kept) */
 	struct export *exports;

@@ -7,7 +7,11 @@
  * "error MESSAGE". The loop owns the sockets; commands run one at a time
  * on the control thread (they wait for the volume lock, and fsck takes
  * as long as the chunk needs), never on the loop. Values are
- * percent-encoded where they hold a space, '%', '=' or a control byte. */
+ * percent-encoded where they hold a space, '%', '=' or a control byte.
+ * Between commands, at least once a second, the same thread runs the
+ * self-healing loop: a chunk marked needs-repair while it serves is taken
+ * offline, checked, repaired and brought back (repair = auto), as
+ * "fsck N yes" does, or only taken offline (manual). */
 #include "config.h"
 
 #include <ctype.h>
@@ -63,6 +67,11 @@ struct control {
 	struct ctl_conn *head, *tail;
 	int stopping;
 	struct last_check *checks; /* one per chunk */
+	/* The self-healing loop: chunks whose needs-repair mark was acted on
+	 * (cleared once the chunk serves again without it), and counts. */
+	uint8_t *repair_seen;
+	uint64_t repairs_started, repairs_done, repairs_failed, repairs_offline_only;
+	int64_t repair_last_chunk;
 };
 
 /* --- the answer ------------------------------------------------------------ */
@@ -261,6 +270,12 @@ static void cmd_status(struct control *ctl, struct answer *a)
 	    __atomic_load_n(&ctl->srv->calls_workers, __ATOMIC_RELAXED));
 	add_connections(a, ctl->srv);
 	add_scrub(ctl, a);
+	add(a,
+	    "repair mode=%s started=%" PRIu64 " repaired=%" PRIu64 " failed=%" PRIu64
+	    " offline_only=%" PRIu64 " last_chunk=%" PRId64 "\n",
+	    ctl->srv->cfg.repair_manual ? "manual" : "auto", ctl->repairs_started,
+	    ctl->repairs_done, ctl->repairs_failed, ctl->repairs_offline_only,
+	    ctl->repair_last_chunk);
 	for (uint32_t i = 0; i < n; i++) {
 		struct fs_chunk_info ci;
 		if (fs_chunk_info(v, i, &ci) < 0)
@@ -414,6 +429,89 @@ static void conn_free(struct ctl_conn *cc)
 	free(cc);
 }
 
+/* Each line of an answer built for the log, not for a client, with its
+ * percent-encoding undone (in place: a decoded line is never longer). */
+static void log_answer(uint32_t i, struct answer *a)
+{
+	char *line = a->buf;
+
+	while (line && *line) {
+		char *nl = strchr(line, '\n'), *w = line;
+		if (nl)
+			*nl = '\0';
+		for (const char *r = line; *r; r++) {
+			unsigned int c;
+			if (*r == '%' && sscanf(r + 1, "%2x", &c) == 1 && isxdigit((unsigned char)r[1]) &&
+			    isxdigit((unsigned char)r[2])) {
+				*w++ = (char)c;
+				r += 2;
+			} else {
+				*w++ = *r;
+			}
+		}
+		*w = '\0';
+		log_info("repair: chunk %u: %s", i, line);
+		line = nl ? nl + 1 : NULL;
+	}
+	free(a->buf);
+}
+
+/* The self-healing loop, once: every chunk that serves with the
+ * needs-repair mark (a unit with both copies bad, found by a read or the
+ * scrub) is acted on once: repaired in place as "fsck N yes" does (auto)
+ * or only taken offline (manual). A repair that fails leaves the chunk
+ * offline, with the reason in the log and the last check in status. */
+static void repair_pending(struct control *ctl)
+{
+	struct fs_volume *v = ctl->srv->vol;
+	uint32_t n = fs_chunk_count(v);
+
+	for (uint32_t i = 0; i < n; i++) {
+		struct fs_chunk_info ci;
+		struct answer a = { 0 };
+
+		if (fs_chunk_info(v, i, &ci) < 0 || !ci.online)
+			continue;
+		if (ci.state != OD_STATE_NEEDS_REPAIR) {
+			ctl->repair_seen[i] = 0;
+			continue;
+		}
+		if (ctl->repair_seen[i])
+			continue;
+		ctl->repair_seen[i] = 1;
+		ctl->repair_last_chunk = i;
+		if (ci.holds_root) {
+			log_error("repair: chunk %u needs repair but holds the root directory, which "
+				  "cannot go offline: stop chunkfsd and run fsck.chunkfs -y -c %u on "
+				  "the volume",
+				  i, i);
+			continue;
+		}
+		if (ctl->srv->cfg.repair_manual) {
+			log_warn("repair: chunk %u needs repair (repair = manual): taking it offline; "
+				 "chunkfsctl fsck %u yes repairs it",
+				 i, i);
+			if (take_offline(ctl, i, 0, &a) == 0)
+				ctl->repairs_offline_only++;
+			log_answer(i, &a);
+			continue;
+		}
+		log_warn("repair: chunk %u needs repair: taking it offline to check and repair it", i);
+		ctl->repairs_started++;
+		cmd_fsck(ctl, i, 1, &a);
+		log_answer(i, &a);
+		if (fs_chunk_info(v, i, &ci) == 0 && ci.online) {
+			ctl->repairs_done++;
+			log_warn("repair: chunk %u repaired and back online", i);
+		} else {
+			ctl->repairs_failed++;
+			log_error("repair: chunk %u could not be repaired: it stays offline "
+				  "(chunkfsctl status shows its last check)",
+				  i);
+		}
+	}
+}
+
 static void *control_main(void *arg)
 {
 	struct control *ctl = arg;
@@ -422,8 +520,17 @@ static void *control_main(void *arg)
 	for (;;) {
 		struct ctl_conn *cc;
 		struct answer a = { 0 };
-		while (!ctl->head && !ctl->stopping)
-			pthread_cond_wait(&ctl->cond, &ctl->lock);
+		while (!ctl->head && !ctl->stopping) {
+			struct timespec until;
+			clock_gettime(CLOCK_REALTIME, &until);
+			until.tv_sec += 1;
+			if (pthread_cond_timedwait(&ctl->cond, &ctl->lock, &until) == ETIMEDOUT &&
+			    !ctl->head && !ctl->stopping) {
+				pthread_mutex_unlock(&ctl->lock);
+				repair_pending(ctl);
+				pthread_mutex_lock(&ctl->lock);
+			}
+		}
 		cc = ctl->head;
 		if (!cc)
 			break;
@@ -631,10 +738,12 @@ int control_start(struct server *srv, struct control **out)
 		return -ENOMEM;
 	ctl->srv = srv;
 	ctl->checks = calloc(fs_chunk_count(srv->vol), sizeof(*ctl->checks));
+	ctl->repair_seen = calloc(fs_chunk_count(srv->vol), 1);
+	ctl->repair_last_chunk = -1;
 	snprintf(ctl->path, sizeof(ctl->path), "%s", srv->cfg.control);
 	pthread_mutex_init(&ctl->lock, NULL);
 	pthread_cond_init(&ctl->cond, NULL);
-	if (!ctl->checks) {
+	if (!ctl->checks || !ctl->repair_seen) {
 		ret = -ENOMEM;
 		goto fail;
 	}
@@ -668,6 +777,7 @@ fail:
 	pthread_cond_destroy(&ctl->cond);
 	pthread_mutex_destroy(&ctl->lock);
 	free(ctl->checks);
+	free(ctl->repair_seen);
 	free(ctl);
 	return ret;
 }
@@ -694,5 +804,6 @@ void control_stop(struct control *ctl)
 	pthread_cond_destroy(&ctl->cond);
 	pthread_mutex_destroy(&ctl->lock);
 	free(ctl->checks);
+	free(ctl->repair_seen);
 	free(ctl);
 }

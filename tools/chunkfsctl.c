@@ -165,7 +165,8 @@ static void print_json(struct record *recs, int n, int ok, const char *error)
 	}
 	for (int i = 0; i < n; i++)
 		if (!strcmp(recs[i].type, "volume") || !strcmp(recs[i].type, "server") ||
-		    !strcmp(recs[i].type, "connections") || !strcmp(recs[i].type, "scrub")) {
+		    !strcmp(recs[i].type, "connections") || !strcmp(recs[i].type, "scrub") ||
+		    !strcmp(recs[i].type, "repair")) {
 			printf(", ");
 			json_string(recs[i].type);
 			printf(": ");
@@ -270,6 +271,12 @@ static void print_status(struct record *recs, int n)
 			       num(r, "evicted_unproven"), num(r, "evicted_idle_oldest"),
 			       num(r, "closed_no_export"), num(r, "closed_per_client_cap"),
 			       num(r, "refused_full"), num(r, "closed_idle_timeout"));
+		else if (!strcmp(r->type, "repair"))
+			printf("repair (%s): %llu chunks repaired in place, %llu failed and left "
+			       "offline, %llu only taken offline; last: chunk %s\n\n",
+			       get(r, "mode"), num(r, "repaired"), num(r, "failed"),
+			       num(r, "offline_only"),
+			       strcmp(get(r, "last_chunk"), "-1") ? get(r, "last_chunk") : "none");
 	}
 	printf("%-5s %-8s %-8s %-12s %-22s %-18s %6s %5s  %s\n", "CHUNK", "STATE", "KIND", "HEADER",
 	       "BLOCKS USED", "INODES USED", "HEALED", "BAD", "LAST CHECK");
