@@ -312,14 +312,27 @@ static int may_resume(struct server *srv, struct conn *c)
 	return 1;
 }
 
+/* Connections a release looks at in one go; the rest stay on the paused
+ * list for the next release (any request finishing makes one). */
+#define RELEASE_BATCH 64
+
 /* n of c's requests leave the limits (0: its reply queue shrank); c and
  * the connections paused by the server-wide limit read again when they
- * may. */
+ * may. Those taken off the paused list are kept in a local array, never
+ * linked through their next_paused: once qlock is released, the loop may
+ * put such a connection on the paused list again (submit), which rewrites
+ * next_paused, and a list walked through it would then run into the
+ * paused list itself and drop references that are not its own (a
+ * connection freed while open: a crash under many greedy readers). */
 static void release(struct conn *c, int n)
 {
 	struct server *srv = c->srv;
-	struct conn *wake = NULL, *still = NULL;
-	int self;
+	struct conn *still = NULL;
+	struct {
+		struct conn *c;
+		int go;
+	} wake[RELEASE_BATCH];
+	int nwake = 0, self;
 
 	pthread_mutex_lock(&srv->qlock);
 	srv->outstanding -= n;
@@ -331,34 +344,37 @@ static void release(struct conn *c, int n)
 	pthread_mutex_unlock(&c->lock);
 	/* Connections paused by the server-wide limit: those that may read
 	 * again are resumed below, the others stay on the list. */
-	while (n && srv->paused) {
+	while (n && srv->paused && nwake < RELEASE_BATCH) {
 		struct conn *p = srv->paused;
-		int keep;
+		int go, keep;
 		srv->paused = p->next_paused;
 		pthread_mutex_lock(&p->lock);
-		p->wake_go = may_resume(srv, p);
-		keep = !p->wake_go && p->paused && !p->dead;
+		go = may_resume(srv, p);
+		keep = !go && p->paused && !p->dead;
 		p->on_paused_list = keep;
 		pthread_mutex_unlock(&p->lock);
 		if (keep) {
 			p->next_paused = still;
 			still = p;
 		} else {
-			p->next_paused = wake;
-			wake = p;
+			wake[nwake].c = p;
+			wake[nwake].go = go;
+			nwake++;
 		}
 	}
-	if (n)
-		srv->paused = still;
+	while (still) { /* back in front of those not looked at */
+		struct conn *p = still;
+		still = p->next_paused;
+		p->next_paused = srv->paused;
+		srv->paused = p;
+	}
 	pthread_mutex_unlock(&srv->qlock);
 	if (self)
 		resume(c);
-	while (wake) {
-		struct conn *next = wake->next_paused;
-		if (wake->wake_go)
-			resume(wake);
-		conn_put(wake); /* the paused list's reference */
-		wake = next;
+	for (int i = 0; i < nwake; i++) {
+		if (wake[i].go)
+			resume(wake[i].c);
+		conn_put(wake[i].c); /* the paused list's reference */
 	}
 }
 

@@ -72,7 +72,6 @@ struct conn {
 	size_t out_queued;
 	struct evbuffer_cb_entry *out_cb;
 	struct conn *next_paused;     /* on srv->paused, holding a reference */
-	int wake_go;
 	int on_paused_list;
 	/* Admission (admit.c): on srv->conns while open (the loop's); when
 	 * bytes last arrived or its last call left, and whether a call of it
