@@ -233,6 +233,8 @@ static const char *const key_wants[][2] = {
 	{ "idle_timeout", "0-86400 (seconds; 0: never)" },
 	{ "record_timeout", "1-86400 (seconds)" },
 	{ "max_reply_queue", "65536-1073741824 (bytes)" },
+	{ "max_calls_per_client", "0-1048576 (0: no limit)" },
+	{ "max_bytes_per_client", "0 (no limit) or 4096-1073741824 (bytes)" },
 	{ "max_io", "a power of two from 4096 to 16777216" },
 	{ "cache_mb", "4-1048576" },
 	{ "loop_poll_us", "0-10000 (microseconds)" },
@@ -305,6 +307,14 @@ static int parse_key(const char *k, const char *v, struct config *cfg, char *err
 		if (parse_uint(v, 1u << 30, &n) < 0 || n < 65536)
 			goto bad;
 		cfg->max_reply_queue = n;
+	} else if (!strcmp(k, "max_calls_per_client")) {
+		if (parse_uint(v, 1u << 20, &n) < 0)
+			goto bad;
+		cfg->max_calls_per_client = (uint32_t)n;
+	} else if (!strcmp(k, "max_bytes_per_client")) {
+		if (parse_uint(v, 1u << 30, &n) < 0 || (n && n < 4096))
+			goto bad;
+		cfg->max_bytes_per_client = n;
 	} else if (!strcmp(k, "max_io")) {
 		if (parse_uint(v, 16u << 20, &n) < 0 || n < 4096 || (n & (n - 1)))
 			goto bad;

@@ -58,6 +58,8 @@ struct config {
 				 * for queued replies to make progress */
 	size_t max_reply_queue; /* a connection's unsent reply bytes beyond which
 				 * none of its requests are taken */
+	uint32_t max_calls_per_client; /* a client's calls at the workers (0: any) */
+	uint64_t max_bytes_per_client; /* ... and the bytes they move (0: any) */
 	uint32_t max_io;        /* READ/WRITE size (FSINFO rtmax/wtmax) */
 	uint64_t cache_mb;      /* metadata cache bound */
 	uint32_t loop_poll_us;  /* the loop polls this long after answering a call */

@@ -516,20 +516,30 @@ static void *control_main(void *arg)
 {
 	struct control *ctl = arg;
 
+	struct timespec next_check;
+
+	clock_gettime(CLOCK_REALTIME, &next_check);
 	pthread_mutex_lock(&ctl->lock);
 	for (;;) {
 		struct ctl_conn *cc;
 		struct answer a = { 0 };
-		while (!ctl->head && !ctl->stopping) {
-			struct timespec until;
-			clock_gettime(CLOCK_REALTIME, &until);
-			until.tv_sec += 1;
-			if (pthread_cond_timedwait(&ctl->cond, &ctl->lock, &until) == ETIMEDOUT &&
-			    !ctl->head && !ctl->stopping) {
+		for (;;) {
+			struct timespec now;
+			/* The self-healing loop once a second, however busy the
+			 * socket is (a client polling status must not starve it). */
+			clock_gettime(CLOCK_REALTIME, &now);
+			if (!ctl->stopping && (now.tv_sec > next_check.tv_sec ||
+					       (now.tv_sec == next_check.tv_sec &&
+						now.tv_nsec >= next_check.tv_nsec))) {
 				pthread_mutex_unlock(&ctl->lock);
 				repair_pending(ctl);
 				pthread_mutex_lock(&ctl->lock);
+				next_check = now;
+				next_check.tv_sec += 1;
 			}
+			if (ctl->head || ctl->stopping)
+				break;
+			pthread_cond_timedwait(&ctl->cond, &ctl->lock, &next_check);
 		}
 		cc = ctl->head;
 		if (!cc)

@@ -569,3 +569,33 @@ void dispatch_committed(struct server *srv, struct conn *c, const struct commit_
 		drc_store(srv->drc, (const struct sockaddr *)&c->peer, c->serial, cc->xid,
 			  cc->prog, cc->proc, cc->args_sum, out, *outlen);
 }
+
+/* READ's count, from its arguments as they are in the record: the handle
+ * (an opaque of at most 64 bytes), the offset, then the count. */
+static size_t read_count(XDR *x)
+{
+	uint32_t fhlen, count;
+	uint64_t offset;
+
+	if (!xdr_u_int32_t(x, &fhlen) || fhlen > NFS3_FHSIZE)
+		return 0;
+	if (!xdr_setpos(x, xdr_getpos(x) + ((fhlen + 3) & ~3u)))
+		return 0;
+	if (!xdr_u_int64_t(x, &offset) || !xdr_u_int32_t(x, &count))
+		return 0;
+	return count;
+}
+
+size_t dispatch_call_bytes(const struct server *srv, const uint8_t *rec, size_t len)
+{
+	struct rpc_call call;
+	size_t n = 0;
+
+	if (rpc_decode_call(rec, len, &call) < 0 || call.prog != NFS_PROGRAM)
+		return 0;
+	if (call.proc == NFSPROC3_READ)
+		n = read_count(&call.args);
+	else if (call.proc == NFSPROC3_WRITE)
+		n = len;
+	return n < srv->cfg.max_io ? n : srv->cfg.max_io;
+}

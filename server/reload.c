@@ -2,7 +2,8 @@
  * Exports (and their options), log_level, cache_mb, max_connections,
  * max_connections_per_client, idle_timeout and record_timeout take effect
  * for the requests and connections that start afterwards (and idle_timeout
- * for the connections open); settings fixed at start (the volume, the socket,
+ * for the connections open); max_calls_per_client and max_bytes_per_client
+ * at once, for the calls waiting too; settings fixed at start (the volume, the socket,
  * the thread and buffer sizes) are kept, with a warning. A file with any
  * error changes nothing. Runs on the event loop thread. */
 #include "config.h"
@@ -15,6 +16,7 @@
 #include "server/log.h"
 #include "server/reload.h"
 #include "server/server.h"
+#include "server/worker.h"
 
 static void report_error(void *arg, const char *msg)
 {
@@ -122,6 +124,17 @@ int reload_config(struct server *srv)
 	if (nc.loop_poll_us != srv->cfg.loop_poll_us) {
 		log_info("reload: loop_poll_us %u (was %u)", nc.loop_poll_us, srv->cfg.loop_poll_us);
 		srv->cfg.loop_poll_us = nc.loop_poll_us;
+	}
+	if (nc.max_calls_per_client != srv->cfg.max_calls_per_client ||
+	    nc.max_bytes_per_client != srv->cfg.max_bytes_per_client) {
+		log_info("reload: max_calls_per_client %u (was %u), max_bytes_per_client %llu "
+			 "(was %llu), for the calls waiting too",
+			 nc.max_calls_per_client, srv->cfg.max_calls_per_client,
+			 (unsigned long long)nc.max_bytes_per_client,
+			 (unsigned long long)srv->cfg.max_bytes_per_client);
+		srv->cfg.max_calls_per_client = nc.max_calls_per_client;
+		srv->cfg.max_bytes_per_client = nc.max_bytes_per_client;
+		workers_set_limits(srv, nc.max_calls_per_client, nc.max_bytes_per_client);
 	}
 	if (nc.record_timeout != srv->cfg.record_timeout) {
 		log_info("reload: record_timeout %d s (was %d s), for records starting from now",

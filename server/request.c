@@ -3,7 +3,10 @@
  * volume then waits for the group commit; the reply goes back to the
  * connection through its hooks (c->ops). A call the event loop can answer
  * without waiting (dispatch's nowait) is run on the loop: that saves a
- * hand-off to a worker and back; any other is queued for the workers.
+ * hand-off to a worker and back; any other is queued for the workers, in
+ * its client's queue of the fair queue (worker.c, fairq.c), weighted by
+ * the bytes dispatch says it will move. A client is its peer address:
+ * every connection of one host shares its queue and its turn.
  *
  * Calls go one way: conn.c calls request_start; this file calls
  * dispatch.c, commit.c and worker.c, which call nothing above them (the
@@ -122,11 +125,16 @@ int request_start(struct server *srv, struct conn *c, uint8_t *rec, size_t len, 
 	if (!rq)
 		return -ENOMEM;
 	rq->job.run = run_on_worker;
+	rq->job.fq.bytes = dispatch_call_bytes(srv, rec, len);
 	rq->conn = c;
 	rq->rec = rec;
 	rq->len = len;
 	rq->cap = cap;
 	c->ops->hold(c); /* the request's, dropped by its worker */
-	workers_submit(srv, &rq->job);
-	return 0;
+	ret = workers_submit(srv, &rq->job, (const struct sockaddr *)&c->peer);
+	if (ret < 0) {
+		c->ops->put(c);
+		free(rq); /* rec stays the caller's */
+	}
+	return ret;
 }

@@ -216,7 +216,7 @@ static int calls_waiting(struct server *srv)
 	int busy;
 
 	pthread_mutex_lock(&srv->qlock);
-	busy = srv->qhead != NULL;
+	busy = srv->fq.queued != 0;
 	pthread_mutex_unlock(&srv->qlock);
 	if (!busy) {
 		pthread_mutex_lock(&srv->gclock);

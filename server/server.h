@@ -3,8 +3,8 @@
  * their own: the listener (conn.c), the event loop (loop.c), the settler
  * (settle.c), the duplicate request cache (drc.c), MOUNT's registration
  * (mountd.c). The request pipeline has its own headers: request.h (which
- * conn.c calls), dispatch.h, commit.h and worker.h (which it calls), and
- * recbuf.h for the record buffers. */
+ * conn.c calls), dispatch.h, commit.h and worker.h (which it calls; the
+ * workers' fair queue is fairq.h), and recbuf.h for the record buffers. */
 #ifndef CHUNKFS_SERVER_SERVER_H
 #define CHUNKFS_SERVER_SERVER_H
 
@@ -20,6 +20,7 @@
 #include "handles/fh.h"
 #include "server/admit.h"
 #include "server/conf.h"
+#include "server/fairq.h"
 
 struct conn;
 
@@ -120,13 +121,13 @@ struct server {
 	uint16_t port;                 /* the port actually bound */
 	int stopping;
 
-	/* worker pool */
+	/* worker pool (worker.c) */
 	pthread_t *threads;
 	int nthreads;
 	pthread_mutex_t qlock;
 	pthread_cond_t qcond;
 	size_t scratch_size;           /* each worker's buffer (workers_start) */
-	struct job *qhead, *qtail;
+	struct fairq fq;               /* the jobs waiting, by client (under qlock) */
 	int outstanding;               /* all connections */
 	struct conn *paused;
 	/* connections (the loop thread's only; the counts read atomically) */

@@ -1,6 +1,10 @@
 /* The worker pool: filesystem work happens here, never on the event loop.
- * Each worker takes queued jobs in order and runs each with its own
- * scratch buffer; what a job is (a request: request.c) is the job's. */
+ * Jobs wait in the fair queue (fairq.c, under srv->qlock), one queue per
+ * client, taken by deficit round robin weighted by what each job moves, so
+ * a client with one call waits behind about one call of each busy client
+ * and not behind their whole queues; each worker runs a job with its own
+ * scratch buffer, and tells the queue when it is done (the client's
+ * budget). What a job is (a request: request.c) is the job's. */
 #include "config.h"
 
 #include <errno.h>
@@ -15,53 +19,76 @@ static void *worker_main(void *arg)
 	struct server *srv = arg;
 	size_t size = srv->scratch_size;
 	uint8_t *scratch = malloc(size);
+	struct fairq_flow *ran = NULL; /* the client of the job just run */
+	uint64_t ran_bytes = 0;
 
 	if (!scratch) {
 		log_error("worker: out of memory");
 		return NULL;
 	}
 	for (;;) {
+		struct fairq_item *it;
 		struct job *j;
 
 		pthread_mutex_lock(&srv->qlock);
-		while (!srv->qhead && !srv->stopping)
+		/* The job just run leaves its client's budget: a client that
+		 * waited for it may send again, and at stop, workers waiting
+		 * for such a client's calls must see the queue empty. */
+		if (ran && (fairq_done(&srv->fq, ran, ran_bytes) || srv->stopping))
+			pthread_cond_broadcast(&srv->qcond);
+		ran = NULL;
+		while (!(it = fairq_pop(&srv->fq)) && !(srv->stopping && !srv->fq.queued))
 			pthread_cond_wait(&srv->qcond, &srv->qlock);
-		j = srv->qhead;
-		if (!j) {
-			pthread_mutex_unlock(&srv->qlock);
-			break;
-		}
-		srv->qhead = j->next;
-		if (!srv->qhead)
-			srv->qtail = NULL;
 		pthread_mutex_unlock(&srv->qlock);
-		j->run(srv, j, scratch, size);
+		if (!it)
+			break;
+		ran = it->flow;
+		ran_bytes = it->bytes;
+		j = (struct job *)((char *)it - offsetof(struct job, fq));
+		j->run(srv, j, scratch, size); /* j may be gone */
 	}
 	free(scratch);
 	return NULL;
 }
 
-void workers_submit(struct server *srv, struct job *j)
+int workers_submit(struct server *srv, struct job *j, const struct sockaddr *who)
+{
+	struct fairq_key k;
+	int ret = -ESHUTDOWN;
+
+	fairq_key_of(who, &k);
+	pthread_mutex_lock(&srv->qlock);
+	if (!srv->stopping)
+		ret = fairq_push(&srv->fq, &k, &j->fq);
+	if (ret == 0)
+		pthread_cond_signal(&srv->qcond);
+	pthread_mutex_unlock(&srv->qlock);
+	return ret;
+}
+
+void workers_set_limits(struct server *srv, uint32_t max_calls, uint64_t max_bytes)
 {
 	pthread_mutex_lock(&srv->qlock);
-	j->next = NULL;
-	if (srv->qtail)
-		srv->qtail->next = j;
-	else
-		srv->qhead = j;
-	srv->qtail = j;
-	pthread_cond_signal(&srv->qcond);
+	if (fairq_set_limits(&srv->fq, max_calls, max_bytes))
+		pthread_cond_broadcast(&srv->qcond);
 	pthread_mutex_unlock(&srv->qlock);
 }
 
 int workers_start(struct server *srv, size_t scratch_size)
 {
+	int ret = fairq_init(&srv->fq, FAIRQ_QUANTUM);
+
+	if (ret < 0)
+		return ret;
+	fairq_set_limits(&srv->fq, srv->cfg.max_calls_per_client, srv->cfg.max_bytes_per_client);
 	srv->scratch_size = scratch_size;
 	srv->threads = calloc((size_t)srv->cfg.workers, sizeof(*srv->threads));
-	if (!srv->threads)
+	if (!srv->threads) {
+		fairq_destroy(&srv->fq);
 		return -ENOMEM;
+	}
 	for (int i = 0; i < srv->cfg.workers; i++) {
-		int ret = pthread_create(&srv->threads[i], NULL, worker_main, srv);
+		ret = pthread_create(&srv->threads[i], NULL, worker_main, srv);
 		if (ret) {
 			workers_stop(srv);
 			return -ret;
@@ -82,4 +109,8 @@ void workers_stop(struct server *srv)
 	free(srv->threads);
 	srv->threads = NULL;
 	srv->nthreads = 0;
+	/* Every queued job ran, and none is taken from now (workers_submit). */
+	pthread_mutex_lock(&srv->qlock);
+	fairq_destroy(&srv->fq);
+	pthread_mutex_unlock(&srv->qlock);
 }
