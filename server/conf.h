@@ -68,6 +68,11 @@ struct config {
 	int control_given;      /* control was set in the file: failing to open it is fatal */
 	struct export *exports;
 	int nexports;
+	/* "chunk N = PATH-or-URI": places[N] names chunk N's own store (NULL:
+	 * a region of the volume image), given on place_lines[N]. */
+	char **places;
+	int *place_lines;
+	uint32_t nplaces;
 };
 
 void config_defaults(struct config *cfg);
@@ -89,6 +94,11 @@ struct export_set {
 	int refs;                  /* atomic */
 	struct export *exports;
 	int nexports;
+	/* "chunk N = PATH-or-URI": places[N] names chunk N's own store (NULL:
+	 * a region of the volume image), given on place_lines[N]. */
+	char **places;
+	int *place_lines;
+	uint32_t nplaces;
 };
 
 struct export_table {
