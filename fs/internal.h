@@ -64,7 +64,7 @@ struct chunk {
 	uint32_t nghosts;
 	uint64_t base;                /* byte offset in the image (one-image volumes) */
 	int locked;                   /* this volume holds the chunk's OFD lock (vol_chunk_lock.c) */
-	char *place;                  /* its own store's name (path or NBD URI), NULL: in the image */
+	char *place;                  /* its own store's name (path, NBD URI); NULL: the image's */
 	char why_offline[160];        /* while offline: the reason, "" when none is known */
 
 	/* Allocation state, loaded on first use. */

@@ -115,7 +115,8 @@ int fs_chunk_offline(struct fs_volume *v, uint32_t i, int force, char *why, size
 	c->nlast = 0;
 	txn_forget_ondisk(c);
 	c->offline_since = time(NULL);
-	snprintf(c->why_offline, sizeof(c->why_offline), "taken offline%s", force ? " (forced)" : "");
+	snprintf(c->why_offline, sizeof(c->why_offline), "taken offline%s",
+		 force ? " (forced)" : "");
 	ret = vol_chunk_release(v, i);
 	if (ret < 0)
 		snprintf(why, whylen, "chunk %u is offline but its lock could not be released: %s",
