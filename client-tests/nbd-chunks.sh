@@ -243,4 +243,5 @@ if command -v qemu-nbd >/dev/null 2>&1 && command -v nbdinfo >/dev/null 2>&1; th
 else
 	echo "qemu-nbd or nbdinfo not installed: the qemu-nbd part is left out"
 fi
-echo "PASS: chunks 2 and 3 on nbdkit (and qemu-nbd): served, restarted, checked; wrong stores refused, a late server brought online"
+echo "PASS: chunks 2 and 3 on nbdkit (and qemu-nbd): served, restarted, checked;" \
+	"wrong stores refused, a late server brought online"

@@ -56,7 +56,8 @@ static void build(struct fs_volume *v)
 			snprintf(fl->name, sizeof(fl->name), "f%d", k);
 			fl->len = (size_t)(k * 250 + 1) % sizeof(buf);
 			fill(buf, fl->len, (unsigned)nfiles);
-			CHECK_EQ(fs_create(v, NULL, d, fl->name, 0644, FS_CREATE_GUARDED, 0, &f, &a),
+			CHECK_EQ(fs_create(v, NULL, d, fl->name, 0644, FS_CREATE_GUARDED, 0, &f,
+					   &a),
 				 0);
 			CHECK_EQ(fs_write(v, NULL, f, 0, fl->len, buf, FS_UNSTABLE, NULL), 0);
 			fl->fileid = a.fileid;
@@ -72,7 +73,8 @@ static int read_file(struct fs_volume *v, const struct file *fl)
 	size_t n;
 	int eof, ret;
 
-	if ((ret = fs_root(v, &root)) < 0 || (ret = fs_lookup(v, NULL, root, fl->dir, &d, NULL)) < 0 ||
+	if ((ret = fs_root(v, &root)) < 0 ||
+	    (ret = fs_lookup(v, NULL, root, fl->dir, &d, NULL)) < 0 ||
 	    (ret = fs_lookup(v, NULL, d, fl->name, &f, NULL)) < 0 ||
 	    (ret = fs_read(v, NULL, f, 0, sizeof(got), got, &n, &eof)) < 0)
 		return ret;
@@ -115,7 +117,8 @@ static int chunk_copy(uint32_t k, const char *path, int compare)
 		if (!compare)
 			ret = pwrite(fo, a, CHUNK_SIZE, 0) == CHUNK_SIZE ? 0 : -1;
 		else
-			ret = pread(fo, b, CHUNK_SIZE, 0) == CHUNK_SIZE && !memcmp(a, b, CHUNK_SIZE);
+			ret = pread(fo, b, CHUNK_SIZE, 0) == CHUNK_SIZE &&
+			      !memcmp(a, b, CHUNK_SIZE);
 	}
 	if (fi >= 0)
 		close(fi);
