@@ -102,4 +102,28 @@ status=$?
 [ "$status" -eq 1 ] || fail "missing.conf: exit status $status, not 1"
 [ "$(cat "$tmp/out")" = "chunkfsd: $tmp/missing.conf: No such file or directory" ] ||
 	fail "missing.conf: '$(cat "$tmp/out")'"
+# Chunk placement lines.
+c2=$tmp/chunks.conf
+cat >"$c2" <<EOT
+export / clients=127.0.0.1
+chunk 2 = nbd://127.0.0.1:10810/
+chunk 3 = /srv/chunk3.img
+chunk 0 = /srv/chunk0.img
+chunk x = /srv/chunkx.img
+chunk 4 = relative.img
+chunk 2 = /srv/again.img
+EOT
+"$CHUNKFSD" --check-config -c "$c2" >"$tmp/out" 2>"$tmp/err"
+status=$?
+[ "$status" -eq 1 ] || fail "chunks.conf: exit status $status, not 1"
+cat >"$tmp/want" <<EOT
+chunkfsd: $c2:4: bad chunk index '0' (expected 1-65534: chunk 0 stays in the volume image)
+chunkfsd: $c2:5: bad chunk index 'x' (expected 1-65534: chunk 0 stays in the volume image)
+chunkfsd: $c2:6: bad value 'relative.img' for chunk 4 (expected an absolute path or an NBD URI such as nbd://HOST:PORT/EXPORT)
+chunkfsd: $c2:7: chunk 2 is already placed on line 2
+chunkfsd: $c2: 4 errors
+EOT
+diff -u "$tmp/want" "$tmp/err" || fail "chunks.conf: the messages differ (above)"
+head -3 "$c2" >"$tmp/chunks-ok.conf"
+out=$("$CHUNKFSD" --check-config -c "$tmp/chunks-ok.conf" 2>&1) || fail "chunks-ok.conf: $out"
 echo "PASS: --check-config accepts good files and reports each of 28 kinds of error with its line"

@@ -175,6 +175,17 @@ int fs_mkfs(const char *path, const struct fs_mkfs_opts *opts);
 int fs_open(const char *path, int flags, struct fs_volume **out);
 /* fs_open, and on failure a sentence saying what is wrong in why[]. */
 int fs_open_ex(const char *path, int flags, struct fs_volume **out, char *why, size_t whylen);
+/* fs_open_ex, with chunks placed outside the image: places[i] (i < nplaces),
+ * when neither NULL nor "", names chunk i's own store, a path (a file or
+ * block device holding that chunk alone) or an NBD URI; the image's region
+ * for it is then not used. Each placed chunk's header must be this
+ * volume's, with its index and the size of the image's copy; a chunk whose
+ * store is another chunk, another volume's, or cannot be reached (or, over
+ * NBD read-write, offers no flush) is offline with the reason in why[] and
+ * in fs_chunk_info, and the rest serves. Chunk 0 cannot be placed
+ * (-EINVAL). */
+int fs_open_placed(const char *path, const char *const *places, uint32_t nplaces, int flags,
+		   struct fs_volume **out, char *why, size_t whylen);
 /* The bound of the metadata block cache (default 256 MiB). */
 void fs_set_cache_limit(struct fs_volume *vol, uint64_t bytes);
 int fs_close(struct fs_volume *vol);
@@ -213,6 +224,8 @@ struct fs_chunk_info {
 	uint64_t scrub_healed;     /* ... of those, queued for rewrite from the good copy */
 	uint64_t scrub_both_bad;   /* units with no good copy */
 	int64_t scrub_last;        /* time(2) a pass over the chunk last completed, 0: never */
+	int placed;                /* it has its own store (fs_open_placed) */
+	char why_offline[160];     /* offline: why, when known ("" else) */
 };
 uint32_t fs_chunk_count(struct fs_volume *vol);
 int fs_chunk_info(struct fs_volume *vol, uint32_t chunk, struct fs_chunk_info *out);
@@ -270,6 +283,15 @@ struct fs_scrub_result {
  * read-only volume; other negative errnos for I/O failures. */
 int fs_scrub_step(struct fs_volume *vol, struct fs_scrub_cursor *cur, uint32_t max_units,
 		  struct fs_scrub_result *res);
+/* An offline chunk placed outside the image (fs_open_placed): its store is
+ * opened again by its name, the old one closed (an NBD server back after a
+ * restart, a file put back); fs_chunk_online checks it after. 0 at once for
+ * a chunk that is online or not placed. why[] says why on failure. */
+int fs_chunk_reopen(struct fs_volume *vol, uint32_t chunk, char *why, size_t whylen);
+/* Chunk i's store, for a check of an offline chunk through it
+ * (fsck_chunk_store): the volume keeps it, and while the chunk is offline
+ * the volume neither reads nor writes it. NULL when there is no chunk i. */
+struct chunk_store *fs_chunk_store(struct fs_volume *vol, uint32_t chunk);
 
 /* attr.c */
 int fs_getattr(struct fs_volume *vol, struct fs_ino ino, struct fs_attr *out);

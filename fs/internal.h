@@ -64,6 +64,8 @@ struct chunk {
 	uint32_t nghosts;
 	uint64_t base;                /* byte offset in the image (one-image volumes) */
 	int locked;                   /* this volume holds the chunk's OFD lock (vol_chunk_lock.c) */
+	char *place;                  /* its own store's name (path, NBD URI); NULL: the image's */
+	char why_offline[160];        /* while offline: the reason, "" when none is known */
 
 	/* Allocation state, loaded on first use. */
 	int loaded;
@@ -414,6 +416,12 @@ uint32_t vol_chunk_load(const struct chunk *c);
 int vol_chunk_crowded(struct fs_volume *v, struct chunk *c, int kind_hint);
 struct chunk *vol_pick_spread(struct fs_volume *v, struct chunk *prefer, int kind_hint,
 			      const uint8_t *exclude);
+
+/* place.c: the store of a chunk placed outside the image, by its name (an
+ * NBD URI or a path). Read-write unless rdonly: an NBD export that is read-
+ * only or offers no flush is refused then. why[] says why on failure. */
+int vol_place_open(const char *name, int rdonly, struct chunk_store **out, char *why,
+		   size_t whylen);
 
 /* vol_chunk_lock.c: the volume's OFD lock on each chunk's range of the
  * image (chunk_lock.h), write lock, or read lock for FS_OPEN_RDONLY.

@@ -2,10 +2,11 @@
  * offline (everything committed, its cached units and allocation state
  * forgotten, its OFD lock released so that nbdkit chunkfs or fsck.chunkfs
  * may open it), bringing it back (checked first, with the cross-chunk
- * checks a repair elsewhere had to defer), and what the control socket
- * shows of each chunk. While a chunk is offline every operation that needs
- * one of its units or data blocks fails with -EIO (cache.c, file.c,
- * chunk.c check c->offline); the others go on untouched. */
+ * checks a repair elsewhere had to defer), opening a placed chunk's store
+ * again, and what the control socket shows of each chunk. While a chunk is
+ * offline every operation that needs one of its units or data blocks fails
+ * with -EIO (cache.c, file.c, chunk.c check c->offline); the others go on
+ * untouched. */
 #include "config.h"
 
 #include <errno.h>
@@ -114,6 +115,8 @@ int fs_chunk_offline(struct fs_volume *v, uint32_t i, int force, char *why, size
 	c->nlast = 0;
 	txn_forget_ondisk(c);
 	c->offline_since = time(NULL);
+	snprintf(c->why_offline, sizeof(c->why_offline), "taken offline%s",
+		 force ? " (forced)" : "");
 	ret = vol_chunk_release(v, i);
 	if (ret < 0)
 		snprintf(why, whylen, "chunk %u is offline but its lock could not be released: %s",
@@ -144,6 +147,12 @@ static int reload_header(struct fs_volume *v, struct chunk *c, char *why, size_t
 	if (ret == 0 && h.nblocks != c->hdr.nblocks) {
 		snprintf(reason, sizeof(reason), "its size changed (%u blocks, was %u)", h.nblocks,
 			 c->hdr.nblocks);
+		ret = -EUCLEAN;
+	}
+	if (ret == 0 && (uint64_t)h.nblocks * OD_BLOCK_SIZE > c->store->size) {
+		snprintf(reason, sizeof(reason), "its store holds %llu bytes, the chunk %llu",
+			 (unsigned long long)c->store->size,
+			 (unsigned long long)h.nblocks * OD_BLOCK_SIZE);
 		ret = -EUCLEAN;
 	}
 	if (ret < 0) {
@@ -212,10 +221,53 @@ int fs_chunk_online(struct fs_volume *v, uint32_t i, fs_chunk_check_fn check, vo
 	}
 	c->offline = 0;
 	c->offline_since = 0;
+	c->why_offline[0] = '\0';
 	chunk_free_ghosts(c);
 out:
+	if (ret < 0 && c && c->offline)
+		snprintf(c->why_offline, sizeof(c->why_offline), "%s", why);
 	vol_unlock(v);
 	return ret;
+}
+
+int fs_chunk_reopen(struct fs_volume *v, uint32_t i, char *why, size_t whylen)
+{
+	struct chunk_store *st = NULL, *old;
+	struct chunk *c;
+	int ret;
+
+	c = lock_chunk(v, i, why, whylen);
+	if (!c || !c->offline || !c->place) {
+		vol_unlock(v);
+		return c ? 0 : -EINVAL;
+	}
+	vol_unlock(v);
+	/* c->place is set at open and never changes. Connecting may take a
+	 * while: not with the volume locked. */
+	ret = vol_place_open(c->place, v->rdonly, &st, why, whylen);
+	vol_lock(v);
+	if (ret < 0) {
+		snprintf(c->why_offline, sizeof(c->why_offline), "%s", why);
+		vol_unlock(v);
+		return ret;
+	}
+	old = NULL;
+	if (c->offline) {
+		old = c->store;
+		c->store = st;
+	} else {
+		old = st; /* brought online meanwhile, through the store it had */
+	}
+	vol_unlock(v);
+	store_close(old);
+	return 0;
+}
+
+struct chunk_store *fs_chunk_store(struct fs_volume *v, uint32_t i)
+{
+	struct chunk *c = vol_chunk(v, i);
+
+	return c ? c->store : NULL;
 }
 
 int fs_chunk_info(struct fs_volume *v, uint32_t i, struct fs_chunk_info *out)
@@ -246,6 +298,9 @@ int fs_chunk_info(struct fs_volume *v, uint32_t i, struct fs_chunk_info *out)
 	out->scrub_both_bad = c->scrub_both_bad;
 	out->scrub_last = c->scrub_last;
 	out->holds_root = holds_root(v, i);
+	out->placed = c->place != NULL;
+	if (c->offline)
+		snprintf(out->why_offline, sizeof(out->why_offline), "%s", c->why_offline);
 	vol_unlock(v);
 	return 0;
 }

@@ -4,7 +4,9 @@
  * fs_close closes the image; dropped and taken again one chunk at a time
  * for taking a chunk offline and bringing it back. Chunks found offline at
  * open are not locked: the volume never touches them, so they can be
- * repaired (nbdkit chunkfs, fsck.chunkfs -c) while it serves the rest. */
+ * repaired (nbdkit chunkfs, fsck.chunkfs -c) while it serves the rest.
+ * Chunks placed outside the image (fs/place.c) are not locked here: their
+ * region of the image is not used. */
 #include "config.h"
 
 #include <errno.h>
@@ -53,7 +55,7 @@ static int lock_chunk(struct fs_volume *v, struct chunk *c, char *why, size_t wh
 
 int vol_chunk_lock_open(struct fs_volume *v, struct chunk *c, char *why, size_t whylen)
 {
-	if (!v->shared_fd || c->offline || c->locked)
+	if (!v->shared_fd || c->offline || c->locked || c->place)
 		return 0;
 	return lock_chunk(v, c, why, whylen);
 }
@@ -79,7 +81,7 @@ int vol_chunk_reacquire(struct fs_volume *v, uint32_t i, char *why, size_t whyle
 
 	if (!c)
 		return -EINVAL;
-	if (!v->shared_fd || c->locked)
+	if (!v->shared_fd || c->locked || c->place)
 		return 0;
 	return lock_chunk(v, c, why, whylen);
 }

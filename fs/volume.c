@@ -40,10 +40,17 @@ void vol_unlock(struct fs_volume *v)
 
 int vol_flush(struct fs_volume *v)
 {
-	if (v->shared_fd)
-		return fdatasync(v->fd) < 0 ? -errno : 0;
+	/* One fdatasync covers every region of the image; each chunk placed
+	 * elsewhere is flushed through its own store (NBD_CMD_FLUSH over
+	 * NBD). Offline chunks were flushed when they went and get no writes. */
+	if (v->shared_fd && fdatasync(v->fd) < 0)
+		return -errno;
 	for (uint32_t i = 0; i < v->nchunks; i++) {
-		int ret = store_flush(v->chunks[i].store);
+		struct chunk *c = &v->chunks[i];
+		int ret;
+		if ((v->shared_fd && !c->place) || c->offline)
+			continue;
+		ret = store_flush(c->store);
 		if (ret < 0)
 			return ret;
 	}
@@ -59,13 +66,34 @@ int vol_read_header(struct chunk_store *st, uint64_t base, uint32_t guess_nblock
 }
 
 /* Where the chunks' bytes are: one image holding them back to back (whole),
- * or one store per chunk. */
+ * with some chunks perhaps placed elsewhere (places[i] names chunk i's own
+ * store), or one store per chunk. */
 struct vol_source {
 	struct chunk_store *whole;
 	int fd;
 	struct chunk_store **stores;
 	uint32_t nstores;
+	const char *const *places;
+	uint32_t nplaces;
 };
+
+/* Chunk c is placed outside the image: its own store, opened by name. A
+ * store that cannot be opened leaves the dead store in its place and
+ * reason[] saying why (-ENXIO then: the chunk goes offline). */
+static int open_placed(struct fs_volume *v, struct chunk *c, const char *name, char *reason,
+		       size_t reasonlen)
+{
+	int ret;
+
+	c->place = strdup(name);
+	if (!c->place)
+		return -ENOMEM;
+	ret = vol_place_open(name, v->rdonly, &c->store, reason, reasonlen);
+	if (ret == 0)
+		return 0;
+	c->store = store_dead_new();
+	return c->store ? -ENXIO : -ENOMEM;
+}
 
 static int open_chunks(struct fs_volume *v, struct vol_source *src, char *why, size_t whylen)
 {
@@ -98,8 +126,11 @@ static int open_chunks(struct fs_volume *v, struct vol_source *src, char *why, s
 	for (uint32_t i = 0; i < v->nchunks; i++) {
 		struct chunk *c = &v->chunks[i];
 		struct chunk_store *st = src->whole ? src->whole : src->stores[i];
+		const char *place = i < src->nplaces ? src->places[i] : NULL;
 		uint64_t at = src->whole ? base : 0;
-		char reason[160];
+		struct od_chunk_header ih; /* the image's own copy of a placed chunk's header */
+		int ih_ok = 0, unreached = 0;
+		char reason[160] = "";
 		c->vol = v;
 		c->index = i;
 		c->header_heal = -1;
@@ -107,16 +138,34 @@ static int open_chunks(struct fs_volume *v, struct vol_source *src, char *why, s
 			c->store = st; /* the volume owns it from here on */
 			src->stores[i] = NULL;
 		}
-		ret = vol_read_header(st, at, h0.nblocks, &c->hdr, &healed);
+		if (place && *place) {
+			ih_ok = vol_read_header(src->whole, base, h0.nblocks, &ih, &healed) == 0 &&
+				ih.chunk_index == i;
+			ret = open_placed(v, c, place, reason, sizeof(reason));
+			if (ret == -ENOMEM)
+				return ret;
+			unreached = ret < 0;
+			st = c->store;
+			at = 0;
+		}
+		ret = unreached ? -ENXIO : vol_read_header(st, at, h0.nblocks, &c->hdr, &healed);
 		if (ret < 0)
 			healed = 0;
-		if (ret == 0 && memcmp(c->hdr.volume_uuid, h0.volume_uuid, 16) != 0) {
+		if (unreached) {
+			/* reason[] says why already */
+		} else if (ret == 0 && memcmp(c->hdr.volume_uuid, h0.volume_uuid, 16) != 0) {
 			snprintf(reason, sizeof(reason), "belongs to another volume");
 			ret = -EUCLEAN;
 		} else if (ret == 0) {
 			ret = chunk_check_header(&c->hdr, i, reason, sizeof(reason));
 		} else {
 			snprintf(reason, sizeof(reason), "both copies of its header are bad");
+		}
+		if (ret == 0 && ih_ok && ih.nblocks != c->hdr.nblocks) {
+			snprintf(reason, sizeof(reason),
+				 "%s holds a chunk of %u blocks where the volume has %u", c->place,
+				 c->hdr.nblocks, ih.nblocks);
+			ret = -EUCLEAN;
 		}
 		if (ret == 0 && at + (uint64_t)c->hdr.nblocks * OD_BLOCK_SIZE > st->size) {
 			snprintf(reason, sizeof(reason), "image truncated: %llu bytes, chunk ends at %llu",
@@ -140,21 +189,28 @@ static int open_chunks(struct fs_volume *v, struct vol_source *src, char *why, s
 			/* One damaged chunk does not take the volume down: it
 			 * is offline, with chunk 0's geometry, until repaired. */
 			size_t used = why ? strlen(why) : 0;
-			c->hdr = h0;
+			c->hdr = ih_ok ? ih : h0;
 			c->hdr.chunk_index = i;
 			c->hdr.state = OD_STATE_NEEDS_REPAIR;
 			c->offline = 1;
+			/* A placed chunk's reason names its store (an open
+			 * failure's does already). */
+			if (c->place && !unreached)
+				snprintf(c->why_offline, sizeof(c->why_offline), "%s: %s", c->place,
+					 reason);
+			else
+				snprintf(c->why_offline, sizeof(c->why_offline), "%s", reason);
 			if (why && used + 1 < whylen)
 				snprintf(why + used, whylen - used, "%schunk %u offline: %s",
-					 used ? "; " : "", i, reason);
+					 used ? "; " : "", i, c->why_offline);
 		}
 		c->half = c->hdr.nblocks / 2;
 		if (healed && !c->offline) {
 			c->header_dirty = 1;
 			c->header_heal = healed - 1;
 		}
-		if (src->whole) {
-			c->base = base;
+		c->base = base;
+		if (src->whole && !c->place) {
 			ret = vol_chunk_lock_open(v, c, why, whylen);
 			if (ret < 0)
 				return ret;
@@ -165,7 +221,9 @@ static int open_chunks(struct fs_volume *v, struct vol_source *src, char *why, s
 		}
 		if (c->hdr.txid > v->txid)
 			v->txid = c->hdr.txid;
-		base += (uint64_t)c->hdr.nblocks * OD_BLOCK_SIZE;
+		/* The next chunk's region follows this one's in the image, as
+		 * large as the image's copy of the header says. */
+		base += (uint64_t)(ih_ok ? ih.nblocks : c->hdr.nblocks) * OD_BLOCK_SIZE;
 	}
 	return 0;
 }
@@ -184,6 +242,7 @@ static void vol_free(struct fs_volume *v)
 		free(c->last);
 		txn_forget_ondisk(c);
 		chunk_free_ghosts(c);
+		free(c->place);
 	}
 	free(v->chunks);
 	if (v->fd >= 0)
@@ -249,15 +308,22 @@ static int vol_open_source(struct fs_volume *v, struct vol_source *src, struct f
 	return 0;
 }
 
-int fs_open_ex(const char *path, int flags, struct fs_volume **out, char *why, size_t whylen)
+int fs_open_placed(const char *path, const char *const *places, uint32_t nplaces, int flags,
+		   struct fs_volume **out, char *why, size_t whylen)
 {
-	struct fs_volume *v = vol_alloc(flags);
-	struct vol_source src = { 0 };
+	struct fs_volume *v;
+	struct vol_source src = { .places = places, .nplaces = nplaces };
 	uint64_t size;
 	int is_blk, ret;
 
 	if (why && whylen)
 		why[0] = '\0';
+	if (nplaces && places[0] && places[0][0]) {
+		if (why && whylen)
+			snprintf(why, whylen, "chunk 0 stays in the volume image (it names the volume)");
+		return -EINVAL;
+	}
+	v = vol_alloc(flags);
 	if (!v)
 		return -ENOMEM;
 	v->fd = open(path, (v->rdonly ? O_RDONLY : O_RDWR) | O_CLOEXEC);
@@ -279,6 +345,11 @@ int fs_open_ex(const char *path, int flags, struct fs_volume **out, char *why, s
 	ret = vol_open_source(v, &src, out, why, whylen);
 	store_close(src.whole);
 	return ret;
+}
+
+int fs_open_ex(const char *path, int flags, struct fs_volume **out, char *why, size_t whylen)
+{
+	return fs_open_placed(path, NULL, 0, flags, out, why, whylen);
 }
 
 int fs_open_stores(struct chunk_store **stores, uint32_t n, int flags, struct fs_volume **out,

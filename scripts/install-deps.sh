@@ -5,7 +5,7 @@ set -eu
 
 packages="build-essential autoconf automake libtool pkg-config
 libevent-dev libtirpc-dev rpcsvc-proto libssl-dev
-libnbd-dev libnbd-bin nbdkit nbdkit-plugin-dev
+libnbd-dev libnbd-bin nbdkit nbdkit-plugin-dev qemu-utils
 libnfs-dev libnfs-utils rpcbind e2fsprogs
 libsystemd-dev systemd groff-base man-db"
 

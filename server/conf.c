@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fs/format/ondisk.h"
 #include "server/conf.h"
 
 void config_defaults(struct config *cfg)
@@ -43,6 +44,13 @@ void config_free(struct config *cfg)
 	free(cfg->exports);
 	cfg->exports = NULL;
 	cfg->nexports = 0;
+	for (uint32_t i = 0; i < cfg->nplaces; i++)
+		free(cfg->places[i]);
+	free(cfg->places);
+	free(cfg->place_lines);
+	cfg->places = NULL;
+	cfg->place_lines = NULL;
+	cfg->nplaces = 0;
 }
 
 int config_parse_net(const char *s, struct client_net *out)
@@ -376,6 +384,58 @@ bad:
 	return -EINVAL;
 }
 
+/* "chunk N = WHERE": an NBD URI or an absolute path. */
+static int parse_place(const char *k, const char *v, int lineno, struct config *cfg, char *err,
+		       size_t errlen)
+{
+	unsigned long n;
+	char *copy;
+
+	if (parse_uint(k, OD_MAX_CHUNKS - 1, &n) < 0 || n == 0) {
+		snprintf(err, errlen,
+			 "bad chunk index '%s' (expected 1-%u: chunk 0 stays in the volume image)",
+			 k, OD_MAX_CHUNKS - 1);
+		return -EINVAL;
+	}
+	if (!(v[0] == '/' || (!strncmp(v, "nbd", 3) && strstr(v, "://")))) {
+		snprintf(err, errlen,
+			 "bad value '%s' for chunk %lu (expected an absolute path or an NBD URI "
+			 "such as nbd://HOST:PORT/EXPORT)",
+			 v, n);
+		return -EINVAL;
+	}
+	if (n < cfg->nplaces && cfg->places[n]) {
+		snprintf(err, errlen, "chunk %lu is already placed on line %d", n,
+			 cfg->place_lines[n]);
+		return -EINVAL;
+	}
+	if (n >= cfg->nplaces) {
+		char **p = realloc(cfg->places, (n + 1) * sizeof(*p));
+		int *l;
+		if (!p)
+			goto nomem;
+		cfg->places = p;
+		l = realloc(cfg->place_lines, (n + 1) * sizeof(*l));
+		if (!l)
+			goto nomem;
+		cfg->place_lines = l;
+		for (uint32_t i = cfg->nplaces; i <= n; i++) {
+			cfg->places[i] = NULL;
+			cfg->place_lines[i] = 0;
+		}
+		cfg->nplaces = (uint32_t)n + 1;
+	}
+	copy = strdup(v);
+	if (!copy)
+		goto nomem;
+	cfg->places[n] = copy;
+	cfg->place_lines[n] = lineno;
+	return 0;
+nomem:
+	snprintf(err, errlen, "out of memory");
+	return -ENOMEM;
+}
+
 /* One line, comments and blanks already handled: s is its text. */
 static int parse_line(char *s, int lineno, struct config *cfg, char *err, size_t errlen)
 {
@@ -408,6 +468,8 @@ static int parse_line(char *s, int lineno, struct config *cfg, char *err, size_t
 		snprintf(err, errlen, "no key before '='");
 		return -EINVAL;
 	}
+	if (!strncmp(s, "chunk", 5) && isspace((unsigned char)s[5]))
+		return parse_place(trim(s + 5), trim(eq + 1), lineno, cfg, err, errlen);
 	return parse_key(s, trim(eq + 1), cfg, err, errlen);
 }
 

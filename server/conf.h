@@ -75,6 +75,11 @@ struct config {
 	char scrub_state[4096]; /* the scrub's cursor file ("": none kept) */
 	struct export *exports;
 	int nexports;
+	/* "chunk N = PATH-or-URI": places[N] names chunk N's own store (NULL:
+	 * a region of the volume image), given on place_lines[N]. */
+	char **places;
+	int *place_lines;
+	uint32_t nplaces;
 };
 
 void config_defaults(struct config *cfg);
@@ -96,6 +101,11 @@ struct export_set {
 	int refs;                  /* atomic */
 	struct export *exports;
 	int nexports;
+	/* "chunk N = PATH-or-URI": places[N] names chunk N's own store (NULL:
+	 * a region of the volume image), given on place_lines[N]. */
+	char **places;
+	int *place_lines;
+	uint32_t nplaces;
 };
 
 struct export_table {

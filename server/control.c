@@ -290,6 +290,11 @@ static void cmd_status(struct control *ctl, struct answer *a)
 		    ci.free_blocks, ci.max_inodes, ci.used_inodes, ci.healed, ci.unreadable,
 		    ci.holds_root ? "yes" : "no", ci.offline_since, ci.scrub_units, ci.scrub_bad,
 		    ci.scrub_healed, ci.scrub_both_bad, ci.scrub_last);
+		add(a, " placed=%s", ci.placed ? "yes" : "no");
+		if (ci.why_offline[0]) {
+			add(a, " reason=");
+			add_value(a, ci.why_offline);
+		}
 		pthread_mutex_lock(&ctl->lock);
 		add_check(a, &ctl->checks[i]);
 		pthread_mutex_unlock(&ctl->lock);
@@ -336,8 +341,19 @@ static int bring_online(struct control *ctl, uint32_t i, struct answer *a)
 	struct fsck_gate g = { .image = ctl->srv->cfg.volume,
 			       .opts = { .out = fsck_line, .ctx = a } };
 	char why[512];
-	int ret = fs_chunk_online(ctl->srv->vol, i, fsck_gate_chunk, &g, why, sizeof(why));
 	const struct fsck_result *res = &g.res;
+	int ret = fs_chunk_reopen(ctl->srv->vol, i, why, sizeof(why));
+
+	if (ret < 0) {
+		log_warn("control: chunk %u stays offline: %s", i, why);
+		add(a, "error %s\n", why);
+		return ret;
+	}
+	/* With chunks placed elsewhere, the image's regions for them are
+	 * stale: every chunk is checked through its own store alone. */
+	if (ctl->srv->cfg.nplaces)
+		g.store = fs_chunk_store(ctl->srv->vol, i);
+	ret = fs_chunk_online(ctl->srv->vol, i, fsck_gate_chunk, &g, why, sizeof(why));
 
 	if (res->chunks)
 		record_check(ctl, i, res);
@@ -377,7 +393,10 @@ static void cmd_fsck(struct control *ctl, uint32_t i, int yes, struct answer *a)
 
 	if (take_offline(ctl, i, 0, a) < 0)
 		return;
-	ret = fsck_volume_path(ctl->srv->cfg.volume, (int)i, &o, &res);
+	if (ctl->srv->cfg.nplaces)
+		ret = fsck_chunk_store(fs_chunk_store(ctl->srv->vol, i), i, &o, &res);
+	else
+		ret = fsck_volume_path(ctl->srv->cfg.volume, (int)i, &o, &res);
 	record_check(ctl, i, &res);
 	add(a, "fsck index=%u exit=%d problems=%u fixed=%u left=%u us=%" PRIu64 "\n", i,
 	    res.exit_code, res.problems, res.fixed, res.unfixed, res.usec);

@@ -187,8 +187,9 @@ static void note_sparse_image(const char *path)
 
 static int open_volume(struct server *srv)
 {
-	char why[512];
-	int ret = fs_open_ex(srv->cfg.volume, 0, &srv->vol, why, sizeof(why));
+	char why[2048];
+	int ret = fs_open_placed(srv->cfg.volume, (const char *const *)srv->cfg.places,
+				 srv->cfg.nplaces, 0, &srv->vol, why, sizeof(why));
 	uint8_t secret[32], uuid[16];
 
 	if (ret < 0) {
@@ -198,6 +199,10 @@ static int open_volume(struct server *srv)
 	}
 	if (why[0])
 		log_warn("volume %s: %s", srv->cfg.volume, why);
+	for (uint32_t i = 0; i < srv->cfg.nplaces; i++)
+		if (srv->cfg.places[i])
+			log_info("chunk %u lives on %s (%s:%d)", i, srv->cfg.places[i],
+				 srv->config_path, srv->cfg.place_lines[i]);
 	log_recovery(srv);
 	note_sparse_image(srv->cfg.volume);
 	fs_set_cache_limit(srv->vol, srv->cfg.cache_mb << 20);

@@ -59,6 +59,14 @@ static void keep_fixed(const struct server *srv, const struct config *nc)
 	keep("control", strcmp(nc->control, cur->control) != 0, cur->control[0] ? cur->control : "none");
 	keep("control_group", strcmp(nc->control_group, cur->control_group) != 0,
 	     cur->control_group[0] ? cur->control_group : "(root only)");
+	for (uint32_t i = 0; i < nc->nplaces || i < cur->nplaces; i++) {
+		const char *was = i < cur->nplaces ? cur->places[i] : NULL;
+		const char *now = i < nc->nplaces ? nc->places[i] : NULL;
+		if (!was && !now)
+			continue;
+		snprintf(buf, sizeof(buf), "chunk %u", i);
+		keep(buf, !was || !now || strcmp(was, now) != 0, was ? was : "(the volume image)");
+	}
 }
 
 int reload_config(struct server *srv)

@@ -301,6 +301,8 @@ static void print_status(struct record *recs, int n)
 		       !strcmp(get(r, "online"), "yes") ? "online" : "OFFLINE", get(r, "kind"),
 		       get(r, "state"), blocks, inodes, get(r, "healed"), get(r, "unreadable"), check,
 		       !strcmp(get(r, "root"), "yes") ? " (root)" : "");
+		if (get(r, "reason")[0])
+			printf("      offline: %s\n", get(r, "reason"));
 	}
 }
 

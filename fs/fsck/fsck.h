@@ -116,6 +116,11 @@ int fsck_estimate_store(struct chunk_store *st, int chunk, const struct fsck_opt
  * (-EUCLEAN: problems found) and why[] in a sentence. */
 struct fsck_gate {
 	const char *image;
+	/* When not NULL, the chunk is checked through this store instead
+	 * (fsck_chunk_store: a chunk placed on its own store, or any chunk of
+	 * a volume with chunks placed elsewhere, whose image regions for them
+	 * are stale); its cross-chunk references are then only recorded. */
+	struct chunk_store *store;
 	struct fsck_opts opts;
 	struct fsck_result res;
 };

@@ -1,7 +1,7 @@
 /* The check an offline chunk passes before it serves again (fsck.h's
  * fsck_gate_chunk, which chunkfsd hands to fs_chunk_online): the whole
- * chunk, both copies of every unit, its cross-chunk pointers confirmed,
- * nothing written. */
+ * chunk, both copies of every unit, its cross-chunk pointers confirmed
+ * (when it is read from the volume image), nothing written. */
 #include "config.h"
 
 #include <errno.h>
@@ -22,7 +22,10 @@ int fsck_gate_chunk(void *gate, uint32_t chunk, char *why, size_t whylen)
 	o.force = 1;
 	o.jobs = 1;
 	o.both_copies = 1; /* the gate back into service reads everything */
-	ret = fsck_volume_path(g->image, (int)chunk, &o, &g->res);
+	if (g->store)
+		ret = fsck_chunk_store(g->store, chunk, &o, &g->res);
+	else
+		ret = fsck_volume_path(g->image, (int)chunk, &o, &g->res);
 	if (ret == 0 && g->res.exit_code == FSCK_EXIT_OK)
 		return 0;
 	snprintf(why, whylen,

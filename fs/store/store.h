@@ -83,6 +83,16 @@ int store_file_region(int fd, uint64_t base, uint64_t size, struct chunk_store *
 int store_file_region_direct(int fd, int dfd, uint64_t base, uint64_t size,
 			     struct chunk_store **out);
 
+/* A whole regular file or block device of its own (a chunk placed outside
+ * the volume image): opened read-write unless rdonly, closed with the store.
+ * -EINVAL for anything else than a file or a block device. */
+int store_file_open(const char *path, int rdonly, struct chunk_store **out);
+
+/* store_dead.c: the store of a chunk whose own store could not be reached:
+ * size 0, every read, write and trim fails with -EIO, flush succeeds (the
+ * chunk is offline and nothing of it is written). NULL when out of memory. */
+struct chunk_store *store_dead_new(void);
+
 /* volume.c: open a volume whose chunk i is stores[i]. The volume takes
  * over every store it reached (the entry becomes NULL) and closes them at
  * fs_close(); on failure the remaining ones are still the caller's. */

@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -16,6 +17,7 @@ struct file_store {
 	int fd;
 	int dfd;        /* the same file opened O_DIRECT, or -1 */
 	uint64_t base;
+	int owns_fd;    /* store_file_open: fd is closed with the store */
 };
 
 #define DIRECT_ALIGN 4096u
@@ -152,7 +154,11 @@ static int file_trim(struct chunk_store *st, size_t len, uint64_t off)
 
 static void file_close(struct chunk_store *st)
 {
-	free(to_fs(st));
+	struct file_store *fst = to_fs(st);
+
+	if (fst->owns_fd)
+		close(fst->fd);
+	free(fst);
 }
 
 static const struct chunk_store_ops file_ops = {
@@ -183,4 +189,40 @@ int store_file_region_direct(int fd, int dfd, uint64_t base, uint64_t size,
 int store_file_region(int fd, uint64_t base, uint64_t size, struct chunk_store **out)
 {
 	return store_file_region_direct(fd, -1, base, size, out);
+}
+
+int store_file_open(const char *path, int rdonly, struct chunk_store **out)
+{
+	struct stat sb;
+	uint64_t size;
+	int fd = open(path, (rdonly ? O_RDONLY : O_RDWR) | O_CLOEXEC);
+	int ret;
+
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &sb) < 0) {
+		ret = -errno;
+		goto fail;
+	}
+	if (S_ISBLK(sb.st_mode)) {
+		off_t end = lseek(fd, 0, SEEK_END);
+		if (end < 0) {
+			ret = -errno;
+			goto fail;
+		}
+		size = (uint64_t)end;
+	} else if (S_ISREG(sb.st_mode)) {
+		size = (uint64_t)sb.st_size;
+	} else {
+		ret = -EINVAL;
+		goto fail;
+	}
+	ret = store_file_region(fd, 0, size, out);
+	if (ret < 0)
+		goto fail;
+	to_fs(*out)->owns_fd = 1;
+	return 0;
+fail:
+	close(fd);
+	return ret;
 }

@@ -1,14 +1,16 @@
 /* A chunk store on an NBD export, through libnbd: pread, pwrite, flush and
  * trim become NBD commands, split to the server's largest request; the
  * size is the export's. Opened read-only (for fsck -n) it refuses writes
- * itself. Built into fsck.chunkfs, not into libchunkfs; libnbd itself
- * (and the ~20 libraries it pulls in) is loaded with dlopen only when an
- * NBD URI is opened, so a check of a local image does not pay for it. */
+ * itself. Part of libchunkfs_store (fsck.chunkfs checks a chunk over NBD,
+ * chunkfsd serves chunks placed on NBD servers); libnbd itself (and the
+ * ~20 libraries it pulls in) is loaded with dlopen only when an NBD URI is
+ * opened, so nothing that never opens one depends on it. */
 #include "config.h"
 
 #include <dlfcn.h>
 #include <errno.h>
 #include <libnbd.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -160,9 +162,9 @@ int store_nbd_is_uri(const char *name)
 	       strncmp(name, "nbd+", 4) == 0 || strncmp(name, "nbds+", 5) == 0;
 }
 
-/* dlopen libnbd and resolve every call above, once (fsck.chunkfs opens
- * its NBD store from main, before any thread starts). */
-static int load_libnbd(char *why, size_t whylen)
+/* dlopen libnbd and resolve every call above, once (chunkfsd may open a
+ * store from its control thread while workers run: under a lock). */
+static int load_libnbd_locked(char *why, size_t whylen)
 {
 	static const char *const names[] = { "nbd_create", "nbd_connect_uri", "nbd_get_size", "nbd_is_read_only", "nbd_can_flush", "nbd_can_trim", "nbd_get_block_size", "nbd_pread", "nbd_pwrite", "nbd_flush", "nbd_trim", "nbd_shutdown", "nbd_close", "nbd_get_errno", "nbd_get_error" };
 	void **slots[] = { (void **)&lib.create, (void **)&lib.connect_uri, (void **)&lib.get_size, (void **)&lib.is_read_only, (void **)&lib.can_flush, (void **)&lib.can_trim, (void **)&lib.get_block_size, (void **)&lib.pread, (void **)&lib.pwrite, (void **)&lib.flush, (void **)&lib.trim, (void **)&lib.shutdown, (void **)&lib.close, (void **)&lib.get_errno, (void **)&lib.get_error };
@@ -186,6 +188,17 @@ static int load_libnbd(char *why, size_t whylen)
 		}
 	}
 	return 0;
+}
+
+static int load_libnbd(char *why, size_t whylen)
+{
+	static pthread_mutex_t load_lock = PTHREAD_MUTEX_INITIALIZER;
+	int ret;
+
+	pthread_mutex_lock(&load_lock);
+	ret = load_libnbd_locked(why, whylen);
+	pthread_mutex_unlock(&load_lock);
+	return ret;
 }
 
 static int fail(struct nbd_store *ns, char *why, size_t whylen)
@@ -242,4 +255,9 @@ int store_nbd_open(const char *uri, int writable, struct chunk_store **out, char
 int store_nbd_export_read_only(struct chunk_store *st)
 {
 	return to_ns(st)->export_ro;
+}
+
+int store_nbd_can_flush(struct chunk_store *st)
+{
+	return to_ns(st)->can_flush;
 }

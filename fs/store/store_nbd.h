@@ -1,7 +1,8 @@
 /* The chunk store over an NBD export (fs/store/store_nbd.c, through libnbd):
  * fsck.chunkfs checks a chunk served on another host, for instance by the
- * chunkfs nbdkit plugin while the rest of the volume stays online. Built
- * into fsck.chunkfs only, so that libchunkfs does not depend on libnbd. */
+ * chunkfs nbdkit plugin while the rest of the volume stays online, and
+ * chunkfsd serves chunks placed on NBD servers. libnbd is dlopen'ed when a
+ * URI is first opened, so no program depends on it otherwise. */
 #ifndef CHUNKFS_STORE_NBD_H
 #define CHUNKFS_STORE_NBD_H
 
@@ -21,5 +22,10 @@ int store_nbd_open(const char *uri, int writable, struct chunk_store **out, char
 
 /* 1 when the server exports it read-only, 0 when writes are allowed. */
 int store_nbd_export_read_only(struct chunk_store *st);
+
+/* 1 when the server offers NBD_CMD_FLUSH. Without it, store_flush
+ * returns 0 at once and says nothing about durability: chunkfsd refuses
+ * such an export read-write (fs/place.c). */
+int store_nbd_can_flush(struct chunk_store *st);
 
 #endif
