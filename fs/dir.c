@@ -60,9 +60,7 @@ int dir_part_for(struct fs_volume *v, struct iref *dir, struct chunk *c, int cre
 		/* A fresh chunk gets lost+found's part first (slot_alloc would
 		 * make it below, behind a chain already walked): when dir is
 		 * lost+found, that is the part wanted. */
-		ret = chunk_load(c);
-		if (ret == 0 && c->hdr.islot_watermark == 0 && !c->nfree_slots)
-			ret = lf_first_part(v, c);
+		ret = lf_first_part(v, c);
 		if (ret > 0)
 			ret = ino_read(v, dir->loc, dir);
 		if (ret < 0)

@@ -103,20 +103,13 @@ static struct od_loc slot_loc(const struct chunk *c, uint32_t slot)
 
 int slot_alloc(struct chunk *c, struct od_loc *loc)
 {
-	int ret = chunk_load(c);
-
-	if (ret < 0)
-		return ret;
 	/* A chunk's first slot goes to lost+found's part there, made when
 	 * first needed (fs/lostfound.c): before the chunk holds anything that
 	 * could become an orphan, so fsck of this chunk alone has a place to
 	 * link its orphans into. */
-	if (c->hdr.islot_watermark == 0 && !c->nfree_slots) {
-		ret = lf_first_part(c->vol, c);
-		if (ret < 0)
-			return ret;
-	}
-	return slot_take(c, loc);
+	int ret = lf_first_part(c->vol, c);
+
+	return ret < 0 ? ret : slot_take(c, loc);
 }
 
 int slot_take(struct chunk *c, struct od_loc *loc)

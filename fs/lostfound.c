@@ -82,8 +82,11 @@ int lf_first_part(struct fs_volume *v, struct chunk *c)
 	struct iref root, lf;
 	struct dirpos pos;
 	struct od_loc at;
-	int ret = ino_get_stable(v, v->root, &root);
+	int ret = chunk_load(c);
 
+	if (ret < 0 || c->hdr.islot_watermark != 0 || c->nfree_slots)
+		return ret; /* not a fresh chunk: its first slot went long ago */
+	ret = ino_get_stable(v, v->root, &root);
 	if (ret < 0)
 		return ret;
 	ret = dir_find(v, &root, OD_LF_NAME, OD_LF_NAME_LEN, &pos);

@@ -15,7 +15,8 @@ int lf_mkfs(struct fs_volume *v, struct iref *root);
 
 /* Before chunk c's first inode-area slot is handed out: lost+found's part
  * in c, empty, chained right after its head, in c's first slot. Nothing
- * when c holds lost+found's head or there is no /lost+found. 1 when it
+ * when c has had a slot already, holds lost+found's head, or there is no
+ * /lost+found. 1 when it
  * made the part (lost+found's head changed: a copy of it held elsewhere
  * is stale), 0 when not, or a negative errno. */
 int lf_first_part(struct fs_volume *v, struct chunk *c);

@@ -7,16 +7,15 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/fs.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fs/format/vol_probe.h"
 #include "fs/fsck/fsck_vol.h"
 
 void fsck_vol_say(const struct fsck_opts *o, const char *fmt, ...)
@@ -135,20 +134,6 @@ int fsck_image_store(struct chunk_store *st, int chunk, const struct fsck_opts *
 
 /* --- a volume image ------------------------------------------------------------ */
 
-static int image_size(int fd, uint64_t *size)
-{
-	struct stat sb;
-
-	if (fstat(fd, &sb) < 0)
-		return -errno;
-	if (S_ISBLK(sb.st_mode))
-		return ioctl(fd, BLKGETSIZE64, size) < 0 ? -errno : 0;
-	if (!S_ISREG(sb.st_mode))
-		return -EINVAL;
-	*size = (uint64_t)sb.st_size;
-	return 0;
-}
-
 int fsck_vol_open(const char *path, const struct fsck_opts *o, struct fsck_vol *v,
 		  uint64_t *total)
 {
@@ -167,7 +152,7 @@ int fsck_vol_open(const char *path, const struct fsck_opts *o, struct fsck_vol *
 		fsck_vol_say(o, "%s: %s", path, strerror(-ret));
 		return ret;
 	}
-	ret = image_size(v->fd, total);
+	ret = vol_image_size(v->fd, total, NULL);
 	if (ret < 0)
 		fsck_vol_say(o, "%s: %s", path, strerror(-ret));
 #ifdef POSIX_FADV_RANDOM
