@@ -484,7 +484,15 @@ static void repair_pending(struct control *ctl)
 {
 	struct fs_volume *v = ctl->srv->vol;
 	uint32_t n = fs_chunk_count(v);
+	struct fs_counters k;
 
+	/* One pass under the volume lock says whether any chunk is marked
+	 * (or offline); only then is each chunk looked at, each taking the
+	 * lock again: a second's tick costs the workers one lock hold. */
+	if (fs_get_counters(v, &k) == 0 && k.chunks_needing_repair == 0) {
+		memset(ctl->repair_seen, 0, n);
+		return;
+	}
 	for (uint32_t i = 0; i < n; i++) {
 		struct fs_chunk_info ci;
 		struct answer a = { 0 };
