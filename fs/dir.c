@@ -61,11 +61,8 @@ int dir_part_for(struct fs_volume *v, struct iref *dir, struct chunk *c, int cre
 		 * make it below, behind a chain already walked): when dir is
 		 * lost+found, that is the part wanted. */
 		ret = lf_first_part(v, c);
-		if (ret > 0)
-			ret = ino_read(v, dir->loc, dir);
 		if (ret < 0)
 			return ret;
-		cur = *dir;
 	}
 	while (cur.ino.next.chunk != OD_LOC_NONE) {
 		if (++hops > v->nchunks)

@@ -74,36 +74,72 @@ int lf_mkfs(struct fs_volume *v, struct iref *root)
 	if (ret < 0)
 		return ret;
 	root->ino.nlink++;
-	return ino_write(v, root);
+	ret = ino_write(v, root);
+	if (ret < 0)
+		return ret;
+	ret = lf_anchor(v, root);
+	return ret < 0 ? ret : 0;
+}
+
+/* lost+found's head, read afresh: 1 when found, 0 when there is none (or
+ * what is there is not the one mkfs made), or a negative errno. */
+static int lf_find(struct fs_volume *v, const struct iref *root, struct iref *lf)
+{
+	struct dirpos pos;
+	int ret = dir_find(v, root, OD_LF_NAME, OD_LF_NAME_LEN, &pos);
+
+	if (ret == -ENOENT)
+		return 0; /* removed by hand: orphans stay where fsck finds them */
+	if (ret == 0)
+		ret = ino_get_stable(v, pos.de.stable, lf);
+	if (ret < 0)
+		return ret;
+	return S_ISDIR(lf->ino.mode) && (lf->ino.flags & OD_INF_LOSTFOUND);
+}
+
+int lf_anchor(struct fs_volume *v, const struct iref *root)
+{
+	struct iref lf;
+	int ret = lf_find(v, root, &lf);
+
+	if (ret <= 0 || lf.ino.next.chunk != OD_LOC_NONE)
+		return ret < 0 ? ret : 0;
+	ret = -ENOSPC;
+	for (uint32_t i = 0; i < v->nchunks && ret < 0; i++) {
+		struct chunk *c = &v->chunks[i];
+		if (i == lf.loc.chunk || c->offline)
+			continue;
+		ret = lf_part(v, &lf, c, lf.ino.next, &lf.ino.next);
+	}
+	if (ret < 0)
+		return v->nchunks > 1 ? ret : 0;
+	ret = ino_write(v, &lf);
+	return ret < 0 ? ret : 1;
 }
 
 int lf_first_part(struct fs_volume *v, struct chunk *c)
 {
-	struct iref root, lf;
-	struct dirpos pos;
-	struct od_loc at;
+	struct iref root, lf, first;
 	int ret = chunk_load(c);
 
 	if (ret < 0 || c->hdr.islot_watermark != 0 || c->nfree_slots)
 		return ret; /* not a fresh chunk: its first slot went long ago */
 	ret = ino_get_stable(v, v->root, &root);
-	if (ret < 0)
-		return ret;
-	ret = dir_find(v, &root, OD_LF_NAME, OD_LF_NAME_LEN, &pos);
-	if (ret == -ENOENT)
-		return 0; /* removed by hand: orphans stay where fsck finds them */
 	if (ret == 0)
-		ret = ino_get_stable(v, pos.de.stable, &lf);
-	if (ret < 0)
+		ret = lf_find(v, &root, &lf);
+	if (ret <= 0 || lf.loc.chunk == c->index || lf.ino.next.chunk == OD_LOC_NONE)
 		return ret;
-	if (!S_ISDIR(lf.ino.mode) || !(lf.ino.flags & OD_INF_LOSTFOUND) ||
-	    lf.loc.chunk == c->index)
+	/* The new part goes right after the first one, never after the head:
+	 * a caller may hold a copy of lost+found's head (a rename out of it,
+	 * say) that it writes back later. When the first part's chunk cannot
+	 * be read, c goes without a part (fsck then has nowhere in c to link
+	 * c's orphans) rather than fail the allocation. */
+	ret = ino_read(v, lf.ino.next, &first);
+	if (ret < 0 || !lf_is_part(&first) || first.ino.head_stable != lf.ino.stable)
 		return 0;
-	ret = lf_part(v, &lf, c, lf.ino.next, &at);
-	if (ret < 0)
-		return ret;
-	lf.ino.next = at;
-	ret = ino_write(v, &lf);
+	ret = lf_part(v, &lf, c, first.ino.next, &first.ino.next);
+	if (ret == 0)
+		ret = ino_write(v, &first);
 	return ret < 0 ? ret : 1;
 }
 

@@ -13,12 +13,18 @@ struct chunk;
  * subdirectory. */
 int lf_mkfs(struct fs_volume *v, struct iref *root);
 
+/* The first part of lost+found, in the first chunk after the head's that
+ * takes one, when lost+found has none yet (mkfs, and at open a volume
+ * made before mkfs did it): 1 when made, 0 when not needed, or a negative
+ * errno (no chunk could take it). */
+int lf_anchor(struct fs_volume *v, const struct iref *root);
+
 /* Before chunk c's first inode-area slot is handed out: lost+found's part
- * in c, empty, chained right after its head, in c's first slot. Nothing
- * when c has had a slot already, holds lost+found's head, or there is no
- * /lost+found. 1 when it
- * made the part (lost+found's head changed: a copy of it held elsewhere
- * is stale), 0 when not, or a negative errno. */
+ * in c, empty, in c's first slot, chained right after lost+found's first
+ * part (lost+found's head is not written). Nothing when c has had a slot
+ * already, holds lost+found's head, there is no /lost+found, or its first
+ * part cannot be read. 1 when it made the part, 0 when not, or a negative
+ * errno. */
 int lf_first_part(struct fs_volume *v, struct chunk *c);
 
 /* Is this directory part one of lost+found's (kept even when empty)? */

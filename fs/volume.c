@@ -13,6 +13,7 @@
 
 #include "fs/format/vol_probe.h"
 #include "fs/internal.h"
+#include "fs/lostfound.h"
 
 #define DEFAULT_CACHE_LIMIT (256ull << 20)
 
@@ -289,6 +290,26 @@ static int vol_recover(struct fs_volume *v)
 	return ret;
 }
 
+/* A volume made before mkfs gave lost+found its first part, and not used
+ * since (no chunk but the root's has handed out a slot: once one has,
+ * lost+found's chain is not empty), gets that part now, before anyone holds
+ * a copy of lost+found (fs/lostfound.c). Only running out of memory stops
+ * the open: a volume whose other chunks are all offline or full goes
+ * without, and its fresh chunks then get no part either. */
+static int vol_lf_anchor(struct fs_volume *v)
+{
+	struct iref root;
+	int ret;
+
+	for (uint32_t i = 1; i < v->nchunks; i++)
+		if (!v->chunks[i].offline && v->chunks[i].hdr.islot_watermark)
+			return 0;
+	ret = ino_get_stable(v, v->root, &root);
+	if (ret == 0)
+		ret = lf_anchor(v, &root);
+	return ret == -ENOMEM ? ret : 0;
+}
+
 static int vol_open_source(struct fs_volume *v, struct vol_source *src, struct fs_volume **out,
 			   char *why, size_t whylen)
 {
@@ -300,6 +321,8 @@ static int vol_open_source(struct fs_volume *v, struct vol_source *src, struct f
 		ret = open_chunks(v, src, why, whylen);
 	if (ret == 0 && !v->rdonly)
 		ret = vol_recover(v);
+	if (ret == 0 && !v->rdonly)
+		ret = vol_lf_anchor(v);
 	if (ret < 0) {
 		vol_free(v);
 		return ret;

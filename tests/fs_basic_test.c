@@ -427,8 +427,10 @@ static void read_image(uint8_t *buf, size_t len)
 	fclose(f);
 }
 
-/* mkfs writes a header pair per chunk and nothing else outside chunk 0;
- * the first slot of every chunk used afterwards is lost+found's part. */
+/* mkfs writes a header pair per chunk and nothing else outside chunk 0,
+ * but for lost+found's first part in chunk 1's slot 0 (its inode-area block
+ * and the bitmap, first written then, each in both copies); the first slot of
+ * every chunk used afterwards is lost+found's part. */
 static void test_mkfs_lazy(void)
 {
 	enum { NCHUNKS = 16, CHUNK = 1 << 20, NB = CHUNK / OD_BLOCK_SIZE };
@@ -440,16 +442,23 @@ static void test_mkfs_lazy(void)
 	CHECK_EQ(fs_close(v), 0);
 	read_image(img, sizeof(img));
 	for (uint32_t k = 1; k < NCHUNKS; k++) {
-		uint32_t nonzero = 0;
+		struct od_chunk_header h;
+		uint32_t nonzero = 0, expected = 0;
+		CHECK_EQ(od_get_chunk_header(img + (size_t)k * CHUNK, &h), 0);
 		for (uint32_t b = 0; b < NB; b++) {
 			const uint8_t *p = img + (size_t)k * CHUNK + (size_t)b * OD_BLOCK_SIZE;
-			int any = 0;
+			uint32_t own = b % (NB / 2);
+			int any = 0, allowed = own == 0;
 			for (uint32_t i = 0; i < OD_BLOCK_SIZE && !any; i++)
 				any = p[i] != 0;
-			if (any && b != 0 && b != NB / 2)
-				nonzero++;
+			if (k == 1)
+				allowed |= own == h.itable_start || own == h.bitmap_start;
+			nonzero += any && !allowed;
+			expected += any && allowed && own != 0;
 		}
-		CHECK_EQ(nonzero, 0); /* only block 0 and its mirror */
+		CHECK_EQ(nonzero, 0);
+		CHECK_EQ(expected, k == 1 ? 4u : 0u);
+		CHECK_EQ(h.islot_watermark, k == 1 ? 1u : 0u);
 	}
 
 	/* Directories spread over the chunks; each chunk they reach gets

@@ -3223,6 +3223,33 @@ static void run_sequence(long seq, int nops)
 	M.nseq++;
 }
 
+/* Sequences that once found a bug, replayed first in every run of the fs
+ * oracle (with the default 200 operations): seed and sequence number. */
+static const struct {
+	uint64_t seed;
+	long seq;
+	const char *what;
+} regressions[] = {
+	/* rename of a file out of lost+found over a symlink with two links:
+	 * the symlink's data block went to a fresh chunk, whose lost+found
+	 * part was chained after lost+found's head, and the rename wrote back
+	 * its older copy of that head: the part was lost from the chain. */
+	{ 1796475823524151ull, 219, "lost+found's head rewritten from a stale copy" },
+};
+
+static void run_regressions(int nops)
+{
+	uint64_t seed = M.seed;
+
+	if (nops != 200)
+		return;
+	for (size_t i = 0; i < sizeof(regressions) / sizeof(regressions[0]); i++) {
+		M.seed = regressions[i].seed;
+		run_sequence(regressions[i].seq, nops);
+	}
+	M.seed = seed;
+}
+
 static long env_long(const char *name, long dflt)
 {
 	const char *s = getenv(name);
@@ -3294,6 +3321,8 @@ int main(void)
 	       start + count - 1, nops, M.perms_enabled ? "" : ", no credentials");
 	M.wbuf = xmalloc(MAX_IO);
 	M.rbuf = xmalloc(MAX_IO);
+	if (!(seed_env && *seed_env) && !M.posix)
+		run_regressions((int)nops);
 	for (long s = start; s < start + count; s++)
 		run_sequence(s, (int)nops);
 	for (int i = 0; i < SK_COUNT; i++)
