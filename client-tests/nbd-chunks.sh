@@ -11,21 +11,13 @@
 # is back and `chunkfsctl online 2` returns it. Last, when qemu-nbd is
 # installed, chunk 3 is served by it instead: any NBD server will do.
 . "$(dirname "$0")/functions.sh"
+. "$(dirname "$0")/nbd-functions.sh"
 requires nfs-cat nfs-cp nbdkit dd cmp python3
 
-CTL="$builddir/chunkfsctl"
 MB=1048576
 pid2=
 pid3=
 
-stop_nbd() { # stop_nbd N: the nbdkit serving chunk N
-	eval "p=\$pid$1"
-	if [ -n "$p" ]; then
-		kill "$p" 2>/dev/null
-		wait "$p" 2>/dev/null
-	fi
-	eval "pid$1="
-}
 finish() {
 	if [ -n "$server_pid" ]; then # before its NBD servers
 		kill -TERM "$server_pid" 2>/dev/null
@@ -37,44 +29,6 @@ finish() {
 	cleanup
 }
 trap finish EXIT INT TERM
-
-# serve N FILE [PORT]: nbdkit file FILE on 127.0.0.1 for chunk N, its pid
-# in $pidN and its URI in $uriN. Without PORT, a free one is found by
-# trying (nbdkit writes its pid file only once it listens).
-serve() {
-	n=$1
-	file=$2
-	p=${3:-$((20000 + ($$ * 7 + n * 101) % 20000))}
-	for _ in $(seq 1 50); do
-		rm -f "$tmp/nbd$n.pid"
-		nbdkit -f -i 127.0.0.1 -p "$p" -P "$tmp/nbd$n.pid" file "$file" \
-			2>"$tmp/nbd$n.log" &
-		pid=$!
-		for _ in $(seq 1 200); do
-			[ -s "$tmp/nbd$n.pid" ] && break
-			kill -0 "$pid" 2>/dev/null || break
-			sleep 0.05
-		done
-		if [ -s "$tmp/nbd$n.pid" ]; then
-			eval "pid$n=$pid uri$n=nbd://127.0.0.1:$p/"
-			return 0
-		fi
-		wait "$pid" 2>/dev/null
-		[ -n "${3:-}" ] && fail "nbdkit did not start on port $p: $(cat "$tmp/nbd$n.log")"
-		p=$((p + 1))
-	done
-	fail "nbdkit did not start: $(cat "$tmp/nbd$n.log")"
-}
-
-# chunk_field K FIELD: chunk K's FIELD in chunkfsctl --json status.
-chunk_field() {
-	"$CTL" -s "$tmp/control" --json status >"$tmp/status.json" || fail "status --json"
-	python3 -c '
-import json, sys
-s = json.load(open(sys.argv[1]))
-print(s["chunks"][int(sys.argv[2])].get(sys.argv[3], ""))
-' "$tmp/status.json" "$1" "$2"
-}
 
 # check_files: every file written reads back byte-exact.
 check_files() {

@@ -164,6 +164,8 @@ int buf_read(struct chunk *c, uint32_t block, uint32_t units, struct buf **out)
 			  (uint64_t)(first ? chunk_mirror(c, block) : block) * OD_BLOCK_SIZE);
 	if (ret == 0 && unit_matches(c, b->data, block, units))
 		goto ok;
+	if (ret < 0 && store_lost(c->store))
+		goto gone;
 	/* The other copy is an older version while the last transaction's
 	 * catch-up is pending: it must not be taken for the current one. */
 	if ((c->hdr.flags & OD_CHF_SINGLE_COPY) || first)
@@ -180,10 +182,15 @@ int buf_read(struct chunk *c, uint32_t block, uint32_t units, struct buf **out)
 		buf_dirty(b);
 		goto ok;
 	}
+	if (ret < 0 && store_lost(c->store))
+		goto gone;
 bad:
 	c->bad_both++;
 	c->hdr.state = OD_STATE_NEEDS_REPAIR;
 	c->header_dirty = 1;
+gone:
+	/* (a store that lost its server says nothing about the copies: the
+	 * chunk goes offline, fs_offline_lost_stores, not to repair) */
 	b->refs = 0;
 	buf_destroy(c->vol, b);
 	return -EIO;

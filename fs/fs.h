@@ -186,9 +186,18 @@ int fs_open_ex(const char *path, int flags, struct fs_volume **out, char *why, s
  * (-EINVAL). */
 int fs_open_placed(const char *path, const char *const *places, uint32_t nplaces, int flags,
 		   struct fs_volume **out, char *why, size_t whylen);
+/* How long a chunk's NBD server may take to connect or to answer one
+ * request, in milliseconds, for every volume of the process (10 s until
+ * set): past it, or when the connection closes, the store is lost. */
+void fs_set_store_timeout(int ms);
 /* The bound of the metadata block cache (default 256 MiB). */
 void fs_set_cache_limit(struct fs_volume *vol, uint64_t bytes);
 int fs_close(struct fs_volume *vol);
+/* Commit every change made so far: 0 once durable. When it fails because
+ * a chunk's store lost its server, that chunk is taken offline with its
+ * uncommitted changes (fs_offline_lost_stores) and the other chunks'
+ * changes are committed, but the error is still returned: what the caller
+ * wanted durable may have been in the lost chunk. */
 int fs_sync(struct fs_volume *vol);
 int fs_root(struct fs_volume *vol, struct fs_ino *out);
 int fs_statfs(struct fs_volume *vol, struct fs_statfs *out);
@@ -225,6 +234,8 @@ struct fs_chunk_info {
 	uint64_t scrub_both_bad;   /* units with no good copy */
 	int64_t scrub_last;        /* time(2) a pass over the chunk last completed, 0: never */
 	int placed;                /* it has its own store (fs_open_placed) */
+	int lost_store;            /* offline because its store lost its server (the
+				    * negative errno: closed, or -ETIMEDOUT), 0 else */
 	char why_offline[160];     /* offline: why, when known ("" else) */
 };
 uint32_t fs_chunk_count(struct fs_volume *vol);
@@ -235,6 +246,19 @@ int fs_chunk_info(struct fs_volume *vol, uint32_t chunk, struct fs_chunk_info *o
  * (-EBUSY) for the chunk the root directory needs. why[] says why on
  * failure. */
 int fs_chunk_offline(struct fs_volume *vol, uint32_t chunk, int force, char *why, size_t whylen);
+/* Every online chunk whose store has lost its server (store_lost: an NBD
+ * server gone or not answering in time) is taken offline, forced: its
+ * changes not yet committed are dropped (nobody was told they were
+ * durable) and the other chunks' are committed without it. fs_sync does
+ * this itself when a commit fails; chunkfsd also calls it once a second,
+ * for losses that only reads saw. fs_chunk_info says which chunk went
+ * and why (lost_store, why_offline). The number taken, or a negative
+ * errno (the root's chunk cannot go). */
+int fs_offline_lost_stores(struct fs_volume *vol);
+/* How many times a chunk went offline dropping changes not yet committed
+ * (fs_chunk_offline forced, fs_offline_lost_stores): a change made before
+ * the count moved may be gone although no commit failed for it. */
+uint64_t fs_drop_count(struct fs_volume *vol);
 /* The check that decides whether an offline chunk may serve again:
  * called by fs_chunk_online with the volume locked and every other chunk
  * committed on disk (chunkfsd gives fsck_gate_chunk, fs/fsck/fsck.h).

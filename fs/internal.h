@@ -66,6 +66,7 @@ struct chunk {
 	int locked;                   /* this volume holds the chunk's OFD lock (vol_chunk_lock.c) */
 	char *place;                  /* its own store's name (path, NBD URI); NULL: the image's */
 	char why_offline[160];        /* while offline: the reason, "" when none is known */
+	int lost_store;               /* offline because its store lost its server: the errno */
 
 	/* Allocation state, loaded on first use. */
 	int loaded;
@@ -134,6 +135,7 @@ struct fs_volume {
 	 * the next one flushes them before its units (txn.c). */
 	int data_written;
 	uint64_t txns, txns_one_flush; /* committed, and of those with one flush */
+	uint64_t drops;               /* chunks forced offline with changes dropped */
 	uint64_t catchups_held;        /* held entries in committed transactions */
 
 	/* Spare buffers for the copies a transaction writes, by unit size in

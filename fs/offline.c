@@ -86,6 +86,8 @@ int fs_chunk_offline(struct fs_volume *v, uint32_t i, int force, char *why, size
 			 strerror(-ret));
 		goto out;
 	}
+	if (ret < 0) /* forced: what was not committed goes */
+		__atomic_add_fetch(&v->drops, 1, __ATOMIC_RELEASE);
 	ret = chunk_record_ghosts(c);
 	if (ret == 0)
 		ret = cache_drop_chunk(c);
@@ -94,15 +96,6 @@ int fs_chunk_offline(struct fs_volume *v, uint32_t i, int force, char *why, size
 		snprintf(why, whylen, "%s", ret == -ENOMEM ? "out of memory"
 						      : "units of the chunk are still in use");
 		goto out;
-	}
-	if (force) {
-		/* What is left of other chunks' changes goes without it. */
-		ret = vol_sync(v, 0);
-		if (ret < 0) {
-			snprintf(why, whylen, "committing the other chunks' changes failed: %s",
-				 strerror(-ret));
-			goto out;
-		}
 	}
 	c->offline = 1;
 	c->header_dirty = 0;
@@ -117,6 +110,18 @@ int fs_chunk_offline(struct fs_volume *v, uint32_t i, int force, char *why, size
 	c->offline_since = time(NULL);
 	snprintf(c->why_offline, sizeof(c->why_offline), "taken offline%s",
 		 force ? " (forced)" : "");
+	if (force) {
+		/* What is left of other chunks' changes goes without it (its
+		 * store, perhaps gone, is not flushed either). */
+		ret = vol_sync(v, 0);
+		if (ret < 0) {
+			snprintf(why, whylen,
+				 "chunk %u is offline, but committing the other chunks' changes "
+				 "failed: %s",
+				 i, strerror(-ret));
+			goto out;
+		}
+	}
 	ret = vol_chunk_release(v, i);
 	if (ret < 0)
 		snprintf(why, whylen, "chunk %u is offline but its lock could not be released: %s",
@@ -124,6 +129,45 @@ int fs_chunk_offline(struct fs_volume *v, uint32_t i, int force, char *why, size
 out:
 	vol_unlock(v);
 	return ret;
+}
+
+uint64_t fs_drop_count(struct fs_volume *v)
+{
+	return __atomic_load_n(&v->drops, __ATOMIC_ACQUIRE);
+}
+
+int fs_offline_lost_stores(struct fs_volume *v)
+{
+	int n = 0, err = 0;
+
+	/* One lock hold looks at every chunk; each one found is taken on its
+	 * own (fs_chunk_offline takes the lock itself). */
+	for (uint32_t from = 0;;) {
+		struct chunk *c = NULL;
+		char why[512];
+		int lost = 0, ret;
+		vol_lock(v);
+		for (; from < v->nchunks && !c; from++)
+			if (!v->chunks[from].offline && (lost = store_lost(v->chunks[from].store)))
+				c = &v->chunks[from];
+		vol_unlock(v);
+		if (!c)
+			break;
+		ret = fs_chunk_offline(v, c->index, 1, why, sizeof(why));
+		vol_lock(v);
+		if (ret == 0 && c->offline) {
+			c->lost_store = lost;
+			snprintf(c->why_offline, sizeof(c->why_offline), "%s: %s",
+				 c->place ? c->place : "its store",
+				 lost == -ETIMEDOUT ? "the server did not answer in time"
+						    : "the connection to the server was lost");
+			n++;
+		}
+		vol_unlock(v);
+		if (ret < 0)
+			err = err ? err : ret; /* the root's chunk: it cannot go */
+	}
+	return n ? n : err;
 }
 
 /* The chunk's header as it is on disk now (a repair may have rewritten
@@ -222,6 +266,7 @@ int fs_chunk_online(struct fs_volume *v, uint32_t i, fs_chunk_check_fn check, vo
 	c->offline = 0;
 	c->offline_since = 0;
 	c->why_offline[0] = '\0';
+	c->lost_store = 0;
 	chunk_free_ghosts(c);
 out:
 	if (ret < 0 && c && c->offline)
@@ -299,6 +344,7 @@ int fs_chunk_info(struct fs_volume *v, uint32_t i, struct fs_chunk_info *out)
 	out->scrub_last = c->scrub_last;
 	out->holds_root = holds_root(v, i);
 	out->placed = c->place != NULL;
+	out->lost_store = c->offline ? c->lost_store : 0;
 	if (c->offline)
 		snprintf(out->why_offline, sizeof(out->why_offline), "%s", c->why_offline);
 	vol_unlock(v);

@@ -3,7 +3,8 @@
  * or an NBD URI (any NBD server: nbdkit, qemu-nbd, nbd-server). Opening it
  * by name, and the rule for NBD: a chunk is served read-write only from an
  * export that is writable and offers NBD_CMD_FLUSH, since every commit
- * counts on store_flush making what it wrote durable. */
+ * counts on store_flush making what it wrote durable. How long a server
+ * may take (fs_set_store_timeout) is the NBD store's. */
 #include "config.h"
 
 #include <errno.h>
@@ -39,6 +40,11 @@ static int open_nbd(const char *uri, int rdonly, struct chunk_store **out, char 
 	}
 	*out = st;
 	return 0;
+}
+
+void fs_set_store_timeout(int ms)
+{
+	store_nbd_set_timeout(ms);
 }
 
 int vol_place_open(const char *name, int rdonly, struct chunk_store **out, char *why,

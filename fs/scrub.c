@@ -141,8 +141,8 @@ static int scrub_unit(struct scrub *s, uint32_t block, uint32_t units, uint16_t 
 	for (int k = 0; k < 2; k++) {
 		ret = store_pread(c->store, s->copy[k], len,
 				  (uint64_t)(k ? chunk_mirror(c, block) : block) * OD_BLOCK_SIZE);
-		if (ret < 0 && ret != -EIO)
-			return ret;
+		if (ret < 0 && (ret != -EIO || store_lost(c->store)))
+			return ret; /* a lost store judges no copy */
 		ok[k] = ret == 0 && copy_valid(c, s->copy[k], block, units, type);
 	}
 	s->res->units++;

@@ -80,7 +80,8 @@ struct vol_source {
 
 /* Chunk c is placed outside the image: its own store, opened by name. A
  * store that cannot be opened leaves the dead store in its place and
- * reason[] saying why (-ENXIO then: the chunk goes offline). */
+ * reason[] saying why (-ENXIO then: the chunk goes offline, its store
+ * counted as lost, so that chunkfsd keeps trying it). */
 static int open_placed(struct fs_volume *v, struct chunk *c, const char *name, char *reason,
 		       size_t reasonlen)
 {
@@ -92,6 +93,7 @@ static int open_placed(struct fs_volume *v, struct chunk *c, const char *name, c
 	ret = vol_place_open(name, v->rdonly, &c->store, reason, reasonlen);
 	if (ret == 0)
 		return 0;
+	c->lost_store = ret;
 	c->store = store_dead_new();
 	return c->store ? -ENXIO : -ENOMEM;
 }
@@ -472,13 +474,11 @@ int vol_sync(struct fs_volume *v, int closing)
 
 /* Operations go on while the transaction is written: only its prepare and
  * its finish hold the volume lock. */
-int fs_sync(struct fs_volume *v)
+static int sync_once(struct fs_volume *v)
 {
 	struct txn t;
 	int ret;
 
-	if (v->rdonly)
-		return 0;
 	vol_lock(v);
 	ret = vol_prepare(v, 0, &t);
 	if (ret < 0 || t.nparts == 0) {
@@ -502,6 +502,34 @@ int fs_sync(struct fs_volume *v)
 		v->inflight = NULL;
 	}
 	vol_unlock(v);
+	return ret;
+}
+
+/* Is any online chunk's store without its server? */
+static int any_store_lost(struct fs_volume *v)
+{
+	int lost = 0;
+
+	vol_lock(v);
+	for (uint32_t i = 0; i < v->nchunks && !lost; i++)
+		lost = !v->chunks[i].offline && store_lost(v->chunks[i].store);
+	vol_unlock(v);
+	return lost;
+}
+
+int fs_sync(struct fs_volume *v)
+{
+	int ret;
+
+	if (v->rdonly)
+		return 0;
+	ret = sync_once(v);
+	/* A chunk whose server is gone cannot commit, and must not keep the
+	 * others from it: it goes offline with its uncommitted changes, and
+	 * the rest is committed. This sync still failed: what it was to make
+	 * durable may have been in that chunk (fs_drop_count moved). */
+	if (ret < 0 && any_store_lost(v))
+		fs_offline_lost_stores(v);
 	return ret;
 }
 

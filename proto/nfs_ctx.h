@@ -31,7 +31,9 @@ struct nfs_ctx {
 	/* The root of the caller's export: its ".." is itself, so that no
 	 * LOOKUP or listing leads out of the export (num 0: the volume's). */
 	struct fs_ino export_root;
-	uint8_t write_verf[8];     /* changes whenever the server restarts */
+	uint8_t write_verf[8];     /* changes whenever the server restarts, and whenever
+				    * a chunk went offline dropping uncommitted changes */
+	uint64_t drop_gen;         /* fs_drop_count when the call began */
 	uint32_t rtmax, wtmax;     /* FSINFO limits; READ/WRITE counts are clamped to them */
 	int needs_sync;            /* set by a modifying procedure: durable before the reply */
 	struct arena arena;

@@ -57,6 +57,15 @@ static int ticket_state(const struct server *srv, uint64_t ticket)
 	return 0;
 }
 
+/* Did the sync that covered the call fail it? So it did when a chunk went
+ * offline dropping changes not yet committed since the call began (its
+ * store lost its server, fs_offline_lost_stores): the call's own change
+ * may have been among them, and its verifier is an old one. */
+static int sync_failed(struct server *srv, const struct commit_call *cc, int ret)
+{
+	return ret < 0 || cc->drop_gen != fs_drop_count(srv->vol);
+}
+
 /* Under gclock, as the committer: sync until no held reply waits for a
  * later one. Its own reply is answered after the first sync. Returns with
  * gclock held and gc_syncing cleared. */
@@ -96,12 +105,13 @@ static void commit_run(struct server *srv, struct conn *c, const struct commit_c
 		pthread_cond_broadcast(&srv->gccond); /* calls that could not be held */
 		pthread_mutex_unlock(&srv->gclock);
 		if (own)
-			answer(srv, c, cc, ret < 0, buf, len, cap);
+			answer(srv, c, cc, sync_failed(srv, cc, ret), buf, len, cap);
 		own = 0;
 		while (done) {
 			struct held_reply *h = done;
 			done = h->next;
-			h->answer(srv, h->conn, &h->cc, ret < 0, h->buf, h->len, h->cap);
+			h->answer(srv, h->conn, &h->cc, sync_failed(srv, &h->cc, ret), h->buf,
+				  h->len, h->cap);
 			free(h);
 		}
 		pthread_mutex_lock(&srv->gclock);
@@ -158,5 +168,5 @@ void commit_reply(struct server *srv, struct conn *c, uint8_t *buf, size_t len, 
 	}
 	pthread_mutex_unlock(&srv->gclock);
 	free(h);
-	answer(srv, c, cc, state < 0, buf, len, cap);
+	answer(srv, c, cc, sync_failed(srv, cc, state < 0 ? -EIO : 0), buf, len, cap);
 }

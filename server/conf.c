@@ -26,6 +26,7 @@ void config_defaults(struct config *cfg)
 	cfg->max_connections = 1024;
 	cfg->max_conns_per_client = 64;
 	cfg->idle_timeout = 360;
+	cfg->nbd_timeout = 10;
 	cfg->record_timeout = 30;
 	cfg->max_reply_queue = 4u << 20;
 	cfg->max_io = 1u << 20;
@@ -239,6 +240,7 @@ static const char *const key_wants[][2] = {
 	{ "max_connections", "1-1048576" },
 	{ "max_connections_per_client", "1-1048576" },
 	{ "idle_timeout", "0-86400 (seconds; 0: never)" },
+	{ "nbd_timeout", "1-3600 (seconds)" },
 	{ "record_timeout", "1-86400 (seconds)" },
 	{ "max_reply_queue", "65536-1073741824 (bytes)" },
 	{ "max_calls_per_client", "0-1048576 (0: no limit)" },
@@ -307,6 +309,10 @@ static int parse_key(const char *k, const char *v, struct config *cfg, char *err
 		if (parse_uint(v, 86400, &n) < 0)
 			goto bad;
 		cfg->idle_timeout = (int)n;
+	} else if (!strcmp(k, "nbd_timeout")) {
+		if (parse_uint(v, 3600, &n) < 0 || n == 0)
+			goto bad;
+		cfg->nbd_timeout = (int)n;
 	} else if (!strcmp(k, "record_timeout")) {
 		if (parse_uint(v, 86400, &n) < 0 || n == 0)
 			goto bad;

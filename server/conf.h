@@ -54,6 +54,7 @@ struct config {
 				 * the quietest (server/admit.c) */
 	int max_conns_per_client; /* open connections from one address */
 	int idle_timeout;       /* seconds an idle connection stays open (0: no limit) */
+	int nbd_timeout;        /* seconds an NBD server may take to connect or answer */
 	int record_timeout;     /* seconds for a record to arrive whole, and
 				 * for queued replies to make progress */
 	size_t max_reply_queue; /* a connection's unsent reply bytes beyond which

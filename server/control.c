@@ -72,7 +72,14 @@ struct control {
 	uint8_t *repair_seen;
 	uint64_t repairs_started, repairs_done, repairs_failed, repairs_offline_only;
 	int64_t repair_last_chunk;
+	/* Chunks whose store lost its server: when to try it again, and the
+	 * wait after that try fails (0: not lost; 1 s doubling to 60 s). */
+	struct timespec *reconnect_at;
+	int *reconnect_wait;
+	uint64_t stores_lost, stores_back;
 };
+
+#define RECONNECT_WAIT_MAX 60
 
 /* --- the answer ------------------------------------------------------------ */
 
@@ -276,6 +283,8 @@ static void cmd_status(struct control *ctl, struct answer *a)
 	    ctl->srv->cfg.repair_manual ? "manual" : "auto", ctl->repairs_started,
 	    ctl->repairs_done, ctl->repairs_failed, ctl->repairs_offline_only,
 	    ctl->repair_last_chunk);
+	add(a, "stores lost=%" PRIu64 " back=%" PRIu64 " nbd_timeout=%d\n", ctl->stores_lost,
+	    ctl->stores_back, ctl->srv->cfg.nbd_timeout);
 	for (uint32_t i = 0; i < n; i++) {
 		struct fs_chunk_info ci;
 		if (fs_chunk_info(v, i, &ci) < 0)
@@ -290,7 +299,8 @@ static void cmd_status(struct control *ctl, struct answer *a)
 		    ci.free_blocks, ci.max_inodes, ci.used_inodes, ci.healed, ci.unreadable,
 		    ci.holds_root ? "yes" : "no", ci.offline_since, ci.scrub_units, ci.scrub_bad,
 		    ci.scrub_healed, ci.scrub_both_bad, ci.scrub_last);
-		add(a, " placed=%s", ci.placed ? "yes" : "no");
+		add(a, " placed=%s store_lost=%s", ci.placed ? "yes" : "no",
+		    ci.lost_store ? "yes" : "no");
 		if (ci.why_offline[0]) {
 			add(a, " reason=");
 			add_value(a, ci.why_offline);
@@ -336,13 +346,13 @@ static int parse_index(const char *s, uint32_t n, uint32_t *out)
 	return 0;
 }
 
-static int bring_online(struct control *ctl, uint32_t i, struct answer *a)
+static int bring_online(struct control *ctl, uint32_t i, int reopen, struct answer *a)
 {
 	struct fsck_gate g = { .image = ctl->srv->cfg.volume,
 			       .opts = { .out = fsck_line, .ctx = a } };
 	char why[512];
 	const struct fsck_result *res = &g.res;
-	int ret = fs_chunk_reopen(ctl->srv->vol, i, why, sizeof(why));
+	int ret = reopen ? fs_chunk_reopen(ctl->srv->vol, i, why, sizeof(why)) : 0;
 
 	if (ret < 0) {
 		log_warn("control: chunk %u stays offline: %s", i, why);
@@ -383,16 +393,15 @@ static int take_offline(struct control *ctl, uint32_t i, int force, struct answe
 	return 0;
 }
 
-/* Offline, check (and with yes repair) here, then back online. */
-static void cmd_fsck(struct control *ctl, uint32_t i, int yes, struct answer *a)
+/* An offline chunk checked (and with yes repaired) here, then brought
+ * back online through the store it has: 0, or < 0 with the reason in a. */
+static int check_and_online(struct control *ctl, uint32_t i, int yes, struct answer *a)
 {
 	struct fsck_opts o = { .mode = yes ? FSCK_YES : FSCK_CHECK_ONLY, .force = 1, .jobs = 1,
 			       .both_copies = 1, .out = fsck_line, .ctx = a };
 	struct fsck_result res;
 	int ret;
 
-	if (take_offline(ctl, i, 0, a) < 0)
-		return;
 	if (ctl->srv->cfg.nplaces)
 		ret = fsck_chunk_store(fs_chunk_store(ctl->srv->vol, i), i, &o, &res);
 	else
@@ -404,9 +413,16 @@ static void cmd_fsck(struct control *ctl, uint32_t i, int yes, struct answer *a)
 		add(a, "error chunk %u %s: it stays offline\n", i,
 		    ret < 0 || (res.exit_code & FSCK_EXIT_OPERATIONAL) ? "could not be checked"
 									: "has problems left");
-		return;
+		return ret < 0 ? ret : -EUCLEAN;
 	}
-	bring_online(ctl, i, a);
+	return bring_online(ctl, i, 0, a);
+}
+
+/* Offline, check (and with yes repair) here, then back online. */
+static void cmd_fsck(struct control *ctl, uint32_t i, int yes, struct answer *a)
+{
+	if (take_offline(ctl, i, 0, a) == 0)
+		check_and_online(ctl, i, yes, a);
 }
 
 static void run_command(struct control *ctl, const char *line, struct answer *a)
@@ -429,7 +445,7 @@ static void run_command(struct control *ctl, const char *line, struct answer *a)
 		if (take_offline(ctl, i, nw == 3, a) == 0)
 			add(a, "ok\n");
 	} else if (!strcmp(w[0], "online") && nw == 2) {
-		bring_online(ctl, i, a);
+		bring_online(ctl, i, 1, a);
 	} else if (!strcmp(w[0], "fsck") && (nw == 2 || (nw == 3 && !strcmp(w[2], "yes")))) {
 		cmd_fsck(ctl, i, nw == 3, a);
 	} else if (!strcmp(w[0], "scrub")) {
@@ -539,6 +555,98 @@ static void repair_pending(struct control *ctl)
 	}
 }
 
+/* The message of the answer's last "error" line (cut at its end), or "". */
+static const char *answer_error(struct answer *a)
+{
+	char *e = NULL, *p = a->buf;
+
+	while (p && (p = strstr(p, "error ")) != NULL) {
+		if (p == a->buf || p[-1] == '\n')
+			e = p + 6;
+		p += 6;
+	}
+	if (!e)
+		return "";
+	e[strcspn(e, "\n")] = '\0';
+	return e;
+}
+
+/* Bring a chunk whose store was lost back once its server answers: its
+ * store opened again, the chunk checked through it (and with repair =
+ * auto repaired: a transaction cut short by the loss is rolled back or
+ * forward), then served. 0, or < 0 with the reason in a. */
+static int reconnect(struct control *ctl, uint32_t i, struct answer *a)
+{
+	char why[512];
+	int ret = fs_chunk_reopen(ctl->srv->vol, i, why, sizeof(why));
+
+	if (ret < 0) {
+		add(a, "error %s\n", why);
+		return ret;
+	}
+	return check_and_online(ctl, i, !ctl->srv->cfg.repair_manual, a);
+}
+
+static int time_reached(const struct timespec *now, const struct timespec *at)
+{
+	return now->tv_sec > at->tv_sec || (now->tv_sec == at->tv_sec && now->tv_nsec >= at->tv_nsec);
+}
+
+/* The store watch, once: chunks whose store lost its server go offline
+ * (a commit that failed on one took it already), and each such chunk is
+ * tried again after 1 s, then after twice the last wait, up to 60 s. */
+static void watch_stores(struct control *ctl)
+{
+	struct fs_volume *v = ctl->srv->vol;
+	uint32_t n = fs_chunk_count(v);
+	struct fs_counters k;
+	struct timespec now;
+
+	if (!ctl->srv->cfg.nplaces)
+		return;
+	fs_offline_lost_stores(v);
+	if (fs_get_counters(v, &k) == 0 && k.chunks_needing_repair == 0) {
+		memset(ctl->reconnect_wait, 0, n * sizeof(*ctl->reconnect_wait));
+		return; /* none offline: none lost */
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		struct fs_chunk_info ci;
+		struct answer a = { 0 };
+		int *wait = &ctl->reconnect_wait[i];
+		if (fs_chunk_info(v, i, &ci) < 0 || ci.online || !ci.lost_store) {
+			*wait = 0;
+			continue;
+		}
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (*wait == 0) {
+			log_error("chunk %u is offline: %s; its changes not yet committed are "
+				  "dropped (no client was told they were durable); reconnecting "
+				  "with backoff",
+				  i, ci.why_offline);
+			ctl->stores_lost++;
+			*wait = 1;
+			ctl->reconnect_at[i] = now;
+			ctl->reconnect_at[i].tv_sec += 1;
+			continue;
+		}
+		if (!time_reached(&now, &ctl->reconnect_at[i]))
+			continue;
+		if (reconnect(ctl, i, &a) == 0) {
+			ctl->stores_back++;
+			*wait = 0;
+			log_answer(i, &a);
+			log_warn("chunk %u: its store answers again: checked and back online", i);
+			continue;
+		}
+		*wait = *wait * 2 > RECONNECT_WAIT_MAX ? RECONNECT_WAIT_MAX : *wait * 2;
+		clock_gettime(CLOCK_MONOTONIC, &ctl->reconnect_at[i]);
+		ctl->reconnect_at[i].tv_sec += *wait;
+		log_info("chunk %u: still offline (%s); next try in %d s", i, answer_error(&a),
+			 *wait);
+		free(a.buf);
+	}
+}
+
 static void *control_main(void *arg)
 {
 	struct control *ctl = arg;
@@ -559,6 +667,7 @@ static void *control_main(void *arg)
 					       (now.tv_sec == next_check.tv_sec &&
 						now.tv_nsec >= next_check.tv_nsec))) {
 				pthread_mutex_unlock(&ctl->lock);
+				watch_stores(ctl);
 				repair_pending(ctl);
 				pthread_mutex_lock(&ctl->lock);
 				next_check = now;
@@ -776,11 +885,13 @@ int control_start(struct server *srv, struct control **out)
 	ctl->srv = srv;
 	ctl->checks = calloc(fs_chunk_count(srv->vol), sizeof(*ctl->checks));
 	ctl->repair_seen = calloc(fs_chunk_count(srv->vol), 1);
+	ctl->reconnect_at = calloc(fs_chunk_count(srv->vol), sizeof(*ctl->reconnect_at));
+	ctl->reconnect_wait = calloc(fs_chunk_count(srv->vol), sizeof(*ctl->reconnect_wait));
 	ctl->repair_last_chunk = -1;
 	snprintf(ctl->path, sizeof(ctl->path), "%s", srv->cfg.control);
 	pthread_mutex_init(&ctl->lock, NULL);
 	pthread_cond_init(&ctl->cond, NULL);
-	if (!ctl->checks || !ctl->repair_seen) {
+	if (!ctl->checks || !ctl->repair_seen || !ctl->reconnect_at || !ctl->reconnect_wait) {
 		ret = -ENOMEM;
 		goto fail;
 	}
@@ -815,6 +926,8 @@ fail:
 	pthread_mutex_destroy(&ctl->lock);
 	free(ctl->checks);
 	free(ctl->repair_seen);
+	free(ctl->reconnect_at);
+	free(ctl->reconnect_wait);
 	free(ctl);
 	return ret;
 }
@@ -842,5 +955,7 @@ void control_stop(struct control *ctl)
 	pthread_mutex_destroy(&ctl->lock);
 	free(ctl->checks);
 	free(ctl->repair_seen);
+	free(ctl->reconnect_at);
+	free(ctl->reconnect_wait);
 	free(ctl);
 }

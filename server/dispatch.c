@@ -393,7 +393,12 @@ static void setup_ctx(struct call_run *r, uint8_t *out, size_t outcap)
 	ctx->vol = srv->vol;
 	ctx->key = srv->key;
 	ctx->rdonly = r->e ? !r->e->rw : 1;
+	/* A chunk dropped uncommitted changes (it lost its store): a new
+	 * verifier, so that clients resend what they wrote UNSTABLE. */
+	ctx->drop_gen = fs_drop_count(srv->vol);
 	memcpy(ctx->write_verf, srv->write_verf, sizeof(ctx->write_verf));
+	for (int k = 0; k < 8; k++)
+		ctx->write_verf[k] ^= (uint8_t)(ctx->drop_gen >> (8 * k));
 	ctx->rtmax = ctx->wtmax = srv->cfg.max_io;
 	ctx->srv = r->srv;
 	ctx->conn = r->c;
@@ -436,6 +441,7 @@ static int execute(struct call_run *r, int nowait, struct commit_call *cc)
 		cc->prog = r->call->prog;
 		cc->proc = r->call->proc;
 		cc->args_sum = r->args_sum;
+		cc->drop_gen = r->ctx.drop_gen;
 	} else {
 		log_error("%s: %s changed the volume on the event loop", r->c->peer_name, pd->name);
 		if (pd->flags & P_STATUS) {

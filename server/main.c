@@ -188,9 +188,12 @@ static void note_sparse_image(const char *path)
 static int open_volume(struct server *srv)
 {
 	char why[2048];
-	int ret = fs_open_placed(srv->cfg.volume, (const char *const *)srv->cfg.places,
-				 srv->cfg.nplaces, 0, &srv->vol, why, sizeof(why));
 	uint8_t secret[32], uuid[16];
+	int ret;
+
+	fs_set_store_timeout(srv->cfg.nbd_timeout * 1000);
+	ret = fs_open_placed(srv->cfg.volume, (const char *const *)srv->cfg.places,
+			     srv->cfg.nplaces, 0, &srv->vol, why, sizeof(why));
 
 	if (ret < 0) {
 		log_error("cannot open volume %s: %s%s%s", srv->cfg.volume, strerror(-ret),

@@ -129,6 +129,12 @@ int reload_config(struct server *srv)
 			 srv->cfg.idle_timeout);
 		srv->cfg.idle_timeout = nc.idle_timeout;
 	}
+	if (nc.nbd_timeout != srv->cfg.nbd_timeout) {
+		log_info("reload: nbd_timeout %d s (was %d s)", nc.nbd_timeout,
+			 srv->cfg.nbd_timeout);
+		srv->cfg.nbd_timeout = nc.nbd_timeout;
+		fs_set_store_timeout(nc.nbd_timeout * 1000);
+	}
 	if (nc.loop_poll_us != srv->cfg.loop_poll_us) {
 		log_info("reload: loop_poll_us %u (was %u)", nc.loop_poll_us, srv->cfg.loop_poll_us);
 		srv->cfg.loop_poll_us = nc.loop_poll_us;

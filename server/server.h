@@ -94,6 +94,8 @@ struct commit_call {
 	const struct proc_desc *pd;
 	uint32_t xid, prog, proc;
 	uint32_t args_sum;             /* its DRC key's checksum of the arguments */
+	uint64_t drop_gen;             /* fs_drop_count when it began: a drop since,
+					* and its reply cannot claim durability */
 };
 
 struct mount_entry {

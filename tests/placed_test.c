@@ -4,7 +4,10 @@
  * reopen); a file holding chunk 3 named as chunk 2 leaves chunk 2 offline
  * with the reason while the rest serves; a missing file too, until it is
  * there: fs_chunk_reopen, then fs_chunk_online gated through the store
- * (fsck_gate.store), and every file reads back. Chunk 0 cannot be placed. */
+ * (fsck_gate.store), and every file reads back. A store that loses its
+ * server: the sync fails, that chunk alone goes offline with its
+ * uncommitted change, the others' changes are committed, and it comes back
+ * through its store. Chunk 0 cannot be placed. */
 #include "config.h"
 
 #include <errno.h>
@@ -16,6 +19,7 @@
 
 #include "fs/fs.h"
 #include "fs/fsck/fsck.h"
+#include "fs/store/store.h"
 #include "tap.h"
 
 #define CHUNK_SIZE (1u << 20)
@@ -69,7 +73,7 @@ static void build(struct fs_volume *v)
 static int read_file(struct fs_volume *v, const struct file *fl)
 {
 	struct fs_ino root, d, f;
-	uint8_t want[6000], got[6000];
+	uint8_t want[6001], got[6001];
 	size_t n;
 	int eof, ret;
 
@@ -80,6 +84,22 @@ static int read_file(struct fs_volume *v, const struct file *fl)
 		return ret;
 	fill(want, fl->len, (unsigned)(fl - files));
 	return n == fl->len && memcmp(want, got, n) == 0 ? 0 : -EILSEQ;
+}
+
+/* fl one byte longer, the byte its content has there (not committed):
+ * read_file finds the file as before until fl->len grows too. */
+static int append_byte(struct fs_volume *v, const struct file *fl)
+{
+	struct fs_ino root, d, f;
+	uint8_t buf[6001];
+	int ret;
+
+	fill(buf, fl->len + 1, (unsigned)(fl - files));
+	if ((ret = fs_root(v, &root)) < 0 ||
+	    (ret = fs_lookup(v, NULL, root, fl->dir, &d, NULL)) < 0 ||
+	    (ret = fs_lookup(v, NULL, d, fl->name, &f, NULL)) < 0)
+		return ret;
+	return fs_write(v, NULL, f, fl->len, 1, buf + fl->len, FS_UNSTABLE, NULL);
 }
 
 /* Files whose inode is in chunk k that read back, and of the others. */
@@ -213,6 +233,63 @@ int main(void)
 	count_readable(v, 2, &in_k, &elsewhere);
 	CHECK_EQ(in_k + elsewhere, nfiles);
 	CHECK_EQ(fs_close(v), 0);
+
+	/* Chunk 3's store loses its server with a change of a file of chunk 3
+	 * and one of another chunk not yet committed: the sync fails, chunk 3
+	 * goes offline with its change (fs_drop_count moves), the other
+	 * change is committed; after a reopen the first reads as before, the
+	 * second as written, and chunk 3 checks clean and serves again. */
+	CHECK_EQ(fs_open_placed(image, places, NCHUNKS, 0, &v, why, sizeof(why)), 0);
+	{
+		int in3 = -1, other = -1;
+		uint64_t drops = fs_drop_count(v);
+		for (int i = 0; i < nfiles; i++) {
+			uint32_t k = (uint32_t)(files[i].fileid >> 32);
+			if (k == 3 && in3 < 0)
+				in3 = i;
+			if (k == 1 && other < 0)
+				other = i;
+		}
+		CHECK(in3 >= 0 && other >= 0);
+		CHECK_EQ(append_byte(v, &files[in3]), 0);
+		CHECK_EQ(append_byte(v, &files[other]), 0);
+		store_set_lost(fs_chunk_store(v, 3), -ENOTCONN);
+		CHECK_EQ(fs_sync(v), -EIO);
+		CHECK_EQ(fs_chunk_info(v, 3, &ci), 0);
+		CHECK(!ci.online);
+		CHECK_EQ(ci.lost_store, -ENOTCONN);
+		CHECK(strstr(ci.why_offline, "the connection to the server was lost") != NULL);
+		CHECK(strncmp(ci.why_offline, c3, strlen(c3)) == 0);
+		CHECK_EQ(fs_drop_count(v), drops + 1);
+		CHECK_EQ(read_file(v, &files[in3]), -EIO);
+		CHECK_EQ(fs_sync(v), 0); /* the rest commits from now on */
+		CHECK_EQ(fs_offline_lost_stores(v), 0);
+		CHECK_EQ(fs_close(v), 0);
+		CHECK_EQ(fs_open_placed(image, places, NCHUNKS, 0, &v, why, sizeof(why)), 0);
+		CHECK_EQ(read_file(v, &files[in3]), 0); /* as before: its change went */
+		CHECK_EQ(read_file(v, &files[other]), -EILSEQ);
+		files[other].len++;
+		CHECK_EQ(read_file(v, &files[other]), 0); /* committed */
+		CHECK_EQ(fs_close(v), 0);
+		/* A loss seen by no commit: fs_offline_lost_stores alone. */
+		CHECK_EQ(fs_open_placed(image, places, NCHUNKS, 0, &v, why, sizeof(why)), 0);
+		store_set_lost(fs_chunk_store(v, 2), -ETIMEDOUT);
+		CHECK_EQ(fs_offline_lost_stores(v), 1);
+		CHECK_EQ(fs_chunk_info(v, 2, &ci), 0);
+		CHECK(!ci.online && ci.lost_store == -ETIMEDOUT);
+		CHECK(strstr(ci.why_offline, "the server did not answer in time") != NULL);
+		CHECK_EQ(fs_chunk_info(v, 3, &ci), 0);
+		CHECK(ci.online && ci.lost_store == 0);
+		/* Its server back: reopened, checked, online. */
+		CHECK_EQ(fs_chunk_reopen(v, 2, why, sizeof(why)), 0);
+		gate.store = fs_chunk_store(v, 2);
+		CHECK_EQ(fs_chunk_online(v, 2, fsck_gate_chunk, &gate, why, sizeof(why)), 0);
+		CHECK_EQ(fs_chunk_info(v, 2, &ci), 0);
+		CHECK(ci.online && ci.lost_store == 0 && ci.why_offline[0] == '\0');
+		count_readable(v, 2, &in_k, &elsewhere);
+		CHECK_EQ(in_k + elsewhere, nfiles);
+		CHECK_EQ(fs_close(v), 0);
+	}
 
 	/* Chunk 0 names the volume: it stays in the image. */
 	places[0] = c3;

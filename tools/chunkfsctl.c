@@ -166,7 +166,7 @@ static void print_json(struct record *recs, int n, int ok, const char *error)
 	for (int i = 0; i < n; i++)
 		if (!strcmp(recs[i].type, "volume") || !strcmp(recs[i].type, "server") ||
 		    !strcmp(recs[i].type, "connections") || !strcmp(recs[i].type, "scrub") ||
-		    !strcmp(recs[i].type, "repair")) {
+		    !strcmp(recs[i].type, "repair") || !strcmp(recs[i].type, "stores")) {
 			printf(", ");
 			json_string(recs[i].type);
 			printf(": ");
@@ -277,6 +277,10 @@ static void print_status(struct record *recs, int n)
 			       get(r, "mode"), num(r, "repaired"), num(r, "failed"),
 			       num(r, "offline_only"),
 			       strcmp(get(r, "last_chunk"), "-1") ? get(r, "last_chunk") : "none");
+		else if (!strcmp(r->type, "stores"))
+			printf("chunk stores: %llu lost their server since start, %llu came back "
+			       "(NBD timeout %llu s)\n\n",
+			       num(r, "lost"), num(r, "back"), num(r, "nbd_timeout"));
 	}
 	printf("%-5s %-8s %-8s %-12s %-22s %-18s %6s %5s  %s\n", "CHUNK", "STATE", "KIND", "HEADER",
 	       "BLOCKS USED", "INODES USED", "HEALED", "BAD", "LAST CHECK");

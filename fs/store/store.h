@@ -27,33 +27,54 @@ struct chunk_store_ops {
 struct chunk_store {
 	const struct chunk_store_ops *ops;
 	uint64_t size; /* bytes */
+	/* 0, or the negative errno with which the store's connection to its
+	 * server was lost (closed, or a request not answered in time): every
+	 * operation fails at once with -EIO from then on. An error the
+	 * server answers (a bad sector) is not a loss. Set by the store
+	 * (only an NBD store has a connection), read by anyone. */
+	int lost;
 };
+
+/* 0, or why the store lost its server (see lost above). */
+static inline int store_lost(const struct chunk_store *st)
+{
+	return __atomic_load_n(&st->lost, __ATOMIC_ACQUIRE);
+}
+
+/* The store's server is gone (err: why, a negative errno): from now on
+ * every operation fails with -EIO (the NBD store, and tests). */
+static inline void store_set_lost(struct chunk_store *st, int err)
+{
+	__atomic_store_n(&st->lost, err < 0 ? err : -EIO, __ATOMIC_RELEASE);
+}
 
 static inline int store_pread(struct chunk_store *st, void *buf, size_t len, uint64_t off)
 {
-	return st->ops->pread(st, buf, len, off);
+	return store_lost(st) ? -EIO : st->ops->pread(st, buf, len, off);
 }
 
 static inline int store_pread_nowait(struct chunk_store *st, void *buf, size_t len,
 				     uint64_t off)
 {
+	if (store_lost(st))
+		return -EIO;
 	return st->ops->pread_nowait ? st->ops->pread_nowait(st, buf, len, off) : -EAGAIN;
 }
 
 static inline int store_pwrite(struct chunk_store *st, const void *buf, size_t len,
 			       uint64_t off)
 {
-	return st->ops->pwrite(st, buf, len, off);
+	return store_lost(st) ? -EIO : st->ops->pwrite(st, buf, len, off);
 }
 
 static inline int store_flush(struct chunk_store *st)
 {
-	return st->ops->flush(st);
+	return store_lost(st) ? -EIO : st->ops->flush(st);
 }
 
 static inline int store_trim(struct chunk_store *st, size_t len, uint64_t off)
 {
-	return st->ops->trim(st, len, off);
+	return store_lost(st) ? -EIO : st->ops->trim(st, len, off);
 }
 
 static inline void store_close(struct chunk_store *st)

@@ -11,29 +11,41 @@
 #include <errno.h>
 #include <libnbd.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "fs/store/store_nbd.h"
 
 /* Requests are cut to this size, or to the server's maximum if smaller. */
 #define NBD_STORE_MAX_REQUEST (4u << 20)
 
+/* How long a connection or one request may take before the server counts
+ * as lost (store_nbd_set_timeout). */
+static int nbd_timeout_ms = 10000;
+
 /* The libnbd calls used, resolved from libnbd.so.0 by load_libnbd(). */
 static struct {
 	void *dl;
 	__typeof__(nbd_create) *create;
-	__typeof__(nbd_connect_uri) *connect_uri;
+	__typeof__(nbd_aio_connect_uri) *aio_connect_uri;
+	__typeof__(nbd_aio_is_connecting) *aio_is_connecting;
+	__typeof__(nbd_aio_is_ready) *aio_is_ready;
+	__typeof__(nbd_aio_is_dead) *aio_is_dead;
+	__typeof__(nbd_aio_is_closed) *aio_is_closed;
 	__typeof__(nbd_get_size) *get_size;
 	__typeof__(nbd_is_read_only) *is_read_only;
 	__typeof__(nbd_can_flush) *can_flush;
 	__typeof__(nbd_can_trim) *can_trim;
 	__typeof__(nbd_get_block_size) *get_block_size;
-	__typeof__(nbd_pread) *pread;
-	__typeof__(nbd_pwrite) *pwrite;
-	__typeof__(nbd_flush) *flush;
-	__typeof__(nbd_trim) *trim;
+	__typeof__(nbd_aio_pread) *aio_pread;
+	__typeof__(nbd_aio_pwrite) *aio_pwrite;
+	__typeof__(nbd_aio_flush) *aio_flush;
+	__typeof__(nbd_aio_trim) *aio_trim;
+	__typeof__(nbd_aio_command_completed) *aio_command_completed;
+	__typeof__(nbd_poll) *poll;
 	__typeof__(nbd_shutdown) *shutdown;
 	__typeof__(nbd_close) *close;
 	__typeof__(nbd_get_errno) *get_errno;
@@ -43,12 +55,18 @@ static struct {
 struct nbd_store {
 	struct chunk_store st;
 	struct nbd_handle *h;
+	pthread_mutex_t lock; /* one command at a time on the handle */
 	int writable;
 	int export_ro;
 	int can_flush;
 	int can_trim;
 	size_t max_req;
 };
+
+void store_nbd_set_timeout(int ms)
+{
+	__atomic_store_n(&nbd_timeout_ms, ms > 0 ? ms : 1, __ATOMIC_RELAXED);
+}
 
 static struct nbd_store *to_ns(struct chunk_store *st)
 {
@@ -63,47 +81,124 @@ static int nbd_err(void)
 	return e > 0 ? -e : -EIO;
 }
 
-static int range_ok(struct chunk_store *st, size_t len, uint64_t off)
+static int64_t now_ms(void)
 {
-	return off <= st->size && len <= st->size - off;
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* The connection is gone for good: every call fails from now on. The
+ * handle is not polled again, so a command left in flight never touches
+ * its caller's buffer; it is closed with the store. */
+static int ns_lose(struct nbd_store *ns, int err)
+{
+	store_set_lost(&ns->st, err);
+	return -EIO;
+}
+
+/* Poll the handle until done() or the deadline: 0, or the store is lost. */
+static int ns_poll_until(struct nbd_store *ns, int64_t deadline,
+			 int (*done)(struct nbd_store *ns, int64_t cookie), int64_t cookie)
+{
+	for (;;) {
+		int64_t left;
+		int r = done(ns, cookie);
+		if (r != 0)
+			return r > 0 ? 0 : r;
+		left = deadline - now_ms();
+		if (left <= 0)
+			return ns_lose(ns, -ETIMEDOUT);
+		if (lib.poll(ns->h, (int)(left < INT32_MAX ? left : INT32_MAX)) < 0)
+			return ns_lose(ns, nbd_err());
+	}
+}
+
+/* 1 when the command finished well, 0 not yet; a failure the server
+ * answered is its errno, a dead connection loses the store. */
+static int command_done(struct nbd_store *ns, int64_t cookie)
+{
+	int r = lib.aio_command_completed(ns->h, (uint64_t)cookie);
+
+	if (r >= 0)
+		return r;
+	r = nbd_err();
+	if (lib.aio_is_dead(ns->h) || lib.aio_is_closed(ns->h))
+		return ns_lose(ns, r);
+	return r;
+}
+
+static int connect_done(struct nbd_store *ns, int64_t unused)
+{
+	(void)unused;
+	if (lib.aio_is_connecting(ns->h))
+		return 0;
+	return lib.aio_is_ready(ns->h) ? 1 : -ECONNREFUSED;
+}
+
+/* One command, started by the caller (its cookie, or -1 when libnbd
+ * refused it), waited for within the timeout. */
+static int ns_wait(struct nbd_store *ns, int64_t cookie)
+{
+	if (cookie < 0) {
+		int r = nbd_err();
+		if (lib.aio_is_dead(ns->h) || lib.aio_is_closed(ns->h))
+			return ns_lose(ns, r);
+		return r;
+	}
+	return ns_poll_until(ns, now_ms() + __atomic_load_n(&nbd_timeout_ms, __ATOMIC_RELAXED),
+			     command_done, cookie);
+}
+
+enum ns_cmd { NS_READ, NS_WRITE, NS_TRIM };
+
+/* A read, write or trim of [off, off + len), cut to the largest request. */
+static int ns_io(struct chunk_store *st, enum ns_cmd cmd, void *buf, size_t len, uint64_t off)
+{
+	struct nbd_store *ns = to_ns(st);
+	uint8_t *p = buf;
+	int ret = 0;
+
+	if (cmd != NS_READ && (!ns->writable || ns->export_ro))
+		return -EROFS;
+	if (off > st->size || len > st->size - off)
+		return -EINVAL;
+	if (cmd == NS_TRIM && !ns->can_trim)
+		return -EOPNOTSUPP;
+	pthread_mutex_lock(&ns->lock);
+	while (len && ret == 0) {
+		size_t n = len < ns->max_req ? len : ns->max_req;
+		int64_t cookie;
+		if (store_lost(st)) {
+			ret = -EIO;
+			break;
+		}
+		if (cmd == NS_READ)
+			cookie = lib.aio_pread(ns->h, p, n, off, NBD_NULL_COMPLETION, 0);
+		else if (cmd == NS_WRITE)
+			cookie = lib.aio_pwrite(ns->h, p, n, off, NBD_NULL_COMPLETION, 0);
+		else
+			cookie = lib.aio_trim(ns->h, n, off, NBD_NULL_COMPLETION, 0);
+		ret = ns_wait(ns, cookie);
+		if (p)
+			p += n;
+		off += n;
+		len -= n;
+	}
+	pthread_mutex_unlock(&ns->lock);
+	return ret;
 }
 
 static int ns_pread(struct chunk_store *st, void *buf, size_t len, uint64_t off)
 {
-	struct nbd_store *ns = to_ns(st);
-	uint8_t *p = buf;
-
-	if (!range_ok(st, len, off))
-		return -EINVAL;
-	while (len) {
-		size_t n = len < ns->max_req ? len : ns->max_req;
-		if (lib.pread(ns->h, p, n, off, 0) < 0)
-			return nbd_err();
-		p += n;
-		off += n;
-		len -= n;
-	}
-	return 0;
+	return ns_io(st, NS_READ, buf, len, off);
 }
 
 static int ns_pwrite(struct chunk_store *st, const void *buf, size_t len, uint64_t off)
 {
-	struct nbd_store *ns = to_ns(st);
-	const uint8_t *p = buf;
-
-	if (!ns->writable || ns->export_ro)
-		return -EROFS;
-	if (!range_ok(st, len, off))
-		return -EINVAL;
-	while (len) {
-		size_t n = len < ns->max_req ? len : ns->max_req;
-		if (lib.pwrite(ns->h, p, n, off, 0) < 0)
-			return nbd_err();
-		p += n;
-		off += n;
-		len -= n;
-	}
-	return 0;
+	/* libnbd's pwrite takes the buffer const; it is only read. */
+	return ns_io(st, NS_WRITE, (void *)(uintptr_t)buf, len, off);
 }
 
 /* A server that cannot flush says its writes are durable when answered
@@ -111,30 +206,19 @@ static int ns_pwrite(struct chunk_store *st, const void *buf, size_t len, uint64
 static int ns_flush(struct chunk_store *st)
 {
 	struct nbd_store *ns = to_ns(st);
+	int ret;
 
 	if (!ns->can_flush)
 		return 0;
-	return lib.flush(ns->h, 0) < 0 ? nbd_err() : 0;
+	pthread_mutex_lock(&ns->lock);
+	ret = store_lost(st) ? -EIO : ns_wait(ns, lib.aio_flush(ns->h, NBD_NULL_COMPLETION, 0));
+	pthread_mutex_unlock(&ns->lock);
+	return ret;
 }
 
 static int ns_trim(struct chunk_store *st, size_t len, uint64_t off)
 {
-	struct nbd_store *ns = to_ns(st);
-
-	if (!ns->writable || ns->export_ro)
-		return -EROFS;
-	if (!range_ok(st, len, off))
-		return -EINVAL;
-	if (!ns->can_trim)
-		return -EOPNOTSUPP;
-	while (len) {
-		size_t n = len < ns->max_req ? len : ns->max_req;
-		if (lib.trim(ns->h, n, off, 0) < 0)
-			return nbd_err();
-		off += n;
-		len -= n;
-	}
-	return 0;
+	return ns_io(st, NS_TRIM, NULL, len, off);
 }
 
 static void ns_close(struct chunk_store *st)
@@ -143,8 +227,10 @@ static void ns_close(struct chunk_store *st)
 
 	/* Every write was flushed by the check; a failed shutdown changes
 	 * nothing then, and the handle goes either way. */
-	lib.shutdown(ns->h, 0);
+	if (!store_lost(st))
+		lib.shutdown(ns->h, 0);
 	lib.close(ns->h);
+	pthread_mutex_destroy(&ns->lock);
 	free(ns);
 }
 
@@ -166,8 +252,32 @@ int store_nbd_is_uri(const char *name)
  * store from its control thread while workers run: under a lock). */
 static int load_libnbd_locked(char *why, size_t whylen)
 {
-	static const char *const names[] = { "nbd_create", "nbd_connect_uri", "nbd_get_size", "nbd_is_read_only", "nbd_can_flush", "nbd_can_trim", "nbd_get_block_size", "nbd_pread", "nbd_pwrite", "nbd_flush", "nbd_trim", "nbd_shutdown", "nbd_close", "nbd_get_errno", "nbd_get_error" };
-	void **slots[] = { (void **)&lib.create, (void **)&lib.connect_uri, (void **)&lib.get_size, (void **)&lib.is_read_only, (void **)&lib.can_flush, (void **)&lib.can_trim, (void **)&lib.get_block_size, (void **)&lib.pread, (void **)&lib.pwrite, (void **)&lib.flush, (void **)&lib.trim, (void **)&lib.shutdown, (void **)&lib.close, (void **)&lib.get_errno, (void **)&lib.get_error };
+	static const struct {
+		const char *name;
+		void **slot;
+	} calls[] = {
+		{ "nbd_create", (void **)&lib.create },
+		{ "nbd_aio_connect_uri", (void **)&lib.aio_connect_uri },
+		{ "nbd_aio_is_connecting", (void **)&lib.aio_is_connecting },
+		{ "nbd_aio_is_ready", (void **)&lib.aio_is_ready },
+		{ "nbd_aio_is_dead", (void **)&lib.aio_is_dead },
+		{ "nbd_aio_is_closed", (void **)&lib.aio_is_closed },
+		{ "nbd_get_size", (void **)&lib.get_size },
+		{ "nbd_is_read_only", (void **)&lib.is_read_only },
+		{ "nbd_can_flush", (void **)&lib.can_flush },
+		{ "nbd_can_trim", (void **)&lib.can_trim },
+		{ "nbd_get_block_size", (void **)&lib.get_block_size },
+		{ "nbd_aio_pread", (void **)&lib.aio_pread },
+		{ "nbd_aio_pwrite", (void **)&lib.aio_pwrite },
+		{ "nbd_aio_flush", (void **)&lib.aio_flush },
+		{ "nbd_aio_trim", (void **)&lib.aio_trim },
+		{ "nbd_aio_command_completed", (void **)&lib.aio_command_completed },
+		{ "nbd_poll", (void **)&lib.poll },
+		{ "nbd_shutdown", (void **)&lib.shutdown },
+		{ "nbd_close", (void **)&lib.close },
+		{ "nbd_get_errno", (void **)&lib.get_errno },
+		{ "nbd_get_error", (void **)&lib.get_error },
+	};
 
 	if (lib.dl)
 		return 0;
@@ -177,11 +287,11 @@ static int load_libnbd_locked(char *why, size_t whylen)
 			 " (install libnbd0)", dlerror());
 		return -ENOPKG;
 	}
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-		*slots[i] = dlsym(lib.dl, names[i]);
-		if (!*slots[i]) {
+	for (size_t i = 0; i < sizeof(calls) / sizeof(calls[0]); i++) {
+		*calls[i].slot = dlsym(lib.dl, calls[i].name);
+		if (!*calls[i].slot) {
 			snprintf(why, whylen, "libnbd.so.0 has no %s: libnbd too old",
-				 names[i]);
+				 calls[i].name);
 			dlclose(lib.dl);
 			memset(&lib, 0, sizeof(lib));
 			return -ENOPKG;
@@ -208,6 +318,7 @@ static int fail(struct nbd_store *ns, char *why, size_t whylen)
 	snprintf(why, whylen, "%s", lib.get_error() ? lib.get_error() : strerror(-ret));
 	if (ns->h)
 		lib.close(ns->h);
+	pthread_mutex_destroy(&ns->lock);
 	free(ns);
 	return ret;
 }
@@ -227,11 +338,29 @@ int store_nbd_open(const char *uri, int writable, struct chunk_store **out, char
 		snprintf(why, whylen, "%s", strerror(ENOMEM));
 		return -ENOMEM;
 	}
+	pthread_mutex_init(&ns->lock, NULL);
 	ns->h = lib.create();
 	if (!ns->h)
 		return fail(ns, why, whylen);
-	if (lib.connect_uri(ns->h, uri) < 0)
+	/* Connected within the timeout, or not at all: a host that does not
+	 * answer must not hold the caller for TCP's minutes. */
+	if (lib.aio_connect_uri(ns->h, uri) < 0)
 		return fail(ns, why, whylen);
+	ret = ns_poll_until(ns, now_ms() + __atomic_load_n(&nbd_timeout_ms, __ATOMIC_RELAXED),
+			    connect_done, 0);
+	if (ret < 0) {
+		int lost = store_lost(&ns->st);
+		if (lost == -ETIMEDOUT)
+			snprintf(why, whylen, "no answer from %s within %d ms", uri,
+				 __atomic_load_n(&nbd_timeout_ms, __ATOMIC_RELAXED));
+		else
+			snprintf(why, whylen, "%s", lib.get_error() ? lib.get_error()
+								 : strerror(lost ? -lost : -ret));
+		lib.close(ns->h);
+		pthread_mutex_destroy(&ns->lock);
+		free(ns);
+		return lost ? lost : ret;
+	}
 	size = lib.get_size(ns->h);
 	ro = lib.is_read_only(ns->h);
 	fl = lib.can_flush(ns->h);

@@ -20,6 +20,13 @@ int store_nbd_is_uri(const char *name);
 int store_nbd_open(const char *uri, int writable, struct chunk_store **out, char *why,
 		   size_t whylen);
 
+/* How long connecting, or any one request, may take (milliseconds, for
+ * every NBD store of the process; 10 s until set): a server that has not
+ * answered by then counts as lost (store_lost), and so does one whose
+ * connection closes. Either way the store fails every call from then on;
+ * opening it again is the way back. */
+void store_nbd_set_timeout(int ms);
+
 /* 1 when the server exports it read-only, 0 when writes are allowed. */
 int store_nbd_export_read_only(struct chunk_store *st);
 

@@ -1,0 +1,52 @@
+# Helpers of the tests with chunks on NBD servers (nbd-chunks.sh,
+# nbd-host-death.sh): nbdkit serving a chunk's file on loopback, and one
+# chunk's field of chunkfsctl status. Sourced after functions.sh; $CTL is
+# chunkfsctl.
+CTL="$builddir/chunkfsctl"
+
+stop_nbd() { # stop_nbd N: the nbdkit serving chunk N
+	eval "p=\$pid$1"
+	if [ -n "$p" ]; then
+		kill "$p" 2>/dev/null
+		wait "$p" 2>/dev/null
+	fi
+	eval "pid$1="
+}
+
+# serve N FILE [PORT]: nbdkit file FILE on 127.0.0.1 for chunk N, its pid
+# in $pidN and its URI in $uriN. Without PORT, a free one is found by
+# trying (nbdkit writes its pid file only once it listens).
+serve() {
+	n=$1
+	file=$2
+	p=${3:-$((20000 + ($$ * 7 + n * 101) % 20000))}
+	for _ in $(seq 1 50); do
+		rm -f "$tmp/nbd$n.pid"
+		nbdkit -f -i 127.0.0.1 -p "$p" -P "$tmp/nbd$n.pid" file "$file" \
+			2>"$tmp/nbd$n.log" &
+		pid=$!
+		for _ in $(seq 1 200); do
+			[ -s "$tmp/nbd$n.pid" ] && break
+			kill -0 "$pid" 2>/dev/null || break
+			sleep 0.05
+		done
+		if [ -s "$tmp/nbd$n.pid" ]; then
+			eval "pid$n=$pid uri$n=nbd://127.0.0.1:$p/"
+			return 0
+		fi
+		wait "$pid" 2>/dev/null
+		[ -n "${3:-}" ] && fail "nbdkit did not start on port $p: $(cat "$tmp/nbd$n.log")"
+		p=$((p + 1))
+	done
+	fail "nbdkit did not start: $(cat "$tmp/nbd$n.log")"
+}
+
+# chunk_field K FIELD: chunk K's FIELD in chunkfsctl --json status.
+chunk_field() {
+	"$CTL" -s "$tmp/control" --json status >"$tmp/status.json" || fail "status --json"
+	python3 -c '
+import json, sys
+s = json.load(open(sys.argv[1]))
+print(s["chunks"][int(sys.argv[2])].get(sys.argv[3], ""))
+' "$tmp/status.json" "$1" "$2"
+}

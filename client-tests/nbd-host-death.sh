@@ -1,0 +1,189 @@
+#!/bin/sh
+# A storage host dying while chunkfsd serves (issue 23): a volume of four
+# 64 MiB chunks whose chunks 2 and 3 live on their own nbdkit servers, with
+# nbd_timeout = 2. Files land in every chunk through NFS. Then:
+#  - chunk 3's server is killed (SIGKILL): the next writes to its
+#    directories fail, chunk 3 goes offline with the reason and
+#    store_lost=yes, every other directory keeps serving, reads and writes;
+#  - chunk 2's server is frozen (SIGSTOP: a host that stops answering): a
+#    write to one of its directories fails within 2 x nbd_timeout, chunk 2
+#    goes offline ("did not answer in time") and the rest still serves;
+#  - both servers come back (SIGCONT; a new nbdkit on chunk 3's port): the
+#    daemon reconnects on its own (backoff), checks each chunk and serves
+#    it again, without chunkfsctl;
+#  - every write that was answered reads back byte-exact, nothing written
+#    before the losses is gone, and fsck.chunkfs -fn finds every chunk
+#    clean (over NBD for 2 and 3).
+. "$(dirname "$0")/functions.sh"
+. "$(dirname "$0")/nbd-functions.sh"
+requires nfs-cat nfs-cp nbdkit dd cmp python3
+
+TIMEOUT=2
+pid2=
+pid3=
+
+finish() {
+	if [ -n "$server_pid" ]; then # before its NBD servers
+		kill -TERM "$server_pid" 2>/dev/null
+		wait "$server_pid" 2>/dev/null
+		server_pid=
+	fi
+	[ -n "$pid2" ] && kill -CONT "$pid2" 2>/dev/null
+	stop_nbd 2
+	stop_nbd 3
+	cleanup
+}
+trap finish EXIT INT TERM
+
+now_ms() { python3 -c 'import time; print(int(time.monotonic() * 1000))'; }
+
+# wait_field K FIELD VALUE SECONDS: until chunk K's FIELD is VALUE.
+wait_field() {
+	for _ in $(seq 1 $(($4 * 10))); do
+		[ "$(chunk_field "$1" "$2")" = "$3" ] && return 0
+		sleep 0.1
+	done
+	fail "chunk $1's $2 is not $3 after $4 s: $(cat "$tmp/status.json")"
+}
+
+# put D NAME TAG: a new file D/NAME through NFS; its content kept in
+# $tmp/acked/D-NAME when the write was answered. 0 when it was.
+put() {
+	head -c $((30000 + ${#3} * 1000)) /dev/urandom >"$tmp/new"
+	if nfs-cp "$tmp/new" "${url}d$1/$2$q" >/dev/null 2>&1; then
+		cp "$tmp/new" "$tmp/acked/d$1-$2"
+		return 0
+	fi
+	return 1
+}
+
+# check_acked WHEN: every answered write reads back byte-exact.
+check_acked() {
+	n=0
+	for f in "$tmp"/acked/*; do
+		b=${f##*/}
+		nfs-cat "${url}${b%%-*}/${b#*-}$q" >"$tmp/got" 2>/dev/null || fail "$1: reading $b"
+		cmp -s "$tmp/got" "$f" || fail "$1: $b differs"
+		n=$((n + 1))
+	done
+	echo "$1: $n answered writes read back"
+}
+
+# Twelve directories, spread by mkfs over the four chunks.
+mkdir "$tmp/tree" "$tmp/acked"
+for d in $(seq 1 12); do
+	mkdir "$tmp/tree/d$d"
+	head -c 200000 /dev/urandom >"$tmp/tree/d$d/seed"
+done
+make_volume -s 64M -n 4 -d "$tmp/tree"
+for c in 2 3; do
+	dd if="$tmp/volume.img" of="$tmp/c$c.img" bs=1M skip=$((c * 64)) count=64 conv=sparse \
+		status=none || fail "dd chunk $c out"
+done
+serve 2 "$tmp/c2.img"
+serve 3 "$tmp/c3.img"
+port3=${uri3#nbd://127.0.0.1:}
+port3=${port3%/}
+start_server "control = $tmp/control" "nbd_timeout = $TIMEOUT" "chunk 2 = $uri2" \
+	"chunk 3 = $uri3"
+for d in $(seq 1 12); do
+	put "$d" before x || fail "writing d$d/before"
+done
+check_acked "all four chunks serving"
+
+# 1. Chunk 3's server killed.
+kill -KILL "$pid3"
+wait "$pid3" 2>/dev/null
+pid3=
+failed=0
+for d in $(seq 1 12); do
+	put "$d" after-kill y || failed=$((failed + 1))
+done
+echo "after chunk 3's server died: $failed of 12 directories refused the write"
+wait_field 3 online False $((2 * TIMEOUT + 2))
+[ "$(chunk_field 3 store_lost)" = True ] || fail "chunk 3: store_lost not set"
+reason=$(chunk_field 3 reason)
+echo "chunk 3: $reason"
+# (the loss, or by now the last try to reconnect)
+echo "$reason" | grep -Eq "^$uri3: (the connection to the server was lost|.*refused)" ||
+	fail "chunk 3's reason: $reason"
+grep -q "chunk 3 is offline: $uri3: the connection to the server was lost" "$tmp/server.log" ||
+	fail "no log line for chunk 3"
+[ "$failed" -ge 1 ] || fail "no write failed with chunk 3's server gone"
+# (the commit that found the server gone fails every call it covered,
+# whatever chunk they changed: none may be told its change is durable)
+# Chunk 3's directories are those whose seed cannot be read now: each
+# refuses a write, every other directory takes one.
+in3=0
+for d in $(seq 1 12); do
+	if nfs-cat "${url}d$d/seed$q" >"$tmp/got" 2>/dev/null; then
+		cmp -s "$tmp/got" "$tmp/tree/d$d/seed" || fail "d$d/seed differs"
+		put "$d" while-3-lost z || fail "d$d (not in chunk 3) refused a write"
+	else
+		in3=$((in3 + 1))
+		put "$d" while-3-lost z && fail "d$d (in chunk 3) took a write"
+	fi
+done
+echo "with chunk 3 offline: $in3 of 12 directories refuse, the others take writes"
+[ "$in3" -ge 1 ] && [ "$in3" -le 6 ] || fail "$in3 directories in chunk 3"
+for c in 0 1 2; do
+	[ "$(chunk_field $c online)" = True ] || fail "chunk $c offline"
+done
+
+# 2. Chunk 2's server frozen: no answer at all.
+kill -STOP "$pid2"
+t0=$(now_ms)
+failed2=0
+for d in $(seq 1 12); do
+	put "$d" frozen w || failed2=$((failed2 + 1))
+	[ "$(chunk_field 2 online)" = False ] && break
+done
+wait_field 2 online False $((2 * TIMEOUT + 2))
+t1=$(now_ms)
+echo "chunk 2 offline $((t1 - t0)) ms after its server froze"
+[ $((t1 - t0)) -le $((2 * TIMEOUT * 1000 + 2000)) ] || fail "chunk 2 took $((t1 - t0)) ms"
+reason=$(chunk_field 2 reason)
+echo "chunk 2: $reason"
+echo "$reason" | grep -Eq "did not answer in time|no answer from" ||
+	fail "chunk 2's reason: $reason"
+grep -q "chunk 2 is offline: $uri2: the server did not answer in time" "$tmp/server.log" ||
+	fail "no log line for chunk 2"
+served=0
+for d in $(seq 1 12); do
+	put "$d" while-2-3-lost v && served=$((served + 1))
+done
+echo "with chunks 2 and 3 offline: $served of 12 directories take writes"
+[ "$served" -ge 3 ] || fail "only $served directories served"
+grep -q "status" "$tmp/status.json" 2>/dev/null
+"$CTL" -s "$tmp/control" status | grep -q "chunk stores: 2 lost their server" ||
+	fail "status: stores not counted: $("$CTL" -s "$tmp/control" status)"
+
+# 3. Both back: reconnected, checked and served without chunkfsctl.
+kill -CONT "$pid2"
+serve 3 "$tmp/c3.img" "$port3"
+wait_field 2 online True 40
+wait_field 3 online True 40
+[ -z "$(chunk_field 3 reason)" ] || fail "chunk 3 online with a reason"
+grep -q "chunk 3: its store answers again" "$tmp/server.log" || fail "no log line: 3 back"
+for d in $(seq 1 12); do
+	put "$d" back u || fail "writing d$d/back with every chunk back"
+done
+check_acked "every chunk back"
+for d in $(seq 1 12); do
+	nfs-cat "${url}d$d/seed$q" 2>/dev/null | cmp -s - "$tmp/tree/d$d/seed" ||
+		fail "d$d/seed differs"
+done
+stop_server
+
+# 4. A restart reads the same; every chunk checks clean.
+start_server "control = $tmp/control" "chunk 2 = $uri2" "chunk 3 = $uri3"
+check_acked "after a restart"
+stop_server
+fsck_run 0 -n -f "$uri2"
+out_has "0 problems"
+fsck_run 0 -n -f "$uri3"
+out_has "0 problems"
+for c in 0 1; do
+	fsck_run 0 -n -f -c $c "$tmp/volume.img"
+done
+echo "nbd-host-death: ok"
