@@ -1,6 +1,8 @@
 # Helpers of the tests with chunks on NBD servers (nbd-chunks.sh,
-# nbd-host-death.sh): nbdkit serving a chunk's file on loopback, and one
-# chunk's field of chunkfsctl status. Sourced after functions.sh; $CTL is
+# nbd-host-death.sh, nbd-netns.sh): nbdkit serving a chunk's file on
+# loopback, one chunk's field of chunkfsctl status, and files written
+# through NFS whose answered writes are checked later (put, check_acked:
+# $tmp/acked holds what was answered). Sourced after functions.sh; $CTL is
 # chunkfsctl.
 CTL="$builddir/chunkfsctl"
 
@@ -49,4 +51,36 @@ import json, sys
 s = json.load(open(sys.argv[1]))
 print(s["chunks"][int(sys.argv[2])].get(sys.argv[3], ""))
 ' "$tmp/status.json" "$1" "$2"
+}
+
+# wait_field K FIELD VALUE SECONDS: until chunk K's FIELD is VALUE.
+wait_field() {
+	for _ in $(seq 1 $(($4 * 10))); do
+		[ "$(chunk_field "$1" "$2")" = "$3" ] && return 0
+		sleep 0.1
+	done
+	fail "chunk $1's $2 is not $3 after $4 s: $(cat "$tmp/status.json")"
+}
+
+# put D NAME TAG: a new file D/NAME through NFS; its content kept in
+# $tmp/acked/D-NAME when the write was answered. 0 when it was.
+put() {
+	head -c $((30000 + ${#3} * 1000)) /dev/urandom >"$tmp/new"
+	if nfs-cp "$tmp/new" "${url}d$1/$2$q" >/dev/null 2>&1; then
+		cp "$tmp/new" "$tmp/acked/d$1-$2"
+		return 0
+	fi
+	return 1
+}
+
+# check_acked WHEN: every answered write reads back byte-exact.
+check_acked() {
+	n=0
+	for f in "$tmp"/acked/*; do
+		b=${f##*/}
+		nfs-cat "${url}${b%%-*}/${b#*-}$q" >"$tmp/got" 2>/dev/null || fail "$1: reading $b"
+		cmp -s "$tmp/got" "$f" || fail "$1: $b differs"
+		n=$((n + 1))
+	done
+	echo "$1: $n answered writes read back"
 }

@@ -1,7 +1,7 @@
 #!/bin/sh
 # A storage host dying while chunkfsd serves (issue 23): a volume of four
 # 64 MiB chunks whose chunks 2 and 3 live on their own nbdkit servers, with
-# nbd_timeout = 2. Files land in every chunk through NFS. Then:
+# nbd_timeout = 3. Files land in every chunk through NFS. Then:
 #  - chunk 3's server is killed (SIGKILL): the next writes to its
 #    directories fail, chunk 3 goes offline with the reason and
 #    store_lost=yes, every other directory keeps serving, reads and writes;
@@ -18,7 +18,7 @@
 . "$(dirname "$0")/nbd-functions.sh"
 requires nfs-cat nfs-cp nbdkit dd cmp python3
 
-TIMEOUT=2
+TIMEOUT=3
 pid2=
 pid3=
 
@@ -34,40 +34,6 @@ finish() {
 	cleanup
 }
 trap finish EXIT INT TERM
-
-now_ms() { python3 -c 'import time; print(int(time.monotonic() * 1000))'; }
-
-# wait_field K FIELD VALUE SECONDS: until chunk K's FIELD is VALUE.
-wait_field() {
-	for _ in $(seq 1 $(($4 * 10))); do
-		[ "$(chunk_field "$1" "$2")" = "$3" ] && return 0
-		sleep 0.1
-	done
-	fail "chunk $1's $2 is not $3 after $4 s: $(cat "$tmp/status.json")"
-}
-
-# put D NAME TAG: a new file D/NAME through NFS; its content kept in
-# $tmp/acked/D-NAME when the write was answered. 0 when it was.
-put() {
-	head -c $((30000 + ${#3} * 1000)) /dev/urandom >"$tmp/new"
-	if nfs-cp "$tmp/new" "${url}d$1/$2$q" >/dev/null 2>&1; then
-		cp "$tmp/new" "$tmp/acked/d$1-$2"
-		return 0
-	fi
-	return 1
-}
-
-# check_acked WHEN: every answered write reads back byte-exact.
-check_acked() {
-	n=0
-	for f in "$tmp"/acked/*; do
-		b=${f##*/}
-		nfs-cat "${url}${b%%-*}/${b#*-}$q" >"$tmp/got" 2>/dev/null || fail "$1: reading $b"
-		cmp -s "$tmp/got" "$f" || fail "$1: $b differs"
-		n=$((n + 1))
-	done
-	echo "$1: $n answered writes read back"
-}
 
 # Twelve directories, spread by mkfs over the four chunks.
 mkdir "$tmp/tree" "$tmp/acked"
@@ -100,7 +66,7 @@ for d in $(seq 1 12); do
 	put "$d" after-kill y || failed=$((failed + 1))
 done
 echo "after chunk 3's server died: $failed of 12 directories refused the write"
-wait_field 3 online False $((2 * TIMEOUT + 2))
+wait_field 3 online False $((2 * TIMEOUT + 10))
 [ "$(chunk_field 3 store_lost)" = True ] || fail "chunk 3: store_lost not set"
 reason=$(chunk_field 3 reason)
 echo "chunk 3: $reason"
@@ -132,16 +98,18 @@ done
 
 # 2. Chunk 2's server frozen: no answer at all.
 kill -STOP "$pid2"
-t0=$(now_ms)
+tcut=$(date +%s)
 failed2=0
 for d in $(seq 1 12); do
 	put "$d" frozen w || failed2=$((failed2 + 1))
 	[ "$(chunk_field 2 online)" = False ] && break
 done
-wait_field 2 online False $((2 * TIMEOUT + 2))
-t1=$(now_ms)
-echo "chunk 2 offline $((t1 - t0)) ms after its server froze"
-[ $((t1 - t0)) -le $((2 * TIMEOUT * 1000 + 2000)) ] || fail "chunk 2 took $((t1 - t0)) ms"
+wait_field 2 online False $((2 * TIMEOUT + 10))
+# (the bound is the daemon's: when it took the chunk offline, by its own
+# clock, in seconds; the tools that look take their own time)
+since=$(chunk_field 2 offline_since)
+echo "chunk 2 offline $((since - tcut)) s after its server froze (nbd_timeout $TIMEOUT s)"
+[ $((since - tcut)) -le $((2 * TIMEOUT)) ] || fail "chunk 2 took $((since - tcut)) s"
 reason=$(chunk_field 2 reason)
 echo "chunk 2: $reason"
 echo "$reason" | grep -Eq "did not answer in time|no answer from" ||

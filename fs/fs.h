@@ -312,6 +312,12 @@ int fs_scrub_step(struct fs_volume *vol, struct fs_scrub_cursor *cur, uint32_t m
  * restart, a file put back); fs_chunk_online checks it after. 0 at once for
  * a chunk that is online or not placed. why[] says why on failure. */
 int fs_chunk_reopen(struct fs_volume *vol, uint32_t chunk, char *why, size_t whylen);
+/* Does a placed chunk's store answer? It is opened by its name and closed
+ * again, nothing else: no lock is taken, so that a connect that waits for
+ * the timeout holds up nobody (chunkfsd probes a lost store this way
+ * before fs_chunk_reopen). 0, -EINVAL for a chunk not placed, or the
+ * error with why[]. */
+int fs_chunk_probe(struct fs_volume *vol, uint32_t chunk, char *why, size_t whylen);
 /* Chunk i's store, for a check of an offline chunk through it
  * (fsck_chunk_store): the volume keeps it, and while the chunk is offline
  * the volume neither reads nor writes it. NULL when there is no chunk i. */

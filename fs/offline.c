@@ -308,6 +308,23 @@ int fs_chunk_reopen(struct fs_volume *v, uint32_t i, char *why, size_t whylen)
 	return 0;
 }
 
+int fs_chunk_probe(struct fs_volume *v, uint32_t i, char *why, size_t whylen)
+{
+	struct chunk *c = vol_chunk(v, i);
+	struct chunk_store *st;
+	int ret;
+
+	/* c->place is set at open and never changes: read without the lock. */
+	if (!c || !c->place) {
+		snprintf(why, whylen, "chunk %u has no store of its own", i);
+		return -EINVAL;
+	}
+	ret = vol_place_open(c->place, v->rdonly, &st, why, whylen);
+	if (ret == 0)
+		store_close(st);
+	return ret;
+}
+
 struct chunk_store *fs_chunk_store(struct fs_volume *v, uint32_t i)
 {
 	struct chunk *c = vol_chunk(v, i);

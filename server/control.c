@@ -73,11 +73,19 @@ struct control {
 	uint64_t repairs_started, repairs_done, repairs_failed, repairs_offline_only;
 	int64_t repair_last_chunk;
 	/* Chunks whose store lost its server: when to try it again, and the
-	 * wait after that try fails (0: not lost; 1 s doubling to 60 s). */
+	 * wait after that try fails (0: not lost; 1 s doubling to 60 s). A
+	 * try is a probe on a thread of its own (the connect may take the
+	 * whole nbd_timeout); its result, under lock, is read by the next
+	 * tick, which brings the chunk back when the store answered. */
 	struct timespec *reconnect_at;
 	int *reconnect_wait;
+	int *probe;                   /* enum probe_state, per chunk */
+	char (*probe_why)[256];       /* a silent probe's reason */
+	int probes_running;
 	uint64_t stores_lost, stores_back;
 };
+
+enum probe_state { PROBE_IDLE, PROBE_RUNNING, PROBE_ANSWERED, PROBE_SILENT };
 
 #define RECONNECT_WAIT_MAX 60
 
@@ -571,8 +579,8 @@ static const char *answer_error(struct answer *a)
 	return e;
 }
 
-/* Bring a chunk whose store was lost back once its server answers: its
- * store opened again, the chunk checked through it (and with repair =
+/* Bring a chunk whose store was lost back, its server answering again:
+ * its store opened again, the chunk checked through it (and with repair =
  * auto repaired: a transaction cut short by the loss is rolled back or
  * forward), then served. 0, or < 0 with the reason in a. */
 static int reconnect(struct control *ctl, uint32_t i, struct answer *a)
@@ -587,14 +595,77 @@ static int reconnect(struct control *ctl, uint32_t i, struct answer *a)
 	return check_and_online(ctl, i, !ctl->srv->cfg.repair_manual, a);
 }
 
+struct probe {
+	struct control *ctl;
+	uint32_t i;
+};
+
+static void *probe_main(void *arg)
+{
+	struct probe *p = arg;
+	struct control *ctl = p->ctl;
+	uint32_t i = p->i;
+	char why[256];
+	int ret;
+
+	free(p);
+	ret = fs_chunk_probe(ctl->srv->vol, i, why, sizeof(why));
+	pthread_mutex_lock(&ctl->lock);
+	snprintf(ctl->probe_why[i], sizeof(ctl->probe_why[i]), "%s", ret < 0 ? why : "");
+	ctl->probe[i] = ret < 0 ? PROBE_SILENT : PROBE_ANSWERED;
+	ctl->probes_running--;
+	pthread_cond_broadcast(&ctl->cond);
+	pthread_mutex_unlock(&ctl->lock);
+	return NULL;
+}
+
+/* Under ctl->lock: a probe of chunk i's store on a thread of its own. */
+static void probe_start(struct control *ctl, uint32_t i)
+{
+	struct probe *p = malloc(sizeof(*p));
+	pthread_attr_t attr;
+	pthread_t t;
+	int ret = -ENOMEM;
+
+	if (p) {
+		p->ctl = ctl;
+		p->i = i;
+		pthread_attr_init(&attr);
+		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+		ret = -pthread_create(&t, &attr, probe_main, p);
+		pthread_attr_destroy(&attr);
+	}
+	if (ret < 0) {
+		free(p);
+		snprintf(ctl->probe_why[i], sizeof(ctl->probe_why[i]), "no thread to probe it: %s",
+			 strerror(-ret));
+		ctl->probe[i] = PROBE_SILENT;
+		return;
+	}
+	ctl->probe[i] = PROBE_RUNNING;
+	ctl->probes_running++;
+}
+
 static int time_reached(const struct timespec *now, const struct timespec *at)
 {
 	return now->tv_sec > at->tv_sec || (now->tv_sec == at->tv_sec && now->tv_nsec >= at->tv_nsec);
 }
 
+/* The next try of a lost chunk's store: twice the last wait, up to 60 s. */
+static void backoff(struct control *ctl, uint32_t i, const char *why)
+{
+	int *wait = &ctl->reconnect_wait[i];
+
+	*wait = *wait * 2 > RECONNECT_WAIT_MAX ? RECONNECT_WAIT_MAX : *wait * 2;
+	clock_gettime(CLOCK_MONOTONIC, &ctl->reconnect_at[i]);
+	ctl->reconnect_at[i].tv_sec += *wait;
+	log_info("chunk %u: still offline (%s); next try in %d s", i, why, *wait);
+}
+
 /* The store watch, once: chunks whose store lost its server go offline
- * (a commit that failed on one took it already), and each such chunk is
- * tried again after 1 s, then after twice the last wait, up to 60 s. */
+ * (a commit that failed on one took it already); each such chunk's store
+ * is probed after 1 s, then after twice the last wait, up to 60 s, and
+ * the chunk is brought back once a probe finds it answering. */
 static void watch_stores(struct control *ctl)
 {
 	struct fs_volume *v = ctl->srv->vol;
@@ -612,38 +683,47 @@ static void watch_stores(struct control *ctl)
 	for (uint32_t i = 0; i < n; i++) {
 		struct fs_chunk_info ci;
 		struct answer a = { 0 };
-		int *wait = &ctl->reconnect_wait[i];
+		char why[256];
+		int state;
 		if (fs_chunk_info(v, i, &ci) < 0 || ci.online || !ci.lost_store) {
-			*wait = 0;
+			ctl->reconnect_wait[i] = 0;
 			continue;
 		}
 		clock_gettime(CLOCK_MONOTONIC, &now);
-		if (*wait == 0) {
+		if (ctl->reconnect_wait[i] == 0) {
 			log_error("chunk %u is offline: %s; its changes not yet committed are "
 				  "dropped (no client was told they were durable); reconnecting "
 				  "with backoff",
 				  i, ci.why_offline);
 			ctl->stores_lost++;
-			*wait = 1;
+			ctl->reconnect_wait[i] = 1;
 			ctl->reconnect_at[i] = now;
 			ctl->reconnect_at[i].tv_sec += 1;
 			continue;
 		}
-		if (!time_reached(&now, &ctl->reconnect_at[i]))
-			continue;
-		if (reconnect(ctl, i, &a) == 0) {
-			ctl->stores_back++;
-			*wait = 0;
-			log_answer(i, &a);
-			log_warn("chunk %u: its store answers again: checked and back online", i);
-			continue;
+		pthread_mutex_lock(&ctl->lock);
+		state = ctl->probe[i];
+		if (state == PROBE_IDLE && time_reached(&now, &ctl->reconnect_at[i]) &&
+		    !ctl->stopping)
+			probe_start(ctl, i);
+		if (state == PROBE_ANSWERED || state == PROBE_SILENT)
+			ctl->probe[i] = PROBE_IDLE;
+		snprintf(why, sizeof(why), "%s", ctl->probe_why[i]);
+		pthread_mutex_unlock(&ctl->lock);
+		if (state == PROBE_SILENT) {
+			backoff(ctl, i, why);
+		} else if (state == PROBE_ANSWERED) {
+			if (reconnect(ctl, i, &a) == 0) {
+				ctl->stores_back++;
+				ctl->reconnect_wait[i] = 0;
+				log_answer(i, &a);
+				log_warn("chunk %u: its store answers again: checked and back online",
+					 i);
+				continue;
+			}
+			backoff(ctl, i, answer_error(&a));
+			free(a.buf);
 		}
-		*wait = *wait * 2 > RECONNECT_WAIT_MAX ? RECONNECT_WAIT_MAX : *wait * 2;
-		clock_gettime(CLOCK_MONOTONIC, &ctl->reconnect_at[i]);
-		ctl->reconnect_at[i].tv_sec += *wait;
-		log_info("chunk %u: still offline (%s); next try in %d s", i, answer_error(&a),
-			 *wait);
-		free(a.buf);
 	}
 }
 
@@ -887,11 +967,14 @@ int control_start(struct server *srv, struct control **out)
 	ctl->repair_seen = calloc(fs_chunk_count(srv->vol), 1);
 	ctl->reconnect_at = calloc(fs_chunk_count(srv->vol), sizeof(*ctl->reconnect_at));
 	ctl->reconnect_wait = calloc(fs_chunk_count(srv->vol), sizeof(*ctl->reconnect_wait));
+	ctl->probe = calloc(fs_chunk_count(srv->vol), sizeof(*ctl->probe));
+	ctl->probe_why = calloc(fs_chunk_count(srv->vol), sizeof(*ctl->probe_why));
 	ctl->repair_last_chunk = -1;
 	snprintf(ctl->path, sizeof(ctl->path), "%s", srv->cfg.control);
 	pthread_mutex_init(&ctl->lock, NULL);
 	pthread_cond_init(&ctl->cond, NULL);
-	if (!ctl->checks || !ctl->repair_seen || !ctl->reconnect_at || !ctl->reconnect_wait) {
+	if (!ctl->checks || !ctl->repair_seen || !ctl->reconnect_at || !ctl->reconnect_wait ||
+	    !ctl->probe || !ctl->probe_why) {
 		ret = -ENOMEM;
 		goto fail;
 	}
@@ -928,6 +1011,8 @@ fail:
 	free(ctl->repair_seen);
 	free(ctl->reconnect_at);
 	free(ctl->reconnect_wait);
+	free(ctl->probe);
+	free(ctl->probe_why);
 	free(ctl);
 	return ret;
 }
@@ -951,11 +1036,18 @@ void control_stop(struct control *ctl)
 	pthread_mutex_unlock(&ctl->lock);
 	if (ctl->thread_started)
 		pthread_join(ctl->thread, NULL);
+	/* A probe may wait for its connect as long as nbd_timeout. */
+	pthread_mutex_lock(&ctl->lock);
+	while (ctl->probes_running)
+		pthread_cond_wait(&ctl->cond, &ctl->lock);
+	pthread_mutex_unlock(&ctl->lock);
 	pthread_cond_destroy(&ctl->cond);
 	pthread_mutex_destroy(&ctl->lock);
 	free(ctl->checks);
 	free(ctl->repair_seen);
 	free(ctl->reconnect_at);
 	free(ctl->reconnect_wait);
+	free(ctl->probe);
+	free(ctl->probe_why);
 	free(ctl);
 }
