@@ -15,16 +15,20 @@ stop_nbd() { # stop_nbd N: the nbdkit serving chunk N
 	eval "pid$1="
 }
 
-# serve N FILE [PORT]: nbdkit file FILE on 127.0.0.1 for chunk N, its pid
-# in $pidN and its URI in $uriN. Without PORT, a free one is found by
-# trying (nbdkit writes its pid file only once it listens).
+# serve N FILE [PORT [NBDKIT-ARGS...]]: nbdkit file FILE on 127.0.0.1 for
+# chunk N, its pid in $pidN and its URI in $uriN. Without PORT (or with an
+# empty one), a free one is found by trying (nbdkit writes its pid file
+# only once it listens). NBDKIT-ARGS: filters and their parameters.
 serve() {
 	n=$1
 	file=$2
-	p=${3:-$((20000 + ($$ * 7 + n * 101) % 20000))}
+	fixed=${3:-}
+	shift 2
+	[ $# -gt 0 ] && shift
+	p=${fixed:-$((20000 + ($$ * 7 + n * 101) % 20000))}
 	for _ in $(seq 1 50); do
 		rm -f "$tmp/nbd$n.pid"
-		nbdkit -f -i 127.0.0.1 -p "$p" -P "$tmp/nbd$n.pid" file "$file" \
+		nbdkit -f -i 127.0.0.1 -p "$p" -P "$tmp/nbd$n.pid" file "$file" "$@" \
 			2>"$tmp/nbd$n.log" &
 		pid=$!
 		for _ in $(seq 1 200); do
@@ -37,7 +41,7 @@ serve() {
 			return 0
 		fi
 		wait "$pid" 2>/dev/null
-		[ -n "${3:-}" ] && fail "nbdkit did not start on port $p: $(cat "$tmp/nbd$n.log")"
+		[ -n "$fixed" ] && fail "nbdkit did not start on port $p: $(cat "$tmp/nbd$n.log")"
 		p=$((p + 1))
 	done
 	fail "nbdkit did not start: $(cat "$tmp/nbd$n.log")"

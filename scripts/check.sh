@@ -1,7 +1,8 @@
 #!/bin/sh
 # Installs what is needed, builds chunkfs and runs the whole test suite:
 # the normal build's `make check`, the library tests again under ASan+UBSan,
-# and `make distcheck`. Ends with one line "N passed, N failed".
+# the threaded code under ThreadSanitizer, and `make distcheck`. Ends with
+# one line "N passed, N failed".
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top" || exit 1
@@ -65,8 +66,23 @@ if step configure-asan sh -c "cd build-asan && ../configure -q --enable-werror -
 	fi
 fi
 
-# The release tarball builds and passes its own tests.
-if step distcheck make -C build -j"$jobs" distcheck >build/distcheck.out 2>&1; then
+# The threaded code under ThreadSanitizer: the library's threaded tests and
+# the client tests that drive the daemon's threads hardest.
+mkdir -p build-tsan
+if step configure-tsan sh -c "cd build-tsan && ../configure -q --enable-werror --enable-tsan" &&
+	step build-tsan make -C build-tsan -j"$jobs"; then
+	make -C build-tsan -j"$jobs" check-threads
+	if [ -f build-tsan/test-suite.log ]; then
+		count build-tsan/test-suite.log
+		grep -E '^(FAIL|ERROR)' build-tsan/test-suite.log && tail -80 build-tsan/test-suite.log
+	else
+		failed=$((failed + 1))
+	fi
+fi
+
+# The release tarball builds and passes its own tests (the library's and
+# two client tests: the whole suite ran above).
+if step distcheck make -C build -j"$jobs" distcheck-quick >build/distcheck.out 2>&1; then
 	passed=$((passed + 1))
 else
 	tail -40 build/distcheck.out

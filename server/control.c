@@ -766,15 +766,25 @@ static void *control_main(void *arg)
 		pthread_mutex_unlock(&ctl->lock);
 		log_info("control: uid %d: %s", (int)cc->uid, cc->cmd);
 		run_command(ctl, cc->cmd, &a);
+		/* The connection's lock before ours, as in its callbacks (the
+		 * loop runs them holding it): the other order could deadlock.
+		 * Queued and not replied to, cc is freed by no one else. */
+		bufferevent_lock(cc->bev);
 		pthread_mutex_lock(&ctl->lock);
 		if (cc->dead) {
+			pthread_mutex_unlock(&ctl->lock);
+			bufferevent_unlock(cc->bev);
 			conn_free(cc);
+			pthread_mutex_lock(&ctl->lock);
 		} else {
 			if (a.failed)
 				bufferevent_write(cc->bev, "error out of memory\n", 20);
 			else
 				bufferevent_write(cc->bev, a.buf, a.len);
 			cc->replied = 1;
+			pthread_mutex_unlock(&ctl->lock);
+			bufferevent_unlock(cc->bev);
+			pthread_mutex_lock(&ctl->lock);
 		}
 		free(a.buf);
 	}
