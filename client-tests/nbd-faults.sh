@@ -14,31 +14,9 @@
 requires nfs-cat nfs-cp nbdkit dd cmp python3
 
 ROUNDS=${NBD_FAULT_ROUNDS:-5}
-pid2=
-pid3=
+trap stop_all EXIT INT TERM
 
-finish() {
-	if [ -n "$server_pid" ]; then # before its NBD servers
-		kill -TERM "$server_pid" 2>/dev/null
-		wait "$server_pid" 2>/dev/null
-		server_pid=
-	fi
-	stop_nbd 2
-	stop_nbd 3
-	cleanup
-}
-trap finish EXIT INT TERM
-
-mkdir "$tmp/tree" "$tmp/acked"
-for d in $(seq 1 12); do
-	mkdir "$tmp/tree/d$d"
-	head -c 100000 /dev/urandom >"$tmp/tree/d$d/seed"
-done
-make_volume -s 64M -n 4 -d "$tmp/tree"
-for c in 2 3; do
-	dd if="$tmp/volume.img" of="$tmp/c$c.img" bs=1M skip=$((c * 64)) count=64 conv=sparse \
-		status=none || fail "dd chunk $c out"
-done
+placed_volume 100000
 serve 2 "$tmp/c2.img" "" --filter=error error-pwrite-rate=10% error-pwrite=EIO
 serve 3 "$tmp/c3.img" "" --filter=delay delay-read=5ms delay-write=20ms
 port2=${uri2#nbd://127.0.0.1:}
@@ -63,8 +41,10 @@ grep -q "Input/output error" "$tmp/nbd2.log" "$tmp/server.log" ||
 	fail "no write failed: is the error filter there?"
 check_acked "with the faulty server"
 
-# The faulty server replaced by a sound one: chunk 2 back on its own.
-stop_nbd 2
+# The faulty server replaced by a sound one (killed: nbdkit asked to stop
+# waits for its client to go): chunk 2 back on its own.
+kill -KILL "$pid2"
+wait "$pid2" 2>/dev/null
 serve 2 "$tmp/c2.img" "$port2"
 for d in $(seq 1 12); do
 	put "$d" after-swap s

@@ -5,11 +5,50 @@
 # $tmp/acked holds what was answered). Sourced after functions.sh; $CTL is
 # chunkfsctl.
 CTL="$builddir/chunkfsctl"
+pid2=
+pid3=
 
-stop_nbd() { # stop_nbd N: the nbdkit serving chunk N
+# stop_all: chunkfsd before its NBD servers (chunks 2 and 3), then the
+# test's files: the EXIT trap of the tests that serve with serve().
+stop_all() {
+	if [ -n "$server_pid" ]; then
+		kill -TERM "$server_pid" 2>/dev/null
+		wait "$server_pid" 2>/dev/null
+		server_pid=
+	fi
+	stop_nbd 2
+	stop_nbd 3
+	cleanup
+}
+
+# placed_volume SEED_BYTES: twelve directories d1..d12 with a seed file of
+# SEED_BYTES random bytes each ($tmp/tree), spread by mkfs over four 64 MiB
+# chunks ($tmp/volume.img), and chunks 2 and 3 copied out to $tmp/c2.img
+# and $tmp/c3.img, to be served elsewhere. $tmp/acked is made for put.
+placed_volume() {
+	mkdir -p "$tmp/tree" "$tmp/acked"
+	for d in $(seq 1 12); do
+		mkdir "$tmp/tree/d$d"
+		head -c "$1" /dev/urandom >"$tmp/tree/d$d/seed"
+	done
+	make_volume -s 64M -n 4 -d "$tmp/tree"
+	for c in 2 3; do
+		dd if="$tmp/volume.img" of="$tmp/c$c.img" bs=1M skip=$((c * 64)) count=64 \
+			conv=sparse status=none || fail "dd chunk $c out"
+	done
+}
+
+# stop_nbd N: the nbdkit serving chunk N, SIGTERM, and SIGKILL when it is
+# still there 5 s later (it may wait for a client's requests first).
+stop_nbd() {
 	eval "p=\$pid$1"
 	if [ -n "$p" ]; then
 		kill "$p" 2>/dev/null
+		for _ in $(seq 1 50); do
+			kill -0 "$p" 2>/dev/null || break
+			sleep 0.1
+		done
+		kill -KILL "$p" 2>/dev/null
 		wait "$p" 2>/dev/null
 	fi
 	eval "pid$1="

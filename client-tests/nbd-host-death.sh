@@ -19,33 +19,13 @@
 requires nfs-cat nfs-cp nbdkit dd cmp python3
 
 TIMEOUT=3
-pid2=
-pid3=
-
 finish() {
-	if [ -n "$server_pid" ]; then # before its NBD servers
-		kill -TERM "$server_pid" 2>/dev/null
-		wait "$server_pid" 2>/dev/null
-		server_pid=
-	fi
-	[ -n "$pid2" ] && kill -CONT "$pid2" 2>/dev/null
-	stop_nbd 2
-	stop_nbd 3
-	cleanup
+	[ -n "$pid2" ] && kill -CONT "$pid2" 2>/dev/null # frozen below
+	stop_all
 }
 trap finish EXIT INT TERM
 
-# Twelve directories, spread by mkfs over the four chunks.
-mkdir "$tmp/tree" "$tmp/acked"
-for d in $(seq 1 12); do
-	mkdir "$tmp/tree/d$d"
-	head -c 200000 /dev/urandom >"$tmp/tree/d$d/seed"
-done
-make_volume -s 64M -n 4 -d "$tmp/tree"
-for c in 2 3; do
-	dd if="$tmp/volume.img" of="$tmp/c$c.img" bs=1M skip=$((c * 64)) count=64 conv=sparse \
-		status=none || fail "dd chunk $c out"
-done
+placed_volume 200000
 serve 2 "$tmp/c2.img"
 serve 3 "$tmp/c3.img"
 port3=${uri3#nbd://127.0.0.1:}

@@ -84,15 +84,8 @@ finish() {
 trap finish EXIT INT TERM
 
 requires nbdinfo
-mkdir "$tmp/tree" "$tmp/acked"
-for d in $(seq 1 12); do
-	mkdir "$tmp/tree/d$d"
-	head -c 200000 /dev/urandom >"$tmp/tree/d$d/seed"
-done
-make_volume -s 64M -n 4 -d "$tmp/tree"
+placed_volume 200000
 for c in 2 3; do
-	dd if="$tmp/volume.img" of="$tmp/c$c.img" bs=1M skip=$((c * 64)) count=64 conv=sparse \
-		status=none || fail "dd chunk $c out"
 	host_up $c
 	host_serve $c "$tmp/c$c.img"
 done
