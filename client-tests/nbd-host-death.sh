@@ -13,7 +13,9 @@
 #    it again, without chunkfsctl;
 #  - every write that was answered reads back byte-exact, nothing written
 #    before the losses is gone, and fsck.chunkfs -fn finds every chunk
-#    clean (over NBD for 2 and 3).
+#    clean (over NBD for 2 and 3);
+#  - with control = none, the same watch brings a killed server's chunk
+#    back.
 . "$(dirname "$0")/functions.sh"
 . "$(dirname "$0")/nbd-functions.sh"
 requires nfs-cat nfs-cp nbdkit dd cmp python3
@@ -67,6 +69,7 @@ for d in $(seq 1 12); do
 		put "$d" while-3-lost z || fail "d$d (not in chunk 3) refused a write"
 	else
 		in3=$((in3 + 1))
+		dir3=$d
 		put "$d" while-3-lost z && fail "d$d (in chunk 3) took a write"
 	fi
 done
@@ -123,9 +126,24 @@ for d in $(seq 1 12); do
 done
 stop_server
 
-# 4. A restart reads the same; every chunk checks clean.
-start_server "control = $tmp/control" "chunk 2 = $uri2" "chunk 3 = $uri3"
+# 4. A restart reads the same. Without a control socket the store watch
+# runs all the same: chunk 3's server killed and started again, and d$dir3
+# (in chunk 3) takes writes again, nobody having asked.
+start_server "control = none" "nbd_timeout = $TIMEOUT" "chunk 2 = $uri2" "chunk 3 = $uri3"
 check_acked "after a restart"
+kill -KILL "$pid3"
+wait "$pid3" 2>/dev/null
+put "$dir3" no-control-1 a && fail "d$dir3 took a write without its server"
+put "$dir3" no-control-2 a && fail "d$dir3 took a write without its server"
+serve 3 "$tmp/c3.img" "$port3"
+back=
+for _ in $(seq 1 100); do
+	put "$dir3" no-control-back b && back=1 && break
+	sleep 0.3
+done
+[ -n "$back" ] || fail "chunk 3 not back without a control socket"
+grep -q "chunk 3: its store answers again" "$tmp/server.log" || fail "no log line: 3 back"
+check_acked "chunk 3 back without a control socket"
 stop_server
 fsck_run 0 -n -f "$uri2"
 out_has "0 problems"

@@ -959,16 +959,22 @@ static int open_socket(struct control *ctl, const char *group)
 	return 0;
 }
 
+/* The listening socket, when there is one: closed and its path removed. */
+static void close_socket(struct control *ctl)
+{
+	if (ctl->listener) {
+		evconnlistener_free(ctl->listener);
+		ctl->listener = NULL;
+		unlink(ctl->path);
+	}
+}
+
 int control_start(struct server *srv, struct control **out)
 {
 	struct control *ctl;
 	int ret;
 
 	*out = NULL;
-	if (!srv->cfg.control[0]) {
-		log_info("no control socket (control = none)");
-		return 0;
-	}
 	ctl = calloc(1, sizeof(*ctl));
 	if (!ctl)
 		return -ENOMEM;
@@ -988,30 +994,33 @@ int control_start(struct server *srv, struct control **out)
 		ret = -ENOMEM;
 		goto fail;
 	}
-	ret = open_socket(ctl, srv->cfg.control_group);
-	if (ret < 0 && !srv->cfg.control_given && ret != -EADDRINUSE) {
+	/* Without a socket the thread still runs: the self-healing loop and
+	 * the store watch do not wait for anyone to ask. */
+	ret = ctl->path[0] ? open_socket(ctl, srv->cfg.control_group) : 0;
+	if (!ctl->path[0]) {
+		log_info("no control socket (control = none)");
+	} else if (ret < 0 && !srv->cfg.control_given && ret != -EADDRINUSE) {
 		/* The default place (systemd's RuntimeDirectory) is not there:
 		 * the daemon serves without one. */
 		log_warn("no control socket: %s: %s (set control = PATH to have one; "
 			 "chunkfsctl cannot reach this daemon)",
 			 ctl->path, strerror(-ret));
+		ctl->path[0] = '\0';
 		ret = 0;
-		goto fail;
-	}
-	if (ret < 0) {
+	} else if (ret < 0) {
 		log_error("cannot open the control socket %s: %s", ctl->path,
 			  ret == -EADDRINUSE ? "another chunkfsd answers on it" : strerror(-ret));
 		goto fail;
 	}
 	ret = -pthread_create(&ctl->thread, NULL, control_main, ctl);
 	if (ret < 0) {
-		evconnlistener_free(ctl->listener);
-		unlink(ctl->path);
+		close_socket(ctl);
 		goto fail;
 	}
 	ctl->thread_started = 1;
-	log_info("control socket %s (%s)", ctl->path,
-		 srv->cfg.control_group[0] ? srv->cfg.control_group : "root only");
+	if (ctl->path[0])
+		log_info("control socket %s (%s)", ctl->path,
+			 srv->cfg.control_group[0] ? srv->cfg.control_group : "root only");
 	*out = ctl;
 	return 0;
 fail:
@@ -1031,8 +1040,7 @@ void control_stop(struct control *ctl)
 {
 	if (!ctl)
 		return;
-	evconnlistener_free(ctl->listener);
-	unlink(ctl->path);
+	close_socket(ctl);
 	pthread_mutex_lock(&ctl->lock);
 	ctl->stopping = 1;
 	/* Commands not started yet are answered as refused. */
