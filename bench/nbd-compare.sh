@@ -1,0 +1,148 @@
+#!/bin/bash
+# nbd-compare.sh: chunkfsd with its volume on one local file against
+# chunkfsd with chunks 1-3 of the same kind of volume on three nbdkit file
+# servers on loopback (chunk 0 stays in the image: it names the volume), in
+# the same run, loaded by bench/nfs_bench (a raw libnfs client, one
+# connection, QD calls in flight). Alternating rounds, medians, the ratio
+# nbd/local per workload. nfs_bench's files land in its directory's chunk,
+# chunk 0 here (in the image for both): what the ratio measures is what
+# placed chunks cost every commit, a flush of every placed store, over NBD
+# a round trip to each server (data over NBD is nbd-faults.sh's and the
+# other client tests' business, not timed here). Not a test: it prints
+# figures.
+#
+# usage: bash bench/nbd-compare.sh [--rounds N] [--files N] [--size MIB]
+#            [--qd "1 8"] [--tests "create ..."] [--builddir DIR] [--keep]
+set -u
+
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/.." && pwd)
+rounds=3
+files=2000
+size=128
+qds="1 8"
+tests="create create-write4k lookup-read4k getattr readdirplus remove seqwrite seqread"
+builddir=$top/build
+keep=0
+
+usage() {
+	sed -n '2,13s/^# \{0,1\}//p' "$0"
+	exit "$1"
+}
+
+while [ $# -gt 0 ]; do
+	case $1 in
+	--rounds) rounds=$2; shift 2 ;;
+	--files) files=$2; shift 2 ;;
+	--size) size=$2; shift 2 ;;
+	--qd) qds=$2; shift 2 ;;
+	--tests) tests=$2; shift 2 ;;
+	--builddir) builddir=$2; shift 2 ;;
+	--keep) keep=1; shift ;;
+	-h | --help) usage 0 ;;
+	*) echo "nbd-compare: unknown option $1" >&2; usage 1 ;;
+	esac
+done
+
+say() { echo "nbd-compare: $*" >&2; }
+die() { say "$*"; exit 1; }
+
+for b in chunkfsd mkfs.chunkfs; do
+	[ -x "$builddir/$b" ] || die "$builddir/$b is not built (--builddir DIR)"
+done
+command -v nbdkit >/dev/null || die "nbdkit is not installed"
+tmp=$(mktemp -d "${TMPDIR:-/var/tmp}/nbd-compare.XXXXXX") || die "mktemp"
+pids=()
+finish() {
+	for p in "${pids[@]}"; do
+		kill -TERM "$p" 2>/dev/null
+	done
+	sleep 0.5
+	for p in "${pids[@]}"; do
+		kill -KILL "$p" 2>/dev/null
+		wait "$p" 2>/dev/null
+	done
+	[ "$keep" = 1 ] && say "kept $tmp" || rm -rf "$tmp"
+}
+trap finish EXIT INT TERM
+
+bench=$tmp/nfs_bench
+gcc -O2 -g -Wall -Wextra -o "$bench" "$top/bench/nfs_bench.c" \
+	$(pkg-config --cflags --libs libnfs) || die "cannot build nfs_bench"
+
+# start NAME [CONFIG LINES...]: chunkfsd on its own volume $tmp/NAME.img.
+start() {
+	local name=$1
+	shift
+	{
+		echo "volume = $tmp/$name.img"
+		echo "listen = 127.0.0.1"
+		echo "port = 0"
+		echo "rpcbind = no"
+		echo "control = none"
+		echo "export / clients=127.0.0.0/8 access=rw squash=none"
+		for l in "$@"; do echo "$l"; done
+	} >"$tmp/$name.conf"
+	"$builddir/chunkfsd" -f -c "$tmp/$name.conf" --port-file "$tmp/$name.port" \
+		>"$tmp/$name.log" 2>&1 &
+	pids+=($!)
+	for _ in $(seq 1 200); do
+		[ -s "$tmp/$name.port" ] && break
+		sleep 0.05
+	done
+	[ -s "$tmp/$name.port" ] || { cat "$tmp/$name.log" >&2; die "chunkfsd ($name) did not start"; }
+}
+
+MB=1048576
+CHUNK_MB=512
+for name in local nbd; do
+	"$builddir/mkfs.chunkfs" -q -f --preallocate -s ${CHUNK_MB}M -n 4 "$tmp/$name.img" ||
+		die "mkfs"
+done
+places=()
+for c in 1 2 3; do
+	dd if="$tmp/nbd.img" of="$tmp/nbd-c$c.img" bs=1M skip=$((c * CHUNK_MB)) count=$CHUNK_MB \
+		status=none || die "dd chunk $c"
+	port=$((30000 + $$ % 10000 + c))
+	nbdkit -f -i 127.0.0.1 -p "$port" file "$tmp/nbd-c$c.img" 2>"$tmp/nbdkit$c.log" &
+	pids+=($!)
+	for _ in $(seq 1 100); do
+		nbdinfo --size "nbd://127.0.0.1:$port/" >/dev/null 2>&1 && break
+		sleep 0.05
+	done
+	places+=("chunk $c = nbd://127.0.0.1:$port/")
+done
+start local
+start nbd "${places[@]}"
+say "local: one image of 4 x $CHUNK_MB MiB; nbd: chunks 1-3 on nbdkit file servers on loopback"
+
+declare -A rate unitof
+for r in $(seq 1 "$rounds"); do
+	for qd in $qds; do
+		for name in local nbd; do
+			port=$(cat "$tmp/$name.port")
+			"$bench" --server 127.0.0.1 --port "$port" --export / --qd "$qd" \
+				--files "$files" --size "$size" --test $tests >"$tmp/out" 2>"$tmp/err" ||
+				{ cat "$tmp/err" >&2; die "nfs_bench against $name failed"; }
+			while read -r test q _count _secs rt unit p50 p99; do
+				rate[$name.$test.$q]="${rate[$name.$test.$q]:-} $rt"
+				unitof[$test]=$unit
+			done <"$tmp/out"
+		done
+	done
+	say "round $r of $rounds done"
+done
+
+median() { tr ' ' '\n' | grep . | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+printf "%-16s %3s %14s %14s %8s\n" test qd local nbd nbd/local
+for qd in $qds; do
+	for t in $tests; do
+		l=$(echo "${rate[local.$t.$qd]:-}" | median)
+		n=$(echo "${rate[nbd.$t.$qd]:-}" | median)
+		[ -n "$l" ] && [ -n "$n" ] || continue
+		printf "%-16s %3s %14s %14s %8s\n" "$t" "$qd" "$l" "$n" \
+			"$(awk -v a="$n" -v b="$l" 'BEGIN { printf "%.2f", b ? a / b : 0 }')"
+	done
+done
+echo "(rates in ${unitof[create]:-ops/s} for name operations, MiB/s for seqwrite and seqread:"
+echo " medians of $rounds rounds; the unit of each line is nfs_bench's)"
