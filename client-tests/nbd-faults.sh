@@ -6,9 +6,10 @@
 # directory, many times; a write the server refused makes its NFS call fail
 # (NFS3ERR_IO) and nothing else: chunkfsd keeps serving, and no answered
 # write is lost. Then chunk 2's server is replaced by one without errors
-# (its connection closes: chunk 2 goes offline, comes back on its own,
-# checked and repaired); every answered write reads back byte-exact, after a
-# restart too, and every chunk checks clean.
+# (its connection closes: the store reconnects, or with writes not yet
+# flushed chunk 2 goes offline and comes back on its own, checked and
+# repaired); every answered write reads back byte-exact, after a restart
+# too, and every chunk checks clean.
 . "$(dirname "$0")/functions.sh"
 . "$(dirname "$0")/nbd-functions.sh"
 requires nfs-cat nfs-cp nbdkit dd cmp python3

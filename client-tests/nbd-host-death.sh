@@ -2,6 +2,10 @@
 # A storage host dying while chunkfsd serves (issue 23): a volume of four
 # 64 MiB chunks whose chunks 2 and 3 live on their own nbdkit servers, with
 # nbd_timeout = 3. Files land in every chunk through NFS. Then:
+#  - chunk 3's server restarted between commits (nothing unflushed): the
+#    store reconnects on its own and nothing goes offline; restarted with
+#    another chunk's image, it is refused and chunk 3 stays offline until
+#    its own image is back;
 #  - chunk 3's server is killed (SIGKILL): the next writes to its
 #    directories fail, chunk 3 goes offline with the reason and
 #    store_lost=yes, every other directory keeps serving, reads and writes;
@@ -38,6 +42,43 @@ for d in $(seq 1 12); do
 	put "$d" before x || fail "writing d$d/before"
 done
 check_acked "all four chunks serving"
+
+# 0. Chunk 3's server restarted between commits (every write flushed, the
+# catch-ups too): the next command reconnects and goes on, and chunk 3
+# never goes offline.
+sleep 3
+kill -KILL "$pid3"
+wait "$pid3" 2>/dev/null
+serve 3 "$tmp/c3.img" "$port3"
+for d in $(seq 1 12); do
+	put "$d" restarted r || fail "d$d refused a write after chunk 3's server restarted"
+done
+[ "$(chunk_field 3 online)" = True ] || fail "chunk 3 offline after a restart of its server"
+"$CTL" -s "$tmp/control" status | grep -q "chunk stores: 0 lost" ||
+	fail "a restart between commits counted as a loss"
+check_acked "chunk 3's server restarted between commits"
+
+# 0b. Restarted with another chunk's image (chunk 2's): the store does not
+# take the new connection (its header names chunk 2), chunk 3 goes offline
+# and stays so while the server holds the wrong image; with the right one
+# back, chunk 3 comes back on its own.
+sleep 3
+kill -KILL "$pid3"
+wait "$pid3" 2>/dev/null
+cp "$tmp/c2.img" "$tmp/wrong.img"
+serve 3 "$tmp/wrong.img" "$port3"
+for d in $(seq 1 12); do
+	put "$d" wrong-image q
+done
+wait_field 3 online False 10
+sleep 3
+[ "$(chunk_field 3 online)" = False ] || fail "chunk 3 online on chunk 2's image"
+kill -KILL "$pid3"
+wait "$pid3" 2>/dev/null
+serve 3 "$tmp/c3.img" "$port3"
+wait_field 3 online True 40
+echo "chunk 3's server put back with chunk 2's image: refused; with its own: back"
+check_acked "chunk 3 back on its own image"
 
 # 1. Chunk 3's server killed.
 kill -KILL "$pid3"
@@ -106,7 +147,7 @@ done
 echo "with chunks 2 and 3 offline: $served of 12 directories take writes"
 [ "$served" -ge 3 ] || fail "only $served directories served"
 grep -q "status" "$tmp/status.json" 2>/dev/null
-"$CTL" -s "$tmp/control" status | grep -q "chunk stores: 2 lost their server" ||
+"$CTL" -s "$tmp/control" status | grep -q "chunk stores: 3 lost their server" ||
 	fail "status: stores not counted: $("$CTL" -s "$tmp/control" status)"
 
 # 3. Both back: reconnected, checked and served without chunkfsctl.

@@ -188,7 +188,8 @@ int fs_open_placed(const char *path, const char *const *places, uint32_t nplaces
 		   struct fs_volume **out, char *why, size_t whylen);
 /* How long a chunk's NBD server may take to connect or to answer one
  * request, in milliseconds, for every volume of the process (10 s until
- * set): past it, or when the connection closes, the store is lost. */
+ * set): past it the store is lost, and so it is when the connection closes
+ * with writes not yet flushed or cannot be made again (store_nbd.h). */
 void fs_set_store_timeout(int ms);
 /* The bound of the metadata block cache (default 256 MiB). */
 void fs_set_cache_limit(struct fs_volume *vol, uint64_t bytes);

@@ -4,7 +4,9 @@
  * itself. Part of libchunkfs_store (fsck.chunkfs checks a chunk over NBD,
  * chunkfsd serves chunks placed on NBD servers); libnbd itself (and the
  * ~20 libraries it pulls in) is loaded with dlopen only when an NBD URI is
- * opened, so nothing that never opens one depends on it. */
+ * opened, so nothing that never opens one depends on it. Every call has a
+ * deadline (store_nbd_set_timeout) and a closed connection is made again
+ * only where that is safe (ns_revive). */
 #include "config.h"
 
 #include <dlfcn.h>
@@ -17,6 +19,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "fs/format/ondisk.h"
 #include "fs/store/store_nbd.h"
 
 /* Requests are cut to this size, or to the server's maximum if smaller. */
@@ -55,7 +58,15 @@ static struct {
 struct nbd_store {
 	struct chunk_store st;
 	struct nbd_handle *h;
+	char *uri;
 	pthread_mutex_t lock; /* one command at a time on the handle */
+	int unflushed;        /* a write or trim answered since the last flush */
+	/* Which chunk of which volume the export held when opened (its header,
+	 * copy 0), so that a new connection is refused when it reaches
+	 * another: the volume's UUID and the chunk's index. */
+	int have_ident;
+	uint8_t ident_uuid[16];
+	uint32_t ident_index;
 	int writable;
 	int export_ro;
 	int can_flush;
@@ -115,8 +126,18 @@ static int ns_poll_until(struct nbd_store *ns, int64_t deadline,
 	}
 }
 
+/* What a command whose connection closed under it returns (not an errno
+ * the server could answer): ns_io and ns_flush decide whether a new
+ * connection may take the command again (ns_revive). */
+#define NS_CLOSED (-ECONNRESET)
+
+static int closed(struct nbd_store *ns)
+{
+	return lib.aio_is_dead(ns->h) || lib.aio_is_closed(ns->h);
+}
+
 /* 1 when the command finished well, 0 not yet; a failure the server
- * answered is its errno, a dead connection loses the store. */
+ * answered is its errno, a closed connection NS_CLOSED. */
 static int command_done(struct nbd_store *ns, int64_t cookie)
 {
 	int r = lib.aio_command_completed(ns->h, (uint64_t)cookie);
@@ -124,9 +145,7 @@ static int command_done(struct nbd_store *ns, int64_t cookie)
 	if (r >= 0)
 		return r;
 	r = nbd_err();
-	if (lib.aio_is_dead(ns->h) || lib.aio_is_closed(ns->h))
-		return ns_lose(ns, r);
-	return r;
+	return closed(ns) ? NS_CLOSED : r;
 }
 
 static int connect_done(struct nbd_store *ns, int64_t unused)
@@ -143,15 +162,104 @@ static int ns_wait(struct nbd_store *ns, int64_t cookie)
 {
 	if (cookie < 0) {
 		int r = nbd_err();
-		if (lib.aio_is_dead(ns->h) || lib.aio_is_closed(ns->h))
-			return ns_lose(ns, r);
-		return r;
+		return closed(ns) ? NS_CLOSED : r;
 	}
 	return ns_poll_until(ns, now_ms() + __atomic_load_n(&nbd_timeout_ms, __ATOMIC_RELAXED),
 			     command_done, cookie);
 }
 
-enum ns_cmd { NS_READ, NS_WRITE, NS_TRIM };
+static int ns_connect(struct nbd_store *ns, char *why, size_t whylen);
+
+/* The chunk header at the start of the export, read on the connection in
+ * ns->h: 0 and *h, or < 0 (unreadable, or no valid header there). */
+static int ns_read_header(struct nbd_store *ns, struct od_chunk_header *h)
+{
+	uint8_t *blk = malloc(OD_BLOCK_SIZE);
+	int ret = -ENOMEM;
+
+	if (blk) {
+		ret = ns_wait(ns, lib.aio_pread(ns->h, blk, OD_BLOCK_SIZE, 0, NBD_NULL_COMPLETION,
+						0));
+		if (ret == 0 && od_verify(blk, OD_BLOCK_SIZE) < 0)
+			ret = -EUCLEAN;
+		if (ret == 0)
+			ret = od_get_chunk_header(blk, h);
+		free(blk);
+	}
+	return ret;
+}
+
+/* The connection closed under a command. Every write answered on it was
+ * flushed (unflushed 0): the server holds all of them, whatever happened
+ * to it, so a new connection may take the command again (NBD commands are
+ * idempotent): 0 when one is made (the old handle closed). Writes not yet
+ * flushed may be gone with a server that restarted, and a flush on a new
+ * connection would not cover them: the store is lost. A request that timed
+ * out is never retried (the server may still carry it out). */
+static int ns_revive(struct nbd_store *ns)
+{
+	struct nbd_handle *old = ns->h;
+	uint64_t size = ns->st.size;
+	struct od_chunk_header h;
+	char why[256];
+
+	if (ns->unflushed || !ns->have_ident)
+		return ns_lose(ns, -ECONNRESET);
+	if (ns_connect(ns, why, sizeof(why)) < 0) {
+		/* lost by ns_connect; the old handle stays, closed with the store */
+		if (ns->h)
+			lib.close(ns->h);
+		ns->h = old;
+		return -EIO;
+	}
+	lib.close(old);
+	/* The same export: its size, and a header naming the same chunk of
+	 * the same volume (a server put back with another image is not). */
+	if (lib.get_size(ns->h) != (int64_t)size || ns_read_header(ns, &h) < 0 ||
+	    memcmp(h.volume_uuid, ns->ident_uuid, 16) != 0 || h.chunk_index != ns->ident_index)
+		return ns_lose(ns, -ECONNRESET);
+	return 0;
+}
+
+enum ns_cmd { NS_READ, NS_WRITE, NS_TRIM, NS_FLUSH };
+
+static int64_t ns_start(struct nbd_store *ns, enum ns_cmd cmd, void *p, size_t n, uint64_t off)
+{
+	switch (cmd) {
+	case NS_READ:
+		return lib.aio_pread(ns->h, p, n, off, NBD_NULL_COMPLETION, 0);
+	case NS_WRITE:
+		return lib.aio_pwrite(ns->h, p, n, off, NBD_NULL_COMPLETION, 0);
+	case NS_TRIM:
+		return lib.aio_trim(ns->h, n, off, NBD_NULL_COMPLETION, 0);
+	default:
+		return lib.aio_flush(ns->h, NBD_NULL_COMPLETION, 0);
+	}
+}
+
+/* One command, with ns->lock held: issued, waited for, and when the
+ * connection closed under it, issued once more on a new one if that is
+ * safe (ns_revive). 0 or a negative errno. */
+static int ns_command(struct nbd_store *ns, enum ns_cmd cmd, void *p, size_t n, uint64_t off)
+{
+	int ret;
+
+	if (store_lost(&ns->st))
+		return -EIO;
+	ret = ns_wait(ns, ns_start(ns, cmd, p, n, off));
+	if (ret == NS_CLOSED) {
+		ret = ns_revive(ns);
+		if (ret == 0)
+			ret = ns_wait(ns, ns_start(ns, cmd, p, n, off));
+		if (ret == NS_CLOSED) /* a server that closes every connection */
+			ret = ns_lose(ns, -ECONNRESET);
+	}
+	if (ret == 0 && (cmd == NS_WRITE || cmd == NS_TRIM))
+		ns->unflushed = 1;
+	if (ret == 0 && cmd == NS_FLUSH)
+		ns->unflushed = 0;
+	return ret;
+}
 
 /* A read, write or trim of [off, off + len), cut to the largest request. */
 static int ns_io(struct chunk_store *st, enum ns_cmd cmd, void *buf, size_t len, uint64_t off)
@@ -169,18 +277,7 @@ static int ns_io(struct chunk_store *st, enum ns_cmd cmd, void *buf, size_t len,
 	pthread_mutex_lock(&ns->lock);
 	while (len && ret == 0) {
 		size_t n = len < ns->max_req ? len : ns->max_req;
-		int64_t cookie;
-		if (store_lost(st)) {
-			ret = -EIO;
-			break;
-		}
-		if (cmd == NS_READ)
-			cookie = lib.aio_pread(ns->h, p, n, off, NBD_NULL_COMPLETION, 0);
-		else if (cmd == NS_WRITE)
-			cookie = lib.aio_pwrite(ns->h, p, n, off, NBD_NULL_COMPLETION, 0);
-		else
-			cookie = lib.aio_trim(ns->h, n, off, NBD_NULL_COMPLETION, 0);
-		ret = ns_wait(ns, cookie);
+		ret = ns_command(ns, cmd, p, n, off);
 		if (p)
 			p += n;
 		off += n;
@@ -211,7 +308,7 @@ static int ns_flush(struct chunk_store *st)
 	if (!ns->can_flush)
 		return 0;
 	pthread_mutex_lock(&ns->lock);
-	ret = store_lost(st) ? -EIO : ns_wait(ns, lib.aio_flush(ns->h, NBD_NULL_COMPLETION, 0));
+	ret = ns_command(ns, NS_FLUSH, NULL, 0, 0);
 	pthread_mutex_unlock(&ns->lock);
 	return ret;
 }
@@ -231,6 +328,7 @@ static void ns_close(struct chunk_store *st)
 		lib.shutdown(ns->h, 0);
 	lib.close(ns->h);
 	pthread_mutex_destroy(&ns->lock);
+	free(ns->uri);
 	free(ns);
 }
 
@@ -319,13 +417,52 @@ static int fail(struct nbd_store *ns, char *why, size_t whylen)
 	if (ns->h)
 		lib.close(ns->h);
 	pthread_mutex_destroy(&ns->lock);
+	free(ns->uri);
 	free(ns);
 	return ret;
+}
+
+/* A new handle in ns->h connected to ns->uri within the timeout: 0, or the
+ * error with why[] (the store is lost then, ns->h the failed handle or
+ * NULL). A host that does not answer must not hold the caller for TCP's
+ * minutes. */
+static int ns_connect(struct nbd_store *ns, char *why, size_t whylen)
+{
+	int ret, lost;
+
+	ns->h = lib.create();
+	if (!ns->h) {
+		ret = nbd_err();
+		snprintf(why, whylen, "%s", lib.get_error() ? lib.get_error() : strerror(-ret));
+		ns_lose(ns, ret);
+		return ret;
+	}
+	if (lib.aio_connect_uri(ns->h, ns->uri) < 0) {
+		ret = nbd_err();
+		snprintf(why, whylen, "%s", lib.get_error() ? lib.get_error() : strerror(-ret));
+		ns_lose(ns, ret);
+		return ret;
+	}
+	ret = ns_poll_until(ns, now_ms() + __atomic_load_n(&nbd_timeout_ms, __ATOMIC_RELAXED),
+			    connect_done, 0);
+	if (ret == 0)
+		return 0;
+	lost = store_lost(&ns->st);
+	if (lost == -ETIMEDOUT)
+		snprintf(why, whylen, "no answer from %s within %d ms", ns->uri,
+			 __atomic_load_n(&nbd_timeout_ms, __ATOMIC_RELAXED));
+	else
+		snprintf(why, whylen, "%s",
+			 lib.get_error() ? lib.get_error() : strerror(lost ? -lost : -ret));
+	if (!lost)
+		ns_lose(ns, ret);
+	return lost ? lost : ret;
 }
 
 int store_nbd_open(const char *uri, int writable, struct chunk_store **out, char *why,
 		   size_t whylen)
 {
+	struct od_chunk_header h;
 	struct nbd_store *ns;
 	int64_t size, maxblk;
 	int ro, fl, tr, ret;
@@ -339,27 +476,21 @@ int store_nbd_open(const char *uri, int writable, struct chunk_store **out, char
 		return -ENOMEM;
 	}
 	pthread_mutex_init(&ns->lock, NULL);
-	ns->h = lib.create();
-	if (!ns->h)
-		return fail(ns, why, whylen);
-	/* Connected within the timeout, or not at all: a host that does not
-	 * answer must not hold the caller for TCP's minutes. */
-	if (lib.aio_connect_uri(ns->h, uri) < 0)
-		return fail(ns, why, whylen);
-	ret = ns_poll_until(ns, now_ms() + __atomic_load_n(&nbd_timeout_ms, __ATOMIC_RELAXED),
-			    connect_done, 0);
-	if (ret < 0) {
-		int lost = store_lost(&ns->st);
-		if (lost == -ETIMEDOUT)
-			snprintf(why, whylen, "no answer from %s within %d ms", uri,
-				 __atomic_load_n(&nbd_timeout_ms, __ATOMIC_RELAXED));
-		else
-			snprintf(why, whylen, "%s", lib.get_error() ? lib.get_error()
-								 : strerror(lost ? -lost : -ret));
-		lib.close(ns->h);
+	ns->uri = strdup(uri);
+	if (!ns->uri) {
+		snprintf(why, whylen, "%s", strerror(ENOMEM));
 		pthread_mutex_destroy(&ns->lock);
 		free(ns);
-		return lost ? lost : ret;
+		return -ENOMEM;
+	}
+	ret = ns_connect(ns, why, whylen);
+	if (ret < 0) {
+		if (ns->h)
+			lib.close(ns->h);
+		pthread_mutex_destroy(&ns->lock);
+		free(ns->uri);
+		free(ns);
+		return ret;
 	}
 	size = lib.get_size(ns->h);
 	ro = lib.is_read_only(ns->h);
@@ -377,6 +508,11 @@ int store_nbd_open(const char *uri, int writable, struct chunk_store **out, char
 	ns->max_req = NBD_STORE_MAX_REQUEST;
 	if (maxblk > 0 && (uint64_t)maxblk < ns->max_req)
 		ns->max_req = (size_t)maxblk;
+	if ((uint64_t)size >= OD_BLOCK_SIZE && ns_read_header(ns, &h) == 0) {
+		ns->have_ident = 1;
+		memcpy(ns->ident_uuid, h.volume_uuid, 16);
+		ns->ident_index = h.chunk_index;
+	}
 	*out = &ns->st;
 	return 0;
 }

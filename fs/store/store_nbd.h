@@ -22,9 +22,12 @@ int store_nbd_open(const char *uri, int writable, struct chunk_store **out, char
 
 /* How long connecting, or any one request, may take (milliseconds, for
  * every NBD store of the process; 10 s until set): a server that has not
- * answered by then counts as lost (store_lost), and so does one whose
- * connection closes. Either way the store fails every call from then on;
- * opening it again is the way back. */
+ * answered by then counts as lost (store_lost). A connection that closes
+ * is made again at once, and the command sent again, when every write
+ * answered on it was flushed; with writes not yet flushed (a restarted
+ * server may have lost them), or when the new connection fails, the store
+ * is lost too. A lost store fails every call from then on; opening it
+ * again is the way back. */
 void store_nbd_set_timeout(int ms);
 
 /* 1 when the server exports it read-only, 0 when writes are allowed. */
