@@ -59,11 +59,5 @@ stop_server
 start_server "control = $tmp/control" "chunk 2 = $uri2" "chunk 3 = $uri3"
 check_acked "after a restart"
 stop_server
-fsck_run 0 -n -f "$uri2"
-out_has "0 problems"
-fsck_run 0 -n -f "$uri3"
-out_has "0 problems"
-for c in 0 1; do
-	fsck_run 0 -n -f -c $c "$tmp/volume.img"
-done
+check_all_clean
 echo "nbd-faults: ok"

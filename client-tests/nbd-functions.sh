@@ -127,3 +127,15 @@ check_acked() {
 	done
 	echo "$1: $n answered writes read back"
 }
+
+# check_all_clean: with chunkfsd stopped, every chunk checks clean:
+# chunks 2 and 3 over NBD ($uri2, $uri3), 0 and 1 in the image.
+check_all_clean() {
+	fsck_run 0 -n -f "$uri2"
+	out_has "0 problems"
+	fsck_run 0 -n -f "$uri3"
+	out_has "0 problems"
+	for c in 0 1; do
+		fsck_run 0 -n -f -c $c "$tmp/volume.img"
+	done
+}

@@ -186,11 +186,5 @@ done
 grep -q "chunk 3: its store answers again" "$tmp/server.log" || fail "no log line: 3 back"
 check_acked "chunk 3 back without a control socket"
 stop_server
-fsck_run 0 -n -f "$uri2"
-out_has "0 problems"
-fsck_run 0 -n -f "$uri3"
-out_has "0 problems"
-for c in 0 1; do
-	fsck_run 0 -n -f -c $c "$tmp/volume.img"
-done
+check_all_clean
 echo "nbd-host-death: ok"

@@ -140,11 +140,5 @@ for d in $(seq 1 12); do
 done
 check_acked "both hosts back"
 stop_server
-fsck_run 0 -n -f "$uri2"
-out_has "0 problems"
-fsck_run 0 -n -f "$uri3"
-out_has "0 problems"
-for c in 0 1; do
-	fsck_run 0 -n -f -c $c "$tmp/volume.img"
-done
+check_all_clean
 echo "nbd-netns: ok"

@@ -52,33 +52,35 @@ if step configure sh -c "cd build && ../configure -q --enable-werror" &&
 	fi
 fi
 
-# The library tests again under AddressSanitizer + UndefinedBehaviorSanitizer.
-mkdir -p build-asan
-if step configure-asan sh -c "cd build-asan && ../configure -q --enable-werror --enable-sanitizers" &&
-	step build-asan make -C build-asan -j"$jobs"; then
-	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
-		make -C build-asan -j"$jobs" check-lib
-	if [ -f build-asan/test-suite.log ]; then
-		count build-asan/test-suite.log
-		grep -E '^(FAIL|ERROR)' build-asan/test-suite.log && tail -80 build-asan/test-suite.log
-	else
-		failed=$((failed + 1))
+# sanitized NAME CONFIGURE-OPTION TARGET [VAR=VALUE...]: a build in
+# build-NAME configured with the option, and its make TARGET, run with the
+# variables in its environment, counted.
+sanitized() {
+	name=$1
+	option=$2
+	target=$3
+	shift 3
+	mkdir -p "build-$name"
+	if step "configure-$name" sh -c "cd build-$name && ../configure -q --enable-werror $option" &&
+		step "build-$name" make -C "build-$name" -j"$jobs"; then
+		env "$@" make -C "build-$name" -j"$jobs" "$target"
+		if [ -f "build-$name/test-suite.log" ]; then
+			count "build-$name/test-suite.log"
+			grep -E '^(FAIL|ERROR)' "build-$name/test-suite.log" &&
+				tail -80 "build-$name/test-suite.log"
+		else
+			failed=$((failed + 1))
+		fi
 	fi
-fi
+}
+
+# The library tests again under AddressSanitizer + UndefinedBehaviorSanitizer.
+sanitized asan --enable-sanitizers check-lib ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+	UBSAN_OPTIONS=print_stacktrace=1
 
 # The threaded code under ThreadSanitizer: the library's threaded tests and
 # the client tests that drive the daemon's threads hardest.
-mkdir -p build-tsan
-if step configure-tsan sh -c "cd build-tsan && ../configure -q --enable-werror --enable-tsan" &&
-	step build-tsan make -C build-tsan -j"$jobs"; then
-	make -C build-tsan -j"$jobs" check-threads
-	if [ -f build-tsan/test-suite.log ]; then
-		count build-tsan/test-suite.log
-		grep -E '^(FAIL|ERROR)' build-tsan/test-suite.log && tail -80 build-tsan/test-suite.log
-	else
-		failed=$((failed + 1))
-	fi
-fi
+sanitized tsan --enable-tsan check-threads
 
 # The release tarball builds and passes its own tests (the library's and
 # two client tests: the whole suite ran above).

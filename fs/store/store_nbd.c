@@ -409,16 +409,22 @@ static int load_libnbd(char *why, size_t whylen)
 	return ret;
 }
 
-static int fail(struct nbd_store *ns, char *why, size_t whylen)
+/* A store that did not open: its handle closed, everything freed. */
+static void ns_free(struct nbd_store *ns)
 {
-	int ret = nbd_err();
-
-	snprintf(why, whylen, "%s", lib.get_error() ? lib.get_error() : strerror(-ret));
 	if (ns->h)
 		lib.close(ns->h);
 	pthread_mutex_destroy(&ns->lock);
 	free(ns->uri);
 	free(ns);
+}
+
+static int fail(struct nbd_store *ns, char *why, size_t whylen)
+{
+	int ret = nbd_err();
+
+	snprintf(why, whylen, "%s", lib.get_error() ? lib.get_error() : strerror(-ret));
+	ns_free(ns);
 	return ret;
 }
 
@@ -479,17 +485,12 @@ int store_nbd_open(const char *uri, int writable, struct chunk_store **out, char
 	ns->uri = strdup(uri);
 	if (!ns->uri) {
 		snprintf(why, whylen, "%s", strerror(ENOMEM));
-		pthread_mutex_destroy(&ns->lock);
-		free(ns);
+		ns_free(ns);
 		return -ENOMEM;
 	}
 	ret = ns_connect(ns, why, whylen);
 	if (ret < 0) {
-		if (ns->h)
-			lib.close(ns->h);
-		pthread_mutex_destroy(&ns->lock);
-		free(ns->uri);
-		free(ns);
+		ns_free(ns);
 		return ret;
 	}
 	size = lib.get_size(ns->h);
