@@ -134,15 +134,14 @@ for r in $(seq 1 "$rounds"); do
 done
 
 median() { tr ' ' '\n' | grep . | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-printf "%-16s %3s %14s %14s %8s\n" test qd local nbd nbd/local
+printf "%-16s %3s %14s %14s %-10s %8s\n" test qd local nbd unit nbd/local
 for qd in $qds; do
 	for t in $tests; do
 		l=$(echo "${rate[local.$t.$qd]:-}" | median)
 		n=$(echo "${rate[nbd.$t.$qd]:-}" | median)
 		[ -n "$l" ] && [ -n "$n" ] || continue
-		printf "%-16s %3s %14s %14s %8s\n" "$t" "$qd" "$l" "$n" \
+		printf "%-16s %3s %14s %14s %-10s %8s\n" "$t" "$qd" "$l" "$n" "${unitof[$t]}" \
 			"$(awk -v a="$n" -v b="$l" 'BEGIN { printf "%.2f", b ? a / b : 0 }')"
 	done
 done
-echo "(rates in ${unitof[create]:-ops/s} for name operations, MiB/s for seqwrite and seqread:"
-echo " medians of $rounds rounds; the unit of each line is nfs_bench's)"
+echo "(medians of $rounds rounds, in nfs_bench's unit for each test)"
