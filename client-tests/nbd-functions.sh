@@ -24,7 +24,9 @@ stop_all() {
 # placed_volume SEED_BYTES: twelve directories d1..d12 with a seed file of
 # SEED_BYTES random bytes each ($tmp/tree), spread by mkfs over four 64 MiB
 # chunks ($tmp/volume.img), and chunks 2 and 3 copied out to $tmp/c2.img
-# and $tmp/c3.img, to be served elsewhere. $tmp/acked is made for put.
+# and $tmp/c3.img, to be served elsewhere. $tmp/acked is made for put;
+# $dirs0 .. $dirs3 list the directories whose inode is in each chunk (read
+# from the image by tests/fsck_damage).
 placed_volume() {
 	mkdir -p "$tmp/tree" "$tmp/acked"
 	for d in $(seq 1 12); do
@@ -32,6 +34,16 @@ placed_volume() {
 		head -c "$1" /dev/urandom >"$tmp/tree/d$d/seed"
 	done
 	make_volume -s 64M -n 4 -d "$tmp/tree"
+	dirs0= dirs1= dirs2= dirs3=
+	for d in $(seq 1 12); do
+		c=$(echo "print mapof /d$d loc.chunk" | "$builddir/tests/fsck_damage" \
+			"$tmp/volume.img" | sed -n 's/.* = //p')
+		case $c in
+		0 | 1 | 2 | 3) eval "dirs$c=\"\$dirs$c $d\"" ;;
+		*) fail "where is d$d: '$c'" ;;
+		esac
+	done
+	[ -n "$dirs2" ] && [ -n "$dirs3" ] || fail "no directory in chunk 2 or 3: $dirs2 / $dirs3"
 	for c in 2 3; do
 		dd if="$tmp/volume.img" of="$tmp/c$c.img" bs=1M skip=$((c * 64)) count=64 \
 			conv=sparse status=none || fail "dd chunk $c out"

@@ -101,8 +101,8 @@ check_acked "both hosts up"
 # 1. Host 2 cut off.
 ip link set "ck$$v2" down || fail "cutting host 2 off"
 tcut=$(date +%s)
-for d in $(seq 1 12); do
-	put "$d" cut w
+for d in $dirs2; do
+	put "$d" cut w && fail "d$d (in chunk 2) took a write with its host cut off"
 	[ "$(chunk_field 2 online)" = False ] && break
 done
 wait_field 2 online False $((2 * TIMEOUT + 10))
