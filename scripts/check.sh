@@ -56,18 +56,20 @@ fi
 # build-NAME configured with the option, and its make TARGET, run with the
 # variables in its environment, counted.
 sanitized() {
-	name=$1
-	option=$2
-	target=$3
+	# (san_: step() sets $name, and sh has no locals)
+	san_name=$1
+	san_dir=build-$1
+	san_option=$2
+	san_target=$3
 	shift 3
-	mkdir -p "build-$name"
-	if step "configure-$name" sh -c "cd build-$name && ../configure -q --enable-werror $option" &&
-		step "build-$name" make -C "build-$name" -j"$jobs"; then
-		env "$@" make -C "build-$name" -j"$jobs" "$target"
-		if [ -f "build-$name/test-suite.log" ]; then
-			count "build-$name/test-suite.log"
-			grep -E '^(FAIL|ERROR)' "build-$name/test-suite.log" &&
-				tail -80 "build-$name/test-suite.log"
+	mkdir -p "$san_dir"
+	if step "configure-$san_name" sh -c "cd $san_dir && ../configure -q --enable-werror $san_option" &&
+		step "build-$san_name" make -C "$san_dir" -j"$jobs"; then
+		env "$@" make -C "$san_dir" -j"$jobs" "$san_target"
+		if [ -f "$san_dir/test-suite.log" ]; then
+			count "$san_dir/test-suite.log"
+			grep -E '^(FAIL|ERROR)' "$san_dir/test-suite.log" &&
+				tail -80 "$san_dir/test-suite.log"
 		else
 			failed=$((failed + 1))
 		fi
