@@ -686,7 +686,13 @@ static void watch_stores(struct control *ctl)
 		char why[256];
 		int state;
 		if (fs_chunk_info(v, i, &ci) < 0 || ci.online || !ci.lost_store) {
+			/* (back by other means, chunkfsctl online: a probe's
+			 * answer from before is no news for a later loss) */
 			ctl->reconnect_wait[i] = 0;
+			pthread_mutex_lock(&ctl->lock);
+			if (ctl->probe[i] != PROBE_RUNNING)
+				ctl->probe[i] = PROBE_IDLE;
+			pthread_mutex_unlock(&ctl->lock);
 			continue;
 		}
 		clock_gettime(CLOCK_MONOTONIC, &now);

@@ -517,6 +517,12 @@ int store_nbd_open(const char *uri, int writable, struct chunk_store **out, char
 		memcpy(ns->ident_uuid, h.volume_uuid, 16);
 		ns->ident_index = h.chunk_index;
 	}
+	if (store_lost(&ns->st)) { /* its first read was not answered in time */
+		snprintf(why, whylen, "no answer from %s within %d ms", uri,
+			 __atomic_load_n(&nbd_timeout_ms, __ATOMIC_RELAXED));
+		ns_free(ns);
+		return -ETIMEDOUT;
+	}
 	*out = &ns->st;
 	return 0;
 }
