@@ -151,3 +151,19 @@ check_all_clean() {
 		fsck_run 0 -n -f -c $c "$tmp/volume.img"
 	done
 }
+
+# offline_within WHAT: after chunk 2's server was made silent (WHAT says
+# how) at $tcut: writes into chunk 2's directories ($dirs2) fail until the
+# chunk is offline, which must be at most 2 x $TIMEOUT s after $tcut by
+# the daemon's own clock (offline_since, in seconds: the tools that look
+# take their own time).
+offline_within() {
+	for d in $dirs2; do
+		put "$d" silent w && fail "d$d (in chunk 2) took a write after $1"
+		[ "$(chunk_field 2 online)" = False ] && break
+	done
+	wait_field 2 online False $((2 * TIMEOUT + 10))
+	since=$(chunk_field 2 offline_since)
+	echo "chunk 2 offline $((since - tcut)) s after $1 (nbd_timeout $TIMEOUT s)"
+	[ $((since - tcut)) -le $((2 * TIMEOUT)) ] || fail "chunk 2 took $((since - tcut)) s"
+}

@@ -505,18 +505,6 @@ static int sync_once(struct fs_volume *v)
 	return ret;
 }
 
-/* Is any online chunk's store without its server? */
-static int any_store_lost(struct fs_volume *v)
-{
-	int lost = 0;
-
-	vol_lock(v);
-	for (uint32_t i = 0; i < v->nchunks && !lost; i++)
-		lost = !v->chunks[i].offline && store_lost(v->chunks[i].store);
-	vol_unlock(v);
-	return lost;
-}
-
 int fs_sync(struct fs_volume *v)
 {
 	int ret;
@@ -528,8 +516,8 @@ int fs_sync(struct fs_volume *v)
 	 * others from it: it goes offline with its uncommitted changes, and
 	 * the rest is committed. This sync still failed: what it was to make
 	 * durable may have been in that chunk (fs_drop_count moved). */
-	if (ret < 0 && any_store_lost(v))
-		fs_offline_lost_stores(v);
+	if (ret < 0)
+		fs_offline_lost_stores(v); /* (none lost: one look, nothing done) */
 	return ret;
 }
 
