@@ -43,8 +43,8 @@ for d in $(seq 1 12); do
 done
 check_acked "all four chunks serving"
 
-# 0. Chunk 3's server restarted between commits (every write flushed, the
-# catch-ups too): the next command reconnects and goes on, and chunk 3
+# 0. Chunk 3's server restarted between commits (every write flushed, both
+# copies): the next command reconnects and goes on, and chunk 3
 # never goes offline.
 sleep 3
 kill -KILL "$pid3"

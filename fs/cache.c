@@ -1,6 +1,6 @@
 /* The block cache of metadata units: lookup by (chunk, block), LRU eviction
- * within a memory bound, and verified reads that take the copy holding the
- * last committed version and heal a bad copy from the other. Writing dirty
+ * within a memory bound, and verified reads that compare both copies, serve
+ * the newer whole one and heal the other from it. Writing dirty
  * units out is the transaction's job (txn.c). */
 #include "config.h"
 
@@ -125,21 +125,41 @@ static int buf_insert(struct chunk *c, uint32_t block, uint32_t units, struct bu
 	return 0;
 }
 
-static int unit_matches(const struct chunk *c, const uint8_t *data, uint32_t block, uint32_t units)
+/* The txid of a copy that is a whole unit of c at block, or 0. */
+static uint64_t unit_txid(const struct chunk *c, const uint8_t *data, uint32_t block,
+			  uint32_t units)
 {
 	struct od_mb_header h;
 
 	if (od_verify(data, (size_t)units * OD_BLOCK_SIZE) < 0)
 		return 0;
 	od_get_mb_header(data, &h);
-	return h.chunk == c->index && h.block == block;
+	return h.chunk == c->index && h.block == block ? (h.txid ? h.txid : 1) : 0;
 }
 
+/* Read copy (0 or 1) of a unit into data: its txid (0: not a whole unit),
+ * or -EIO when the chunk's store lost its server. */
+static int64_t read_copy(struct chunk *c, uint8_t *data, uint32_t block, uint32_t units, int copy)
+{
+	int ret = store_pread(c->store, data, (size_t)units * OD_BLOCK_SIZE,
+			     (uint64_t)(copy ? chunk_mirror(c, block) : block) * OD_BLOCK_SIZE);
+
+	if (ret < 0)
+		return store_lost(c->store) ? -EIO : 0;
+	return (int64_t)unit_txid(c, data, block, units);
+}
+
+/* Both copies are read: after every answered transaction they carry the
+ * same txid (fs/txn.c), so one that does not verify, or carries an older
+ * txid (a lost or misdirected write), is damage. The newer whole copy is
+ * served, and the other rewritten first by the next transaction. */
 int buf_read(struct chunk *c, uint32_t block, uint32_t units, struct buf **out)
 {
 	size_t len = (size_t)units * OD_BLOCK_SIZE;
 	struct buf *b = cache_find(c, block);
-	int first, ret;
+	uint8_t *other = NULL;
+	int64_t t0, t1 = 0;
+	int ret;
 
 	if (b) {
 		if (b->units != units)
@@ -159,42 +179,47 @@ int buf_read(struct chunk *c, uint32_t block, uint32_t units, struct buf **out)
 	ret = buf_insert(c, block, units, &b);
 	if (ret < 0)
 		return ret;
-	first = txn_current_copy(c, block);
-	ret = store_pread(c->store, b->data, len,
-			  (uint64_t)(first ? chunk_mirror(c, block) : block) * OD_BLOCK_SIZE);
-	if (ret == 0 && unit_matches(c, b->data, block, units))
-		goto ok;
-	if (ret < 0 && store_lost(c->store))
+	if ((t0 = read_copy(c, b->data, block, units, 0)) < 0)
 		goto gone;
-	/* The other copy is an older version while the last transaction's
-	 * catch-up is pending: it must not be taken for the current one. */
-	if ((c->hdr.flags & OD_CHF_SINGLE_COPY) || first)
+	if (c->hdr.flags & OD_CHF_SINGLE_COPY) {
+		if (t0)
+			goto ok;
 		goto bad;
-	for (uint32_t i = 0; i < c->nlast; i++)
-		if (c->last[i].block == block)
-			goto bad;
-	/* The first copy is unreadable or fails its checksum: try the mirror,
-	 * and if it is good, write it back over the bad one at the next sync. */
-	ret = store_pread(c->store, b->data, len, (uint64_t)chunk_mirror(c, block) * OD_BLOCK_SIZE);
-	if (ret == 0 && unit_matches(c, b->data, block, units)) {
-		c->healed++;
-		b->heal_copy = 0;
-		buf_dirty(b);
-		goto ok;
 	}
-	if (ret < 0 && store_lost(c->store))
+	other = malloc(len);
+	if (!other) {
+		ret = -ENOMEM;
+		goto fail;
+	}
+	if ((t1 = read_copy(c, other, block, units, 1)) < 0)
 		goto gone;
+	if (!t0 && !t1)
+		goto bad;
+	if (t0 == t1)
+		goto ok;
+	c->healed++;
+	b->heal_copy = t1 > t0 ? 0 : 1;
+	if (t1 > t0)
+		memcpy(b->data, other, len);
+	buf_dirty(b);
+	goto ok;
 bad:
 	c->bad_both++;
 	c->hdr.state = OD_STATE_NEEDS_REPAIR;
 	c->header_dirty = 1;
+	ret = -EIO;
+	goto fail;
 gone:
 	/* (a store that lost its server says nothing about the copies: the
 	 * chunk goes offline, fs_offline_lost_stores, not to repair) */
+	ret = -EIO;
+fail:
+	free(other);
 	b->refs = 0;
 	buf_destroy(c->vol, b);
-	return -EIO;
+	return ret;
 ok:
+	free(other);
 	*out = b;
 	return 0;
 }

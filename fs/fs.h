@@ -153,6 +153,8 @@ struct fs_recovery_stats {
 	uint32_t lists_read;
 	uint32_t units_copied;  /* metadata copies rewritten */
 	uint32_t damaged;       /* units whose surviving copy failed its checksum */
+	uint32_t healed;        /* committed units taken from their second copy */
+	int marked;             /* a second copy carried the newest transaction */
 };
 
 /* Health counters of an open volume. */
@@ -161,11 +163,10 @@ struct fs_counters {
 	uint64_t healed;             /* reads that found one bad copy and rewrote it */
 	uint64_t unreadable;         /* reads that found both copies bad */
 	uint32_t chunks_needing_repair;
-	uint32_t catchup_units;      /* written once by the last transaction, the
-				      * other copy waiting for the next one */
 	uint64_t txns;               /* transactions committed since open */
-	uint64_t txns_one_flush;     /* ... of those, written behind one flush */
-	uint64_t catchups_held;      /* catch-ups those held back (named, not written) */
+	uint64_t txns_one_flush;     /* ... of those, lists and first copies behind one flush */
+	uint64_t txn_flushes;        /* flushes those took */
+	uint64_t held_named;         /* units their lists named without writing them */
 	struct fs_recovery_stats recovery;
 };
 
@@ -277,9 +278,8 @@ int fs_chunk_online(struct fs_volume *vol, uint32_t chunk, fs_chunk_check_fn che
  * inode area up to their watermarks, then the directory and extent units
  * of the metadata zone (found through the bitmap and their headers). Each
  * unit's copies are checked (checksum, magic, type, units, chunk, block)
- * and held against the transaction rule: a unit the chunk's last
- * transaction wrote has one current copy (the other awaits its catch-up
- * and is not judged); any other unit has both copies equal. A bad copy is
+ * and held against the transaction rule: every unit has both copies
+ * equal (a transaction writes both before it is answered). A bad copy is
  * queued for rewrite from the good one through the cache, so it goes out
  * with the next transaction; a unit without a good copy is counted and
  * its chunk marked needs-repair. Offline and single-copy chunks are
@@ -293,7 +293,8 @@ struct fs_scrub_result {
 	uint32_t bad;              /* copies found bad (checksum, header, stale) */
 	uint32_t healed;           /* ... of those, queued for rewrite */
 	uint32_t both_bad;         /* units without a good copy */
-	uint32_t pending;          /* units with a catch-up pending: current copy only */
+	uint32_t pending;          /* (always 0: no answered transaction leaves copies apart;
+				    * kept for the cursor file and status fields) */
 	uint32_t skipped;          /* units changed in memory: not judged this pass */
 	uint32_t lists_bad;        /* newest dirty lists that no longer verify */
 	uint32_t probed;           /* zone blocks read that were data, not units */

@@ -39,9 +39,8 @@ struct buf {
 	struct buf *dirty_prev, *dirty_next; /* on the volume's dirty list while dirty */
 };
 
-/* A unit whose two copies differ: copy "copy" holds the committed version.
- * age: transactions since the one that wrote it (its catch-up is held
- * back while it is below TXN_HOLD_MAX, fs/txn.c). */
+/* A unit named by a dirty list, and the copy its transaction wrote first
+ * (held: the copy named). age: transactions since one wrote it. */
 struct dl_entry {
 	uint32_t block;
 	uint16_t units;
@@ -86,11 +85,8 @@ struct chunk {
 	uint32_t *free_slots;         /* free inode-area slots below the watermark */
 	uint32_t nfree_slots, cap_free_slots;
 
-	/* Units written by the last transaction here, sorted by block. */
-	struct dl_entry *last;
-	uint32_t nlast;
-	/* The newest list on disk here: every unit it names (changed or
-	 * caught up) with the copy written, sorted by block, from transaction
+	/* The newest list on disk here: every unit it names with the copy
+	 * written first, sorted by block, from transaction
 	 * ondisk_txid (0: not known, as after open, offline or a failed
 	 * write). It decides whether a transaction may take one flush (txn.c). */
 	struct dl_entry *ondisk;
@@ -135,8 +131,9 @@ struct fs_volume {
 	 * the next one flushes them before its units (txn.c). */
 	int data_written;
 	uint64_t txns, txns_one_flush; /* committed, and of those with one flush */
+	uint64_t txn_flushes;          /* flushes the committed ones took */
+	uint64_t held_named;           /* held entries they named */
 	uint64_t drops;               /* chunks forced offline with changes dropped */
-	uint64_t catchups_held;        /* held entries in committed transactions */
 
 	/* Spare buffers for the copies a transaction writes, by unit size in
 	 * blocks (txn.c; under the lock). */
@@ -196,7 +193,8 @@ struct txn {
 	uint64_t txid;
 	struct chunk_txn *ct;
 	uint32_t nchunks, nparts; /* nparts 0: nothing to write */
-	int one_flush;            /* lists and units behind a single flush */
+	int one_flush;            /* lists and first copies behind a single flush */
+	uint32_t flushes;         /* taken so far */
 	int io_done, io_ret, finished;
 };
 int txn_prepare(struct fs_volume *v, struct txn *t);
@@ -208,22 +206,16 @@ int txn_recover(struct fs_volume *v, struct fs_recovery_stats *st);
  * copies of every unit agree. -EUCLEAN when the list is newer than the
  * volume (not this volume's doing: the chunk needs fsck). */
 int txn_settle_chunk(struct fs_volume *v, struct chunk *c);
-/* A chunk about to go offline, everything committed and caught up (its
- * "last" empty): a transaction of its own whose list there names nothing,
- * so that nothing on it is pending and a check finds both copies of every
- * unit equal. -EBUSY while catch-ups are pending. */
+/* A chunk about to go offline, everything committed: a transaction of its
+ * own whose list there names nothing, so that nothing on it is pending and
+ * a check finds both copies of every unit equal. */
 int txn_empty_list(struct fs_volume *v, struct chunk *c);
 /* c's newest list on disk is no longer known (spent, or c went offline). */
 void txn_forget_ondisk(struct chunk *c);
 void txn_free_spares(struct fs_volume *v);
-/* At a clean close, after the last transaction: its units' other copies
- * are caught up and every list is cleared, so nothing is left to replay
- * and fsck finds every chunk clean. */
+/* At a clean close, after the last transaction: every list is cleared, so
+ * nothing is left to replay and fsck finds every chunk clean. */
 int txn_settle_all(struct fs_volume *v);
-int txn_current_copy(const struct chunk *c, uint32_t block);
-/* Are block's two copies apart (a unit of "last")? 1 and *copy, the one
- * holding the last committed version, or 0. */
-int txn_copies_apart(const struct chunk *c, uint32_t block, int *copy);
 /* The chunk's newest list on disk, as this session wrote it, read back:
  * 0 it verifies, 1 none is known (nothing to check), -EBADMSG damaged
  * (forgotten then: the chunk's next transaction takes two flushes). */

@@ -70,13 +70,11 @@ int fs_chunk_offline(struct fs_volume *v, uint32_t i, int force, char *why, size
 		goto out;
 	}
 	/* Every operation runs under the volume lock: holding it, none is in
-	 * flight. What they changed is committed before the chunk goes, its
-	 * catch-ups too (a second sync: the first may hold some back), and
-	 * its newest list then names nothing: a check of the chunk finds
-	 * both copies of every unit equal, and reports any difference. */
+	 * flight. What they changed is committed (both copies) before the
+	 * chunk goes, and its newest list then names nothing: a check of the
+	 * chunk finds both copies of every unit equal, and reports any
+	 * difference. */
 	ret = vol_sync(v, 0);
-	if (ret == 0 && c->nlast)
-		ret = vol_sync(v, 0);
 	if (ret == 0)
 		ret = txn_empty_list(v, c);
 	if (ret < 0 && !force) {
@@ -103,9 +101,6 @@ int fs_chunk_offline(struct fs_volume *v, uint32_t i, int force, char *why, size
 	chunk_unload(c);
 	/* The last transaction's list stays on the chunk: bringing it back
 	 * (or fsck) settles it. Until then it takes no part in any. */
-	free(c->last);
-	c->last = NULL;
-	c->nlast = 0;
 	txn_forget_ondisk(c);
 	c->offline_since = time(NULL);
 	snprintf(c->why_offline, sizeof(c->why_offline), "taken offline%s",

@@ -14,12 +14,9 @@
  * else data. Units placed past the zone (only once it is full) are not
  * walked: fsck --both-copies covers them.
  *
- * The rule (doc/format.md §10-11): a unit the chunk's last transaction
- * wrote ("last": its copies are apart) has one current copy, the one that
- * transaction wrote; the other holds an older version or, for a unit new
- * in it, nothing, until its catch-up (held back or not yet run): only the
- * current copy is judged. Any other unit has both copies valid and equal
- * but for txid and crc; a valid copy that differs is stale (a lost
+ * The rule (doc/format.md §10-11): every transaction writes both copies
+ * of its units before it is answered, so every unit has both copies valid
+ * and equal but for crc; a valid copy that differs is stale (a lost
  * write) and the one with the greater txid is taken. A unit changed in
  * memory (dirty) or being written is skipped: the next transaction writes
  * it anyway. */
@@ -132,7 +129,7 @@ static int scrub_unit(struct scrub *s, uint32_t block, uint32_t units, uint16_t 
 	struct chunk *c = s->c;
 	size_t len = (size_t)units * OD_BLOCK_SIZE;
 	struct buf *b = buf_peek(c, block);
-	int ok[2], cur, ret;
+	int ok[2], ret;
 
 	if (b && (b->dirty || b->pinned || b->units != units)) {
 		s->res->skipped++;
@@ -148,23 +145,6 @@ static int scrub_unit(struct scrub *s, uint32_t block, uint32_t units, uint16_t 
 	s->res->units++;
 	s->res->bytes += 2 * len;
 	c->scrub_units++;
-	if (txn_copies_apart(c, block, &cur)) {
-		if (ok[cur]) {
-			s->res->pending++;
-			return 0;
-		}
-		/* The last committed version: in memory, or lost. Dirtied,
-		 * the next transaction writes it to the other copy, and the
-		 * one after catches this one up. */
-		count_bad(s);
-		if (!b) {
-			count_both_bad(s);
-			return 0;
-		}
-		buf_dirty(b);
-		count_healed(s);
-		return 0;
-	}
 	if (!ok[0] && !ok[1]) {
 		count_bad(s);
 		count_bad(s);
@@ -176,8 +156,8 @@ static int scrub_unit(struct scrub *s, uint32_t block, uint32_t units, uint16_t 
 		int stale;
 		if (same_version(s->copy[0], s->copy[1], len))
 			return 0;
-		/* Both whole, different versions, and no transaction left
-		 * them apart: one missed a write. The cached unit, else the
+		/* Both whole, different versions (no answered transaction
+		 * leaves them apart): one missed a write. The cached unit, else the
 		 * greater txid, is the current one. */
 		t0 = txid_of(s->copy[0]);
 		t1 = txid_of(s->copy[1]);

@@ -1,44 +1,51 @@
 /* Transactions over doubled metadata, and recovery. A sync is one
  * transaction T over every chunk it touches:
  *   1. each chunk's dirty list (area T % 2) names the units T writes and
- *      which copy of each; every list, and all data written since the last
- *      sync, is flushed;
- *   2. T writes one copy of each unit: the copy that does not hold the last
- *      committed version; a flush. T is committed when every written copy
- *      of every participant verifies with txid T: there is no separate
- *      commit record, so there is nothing to tear;
- *   3. the other copies catch up in the next transaction (a unit written in
- *      every transaction alternates copies and is never written twice).
+ *      the copy of each T writes first; every list, and all data written
+ *      since the last sync, is flushed;
+ *   2. T writes that copy of each unit; a flush. T is committed when every
+ *      such copy of every participant verifies with txid T: there is no
+ *      separate commit record, so there is nothing to tear;
+ *   3. T writes the other copy of each unit with the same bytes (txid T);
+ *      a flush. Only then are T's calls answered: every change a client
+ *      was told about is on disk twice, so damage to one copy at any
+ *      moment loses none of it.
+ * The commit mark. A second copy carrying txid T is written only after
+ * every first copy of T is durable, so no crash can leave one: recovery
+ * and fsck that find any unit's second copy with txid T know T committed,
+ * and take a first copy that no longer verifies (a bad sector, not a torn
+ * write) from its second copy instead of rolling T back. Without a mark,
+ * a first copy that does not verify is a torn write: T is rolled back,
+ * and none of its calls was answered.
  * Recovery reads only the dirty lists and the units they name: the last
- * transaction is rolled forward (written copy over the other) when it
- * committed, back (other copy over the written one) when it did not.
+ * transaction is rolled forward (the first copy over the other) when it
+ * committed, back (the other copy over the first) when it did not. After
+ * every answered transaction both copies of every unit agree.
  *
- * One flush: steps 1 and 2 share a single flush when a crash that lands
- * some units of T and not its lists is still undone by recovery. It is,
- * when every participant's newest list on disk is T-1's (in the other
- * area, which T does not touch) and names every unit T writes there, at
- * the copy T does not write: recovery then finds T-1 newest where T's
- * list is missing, T-1 committed (T wrote none of its copies), and its
- * roll forward overwrites every copy T wrote; where T's list did land, T
- * is rolled back or forward as with two flushes. A unit T-1 did not name,
- * a participant that sat T-1 out, or data blocks written since the last
- * transaction (they must be durable before the metadata pointing at them)
- * take the two flushes. Hot units (a directory taking creates, its map
- * block, the chunk header) are named by every transaction, so a stream of
- * metadata changes commits with one flush each.
+ * One flush for steps 1 and 2, when a crash that lands some units of T and
+ * not its lists is still undone by recovery. It is, when every
+ * participant's newest list on disk is T-1's (in the other area, which T
+ * does not touch) and names every unit T writes there, at the copy T does
+ * not write first: recovery then finds T-1 newest where T's list is
+ * missing, T-1 committed, and its roll forward overwrites every copy T
+ * wrote. Copies are chosen by txid parity, so a unit changed by T-1 and T
+ * qualifies. A unit T-1 did not name, a participant that sat T-1 out, or
+ * data blocks written since the last transaction (they must be durable
+ * before the metadata pointing at them) take the separate flush. Hot units
+ * (a directory taking creates, its map block, the chunk header) are named
+ * by every transaction, so a stream of metadata changes commits with two
+ * flushes each.
  *
- * Held catch-ups. A unit T-1 changed and T does not is not always caught
- * up by T: when T writes a list in that chunk anyway, T names it as held
- * (OD_DLE_HELD: not written; its named copy is the current one, which
- * recovery copies over the other whatever became of T) and leaves the
- * copies apart, for at most TXN_HOLD_MAX transactions. A stream that
- * changes a few units by turns (a CREATE, then a WRITE to the new file,
- * then the next CREATE) then writes each of them once per change instead
- * of twice, and every unit it changes is named by the list before, so
- * its transactions take one flush. Every list names every unit whose
- * copies are apart, so recovery from the newest list alone still finds
- * them all. A unit is held only while its blocks are in use: once freed
- * they may take another unit, which the held name must not overwrite. */
+ * Held entries. A unit T-1 changed and T does not is still named by T's
+ * list when T writes one in that chunk anyway: as held (OD_DLE_HELD: not
+ * written; both its copies hold the current version, and the named one,
+ * T's parity, is copied over the other by recovery whatever became of T),
+ * for at most TXN_HOLD_MAX transactions. A stream that changes a few units
+ * by turns (a CREATE in one directory, then in another, as several
+ * clients do) then finds each unit it changes named by the list before,
+ * and its transactions take two flushes instead of three. A unit is held
+ * only while its blocks are in use: once freed they may take another
+ * unit, which the held name must not overwrite. */
 #include "config.h"
 
 #include <errno.h>
@@ -48,7 +55,7 @@
 #include "fs/internal.h"
 
 #define DL_ENTRY_SIZE 8u
-#define TXN_HOLD_MAX 32u    /* transactions a catch-up may be held back */
+#define TXN_HOLD_MAX 32u    /* transactions a unit stays named after its change */
 #define TXN_HOLD_UNITS 64u  /* held entries in one chunk's list, at most */
 #define DL_FIRST_HEADER 16u /* nblocks, nentries, nparts, reserved */
 
@@ -84,24 +91,6 @@ static const struct dl_entry *entry_find(const struct dl_entry *e, uint32_t n, u
 	return NULL;
 }
 
-/* The copy of block holding its last committed version (0 or 1). */
-int txn_current_copy(const struct chunk *c, uint32_t block)
-{
-	const struct dl_entry *e = entry_find(c->last, c->nlast, block);
-
-	return e ? e->copy : 0;
-}
-
-int txn_copies_apart(const struct chunk *c, uint32_t block, int *copy)
-{
-	const struct dl_entry *e = entry_find(c->last, c->nlast, block);
-
-	if (!e)
-		return 0;
-	*copy = e->copy;
-	return 1;
-}
-
 void txn_forget_ondisk(struct chunk *c)
 {
 	free(c->ondisk);
@@ -124,11 +113,10 @@ static int cmp_entry(const void *a, const void *b)
 struct pending {
 	uint32_t block;
 	uint16_t units;
-	uint8_t copy;       /* which copy this transaction writes */
-	uint8_t changed;    /* a dirty unit (else a catch-up of the last transaction) */
-	uint8_t held;       /* named, not written: a held catch-up (data NULL) */
+	uint8_t copy;       /* which copy this transaction writes first (held: names) */
+	uint8_t held;       /* named, not written: a held entry (data NULL) */
+	uint8_t age;        /* of a held one: its age in the chunk's "recent" */
 	uint8_t fresh;      /* the buffer's fresh: no committed state uses its blocks */
-	uint8_t age;        /* of a held one: its age in the chunk's "last" */
 	int heal_copy;      /* the buffer's heal_copy, given back if the write fails */
 	uint8_t *data;      /* sealed with the transaction's txid; owned */
 };
@@ -186,10 +174,9 @@ static int pend_room(struct chunk_txn *ct)
 
 /* Queue a unit whose content is data (units blocks, sealed here). */
 static int pend_push(struct chunk_txn *ct, uint32_t block, uint16_t units, const uint8_t *data,
-		     int changed, int heal_copy, uint64_t txid)
+		     int heal_copy, uint64_t txid)
 {
 	size_t len = (size_t)units * OD_BLOCK_SIZE;
-	const struct dl_entry *e;
 	struct od_mb_header h;
 	struct pending *p;
 
@@ -206,26 +193,28 @@ static int pend_push(struct chunk_txn *ct, uint32_t block, uint16_t units, const
 	od_seal(p->data, len);
 	p->block = block;
 	p->units = units;
-	p->changed = (uint8_t)changed;
 	p->held = 0;
-	p->fresh = 0;
 	p->age = 0;
+	p->fresh = 0;
 	p->heal_copy = heal_copy;
-	e = entry_find(ct->c->last, ct->c->nlast, block);
-	/* Not the copy holding the last committed version; when both hold it,
-	 * the one on the side of this transaction's list (dl_area): the chunk
-	 * header, the list's neighbour, then goes out in the same write. */
-	p->copy = e ? (uint8_t)(1 - e->copy) : (uint8_t)(txid & 1);
+	/* First the copy on the side of this transaction's list (dl_area):
+	 * the chunk header, the list's neighbour, then goes out in the same
+	 * write, and a unit T-1 wrote is written at the other copy first. A
+	 * bad copy is rewritten first: the good one stays whole until the new
+	 * version is durable. */
+	p->copy = (uint8_t)(txid & 1);
 	if (heal_copy >= 0)
-		p->copy = (uint8_t)heal_copy; /* rewrite the bad copy */
+		p->copy = (uint8_t)heal_copy;
 	if (ct->c->hdr.flags & OD_CHF_SINGLE_COPY)
 		p->copy = 0;
 	ct->n++;
 	return 0;
 }
 
-/* Name e's unit in the list without writing it: a held catch-up. */
-static int pend_hold(struct chunk_txn *ct, const struct dl_entry *e)
+/* Name e's unit in the list without writing it: a held entry, at the copy
+ * this transaction writes first, so that the next one, writing the other
+ * copy first, may take one flush (the top of the file). */
+static int pend_hold(struct chunk_txn *ct, const struct dl_entry *e, uint64_t txid)
 {
 	struct pending *p;
 
@@ -235,11 +224,46 @@ static int pend_hold(struct chunk_txn *ct, const struct dl_entry *e)
 	memset(p, 0, sizeof(*p));
 	p->block = e->block;
 	p->units = e->units;
-	p->copy = e->copy;
+	p->copy = (uint8_t)(txid & 1);
 	p->held = 1;
 	p->age = e->age;
 	p->heal_copy = -1;
 	return 0;
+}
+
+/* May e, named by the chunk's newest list, be named once more? The chunk writes a list anyway (units of its
+ * own are queued), the unit is not written by this transaction, and its
+ * blocks are still in use (freed, they may take another unit, which the
+ * held name must not overwrite). */
+static int may_hold(const struct chunk_txn *ct, const struct dl_entry *e, uint32_t nheld)
+{
+	struct chunk *c = ct->c;
+	const struct buf *b = buf_peek(c, e->block);
+
+	if (!(c->hdr.feature_incompat & OD_FEATURE_INCOMPAT_HELD_ENTRIES) || !c->bitmap ||
+	    ct->single_copy || e->age >= TXN_HOLD_MAX || nheld >= TXN_HOLD_UNITS ||
+	    (b && b->dirty))
+		return 0;
+	for (uint32_t k = e->block; k < e->block + e->units; k++)
+		if (!bitmap_test(c, k))
+			return 0;
+	return 1;
+}
+
+static int add_held(struct chunk_txn *ct, uint64_t txid)
+{
+	struct chunk *c = ct->c;
+	uint32_t nheld = 0;
+	int ret = 0;
+
+	if (!ct->n)
+		return 0;
+	for (uint32_t i = 0; i < c->nondisk && ret == 0; i++)
+		if (may_hold(ct, &c->ondisk[i], nheld)) {
+			ret = pend_hold(ct, &c->ondisk[i], txid);
+			nheld++;
+		}
+	return ret;
 }
 
 static int write_list(struct chunk_txn *ct, uint64_t txid, uint32_t nparts)
@@ -292,75 +316,6 @@ static int write_list(struct chunk_txn *ct, uint64_t txid, uint32_t nparts)
 	return 0;
 }
 
-/* The copy e names of its unit, verified, into *buf (grown to *cap). */
-static int read_named_copy(struct chunk *c, const struct dl_entry *e, uint8_t **buf, size_t *cap)
-{
-	size_t len = (size_t)e->units * OD_BLOCK_SIZE;
-	int ret;
-
-	if (len > *cap) {
-		uint8_t *n = realloc(*buf, len);
-		if (!n)
-			return -ENOMEM;
-		*buf = n;
-		*cap = len;
-	}
-	ret = store_pread(c->store, *buf, len, copy_offset(c, e->block, e->copy));
-	if (ret == 0 && od_verify(*buf, len) < 0)
-		ret = -EIO;
-	return ret;
-}
-
-/* May e's catch-up be held back once more? (the top of the file) The
- * chunk writes a list anyway (units of its own are queued), and the
- * unit's blocks are still in use. */
-static int may_hold(const struct chunk_txn *ct, const struct dl_entry *e, uint32_t nheld)
-{
-	const struct chunk *c = ct->c;
-
-	if (!(c->hdr.feature_incompat & OD_FEATURE_INCOMPAT_HELD_ENTRIES) || !c->bitmap ||
-	    e->age >= TXN_HOLD_MAX || nheld >= TXN_HOLD_UNITS)
-		return 0;
-	for (uint32_t b = e->block; b < e->block + e->units; b++)
-		if (!bitmap_test(c, b))
-			return 0;
-	return 1;
-}
-
-/* The catch-up of units earlier transactions wrote and this one does not:
- * held (may_hold), or written with their current content, from the cache
- * or from the copy last written. */
-static int add_catch_up(struct chunk_txn *ct, uint64_t txid)
-{
-	struct chunk *c = ct->c;
-	uint32_t own = ct->n, nheld = 0;
-	uint8_t *tmp = NULL;
-	size_t tmp_len = 0;
-	int ret = 0;
-
-	for (uint32_t i = 0; i < c->nlast && ret == 0; i++) {
-		const struct dl_entry *e = &c->last[i];
-		struct buf *b = buf_peek(c, e->block);
-
-		if (b && b->dirty)
-			continue; /* written anyway */
-		if (own && may_hold(ct, e, nheld)) {
-			ret = pend_hold(ct, e);
-			nheld++;
-			continue;
-		}
-		if (b) {
-			ret = pend_push(ct, e->block, e->units, b->data, 0, -1, txid);
-			continue;
-		}
-		ret = read_named_copy(c, e, &tmp, &tmp_len);
-		if (ret == 0)
-			ret = pend_push(ct, e->block, e->units, tmp, 0, -1, txid);
-	}
-	free(tmp);
-	return ret;
-}
-
 static void chunk_txn_release(struct chunk_txn *ct)
 {
 	for (uint32_t i = 0; i < ct->n; i++)
@@ -384,7 +339,7 @@ static void set_ondisk(struct chunk_txn *ct, uint64_t txid)
 		e[i].block = ct->p[i].block;
 		e[i].units = ct->p[i].units;
 		e[i].copy = ct->p[i].copy;
-		e[i].age = 0;
+		e[i].age = ct->p[i].held ? (uint8_t)(ct->p[i].age + 1) : 0;
 	}
 	qsort(e, ct->n, sizeof(*e), cmp_entry);
 	c->ondisk = e;
@@ -432,36 +387,6 @@ static int one_flush_ok(const struct txn *t)
 	return 1;
 }
 
-/* The new "last" of a chunk: the units whose two copies now differ, i.e.
- * those this transaction changed and those it held (catch-ups are now
- * equal on both). */
-static int set_last(struct chunk_txn *ct)
-{
-	struct chunk *c = ct->c;
-	uint32_t n = 0;
-
-	free(c->last);
-	c->last = NULL;
-	c->nlast = 0;
-	if (c->hdr.flags & OD_CHF_SINGLE_COPY)
-		return 0;
-	c->last = calloc(ct->n ? ct->n : 1, sizeof(*c->last));
-	if (!c->last)
-		return -ENOMEM;
-	for (uint32_t i = 0; i < ct->n; i++) {
-		if (!ct->p[i].changed && !ct->p[i].held)
-			continue;
-		c->last[n].block = ct->p[i].block;
-		c->last[n].units = ct->p[i].units;
-		c->last[n].copy = ct->p[i].copy;
-		c->last[n].age = ct->p[i].held ? (uint8_t)(ct->p[i].age + 1) : 0;
-		n++;
-	}
-	c->nlast = n;
-	qsort(c->last, n, sizeof(*c->last), cmp_entry);
-	return 0;
-}
-
 /* --- prepare, write, finish ---------------------------------------------- */
 
 static void txn_free(struct txn *t)
@@ -489,13 +414,12 @@ int txn_prepare(struct fs_volume *v, struct txn *t)
 	}
 	for (b = v->dirty.dirty_next; b != &v->dirty && ret == 0; b = b->dirty_next) {
 		struct chunk_txn *ct = &t->ct[b->c->index];
-		ret = pend_push(ct, b->block, (uint16_t)b->units, b->data, 1, b->heal_copy,
-				t->txid);
+		ret = pend_push(ct, b->block, (uint16_t)b->units, b->data, b->heal_copy, t->txid);
 		if (ret == 0)
 			ct->p[ct->n - 1].fresh = (uint8_t)b->fresh;
 	}
 	for (uint32_t i = 0; i < v->nchunks && ret == 0; i++)
-		ret = add_catch_up(&t->ct[i], t->txid);
+		ret = add_held(&t->ct[i], t->txid);
 	if (ret < 0) {
 		txn_free(t);
 		return ret;
@@ -521,6 +445,27 @@ int txn_prepare(struct fs_volume *v, struct txn *t)
 	return 0;
 }
 
+/* Every unit of t at its first copy (second: the other one). */
+static int write_copies(struct txn *t, int second)
+{
+	int ret = 0;
+
+	for (uint32_t i = 0; i < t->nchunks && ret == 0; i++) {
+		struct chunk_txn *ct = &t->ct[i];
+		if (second && ct->single_copy)
+			continue;
+		for (uint32_t k = 0; k < ct->n && ret == 0; k++) {
+			const struct pending *p = &ct->p[k];
+			uint8_t copy = (uint8_t)(second ? 1 - p->copy : p->copy);
+			if (p->held)
+				continue;
+			ret = store_pwrite(ct->c->store, p->data, (size_t)p->units * OD_BLOCK_SIZE,
+					   copy_offset(ct->c, p->block, copy));
+		}
+	}
+	return ret;
+}
+
 int txn_write(struct fs_volume *v, struct txn *t)
 {
 	int ret = 0;
@@ -531,21 +476,18 @@ int txn_write(struct fs_volume *v, struct txn *t)
 	for (uint32_t i = 0; i < t->nchunks && ret == 0; i++)
 		if (t->ct[i].n && !t->ct[i].single_copy)
 			ret = write_list(&t->ct[i], t->txid, t->nparts);
-	if (ret == 0 && !t->one_flush)
-		ret = vol_flush(v);
-	/* 2: one copy of every unit; durable, T is committed. */
-	for (uint32_t i = 0; i < t->nchunks && ret == 0; i++) {
-		struct chunk_txn *ct = &t->ct[i];
-		for (uint32_t k = 0; k < ct->n && ret == 0; k++) {
-			struct pending *p = &ct->p[k];
-			if (!p->held)
-				ret = store_pwrite(ct->c->store, p->data,
-						   (size_t)p->units * OD_BLOCK_SIZE,
-						   copy_offset(ct->c, p->block, p->copy));
-		}
-	}
+	if (ret == 0 && !t->one_flush && (ret = vol_flush(v)) == 0)
+		t->flushes++;
+	/* 2: the first copy of every unit; durable, T is committed. */
 	if (ret == 0)
-		ret = vol_flush(v);
+		ret = write_copies(t, 0);
+	if (ret == 0 && (ret = vol_flush(v)) == 0)
+		t->flushes++;
+	/* 3: the second copy, the commit mark; durable, T may be answered. */
+	if (ret == 0)
+		ret = write_copies(t, 1);
+	if (ret == 0 && (ret = vol_flush(v)) == 0)
+		t->flushes++;
 	return ret;
 }
 
@@ -564,7 +506,7 @@ int txn_finish(struct fs_volume *v, struct txn *t, int result)
 			if (result == 0 && p->fresh)
 				b->fresh = 0; /* committed: in use from now on */
 			/* Failed: what it carried is to be written again. */
-			if (result < 0 && p->changed) {
+			if (result < 0) {
 				buf_dirty(b);
 				if (b->heal_copy < 0)
 					b->heal_copy = p->heal_copy;
@@ -572,22 +514,27 @@ int txn_finish(struct fs_volume *v, struct txn *t, int result)
 		}
 	}
 	if (result == 0) {
-		v->txid = t->txid;
 		v->txns++;
 		v->txns_one_flush += t->one_flush != 0;
-		for (uint32_t i = 0; i < t->nchunks && ret == 0; i++) {
+		v->txn_flushes += t->flushes;
+		for (uint32_t i = 0; i < t->nchunks; i++) {
+			if (!t->ct[i].n)
+				continue;
 			for (uint32_t k = 0; k < t->ct[i].n; k++)
-				v->catchups_held += t->ct[i].p[k].held;
-			if (t->ct[i].n && (ret = set_last(&t->ct[i])) == 0)
-				set_ondisk(&t->ct[i], t->txid);
+				v->held_named += t->ct[i].p[k].held;
+			set_ondisk(&t->ct[i], t->txid);
 		}
 	} else {
 		/* What reached the disk is not known: lists may be half there,
-		 * data not yet durable. The next transaction takes two flushes. */
+		 * data not yet durable, first copies committed and second ones
+		 * half written. The next transaction takes two flushes and the
+		 * next txid: rewriting this one's list in place could tear it
+		 * and leave the list before to roll second copies forward. */
 		for (uint32_t i = 0; i < v->nchunks; i++)
 			txn_forget_ondisk(&v->chunks[i]);
 		v->data_written = 1;
 	}
+	v->txid = t->txid;
 	for (uint32_t i = 0; i < v->nchunks; i++)
 		chunk_thaw_frees(&v->chunks[i], result == 0);
 	txn_free(t);
@@ -692,9 +639,9 @@ static int read_newest_list(struct chunk *c, struct dlist *out, uint8_t *had)
 	return 0;
 }
 
-/* Does the written copy of e carry a complete unit of transaction txid? */
-static int copy_is(struct chunk *c, const struct od_dl_entry *e, uint8_t copy, uint64_t txid,
-		   uint8_t *buf)
+/* Is a copy of e's unit whole? Its bytes into buf, its txid into *txid. */
+static int copy_whole(struct chunk *c, const struct od_dl_entry *e, uint8_t copy, uint8_t *buf,
+		      uint64_t *txid)
 {
 	size_t len = (size_t)e->units * OD_BLOCK_SIZE;
 	struct od_mb_header h;
@@ -704,17 +651,56 @@ static int copy_is(struct chunk *c, const struct od_dl_entry *e, uint8_t copy, u
 	if (od_verify(buf, len) < 0)
 		return 0;
 	od_get_mb_header(buf, &h);
-	return h.chunk == c->index && h.block == e->block && (txid == 0 || h.txid == txid);
+	*txid = h.txid;
+	return h.chunk == c->index && h.block == e->block;
+}
+
+/* Does a copy of e's unit carry a whole unit of transaction txid (0: any)? */
+static int copy_is(struct chunk *c, const struct od_dl_entry *e, uint8_t copy, uint64_t txid,
+		   uint8_t *buf)
+{
+	uint64_t t;
+
+	return copy_whole(c, e, copy, buf, &t) && (txid == 0 || t == txid);
+}
+
+/* Which copy of e holds the current version once the list of transaction
+ * txid is rolled forward or back; its bytes into buf. -1 when none does.
+ * Back: the other copy. Forward: the copy carrying txid, the written one
+ * first; the other one carries it when the written one was hit by a bad
+ * sector (or lost its write) after the commit, being the commit mark.
+ * Failing both, the written copy where whole: fsck's rollback repair
+ * leaves older bytes in both. A held entry names one of two equal copies
+ * that took no part in txid: the named one, else the other one if it is
+ * older than txid (a newer one is a next transaction's, torn). */
+static int recovery_source(struct chunk *c, const struct od_dl_entry *e, uint64_t txid,
+			   int forward, uint8_t *buf)
+{
+	uint8_t other = (uint8_t)(1 - e->copy);
+	uint64_t t;
+
+	if (e->flags & OD_DLE_HELD) {
+		if (copy_is(c, e, e->copy, 0, buf))
+			return e->copy;
+		return copy_whole(c, e, other, buf, &t) && t < txid ? other : -1;
+	}
+	if (!forward)
+		return copy_is(c, e, other, 0, buf) ? other : -1;
+	if (copy_is(c, e, e->copy, txid, buf))
+		return e->copy;
+	if (copy_is(c, e, other, txid, buf))
+		return other;
+	return copy_is(c, e, e->copy, 0, buf) ? e->copy : -1;
 }
 
 int txn_recover(struct fs_volume *v, struct fs_recovery_stats *st)
 {
 	struct dlist *dl = calloc(v->nchunks, sizeof(*dl));
 	uint8_t *had = calloc(v->nchunks, 1);
-	uint8_t *buf = malloc((size_t)OD_BLOCK_SIZE * 8);
+	uint8_t *buf = malloc((size_t)OD_BLOCK_SIZE * OD_MAX_DIR_UNIT);
 	uint64_t newest = 0;
 	uint32_t parts = 0, nparts = 0;
-	int committed = 1, ret = 0;
+	int committed = 1, marked = 0, ret = 0;
 
 	memset(st, 0, sizeof(*st));
 	if (!dl || !had || !buf) {
@@ -731,16 +717,24 @@ int txn_recover(struct fs_volume *v, struct fs_recovery_stats *st)
 			newest = dl[i].txid;
 		st->lists_read += (had[i] & 1) + (had[i] >> 1);
 	}
-	/* Did the newest transaction commit in every chunk it touched? */
+	/* Did the newest transaction commit? Yes if any second copy of it was
+	 * written (the mark: the top of the file); else if every first copy
+	 * of every participant carries it. */
 	for (uint32_t i = 0; i < v->nchunks && newest; i++) {
 		struct chunk *c = &v->chunks[i];
 		if (!dl[i].e || dl[i].txid != newest)
 			continue;
 		parts++;
 		nparts = dl[i].nparts;
-		for (uint32_t k = 0; k < dl[i].n && committed; k++)
-			if (!(dl[i].e[k].flags & OD_DLE_HELD))
-				committed = copy_is(c, &dl[i].e[k], dl[i].e[k].copy, newest, buf);
+		for (uint32_t k = 0; k < dl[i].n; k++) {
+			const struct od_dl_entry *e = &dl[i].e[k];
+			if (e->flags & OD_DLE_HELD)
+				continue;
+			if (!marked && copy_is(c, e, (uint8_t)(1 - e->copy), newest, buf))
+				marked = 1;
+			if (committed && !copy_is(c, e, e->copy, newest, buf))
+				committed = 0;
+		}
 	}
 	/* A participant missing from the count is either one whose list never
 	 * became durable (then no copy was written anywhere: not committed) or
@@ -752,28 +746,29 @@ int txn_recover(struct fs_volume *v, struct fs_recovery_stats *st)
 		if (parts > nparts || parts + offline < nparts)
 			committed = 0;
 	}
+	committed |= marked;
 	st->newest_txid = newest;
 	st->committed = newest ? committed : 1;
+	st->marked = marked;
 	for (uint32_t i = 0; i < v->nchunks; i++) {
 		struct chunk *c = &v->chunks[i];
 		int forward = !dl[i].e || dl[i].txid != newest || committed;
 		for (uint32_t k = 0; k < dl[i].n; k++) {
 			const struct od_dl_entry *e = &dl[i].e[k];
-			int held = !!(e->flags & OD_DLE_HELD);
-			uint8_t from = forward || held ? e->copy : (uint8_t)(1 - e->copy);
-			uint8_t to = (uint8_t)(1 - from);
+			int from = recovery_source(c, e, dl[i].txid, forward, buf);
 			size_t len = (size_t)e->units * OD_BLOCK_SIZE;
-			if (!copy_is(c, e, from, 0, buf)) {
+			if (from < 0) {
 				/* Rolling back a unit that never had an older
 				 * version (fresh in that transaction) is fine;
 				 * anything else is damage for fsck. */
-				if (forward || held) {
+				if (forward || (e->flags & OD_DLE_HELD)) {
 					c->hdr.state = OD_STATE_NEEDS_REPAIR;
 					st->damaged++;
 				}
 				continue;
 			}
-			ret = store_pwrite(c->store, buf, len, copy_offset(c, e->block, to));
+			st->healed += forward && !(e->flags & OD_DLE_HELD) && from != e->copy;
+			ret = store_pwrite(c->store, buf, len, copy_offset(c, e->block, (uint8_t)(1 - from)));
 			if (ret < 0)
 				goto out;
 			st->units_copied++;
@@ -847,8 +842,6 @@ int txn_empty_list(struct fs_volume *v, struct chunk *c)
 
 	if (c->hdr.flags & OD_CHF_SINGLE_COPY)
 		return 0;
-	if (c->nlast)
-		return -EBUSY;
 	ret = write_list(&ct, txid, 1);
 	if (ret == 0)
 		ret = store_flush(c->store);
@@ -925,34 +918,12 @@ static uint64_t list_txid(struct chunk *c, uint32_t parity)
 
 int txn_settle_all(struct fs_volume *v)
 {
-	uint8_t *buf = NULL;
-	size_t cap = 0;
-	int ret = 0;
+	uint8_t *buf = calloc(1, OD_BLOCK_SIZE);
+	int ret = buf ? 0 : -ENOMEM;
 
-	/* 1: the other copy of every unit the last transaction wrote. */
-	for (uint32_t i = 0; i < v->nchunks && ret == 0; i++) {
-		struct chunk *c = &v->chunks[i];
-		if (c->offline)
-			continue;
-		for (uint32_t k = 0; k < c->nlast && ret == 0; k++) {
-			const struct dl_entry *e = &c->last[k];
-			ret = read_named_copy(c, e, &buf, &cap);
-			if (ret == 0)
-				ret = store_pwrite(c->store, buf, (size_t)e->units * OD_BLOCK_SIZE,
-						   copy_offset(c, e->block, (uint8_t)(1 - e->copy)));
-		}
-	}
-	if (ret == 0)
-		ret = vol_flush(v);
-	/* 2: the lists are spent: a later open has nothing to replay. Each
+	/* The lists are spent: a later open has nothing to replay. Each
 	 * chunk's older list goes first: cut short in between, what is left
 	 * is each chunk's newest list, as after any transaction. */
-	if (ret == 0) {
-		free(buf);
-		buf = calloc(1, OD_BLOCK_SIZE);
-		if (!buf)
-			ret = -ENOMEM;
-	}
 	for (int pass = 0; pass < 2 && ret == 0; pass++) {
 		for (uint32_t i = 0; i < v->nchunks && ret == 0; i++) {
 			struct chunk *c = &v->chunks[i];
@@ -973,12 +944,6 @@ int txn_settle_all(struct fs_volume *v)
 	}
 	for (uint32_t i = 0; i < v->nchunks; i++)
 		txn_forget_ondisk(&v->chunks[i]); /* lists cleared, or not known */
-	if (ret == 0)
-		for (uint32_t i = 0; i < v->nchunks; i++) {
-			free(v->chunks[i].last);
-			v->chunks[i].last = NULL;
-			v->chunks[i].nlast = 0;
-		}
 	free(buf);
 	return ret;
 }

@@ -242,7 +242,6 @@ static void vol_free(struct fs_volume *v)
 		if (c->store)
 			store_close(c->store);
 		chunk_unload(c);
-		free(c->last);
 		txn_forget_ondisk(c);
 		chunk_free_ghosts(c);
 		free(c->place);
@@ -583,11 +582,11 @@ int fs_get_counters(struct fs_volume *v, struct fs_counters *out)
 		out->healed += c->healed;
 		out->unreadable += c->bad_both;
 		out->chunks_needing_repair += c->offline || c->hdr.state == OD_STATE_NEEDS_REPAIR;
-		out->catchup_units += c->nlast;
 	}
 	out->txns = v->txns;
 	out->txns_one_flush = v->txns_one_flush;
-	out->catchups_held = v->catchups_held;
+	out->txn_flushes = v->txn_flushes;
+	out->held_named = v->held_named;
 	vol_unlock(v);
 	return 0;
 }

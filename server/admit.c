@@ -125,7 +125,7 @@ static int allowed(struct server *srv, const struct sockaddr *sa)
 int admit_decide(struct server *srv, const struct sockaddr *sa, const char *name, uint16_t port,
 		 struct conn **victim)
 {
-	uint64_t now = settle_now_ms();
+	uint64_t now = monotonic_ms();
 	uint8_t host[16];
 	struct scan s;
 	struct conn *v;
@@ -208,7 +208,7 @@ void admit_leave(struct server *srv, struct conn *c)
 
 void admit_touch(struct conn *c)
 {
-	__atomic_store_n(&c->last_active_ms, settle_now_ms(), __ATOMIC_RELAXED);
+	__atomic_store_n(&c->last_active_ms, monotonic_ms(), __ATOMIC_RELAXED);
 }
 
 /* Under c->lock against admit_leave, which conn_close calls after marking
@@ -237,7 +237,7 @@ static int idle(struct conn *c)
 
 void admit_sweep(struct server *srv, void (*close_idle)(struct conn *c))
 {
-	uint64_t now = settle_now_ms(), limit = (uint64_t)srv->cfg.idle_timeout * 1000u;
+	uint64_t now = monotonic_ms(), limit = (uint64_t)srv->cfg.idle_timeout * 1000u;
 	struct conn *c, *next;
 
 	if (!limit)

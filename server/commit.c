@@ -89,7 +89,6 @@ static void commit_run(struct server *srv, struct conn *c, const struct commit_c
 			srv->gc_failed_upto = target; /* nobody it covers may claim success */
 		else if (target > srv->gc_synced)
 			srv->gc_synced = target;
-		srv->gc_last_ms = settle_now_ms();
 		/* Tickets are taken in order but held in the order their
 		 * replies were ready: those this sync covered leave the list. */
 		while (*pp) {

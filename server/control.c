@@ -274,10 +274,10 @@ static void cmd_status(struct control *ctl, struct answer *a)
 	}
 	fs_get_counters(v, &fc);
 	add(a, "volume chunks=%u online=%u txid=%" PRIu64 " healed=%" PRIu64
-	       " unreadable=%" PRIu64 " needing_repair=%u catchup_units=%u txns=%" PRIu64
-	       " txns_one_flush=%" PRIu64 " catchups_held=%" PRIu64 " path=",
+	       " unreadable=%" PRIu64 " needing_repair=%u txns=%" PRIu64
+	       " txns_one_flush=%" PRIu64 " txn_flushes=%" PRIu64 " path=",
 	    n, online, fc.txid, fc.healed, fc.unreadable, fc.chunks_needing_repair,
-	    fc.catchup_units, fc.txns, fc.txns_one_flush, fc.catchups_held);
+	    fc.txns, fc.txns_one_flush, fc.txn_flushes);
 	add_value(a, ctl->srv->cfg.volume);
 	add(a, "\n");
 	add(a, "server calls_loop=%" PRIu64 " calls_workers=%" PRIu64 "\n",

@@ -116,7 +116,6 @@ static void stop_cb(evutil_socket_t sig, short what, void *arg)
 	notify_checked("STOPPING=1", notify_send("STOPPING=1\nSTATUS=stopping: draining requests"));
 	evconnlistener_disable(srv->listener);
 	workers_stop(srv);
-	settle_stop(srv);
 	ret = fs_sync(srv->vol);
 	if (ret < 0)
 		log_error("final sync failed: %s", strerror(-ret));
@@ -397,7 +396,7 @@ static int add_signals(struct daemon *d)
 	return 0;
 }
 
-/* Everything that serves: the listener, the workers, the settler, the
+/* Everything that serves: the listener, the workers, the
  * signals, the control socket, rpcbind, the port file, and READY=1 once
  * the loop runs. 0, or < 0 (logged). */
 static int start_service(struct daemon *d, const char *port_file)
@@ -414,10 +413,6 @@ static int start_service(struct daemon *d, const char *port_file)
 	request_loop_init(srv);
 	if ((ret = workers_start(srv, dispatch_reply_cap(srv))) < 0) {
 		log_error("cannot start workers: %s", strerror(-ret));
-		return ret;
-	}
-	if ((ret = settle_start(srv)) < 0) {
-		log_error("cannot start the settler: %s", strerror(-ret));
 		return ret;
 	}
 	if ((ret = scrub_start(srv, &srv->scrub)) < 0) {
@@ -456,7 +451,6 @@ static int stop_service(struct daemon *d, int ret)
 	srv->scrub = NULL;
 	if (srv->threads)
 		workers_stop(srv);
-	settle_stop(srv);
 	mountd_unregister(srv);
 	if (d->sigterm)
 		event_free(d->sigterm);

@@ -57,7 +57,7 @@ struct scrubber {
 
 static uint64_t now_ms(void)
 {
-	return settle_now_ms();
+	return monotonic_ms();
 }
 
 /* --- the cursor file --------------------------------------------------------- */

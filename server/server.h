@@ -1,9 +1,8 @@
 /* chunkfsd's shared state: the server, a connection and the hooks through
  * which the request pipeline reaches it, and the parts with no header of
- * their own: the listener (conn.c), the event loop (loop.c), the settler
- * (settle.c), the duplicate request cache (drc.c), MOUNT's registration
- * (mountd.c). The request pipeline has its own headers: request.h (which
- * conn.c calls), dispatch.h, commit.h and worker.h (which it calls; the
+ * their own: the listener (conn.c), the event loop (loop.c), the duplicate
+ * request cache (drc.c), MOUNT's registration (mountd.c). The request
+ * pipeline has its own headers: request.h (which conn.c calls), dispatch.h, commit.h and worker.h (which it calls; the
  * workers' fair queue is fairq.h), and recbuf.h for the record buffers. */
 #ifndef CHUNKFS_SERVER_SERVER_H
 #define CHUNKFS_SERVER_SERVER_H
@@ -15,6 +14,7 @@
 #include <pthread.h>
 #include <stdint.h>
 #include <sys/socket.h>
+#include <time.h>
 
 #include "fs/fs.h"
 #include "handles/fh.h"
@@ -148,12 +148,6 @@ struct server {
 	uint64_t gc_failed_upto;       /* tickets up to this one saw a failed sync */
 	int gc_syncing;                /* a worker is the committer */
 	struct held_reply *gc_held;    /* replies waiting for the committer's next sync */
-	uint64_t gc_last_ms;           /* when the last group commit ended (monotonic) */
-
-	/* the settler (settle.c), under gclock */
-	pthread_t settler;
-	int settler_started, settler_stop;
-	pthread_cond_t settle_cond;
 
 	/* spare buffers for large records (recbuf.c) */
 	pthread_mutex_t rec_lock;
@@ -184,11 +178,14 @@ int conn_listen(struct server *srv);
 /* loop.c: runs the event loop until it is told to exit; < 0 on its error. */
 int loop_run(struct server *srv);
 
-/* settle.c: a volume idle for a second gets its last transaction's
- * catch-up written, so no unit is left with one current copy. */
-uint64_t settle_now_ms(void);
-int settle_start(struct server *srv);
-void settle_stop(struct server *srv);
+/* The monotonic clock in milliseconds. */
+static inline uint64_t monotonic_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
 
 /* drc.c */
 struct drc *drc_new(size_t entries);

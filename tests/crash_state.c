@@ -596,6 +596,18 @@ static void describe(const struct checker *ck, size_t idx, const struct cstate *
 	if (last > kk)
 		fprintf(stderr, " .. %zu (log %zu)", last, r->ck[last].pos);
 	fprintf(stderr, "\n");
+	if (getenv("CRASH_LOGDBG")) {
+		for (size_t q = kk >= 2 ? r->ck[kk - 2].pos : 0; q < cs->hi + 20 && q < r->log.n; q++) {
+			const struct io_rec *x = &r->log.rec[q];
+			struct od_mb_header h = { 0 };
+			if (x->kind == IO_WRITE && x->len >= OD_MB_HEADER_SIZE)
+				od_get_mb_header(x->data, &h);
+			fprintf(stderr, "  log %zu: %s c%u blk %llu len %zu type %u txid %llu%s\n", q,
+				x->kind == IO_WRITE ? "write" : "flush", x->chunk,
+				(unsigned long long)(x->off / 4096), x->len, h.type,
+				(unsigned long long)h.txid, q == cs->lo ? " <lo" : "");
+		}
+	}
 }
 
 /* The state's image as a file fs_open() takes (chunks back to back), to
@@ -728,12 +740,17 @@ static void check_state(struct checker *ck, const struct cstate *cs)
 		apply(ck, ck->img, &log->rec[cs->torn], cs->torn_end);
 	if (ck->only >= 0 && ck->dump)
 		dump_image(ck->dump, ck->img, ck->image_size);
-	/* The last acknowledged state, and those the interval may commit. */
+	/* The last acknowledged state, and those the interval may commit:
+	 * the sync in flight commits at its second flush, before the third
+	 * one that lets it answer (fs/txn.c), so its state is allowed from
+	 * anywhere in it. */
 	end = cs->kind == ST_PREFIX ? pos : cs->hi;
 	while (kk + 1 < r->nck && r->ck[kk + 1].pos <= pos)
 		kk++;
 	last = kk;
 	while (last + 1 < r->nck && r->ck[last + 1].pos <= end)
+		last++;
+	if (last == kk && kk + 1 < r->nck)
 		last++;
 
 	/* A sample of the states (every one costs more than the rest of

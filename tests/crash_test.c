@@ -543,8 +543,8 @@ static void wl_inline(struct wl *w)
 /* (e) Turns: three directories taking a create, then a 4 KiB write to the
  * new file, each its own transaction, by turns, as clients of a server do;
  * the units of one directory wait two transactions between changes, so
- * their catch-ups are held back (fs/txn.c). Files are removed and a
- * directory goes part way, freeing units whose catch-up is held. */
+ * the lists name them as held entries (fs/txn.c). Files are removed and a
+ * directory goes part way, freeing units that were named as held. */
 static void wl_turns(struct wl *w)
 {
 	static const char *const dir[] = { "/a", "/b", "/c" };
@@ -782,7 +782,9 @@ static double now(void)
  * CRASH_STATES=N random subsets and N torn writes per interval (default 6
  * and 5); CRASH_WORKLOAD=name runs one workload; CRASH_STATE=i checks only
  * state #i of each workload run, verbosely, and CRASH_DUMP=path then writes
- * its image before opening it. The states of a workload depend only on the
+ * its image before opening it; CRASH_LOGDBG=1 lists the log records around
+ * a failed state (writes with their unit type and txid, flushes). The
+ * states of a workload depend only on the
  * seed, so SEED, CRASH_WORKLOAD and CRASH_STATE reproduce one failure. */
 int main(void)
 {
@@ -819,13 +821,13 @@ int main(void)
 			continue;
 		}
 		printf("crash: %s: %zu log records, %zu barriers, %zu checkpoints, %llu "
-		       "transactions (%llu with one flush, %llu catch-ups held), %zu states "
-		       "checked, %zu failed (%.1f s)\n",
+		       "transactions (%llu with lists and first copies behind one flush, %llu "
+		       "flushes), %zu states checked, %zu failed (%.1f s)\n",
 		       r.wk->name, r.rec.log.n, res.barriers, r.rec.nck,
 		       (unsigned long long)r.fc.txns, (unsigned long long)r.fc.txns_one_flush,
-		       (unsigned long long)r.fc.catchups_held, res.states, res.failed, now() - t);
+		       (unsigned long long)r.fc.txn_flushes, res.states, res.failed, now() - t);
 		one_flush += r.fc.txns_one_flush;
-		held += r.fc.catchups_held;
+		held += r.fc.held_named;
 		total += res.states;
 		failed += res.failed;
 		recording_free(&r.rec);
@@ -834,7 +836,7 @@ int main(void)
 	       (unsigned long long)seed, now() - t0);
 	/* The workloads must keep reaching both kinds of commit. */
 	if (!only_wl && held == 0) {
-		fprintf(stderr, "crash: FAIL: no catch-up was held back: that path is untested\n");
+		fprintf(stderr, "crash: FAIL: no list named a held entry: that path is untested\n");
 		status = 1;
 	}
 	if (!only_wl && one_flush == 0) {

@@ -57,7 +57,8 @@
  *                            close (which settles: lists spent); with crash,
  *                            the image is put back as it was right after the
  *                            remove's commit, as a crash there leaves it:
- *                            its dirty lists in place, catch-ups pending
+ *                            its dirty lists in place (both copies of each
+ *                            unit carry the commit)
  *
  * Fields: a name from doc/format.md (inode: stable generation mode nlink
  * uid gid flags size rdev parent next.chunk next.block next.off nextents

@@ -124,7 +124,7 @@ static int newest_list_entries(uint32_t k)
 }
 
 /* Rewrite file fl with its own bytes, FILE_SYNC: a transaction in its
- * chunk whose units then wait for their catch-up. */
+ * chunk, whose list names its units. */
 static void touch_file(struct fs_volume *v, const struct file *fl)
 {
 	struct fs_ino root, d, f;
@@ -252,10 +252,7 @@ int main(void)
 
 	for (int i = 0; i < nfiles; i++)
 		if (chunk_of(files[i].fileid) == k && files[i].len > 0) {
-			struct fs_counters fc;
 			touch_file(v, &files[i]);
-			CHECK_EQ(fs_get_counters(v, &fc), 0);
-			CHECK(fc.catchup_units > 0);
 			break;
 		}
 	CHECK_EQ(fs_chunk_offline(v, k, 0, why, sizeof(why)), 0);

@@ -1,10 +1,10 @@
-/* The catch-up of a unit evicted from the cache: the transaction after the
- * one that last changed a unit writes that unit's *other* copy, also when
- * the unit is no longer cached and its content is read back from disk. A
- * unit changed in two transactions in a row (copies 1 then 0), evicted,
- * then caught up, must end with both copies equal. (Before 72b7db3 such a
- * catch-up was written over copy 0 again: mkfs -d of 200k files left
- * bitmap copies apart that no dirty list named.) */
+/* Units the cache lets go of between transactions: a unit changed in two
+ * transactions in a row (first copies 0 then 1), evicted, read back and
+ * changed again, must end with both copies equal after every sync. (Before
+ * 72b7db3 the catch-up of such a unit, then written by the next
+ * transaction, went over copy 0 again: mkfs -d of 200k files left bitmap
+ * copies apart that no dirty list named. Since the commit mark, each
+ * transaction writes both copies itself.) */
 #include "config.h"
 
 #include <errno.h>

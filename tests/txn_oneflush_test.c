@@ -1,13 +1,15 @@
-/* Which transactions take one flush (fs/txn.c, one_flush_ok), counted on
- * memory stores that record every write and flush: the first after open
- * takes two; a stream of creates in one directory, whose units the
- * previous transaction's list always names, one each; a transaction
- * carrying file data two, with the data written before the first flush
- * and every unit after it; one after a failed sync two; the counters say
+/* How many flushes each transaction takes (fs/txn.c: lists, first copies,
+ * second copies; one_flush_ok lets the lists share the first copies'
+ * flush), counted on memory stores that record every write and flush: the
+ * first after open takes three; a stream of creates in one directory,
+ * whose units the previous transaction's list always names, two each; a
+ * transaction carrying file data three, with the data written before the
+ * first flush and every unit after it; a sync with nothing new none (no
+ * catch-up is left over); one after a failed sync three; the counters say
  * the same; creates in three directories by turns, whose units wait two
- * transactions between changes, take one flush each once their catch-ups
- * are held back, and a sync with nothing new writes every held catch-up;
- * on a volume made before the HELD_ENTRIES feature none is held.
+ * transactions between changes, take two flushes each once the lists
+ * name them as held entries; on a volume made before the HELD_ENTRIES
+ * feature, three.
  * (That a crash at any point of either kind recovers exactly is
  * the crash harness's: tests/crash_test.) */
 #include "config.h"
@@ -73,8 +75,8 @@ static int sync_flushes(struct fs_volume *v, int *ret)
 }
 
 /* Creates in three directories by turns, a sync each. Without held
- * catch-ups each would take two flushes: the units of the directory it
- * changes were caught up two transactions before and are not named by the
+ * entries each would take three flushes: the units of the directory it
+ * changes were written two transactions before and are not named by the
  * last list. */
 static void check_turns(struct fs_volume *v, struct fs_ino root, int held_feature)
 {
@@ -87,7 +89,7 @@ static void check_turns(struct fs_volume *v, struct fs_ino root, int held_featur
 		snprintf(name, sizeof(name), "turn%d", k);
 		CHECK_EQ(fs_mkdir(v, NULL, root, name, 0755, &dir[k], NULL), 0);
 	}
-	CHECK_EQ(sync_flushes(v, &ret), 2);
+	CHECK_EQ(sync_flushes(v, &ret), 3);
 	CHECK_EQ(fs_get_counters(v, &before), 0);
 	for (int i = 0; i < 30; i++) {
 		snprintf(name, sizeof(name), "t%d", i);
@@ -95,26 +97,21 @@ static void check_turns(struct fs_volume *v, struct fs_ino root, int held_featur
 				   NULL), 0);
 		flushes = sync_flushes(v, &ret);
 		CHECK_EQ(ret, 0);
-		if (i >= 6 && held_feature)
-			CHECK_EQ(flushes, 1);
+		if (i >= 6)
+			CHECK_EQ(flushes, held_feature ? 2 : 3);
 	}
 	CHECK_EQ(fs_get_counters(v, &fc), 0);
+	CHECK_EQ(fc.txns, before.txns + 30);
+	CHECK_EQ(fc.txn_flushes - before.txn_flushes,
+		 (uint64_t)(3 * 30 - (fc.txns_one_flush - before.txns_one_flush)));
 	if (!held_feature) {
-		/* Every catch-up written at once, as before the feature. */
-		CHECK_EQ(fc.txns, before.txns + 30);
-		CHECK_EQ(fc.catchups_held, before.catchups_held);
+		CHECK_EQ(fc.held_named, before.held_named);
 		return;
 	}
-	CHECK_EQ(fc.txns, before.txns + 30);
 	CHECK(fc.txns_one_flush >= before.txns_one_flush + 24);
-	/* Each sync held at least the other two directories' units. */
-	CHECK(fc.catchups_held >= before.catchups_held + 2 * 24);
-	CHECK(fc.catchup_units >= 3);
-	/* Nothing new: every held catch-up is written, in one transaction. */
-	CHECK_EQ(sync_flushes(v, &ret), 1);
-	CHECK_EQ(ret, 0);
-	CHECK_EQ(fs_get_counters(v, &fc), 0);
-	CHECK_EQ(fc.catchup_units, 0);
+	/* Each sync named at least the other two directories' units. */
+	CHECK(fc.held_named >= before.held_named + 2 * 24);
+	/* Nothing new: nothing to write, no catch-up left over. */
 	CHECK_EQ(sync_flushes(v, &ret), 0);
 }
 
@@ -143,10 +140,10 @@ int main(void)
 		return test_done("txn_oneflush_test");
 	log_.enabled = 1;
 
-	/* The first transaction after open: nothing known on disk, two. */
+	/* The first transaction after open: nothing known on disk, three. */
 	CHECK_EQ(fs_root(v, &root), 0);
 	CHECK_EQ(fs_mkdir(v, NULL, root, "d", 0755, &d, NULL), 0);
-	CHECK_EQ(sync_flushes(v, &ret), 2);
+	CHECK_EQ(sync_flushes(v, &ret), 3);
 	CHECK_EQ(ret, 0);
 
 	/* Creates in d, a sync each: after the first few, which bring new
@@ -156,15 +153,16 @@ int main(void)
 		CHECK_EQ(fs_create(v, NULL, d, name, 0644, FS_CREATE_GUARDED, 0, &f, NULL), 0);
 		flushes = sync_flushes(v, &ret);
 		CHECK_EQ(ret, 0);
-		CHECK(flushes == 1 || flushes == 2);
+		CHECK(flushes == 2 || flushes == 3);
 		if (i >= 3)
-			CHECK_EQ(flushes, 1);
-		one += flushes == 1;
-		two += flushes == 2;
+			CHECK_EQ(flushes, 2);
+		one += flushes == 2;
+		two += flushes == 3;
 	}
 	CHECK_EQ(fs_get_counters(v, &fc), 0);
 	CHECK_EQ(fc.txns, 1 + CREATES);
 	CHECK_EQ(fc.txns_one_flush, (uint64_t)one);
+	CHECK_EQ(fc.txn_flushes, (uint64_t)(3 + 2 * one + 3 * two));
 	CHECK(one >= CREATES - 3);
 
 	/* File data: it goes to the store at once, and the transaction after
@@ -175,29 +173,28 @@ int main(void)
 	CHECK_EQ(fs_write(v, NULL, f, 0, sizeof(data), data, FS_UNSTABLE, NULL), 0);
 	CHECK(log_.n > from);
 	CHECK_EQ(flushes_since(from), 0);
-	CHECK_EQ(sync_flushes(v, &ret), 2);
+	CHECK_EQ(sync_flushes(v, &ret), 3);
 	CHECK_EQ(ret, 0);
 
-	/* Nothing new: the catch-up alone, then no transaction at all. */
-	CHECK_EQ(sync_flushes(v, &ret), 1);
+	/* Nothing new: no transaction at all. */
 	CHECK_EQ(sync_flushes(v, &ret), 0);
 
 	/* A failed sync: what reached the disk is not known, so the next
 	 * transaction takes two flushes even on units the last one named. */
 	CHECK_EQ(fs_create(v, NULL, d, "x1", 0644, FS_CREATE_GUARDED, 0, &f, NULL), 0);
-	CHECK_EQ(sync_flushes(v, &ret), 2); /* new units since the catch-up */
+	CHECK_EQ(sync_flushes(v, &ret), 2); /* d's units, named as held */
 	CHECK_EQ(fs_create(v, NULL, d, "x2", 0644, FS_CREATE_GUARDED, 0, &f, NULL), 0);
-	CHECK_EQ(sync_flushes(v, &ret), 1);
+	CHECK_EQ(sync_flushes(v, &ret), 2);
 	CHECK_EQ(fs_create(v, NULL, d, "x3", 0644, FS_CREATE_GUARDED, 0, &f, NULL), 0);
 	for (int i = 0; i < NCHUNKS; i++)
 		store_mem_fail(mem[i], EIO);
 	CHECK(fs_sync(v) < 0);
 	for (int i = 0; i < NCHUNKS; i++)
 		store_mem_fail(mem[i], 0);
-	CHECK_EQ(sync_flushes(v, &ret), 2);
+	CHECK_EQ(sync_flushes(v, &ret), 3);
 	CHECK_EQ(ret, 0);
 	CHECK_EQ(fs_create(v, NULL, d, "x4", 0644, FS_CREATE_GUARDED, 0, &f, NULL), 0);
-	CHECK_EQ(sync_flushes(v, &ret), 1);
+	CHECK_EQ(sync_flushes(v, &ret), 2);
 	check_turns(v, root, 1);
 
 	CHECK_EQ(fs_check_invariants(v, NULL, NULL), 0);

@@ -247,12 +247,11 @@ static void print_status(struct record *recs, int n)
 			print_scrub(r);
 		if (!strcmp(r->type, "volume"))
 			printf("volume %s: %llu chunks, %llu online, last transaction %llu "
-			       "(%llu units awaiting their second copy; %llu committed since "
-			       "start, %llu of them with one flush, %llu catch-ups held back); "
+			       "(%llu committed since start, %llu of them with lists and first "
+			       "copies behind one flush, %llu flushes in all); "
 			       "%llu reads healed, %llu unreadable, %llu chunks needing repair\n\n",
 			       get(r, "path"), num(r, "chunks"), num(r, "online"), num(r, "txid"),
-			       num(r, "catchup_units"), num(r, "txns"), num(r, "txns_one_flush"),
-			       num(r, "catchups_held"),
+			       num(r, "txns"), num(r, "txns_one_flush"), num(r, "txn_flushes"),
 			       num(r, "healed"), num(r, "unreadable"), num(r, "needing_repair"));
 		else if (!strcmp(r->type, "server"))
 			printf("server: %llu calls answered by the event loop, %llu by the "

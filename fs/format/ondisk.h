@@ -229,10 +229,11 @@ struct od_dl_entry {
 };
 /* A held entry names a unit the transaction does not write: an earlier
  * committed transaction changed it, and its copy `copy` holds the current
- * version while the other still holds an older one (its catch-up is
- * deferred). Recovery copies `copy` over the other whatever became of the
- * transaction; a held entry takes no part in deciding whether it
- * committed. Only in chunks with OD_FEATURE_INCOMPAT_HELD_ENTRIES. */
+ * version (today both copies do; lists of older versions may name one
+ * whose other copy is still older). Recovery copies `copy` over the other
+ * whatever became of the transaction; a held entry takes no part in
+ * deciding whether it committed. Only in chunks with
+ * OD_FEATURE_INCOMPAT_HELD_ENTRIES. */
 #define OD_DLE_HELD 0x1u
 #define OD_DLE_KNOWN OD_DLE_HELD
 

@@ -249,6 +249,7 @@ struct fsck_txlist {
 	uint32_t nparts;
 	uint32_t n;         /* entries */
 	uint32_t bad;       /* ... whose written copy does not carry txid */
+	uint8_t marked;     /* some unit's other copy carries txid: committed */
 	struct od_dl_entry *e;
 };
 

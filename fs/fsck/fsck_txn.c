@@ -179,9 +179,14 @@ static int load(struct fsck_ctx *c, uint32_t chunk, const struct od_chunk_header
 	buf = malloc((size_t)h->dir_unit * OD_BLOCK_SIZE);
 	if (!buf)
 		return -ENOMEM;
-	for (uint32_t k = 0; k < l->n; k++)
-		if (!(l->e[k].flags & OD_DLE_HELD)) /* held: not written by it */
-			l->bad += !copy_carries(&s, &l->e[k], l->e[k].copy, l->txid, buf);
+	for (uint32_t k = 0; k < l->n; k++) {
+		const struct od_dl_entry *e = &l->e[k];
+		if (e->flags & OD_DLE_HELD) /* held: not written by it */
+			continue;
+		l->bad += !copy_carries(&s, e, e->copy, l->txid, buf);
+		if (!l->marked)
+			l->marked = (uint8_t)copy_carries(&s, e, 1 - e->copy, l->txid, buf);
+	}
 	free(buf);
 	return 0;
 }
@@ -215,13 +220,14 @@ static struct fsck_txlist *list_of(struct fsck_ctx *c, uint32_t i, int *err)
 }
 
 /* The volume's newest transaction and whether it committed, as recovery
- * decides it: every participant's written copies carry it, and the
- * participants counted match nparts (chunks without a readable header
- * may be missing ones). */
+ * decides it: a participant's second copy carries it (the commit mark), or
+ * else every participant's written copies carry it and the participants
+ * counted match nparts (chunks without a readable header may be missing
+ * ones). */
 static int volume_newest(struct fsck_ctx *c)
 {
 	uint32_t parts = 0, nparts = 0, offline = 0;
-	int err;
+	int err, marked = 0;
 
 	if (c->tx_newest_known)
 		return 0;
@@ -244,11 +250,14 @@ static int volume_newest(struct fsck_ctx *c)
 			continue;
 		parts++;
 		nparts = l->nparts;
+		marked |= l->marked;
 		if (l->bad)
 			c->tx_newest_committed = 0;
 	}
 	if (c->tx_newest && (parts > nparts || parts + offline < nparts))
 		c->tx_newest_committed = 0;
+	if (marked)
+		c->tx_newest_committed = 1;
 	c->tx_newest_known = 1;
 	return 0;
 }
@@ -260,7 +269,7 @@ static int decide(struct fsck_ctx *c, struct fsck_txlist *l)
 	if (l->decided || !l->present)
 		return 0;
 	l->decided = 1;
-	l->rollback = l->bad != 0;
+	l->rollback = l->bad != 0 && !l->marked;
 	if (!c->vol)
 		return 0;
 	ret = volume_newest(c);
@@ -298,8 +307,14 @@ int fsck_txn_read(struct fsck_ctx *c)
 					  (held ? FSCK_PEND_HELD : 0)) < 0)
 			return fsck_oom(c);
 	}
-	if (!c->rollback)
+	if (!c->rollback) {
+		if (l->bad)
+			fsck_note(c, "transaction %llu committed (second copies carry it): %u of "
+				     "its %u first copies do not, damage since, read from their "
+				     "second copies",
+				  (unsigned long long)l->txid, l->bad, l->n);
 		return 0;
+	}
 	p.num = l->txid;
 	p.num2 = l->bad;
 	p.ino = l->n;
