@@ -14,7 +14,15 @@ struct mem_store {
 	struct io_log *log;
 	uint32_t chunk;
 	int fail;
+	/* A bad range: reads (and writes, if so told) touching it fail. */
+	uint64_t bad_off, bad_len;
+	int bad_err, bad_writes;
 };
+
+static int in_bad_range(const struct mem_store *m, size_t len, uint64_t off)
+{
+	return m->bad_len && off < m->bad_off + m->bad_len && m->bad_off < off + len;
+}
 
 static struct mem_store *to_mem(struct chunk_store *st)
 {
@@ -61,6 +69,8 @@ static int mem_pread(struct chunk_store *st, void *buf, size_t len, uint64_t off
 		return -m->fail;
 	if (off > st->size || len > st->size - off)
 		return -EINVAL;
+	if (in_bad_range(m, len, off))
+		return -m->bad_err;
 	memcpy(buf, m->bytes + off, len);
 	return 0;
 }
@@ -73,6 +83,8 @@ static int mem_pwrite(struct chunk_store *st, const void *buf, size_t len, uint6
 		return -m->fail;
 	if (off > st->size || len > st->size - off)
 		return -EINVAL;
+	if (m->bad_writes && in_bad_range(m, len, off))
+		return -m->bad_err;
 	memcpy(m->bytes + off, buf, len);
 	return log_push(m, IO_WRITE, buf, len, off);
 }
@@ -142,6 +154,16 @@ void store_mem_record(struct chunk_store *st, struct io_log *log, uint32_t chunk
 void store_mem_fail(struct chunk_store *st, int err)
 {
 	to_mem(st)->fail = err;
+}
+
+void store_mem_bad_range(struct chunk_store *st, uint64_t off, uint64_t len, int err, int writes)
+{
+	struct mem_store *m = to_mem(st);
+
+	m->bad_off = off;
+	m->bad_len = len;
+	m->bad_err = err;
+	m->bad_writes = writes;
 }
 
 void io_log_free(struct io_log *log)

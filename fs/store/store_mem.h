@@ -36,6 +36,9 @@ uint8_t *store_mem_bytes(struct chunk_store *st);
 void store_mem_record(struct chunk_store *st, struct io_log *log, uint32_t chunk);
 /* Fail every read and write from now on with err (0: stop failing). */
 void store_mem_fail(struct chunk_store *st, int err);
+/* Fail reads touching [off, off + len) with err, and writes too when
+ * writes is set: a bad sector (len 0: none). */
+void store_mem_bad_range(struct chunk_store *st, uint64_t off, uint64_t len, int err, int writes);
 
 void io_log_free(struct io_log *log);
 
