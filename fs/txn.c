@@ -671,8 +671,9 @@ static int copy_is(struct chunk *c, const struct od_dl_entry *e, uint8_t copy, u
  * sector (or lost its write) after the commit, being the commit mark.
  * Failing both, the written copy where whole: fsck's rollback repair
  * leaves older bytes in both. A held entry names one of two equal copies
- * that took no part in txid: the named one, else the other one if it is
- * older than txid (a newer one is a next transaction's, torn). */
+ * that took no part in txid: the whole one with the greater txid below
+ * txid (a stale one lost a write; a newer one is a next transaction's,
+ * torn), the named one when they tie. */
 static int recovery_source(struct chunk *c, const struct od_dl_entry *e, uint64_t txid,
 			   int forward, uint8_t *buf)
 {
@@ -680,9 +681,14 @@ static int recovery_source(struct chunk *c, const struct od_dl_entry *e, uint64_
 	uint64_t t;
 
 	if (e->flags & OD_DLE_HELD) {
-		if (copy_is(c, e, e->copy, 0, buf))
-			return e->copy;
-		return copy_whole(c, e, other, buf, &t) && t < txid ? other : -1;
+		uint64_t tn = 0;
+		int named = copy_whole(c, e, e->copy, buf, &tn) && tn < txid;
+		if (copy_whole(c, e, other, buf, &t) && t < txid && (!named || t > tn))
+			return other; /* (buf holds it) */
+		if (!named)
+			return -1;
+		copy_whole(c, e, e->copy, buf, &tn);
+		return e->copy;
 	}
 	if (!forward)
 		return copy_is(c, e, other, 0, buf) ? other : -1;

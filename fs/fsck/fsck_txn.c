@@ -130,9 +130,10 @@ bad:
 	return -ENOENT;
 }
 
-/* Does the copy of e hold a whole unit of this chunk written by txid? */
+/* Does the copy of e hold a whole unit of this chunk written by txid (or,
+ * with newer set, by txid or a later transaction)? */
 static int copy_carries(const struct src *s, const struct od_dl_entry *e, int copy, uint64_t txid,
-			uint8_t *buf)
+			int newer, uint8_t *buf)
 {
 	size_t len = (size_t)e->units * OD_BLOCK_SIZE;
 	uint64_t off = (uint64_t)(e->block + (copy ? s->h->nblocks / 2 : 0)) * OD_BLOCK_SIZE;
@@ -141,7 +142,8 @@ static int copy_carries(const struct src *s, const struct od_dl_entry *e, int co
 	if (src_read(s, buf, len, off) < 0 || od_verify(buf, len) < 0)
 		return 0;
 	od_get_mb_header(buf, &mh);
-	return mh.chunk == s->chunk && mh.block == e->block && mh.txid == txid;
+	return mh.chunk == s->chunk && mh.block == e->block &&
+	       (mh.txid == txid || (newer && mh.txid > txid));
 }
 
 /* The chunk's list, as recovery picks it, and how many of its written
@@ -183,9 +185,11 @@ static int load(struct fsck_ctx *c, uint32_t chunk, const struct od_chunk_header
 		const struct od_dl_entry *e = &l->e[k];
 		if (e->flags & OD_DLE_HELD) /* held: not written by it */
 			continue;
-		l->bad += !copy_carries(&s, e, e->copy, l->txid, buf);
+		/* (a later transaction whose list is lost since wrote both
+		 * copies anew: that is no sign of this one being torn) */
+		l->bad += !copy_carries(&s, e, e->copy, l->txid, 1, buf);
 		if (!l->marked)
-			l->marked = (uint8_t)copy_carries(&s, e, 1 - e->copy, l->txid, buf);
+			l->marked = (uint8_t)copy_carries(&s, e, 1 - e->copy, l->txid, 0, buf);
 	}
 	free(buf);
 	return 0;
