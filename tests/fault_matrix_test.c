@@ -396,7 +396,6 @@ struct cell {
 	size_t other;
 	int fsck_again; /* exit of the second fsck -n on the chunk */
 	int bad;        /* a requirement failed */
-	int known;      /* ... in a cell listed as a known failure (run_cell) */
 };
 
 static void quiet(void *ctx, const char *line)
@@ -563,13 +562,6 @@ static int run_cell(const struct state *s, int type, int copy, int fault, struct
 			  cl->other || cl->fsck_again || !cl->heal;
 	else if (type != U_HEADER)
 		cl->bad = cl->fsck_again != 0;
-	/* Found by this test and not yet understood (the closing note of
-	 * 2026-12-05): served, a stale copy 1 of the map block in the held
-	 * state loses acknowledged creates; fsck's way loses nothing. */
-	if (cl->bad && s == &states[ST_HELD] && type == U_MAP && copy == 1 && fault == F_STALE) {
-		cl->bad = 0;
-		cl->known = 1;
-	}
 	/* (both header copies gone: fsck cannot check the chunk at all; a
 	 * header rebuilt from what survived is the salvage's, issue 20) */
 	return 0;
@@ -605,7 +597,7 @@ int main(void)
 	printf("%-9s %-7s %-4s %-9s  det heal off  lost(served/fsck) acked(served/fsck) other\n",
 	       "state", "unit", "copy", "fault");
 	for (int st = 0; st < NSTATES; st++) {
-		unsigned cells = 0, one_ok = 0, one = 0, both_lost = 0, two = 0, na = 0, known = 0;
+		unsigned cells = 0, one_ok = 0, one = 0, both_lost = 0, two = 0, na = 0;
 		for (int type = 0; type < NTYPES; type++)
 			for (int copy = 0; copy < 3; copy++)
 				for (int fault = 0; fault < NFAULTS; fault++) {
@@ -619,24 +611,22 @@ int main(void)
 					two += cl.two_faults;
 					if (copy != 2 && !cl.two_faults) {
 						one++;
-						one_ok += !cl.bad && !cl.known;
-						known += cl.known;
+						one_ok += !cl.bad;
 					}
 					both_lost += copy == 2 && (cl.lost_served || cl.lost_fsck);
 					CHECK(!cl.bad);
-					if (verbose || cl.bad || cl.known)
+					if (verbose || cl.bad)
 						printf("%-9s %-7s %-4s %-9s  %-3s %-4s %-3s  %5u/%-5u        %3d/%-3d            %zu%s%s\n",
 						       state_name[st], type_name[type], copy_name[copy],
 						       fault_name[fault], cl.det ? "yes" : "no",
 						       cl.heal ? "yes" : "no", cl.off ? "yes" : "no",
 						       cl.lost_served, cl.lost_fsck, cl.acked_served,
 						       cl.acked_fsck, cl.other, cl.two_faults ? " 2f" : "",
-						       cl.bad ? " FAILED" : cl.known ? " KNOWN FAILURE" : "");
+						       cl.bad ? " FAILED" : "");
 				}
 		printf("fault matrix: %s: %u cells (%u not applicable); one copy: %u of %u lost "
-		       "nothing and healed (%u known failures); both copies: %u lost files; %u "
-		       "two-fault cells\n",
-		       state_name[st], cells, na, one_ok, one, known, both_lost, two);
+		       "nothing and healed; both copies: %u lost files; %u two-fault cells\n",
+		       state_name[st], cells, na, one_ok, one, both_lost, two);
 	}
 	unlink(image);
 	unlink(work);
