@@ -1,7 +1,8 @@
 /* The fault matrix (issue 21; the model is IRON file systems, SOSP 2005):
  * every metadata unit type of one chunk x {copy 0, copy 1, both} x {read
- * error, write error, random bytes, torn 4 KiB, zeroed, a stale but valid
- * older version} x {settled, committed (lists in place), held entries
+ * error, write error, random bytes, torn (a newer version whose last
+ * sectors are still the older one's), zeroed, a stale but valid older
+ * version} x {settled, committed (lists in place), held entries
  * named, crash mid-transaction}, and for each cell what happened, printed
  * as one table:
  *   det     the fault was detected (fsck -n found it, or the served
@@ -368,15 +369,19 @@ static int apply_fault(uint8_t *img, uint32_t k, const struct unit *u, int c, in
 	case F_ZERO:
 		memset(img + off, 0, len);
 		return 0;
-	case F_TORN:
-		/* the write stopped within its last 4 KiB: that block's second
-		 * half is what was there before (zeros where that is the same) */
-		off += len - OD_BLOCK_SIZE / 2;
-		if (memcmp(img + off, base_img + off, OD_BLOCK_SIZE / 2) != 0)
-			memcpy(img + off, base_img + off, OD_BLOCK_SIZE / 2);
-		else
-			memset(img + off, 0, OD_BLOCK_SIZE / 2);
+	case F_TORN: {
+		/* a write of a newer version that stopped partway: from the
+		 * last 512-byte sector where it differs from the version before,
+		 * the older bytes (no difference: nothing to tear) */
+		size_t from = len;
+		for (size_t sec = 0; sec < len; sec += 512)
+			if (memcmp(img + off + sec, old + sec, 512) != 0)
+				from = sec;
+		if (from == len || from == 0)
+			return -ENOENT;
+		memcpy(img + off + from, old + from, len - from);
 		return 0;
+	}
 	case F_STALE:
 		if (memcmp(img + off, old, len) == 0)
 			return -ENOENT;

@@ -279,8 +279,10 @@ static int decide(struct fsck_ctx *c, struct fsck_txlist *l)
 	ret = volume_newest(c);
 	if (ret < 0)
 		return ret;
-	if (l->txid == c->tx_newest && !c->tx_newest_committed)
-		l->rollback = 1;
+	/* The volume's newest transaction goes one way in every chunk, as
+	 * recovery takes it: another participant's mark commits it here too. */
+	if (l->txid == c->tx_newest)
+		l->rollback = !c->tx_newest_committed;
 	return 0;
 }
 
