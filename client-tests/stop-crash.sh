@@ -55,17 +55,7 @@ start_server "$no_control"
 if grep -q "info: recovery: transaction" "$tmp/server.log"; then
 	fail "the start after a clean stop replayed a transaction: $(grep recovery "$tmp/server.log")"
 fi
-"$client" 127.0.0.1 "$port" commit-stream "$tmp/state" "$tmp/acked" >"$tmp/stream.out" 2>&1 &
-spid=$!
-for _ in $(seq 1 200); do
-	[ -s "$tmp/acked" ] && [ "$(wc -l <"$tmp/acked")" -ge 200 ] && break
-	kill -0 "$spid" 2>/dev/null || break
-	sleep 0.05
-done
-kill -KILL "$server_pid" || fail "no server to kill"
-wait "$server_pid" 2>/dev/null
-server_pid=
-wait "$spid" || { cat "$tmp/stream.out"; fail "svc_client commit-stream"; }
+stream_then_kill 200
 cat "$tmp/stream.out"
 header_states >"$tmp/states2"
 grep -qx 'chunk 0: state 1' "$tmp/states2" ||
