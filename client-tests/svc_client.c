@@ -13,6 +13,11 @@
  *       the batch's record numbers go to ACKS. Until the server goes away.
  *   svc_client HOST PORT commit-verify STATE ACKS
  *       After a restart, every record in ACKS is there.
+ *   svc_client HOST PORT getattr-loop SECONDS LATENCIES
+ *       GETATTR of the export's root, one call after another, for SECONDS;
+ *       each call's latency in microseconds, one a line, to LATENCIES; a
+ *       summary line on stdout (calls, median, 99.9th percentile, max,
+ *       calls over 10 ms) for the benchmark of a repair's stall.
  *   svc_client HOST PORT full-disk FILL FREE
  *       A MKDIR succeeds; FILL (which fills the file system holding the
  *       volume) runs; the directory's first CREATE, whose unit needs blocks
@@ -31,6 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 
 #include "nfs_raw.h"
 
@@ -365,6 +371,53 @@ static void full_disk(const char *fill, const char *free_cmd)
 	printf("ok: with room again, CREATE works, and the %d files are there\n", FULL_CREATES + 1);
 }
 
+/* --- a GETATTR loop, for the stall a repair causes -------------------------- */
+
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static uint64_t now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+static void getattr_loop(const char *seconds, const char *out_path)
+{
+	GETATTR3args a = { .object = mount_root() };
+	uint64_t end = now_us() + (uint64_t)atoi(seconds) * 1000000u;
+	size_t n = 0, cap = 1 << 16, slow = 0;
+	uint32_t *lat = malloc(cap * sizeof(*lat));
+	FILE *out = fopen(out_path, "w");
+
+	CHECK(lat && out, "%s: %s", out_path, strerror(errno));
+	while (now_us() < end) {
+		uint64_t t = now_us();
+		expect("GETATTR of the root", call_getattr(&a).status, NFS3_OK);
+		t = now_us() - t;
+		if (n == cap) {
+			cap *= 2;
+			lat = realloc(lat, cap * sizeof(*lat));
+			CHECK(lat, "out of memory");
+		}
+		lat[n++] = (uint32_t)t;
+		slow += t > 10000;
+		fprintf(out, "%llu\n", (unsigned long long)t);
+	}
+	fclose(out);
+	CHECK(n > 0, "no GETATTR in %s s", seconds);
+	qsort(lat, n, sizeof(*lat), cmp_u32);
+	printf("getattr-loop: %zu calls, median %u us, p99.9 %u us, max %u us, %zu over 10 ms\n", n,
+	       lat[n / 2], lat[n - 1 - n / 1000], lat[n - 1], slow);
+	free(lat);
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 3 ? argv[3] : "";
@@ -372,10 +425,11 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (!((argc == 7 && !strcmp(mode, "reload")) ||
 	      (argc == 6 && (!strcmp(mode, "commit-stream") || !strcmp(mode, "commit-verify") ||
-			     !strcmp(mode, "full-disk"))))) {
+			     !strcmp(mode, "full-disk") || !strcmp(mode, "getattr-loop"))))) {
 		fprintf(stderr, "usage: svc_client HOST PORT reload TO_RO BROKEN TO_RW\n"
 				"       svc_client HOST PORT commit-stream|commit-verify STATE ACKS\n"
-				"       svc_client HOST PORT full-disk FILL FREE\n");
+				"       svc_client HOST PORT full-disk FILL FREE\n"
+				"       svc_client HOST PORT getattr-loop SECONDS LATENCIES\n");
 		return 2;
 	}
 	call_connect(argv[1], atoi(argv[2]), 0, 0);
@@ -385,6 +439,8 @@ int main(int argc, char **argv)
 		commit_stream(argv[4], argv[5]);
 	else if (!strcmp(mode, "full-disk"))
 		full_disk(argv[4], argv[5]);
+	else if (!strcmp(mode, "getattr-loop"))
+		getattr_loop(argv[4], argv[5]);
 	else
 		commit_verify(argv[4], argv[5]);
 	call_disconnect();

@@ -261,14 +261,20 @@ int fs_offline_lost_stores(struct fs_volume *vol);
  * (fs_chunk_offline forced, fs_offline_lost_stores): a change made before
  * the count moved may be gone although no commit failed for it. */
 uint64_t fs_drop_count(struct fs_volume *vol);
-/* The check that decides whether an offline chunk may serve again:
- * called by fs_chunk_online with the volume locked and every other chunk
- * committed on disk (chunkfsd gives fsck_gate_chunk, fs/fsck/fsck.h).
- * 0 when the chunk may return; else a negative errno and why[]. */
-typedef int (*fs_chunk_check_fn)(void *ctx, uint32_t chunk, char *why, size_t whylen);
+/* The check that decides whether an offline chunk may serve again
+ * (chunkfsd gives fsck_gate_chunk, fs/fsck/fsck.h), called by
+ * fs_chunk_online with every other chunk committed on disk: first with
+ * unlocked set, the volume not locked (the other chunks may change while
+ * it reads them; it may answer -EAGAIN to be run locked only), then, when
+ * that fails, again with the volume locked, which decides. 0 when the
+ * chunk may return; else a negative errno and why[]. */
+typedef int (*fs_chunk_check_fn)(void *ctx, uint32_t chunk, int unlocked, char *why,
+				 size_t whylen);
 /* Run check on the chunk and only when it passes take the chunk's lock
  * again, settle its last transaction and serve it. The volume is locked
- * throughout. 0 at once when the chunk is online already. */
+ * but while the first check runs: the clients of the other chunks are not
+ * held up by it (the chunk, offline, is written by nothing of the volume
+ * meanwhile). 0 at once when the chunk is online already. */
 int fs_chunk_online(struct fs_volume *vol, uint32_t chunk, fs_chunk_check_fn check, void *ctx,
 		    char *why, size_t whylen);
 

@@ -226,14 +226,35 @@ int fs_chunk_online(struct fs_volume *v, uint32_t i, fs_chunk_check_fn check, vo
 		ret = 0;
 		goto out;
 	}
-	/* The other chunks as committed on disk, and not changing while the
-	 * check reads the inodes its cross-chunk pointers lead to. */
+	/* The other chunks as committed on disk, for the check to read the
+	 * inodes its cross-chunk pointers lead to. It runs first without the
+	 * volume lock, the clients of the other chunks going on: nothing of
+	 * the volume writes an offline chunk, and the others' changes do not
+	 * touch what points into it, but a unit of theirs read while a
+	 * transaction rewrites it may fail the check where nothing is wrong.
+	 * A failure is therefore decided again with the volume locked and
+	 * the others quiet, as is a check that cannot run unlocked. */
 	ret = vol_sync(v, 0);
 	if (ret < 0) {
 		snprintf(why, whylen, "committing before the check failed: %s", strerror(-ret));
 		goto out;
 	}
-	ret = check(ctx, i, why, whylen);
+	vol_unlock(v);
+	ret = check(ctx, i, 1, why, whylen);
+	vol_lock(v);
+	if (!c->offline) {
+		ret = 0; /* brought online meanwhile */
+		goto out;
+	}
+	if (ret < 0 && ret != -ENOMEM) {
+		ret = vol_sync(v, 0);
+		if (ret < 0) {
+			snprintf(why, whylen, "committing before the check failed: %s",
+				 strerror(-ret));
+			goto out;
+		}
+		ret = check(ctx, i, 0, why, whylen);
+	}
 	if (ret < 0)
 		goto out;
 	ret = vol_chunk_reacquire(v, i, why, whylen);

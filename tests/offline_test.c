@@ -2,11 +2,12 @@
  * root's chunk refuses to go; with chunk K offline, files elsewhere read
  * back exactly, files in K fail with EIO, listings leave out K's entries,
  * names that may be in K cannot be created, new files go elsewhere, and
- * another process may lock K's range; online K checks it first (a damaged
- * copy is refused, fsck -y repairs it, then it comes back) and every file
- * reads back exactly again, across a reopen too. A chunk changed just
- * before it goes offline is left with a newest dirty list that names
- * nothing (its catch-ups written, none held back). */
+ * another process may lock K's range; online K checks it first, without
+ * the volume lock (a call from inside the check is served), a failure
+ * confirmed with it (a damaged copy is refused, fsck -y repairs it, then
+ * it comes back) and every file reads back exactly again, across a reopen
+ * too. A chunk changed just before it goes offline is left with a newest
+ * dirty list that names nothing. */
 #include "config.h"
 
 #include <errno.h>
@@ -135,6 +136,32 @@ static void touch_file(struct fs_volume *v, const struct file *fl)
 	CHECK_EQ(fs_lookup(v, NULL, root, fl->dir, &d, NULL), 0);
 	CHECK_EQ(fs_lookup(v, NULL, d, fl->name, &f, NULL), 0);
 	CHECK_EQ(fs_write(v, NULL, f, 0, fl->len, buf, FS_FILE_SYNC, NULL), 0);
+}
+
+/* The gate, watched: how often it ran without and with the volume lock, and
+ * whether a call that takes the volume lock works from inside the first
+ * run (with the lock held it would never return: the alarm fails it). */
+struct watched_gate {
+	struct fsck_gate *gate;
+	struct fs_volume *v;
+	int unlocked_runs, locked_runs, calls_ok;
+};
+
+static int watched_gate_check(void *ctx, uint32_t chunk, int unlocked, char *why, size_t whylen)
+{
+	struct watched_gate *w = ctx;
+
+	if (unlocked) {
+		struct fs_ino root;
+		struct fs_attr a;
+		w->unlocked_runs++;
+		alarm(60);
+		w->calls_ok += fs_root(w->v, &root) == 0 && fs_getattr(w->v, root, &a) == 0;
+		alarm(0);
+	} else {
+		w->locked_runs++;
+	}
+	return fsck_gate_chunk(w->gate, chunk, unlocked, why, whylen);
 }
 
 static int count_fn(void *ctx, const struct fs_dirent *e)
@@ -300,9 +327,16 @@ int main(void)
 	CHECK(made);
 	CHECK_EQ(fs_sync(v), 0);
 
-	/* Damaged while offline: the check refuses it, fsck -y repairs it. */
+	/* Damaged while offline: the check refuses it (first without the
+	 * volume lock, then, confirming, with it), fsck -y repairs it. */
 	damage_copy0(k, &h);
-	CHECK_EQ(fs_chunk_online(v, k, fsck_gate_chunk, &gate, why, sizeof(why)), -EUCLEAN);
+	{
+		struct watched_gate w = { .gate = &gate, .v = v };
+		CHECK_EQ(fs_chunk_online(v, k, watched_gate_check, &w, why, sizeof(why)), -EUCLEAN);
+		CHECK_EQ(w.unlocked_runs, 1);
+		CHECK_EQ(w.locked_runs, 1);
+		CHECK_EQ(w.calls_ok, 1);
+	}
 	CHECK(strstr(why, "still fails its check") != NULL);
 	CHECK(gate.res.problems >= 1);
 	CHECK_EQ(fs_chunk_info(v, k, &ci), 0);
@@ -313,7 +347,15 @@ int main(void)
 		CHECK_EQ(fsck_volume_path(image, (int)k, &y, &yr), 0);
 		CHECK_EQ(yr.exit_code, FSCK_EXIT_FIXED);
 	}
-	CHECK_EQ(fs_chunk_online(v, k, fsck_gate_chunk, &gate, why, sizeof(why)), 0);
+	{
+		/* Clean: the one run without the volume lock decides; the
+		 * clients of the other chunks were served meanwhile. */
+		struct watched_gate w = { .gate = &gate, .v = v };
+		CHECK_EQ(fs_chunk_online(v, k, watched_gate_check, &w, why, sizeof(why)), 0);
+		CHECK_EQ(w.unlocked_runs, 1);
+		CHECK_EQ(w.locked_runs, 0);
+		CHECK_EQ(w.calls_ok, 1);
+	}
 	CHECK_EQ(gate.res.exit_code, FSCK_EXIT_OK);
 	CHECK_EQ(fs_chunk_info(v, k, &ci), 0);
 	CHECK_EQ(ci.online, 1);

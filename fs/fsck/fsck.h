@@ -124,7 +124,7 @@ struct fsck_gate {
 	struct fsck_opts opts;
 	struct fsck_result res;
 };
-int fsck_gate_chunk(void *gate, uint32_t chunk, char *why, size_t whylen);
+int fsck_gate_chunk(void *gate, uint32_t chunk, int unlocked, char *why, size_t whylen);
 
 /* The code, message and repair of a problem, for documentation and tests:
  * fsck_problem_info(i) for i = 0, 1, ... until it returns nonzero. */

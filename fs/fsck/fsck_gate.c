@@ -10,12 +10,19 @@
 
 #include "fs/fsck/fsck.h"
 
-int fsck_gate_chunk(void *gate, uint32_t chunk, char *why, size_t whylen)
+int fsck_gate_chunk(void *gate, uint32_t chunk, int unlocked, char *why, size_t whylen)
 {
 	struct fsck_gate *g = gate;
 	struct fsck_opts o = g->opts;
 	int ret;
 
+	/* Unlocked: through the image only (a chunk's own store may be in
+	 * use by a probe of the store watch), and silent (a failure is
+	 * checked again, locked, and that run reports). */
+	if (unlocked && g->store)
+		return -EAGAIN;
+	if (unlocked)
+		o.out = NULL;
 	memset(&g->res, 0, sizeof(g->res));
 	o.mode = FSCK_CHECK_ONLY;
 	o.cross = 1;
