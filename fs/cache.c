@@ -329,8 +329,8 @@ void buf_forget(struct chunk *c, uint32_t block)
 {
 	struct buf *b = cache_find(c, block);
 
-	/* (If the last transaction wrote it, the transaction freeing it still
-	 * catches its other copy up: rolled back, the unit is in use again.) */
+	/* (A transaction in flight that wrote it keeps its own copy of the
+	 * bytes: rolled back, the unit is in use again.) */
 	if (!b)
 		return;
 	buf_undirty(b);

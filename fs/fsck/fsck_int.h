@@ -284,8 +284,6 @@ struct fsck_ctx {
 	int lists_present;
 	uint64_t pend_txid;           /* the transaction of that list */
 	int rollback;                 /* ... rolled back: the other copies are current */
-	int pend_marked;              /* ... carries the commit mark: both copies of
-				       * every unit it wrote hold it (fs/txn.c) */
 	int force_write;              /* a repair run writes even if nothing else changed */
 	int txn_report;               /* rolled back alone: bad written copies are problems */
 	int restart;                  /* a repair needs another round of the check (fsck.c) */

@@ -301,7 +301,6 @@ int fsck_txn_read(struct fsck_ctx *c)
 		return 0;
 	c->pend_txid = l->txid;
 	c->rollback = l->rollback;
-	c->pend_marked = l->marked && !l->rollback;
 	for (uint32_t k = 0; k < l->n; k++) {
 		/* A held entry's named copy is current either way: recorded
 		 * as the copy "written", flipped when the part is rolled back,

@@ -73,10 +73,11 @@ static int list_explains(const struct fsck_ctx *c, uint32_t written, int held, i
  * checks, why[i]: else what failed), and report what is wrong with the
  * other. The newer valid txid wins; a difference that the newest dirty
  * list explains (a transaction that did not reach the unit's second copy,
- * or a list of an older version whose catch-ups were pending) is no
- * problem, unless that list carries the commit mark: then both copies of
- * every unit it names hold the same version, and any difference is
- * damage. raw[] stays the caller's. */
+ * cut short by a crash, or a list of an older version whose catch-ups
+ * were pending) is no problem: the repair, or recovery at the next open,
+ * writes the current copy over the other. (A mark elsewhere in that list
+ * does not make it damage: a crash while the second copies were written
+ * leaves some written and some not.) raw[] stays the caller's. */
 int fsck_unit_decide(struct fsck_ctx *c, struct fsck_unit *u, uint8_t *raw[2], const int valid[2],
 		     const char *why[2])
 {
@@ -133,7 +134,7 @@ int fsck_unit_decide(struct fsck_ctx *c, struct fsck_unit *u, uint8_t *raw[2], c
 		u->cur = (int8_t)newer;
 		if (!same_content(raw[0], raw[1], len)) {
 			p.copy = 1 - newer;
-			if (!u->pending || c->pend_marked) {
+			if (!u->pending) {
 				if (fix_problem(c, is_hdr ? PR_1_HDR_COPIES_DIFFER
 							  : PR_0_UNIT_COPIES_DIFFER, &p))
 					u->heal[1 - newer] = FSCK_HEAL_FIX;
@@ -150,7 +151,7 @@ int fsck_unit_decide(struct fsck_ctx *c, struct fsck_unit *u, uint8_t *raw[2], c
 		u->cur = (int8_t)good;
 		if (c->single_copy && good == 0) {
 			/* copy 1 is never kept in a SINGLE_COPY chunk */
-		} else if (u->pending && !c->pend_marked && pc == (uint32_t)good &&
+		} else if (u->pending && pc == (uint32_t)good &&
 			   (held ? raw_txid(raw[good]) < c->pend_txid
 				 : raw_txid(raw[good]) == c->pend_txid)) {
 			/* New in that transaction; or held, the other copy

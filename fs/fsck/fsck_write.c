@@ -76,8 +76,9 @@ int fsck_write_out(struct fsck_ctx *c)
 				any = 1;
 	if (!any)
 		return 0;
-	/* The run writes: the header records it, and every pending catch-up
-	 * is made now, so that the copies agree with what was checked. */
+	/* The run writes: the header records it, and every unit the newest
+	 * dirty list names whose copies differ (a transaction cut short) is
+	 * settled now, so that the copies agree with what was checked. */
 	if (c->hdr.state == OD_STATE_NEEDS_REPAIR && c->res.unfixed == 0)
 		c->hdr.state = OD_STATE_CLEAN;
 	if (c->clear_uninit)
@@ -126,6 +127,6 @@ int fsck_write_out(struct fsck_ctx *c)
 		return ret;
 	}
 	fsck_note(c, "%u unit copies written%s", nwritten + nsettled,
-		  nsettled ? " (pending catch-ups included)" : "");
+		  nsettled ? " (units of a transaction cut short included)" : "");
 	return 0;
 }
