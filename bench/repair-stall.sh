@@ -4,7 +4,7 @@
 # volume of it (4 chunks of 1 GiB); for each build given and each round
 # (alternating), chunkfsd serves a copy of it while one client GETATTRs the
 # root (chunk 0) in a loop (client-tests/svc_client getattr-loop, one call
-# after another), and `chunkfsctl fsck K yes` takes chunk K offline,
+# after another), and `chunkfsctl fsck K -y` takes chunk K offline,
 # repairs it and brings it back through the check that gates its return.
 # Printed per build: the loop's median, 99.9th percentile and maximum
 # latency during the repair, calls over 10 ms, and how long the repair
@@ -61,6 +61,9 @@ gcc -O2 -o "$tmp/gen_tree" "$here/gen_tree.c" -lm || exit 1
 start() {
 	rm -f "$tmp/port" "$tmp/ctl"
 	cp --sparse=always "$tmp/pristine.img" "$tmp/vol.img"
+	# (written back now: else the first flush of the run, the one that
+	# takes the chunk offline, waits for the copy's dirty pages)
+	sync "$tmp/vol.img"
 	cat >"$tmp/chunkfsd.conf" <<EOF
 volume = $tmp/vol.img
 listen = 127.0.0.1
@@ -96,7 +99,7 @@ one() {
 	if [ "$repair" -eq 1 ]; then
 		sleep 1
 		t0=$(date +%s%N)
-		"$b/chunkfsctl" -s "$tmp/ctl" fsck "$chunk" yes >"$tmp/fsck.out" 2>&1 ||
+		"$b/chunkfsctl" -s "$tmp/ctl" fsck "$chunk" -y >"$tmp/fsck.out" 2>&1 ||
 			{ cat "$tmp/fsck.out" >&2; echo "repair-stall: the repair failed" >&2; }
 		t1=$(date +%s%N)
 		ms=$(((t1 - t0) / 1000000))
@@ -110,7 +113,7 @@ one() {
 
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
-echo "repair-stall: $files files, 4 chunks of 1 GiB, fsck $chunk yes, $rounds rounds (in $tmp)"
+echo "repair-stall: $files files, 4 chunks of 1 GiB, fsck $chunk -y, $rounds rounds (in $tmp)"
 for r in $(seq 1 "$rounds"); do
 	order=("${builds[@]}")
 	[ $((r % 2)) -eq 0 ] && order=($(printf '%s\n' "${builds[@]}" | tac))
