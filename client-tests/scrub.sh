@@ -94,6 +94,28 @@ assert sc["finished"] > 0 and sc["resumed"] is True, sc
 assert s["chunks"][-1]["scrubbed"] > 0, s["chunks"]
 PY
 
+# The status table's scrub column says what each chunk's record says: when
+# it was last scrubbed and bad/healed/lost since the daemon opened the
+# volume ("never" before), for every chunk, and the pass has reached some.
+"$CTL" -s "$tmp/control" status >"$tmp/table" || fail "status"
+status
+python3 - "$tmp/table" "$tmp/st.json" <<'PY' || fail "the status table's scrub column: $(cat "$tmp/table")"
+import json, re, sys
+table = open(sys.argv[1]).read()
+assert "SCRUBBED (BAD/HEALED/LOST)" in table, table
+seen = 0
+for c in json.load(open(sys.argv[2]))["chunks"]:
+    line = re.search(r"^%d +(online|OFFLINE) .*$" % c["index"], table, re.M).group(0)
+    if c["scrubbed"]:
+        want = " %d/%d/%d " % (c["scrub_bad"], c["scrub_healed"], c["scrub_both_bad"])
+        assert re.search(r" \d{4}-\d\d-\d\d \d\d:\d\d:\d\d" + want, line), (want, line)
+        seen += 1
+    else:
+        assert "  never  " in line, line
+assert seen > 0, table
+print("status table: scrub column matches %d scrubbed chunks" % seen)
+PY
+
 # Every file reads back exactly.
 for d in 1 2 3 4 5 6; do
 	for f in $(seq 1 40); do

@@ -281,11 +281,12 @@ static void print_status(struct record *recs, int n)
 			       "(NBD timeout %llu s)\n\n",
 			       num(r, "lost"), num(r, "back"), num(r, "nbd_timeout"));
 	}
-	printf("%-5s %-8s %-8s %-12s %-22s %-18s %6s %5s  %s\n", "CHUNK", "STATE", "KIND", "HEADER",
-	       "BLOCKS USED", "INODES USED", "HEALED", "BAD", "LAST CHECK");
+	printf("%-5s %-8s %-8s %-12s %-22s %-18s %6s %5s  %-28s  %s\n", "CHUNK", "STATE", "KIND",
+	       "HEADER", "BLOCKS USED", "INODES USED", "HEALED", "BAD", "SCRUBBED (BAD/HEALED/LOST)",
+	       "LAST CHECK");
 	for (int i = 0; i < n; i++) {
 		struct record *r = &recs[i];
-		char blocks[32], inodes[32], check[96], t[32];
+		char blocks[32], inodes[32], check[96], scrub[64], t[32];
 		unsigned long long nb = num(r, "blocks"), used = nb - num(r, "free_blocks");
 		if (strcmp(r->type, "chunk"))
 			continue;
@@ -300,10 +301,18 @@ static void print_status(struct record *recs, int n)
 				 get(r, "check_exit"), get(r, "problems"), get(r, "fixed"),
 				 get(r, "left"));
 		}
-		printf("%-5s %-8s %-8s %-12s %-22s %-18s %6s %5s  %s%s\n", get(r, "index"),
+		/* (the scrub's counts are since the daemon opened the volume) */
+		if (!num(r, "scrubbed")) {
+			snprintf(scrub, sizeof(scrub), "never");
+		} else {
+			when(get(r, "scrubbed"), t, sizeof(t));
+			snprintf(scrub, sizeof(scrub), "%s %s/%s/%s", t, get(r, "scrub_bad"),
+				 get(r, "scrub_healed"), get(r, "scrub_both_bad"));
+		}
+		printf("%-5s %-8s %-8s %-12s %-22s %-18s %6s %5s  %-28s  %s%s\n", get(r, "index"),
 		       !strcmp(get(r, "online"), "yes") ? "online" : "OFFLINE", get(r, "kind"),
-		       get(r, "state"), blocks, inodes, get(r, "healed"), get(r, "unreadable"), check,
-		       !strcmp(get(r, "root"), "yes") ? " (root)" : "");
+		       get(r, "state"), blocks, inodes, get(r, "healed"), get(r, "unreadable"), scrub,
+		       check, !strcmp(get(r, "root"), "yes") ? " (root)" : "");
 		if (get(r, "reason")[0])
 			printf("      offline: %s\n", get(r, "reason"));
 	}
