@@ -125,7 +125,8 @@ static int buf_insert(struct chunk *c, uint32_t block, uint32_t units, struct bu
 	return 0;
 }
 
-/* The txid of a copy that is a whole unit of c at block, or 0. */
+/* The txid of a copy that is a whole unit of c at block, or 0 (a whole
+ * unit stamped with txid 0 counts as 1). */
 static uint64_t unit_txid(const struct chunk *c, const uint8_t *data, uint32_t block,
 			  uint32_t units)
 {

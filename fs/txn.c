@@ -115,7 +115,7 @@ struct pending {
 	uint16_t units;
 	uint8_t copy;       /* which copy this transaction writes first (held: names) */
 	uint8_t held;       /* named, not written: a held entry (data NULL) */
-	uint8_t age;        /* of a held one: its age in the chunk's "recent" */
+	uint8_t age;        /* of a held one: its age in the chunk's newest list */
 	uint8_t fresh;      /* the buffer's fresh: no committed state uses its blocks */
 	int heal_copy;      /* the buffer's heal_copy, given back if the write fails */
 	uint8_t *data;      /* sealed with the transaction's txid; owned */
@@ -231,10 +231,10 @@ static int pend_hold(struct chunk_txn *ct, const struct dl_entry *e, uint64_t tx
 	return 0;
 }
 
-/* May e, named by the chunk's newest list, be named once more? The chunk writes a list anyway (units of its
- * own are queued), the unit is not written by this transaction, and its
- * blocks are still in use (freed, they may take another unit, which the
- * held name must not overwrite). */
+/* May e, named by the chunk's newest list, be named once more? The chunk
+ * writes a list anyway (units of its own are queued), the unit is not
+ * written by this transaction, and its blocks are still in use (freed,
+ * they may take another unit, which the held name must not overwrite). */
 static int may_hold(const struct chunk_txn *ct, const struct dl_entry *e, uint32_t nheld)
 {
 	struct chunk *c = ct->c;

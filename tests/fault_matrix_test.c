@@ -491,19 +491,15 @@ static void repaired(const struct state *s, const uint8_t *dmg, const struct uni
 	size_t n;
 	int rc;
 
-	if (write_image(work, dmg) < 0)
+	if (write_image(work, dmg) < 0) {
+		fprintf(stderr, "fault_matrix: cannot write %s\n", work);
+		cl->lost_fsck = total_files; /* (the cell fails) */
 		return;
+	}
 	rc = fsck_run(work, -1, FSCK_CHECK_ONLY);
 	cl->det |= rc != 0;
 	fsck_run(work, (int)s->chunk, FSCK_YES);
 	cl->fsck_again = fsck_run(work, (int)s->chunk, FSCK_CHECK_ONLY);
-	if (cl->fsck_again && getenv("FAULT_MATRIX_SAVE")) {
-		char cmd[600];
-		snprintf(cmd, sizeof(cmd), "cp %s %s.%d.%d", work, getenv("FAULT_MATRIX_SAVE"),
-			 (int)(s - states), type);
-		if (system(cmd) != 0)
-			fprintf(stderr, "fault_matrix: cannot save the image\n");
-	}
 	now = fi_slurp(work, &n);
 	if (now && n == IMG_SIZE) {
 		for (uint32_t k = 0; k < FI_NCHUNKS; k++)
