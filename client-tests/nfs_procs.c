@@ -621,8 +621,11 @@ static void test_dirs_and_errors(nfs_fh3 root, fileid3 root_id, nfs_fh3 a)
 		CHECK(call_same_fh(lookup_ok("LOOKUP d1/hard", d1, "hard"), a),
 		      "LINK: d1/hard has another handle");
 		expect("LINK onto an existing name", link_(a, d1, "x").status, NFS3ERR_EXIST);
+		/* knfsd's answer for a directory (link(2) says EPERM). */
+		expect("LINK of the directory d2", link_(d2, d1, "dirlink").status, NFS3ERR_ISDIR);
+		expect("LOOKUP of the refused LINK", lookup(d1, "dirlink").status, NFS3ERR_NOENT);
 	}
-	ok("LINK (nlink 2, wcc, same handle), onto an existing name EXIST");
+	ok("LINK (nlink 2, wcc, same handle), onto an existing name EXIST, of a directory ISDIR");
 }
 
 static void test_symlink_mknod(nfs_fh3 root, fileid3 root_id, nfs_fh3 file)

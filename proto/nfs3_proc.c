@@ -867,6 +867,11 @@ void nfs3_proc_link(struct nfs_ctx *ctx, LINK3args *args, LINK3res *res)
 	if (ret == 0)
 		ctx->needs_sync = 1;
 	post_attr_of(ctx, file, &fattr);
+	/* fs_link refuses a directory with EPERM, as link(2) does; knfsd's
+	 * nfsd_link answers NFS3ERR_ISDIR, and so do we. */
+	if (ret == -EPERM && fattr.attributes_follow &&
+	    fattr.post_op_attr_u.attributes.type == NF3DIR)
+		ret = -EISDIR;
 	wcc_end(ctx, dir, &wcc);
 	res->status = nfs3_status(ret);
 	if (ret == 0) {

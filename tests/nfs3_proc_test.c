@@ -1024,6 +1024,11 @@ static void test_remove_rename_link(void)
 	CHECK(lr.LINK3res_u.resfail.file_attributes.attributes_follow);
 	CHECK(lr.LINK3res_u.resfail.linkdir_wcc.after.attributes_follow);
 	CHECK_EQ(t_link(f, f, "x", NULL), NFS3ERR_NOTDIR);
+	/* A directory: ISDIR, as knfsd (link(2) says EPERM). */
+	CHECK_EQ(t_link(d2, d1, "dirlink", &lr), NFS3ERR_ISDIR);
+	CHECK(lr.LINK3res_u.resfail.file_attributes.attributes_follow);
+	CHECK(lr.LINK3res_u.resfail.linkdir_wcc.after.attributes_follow);
+	CHECK_EQ(t_lookup(d1, "dirlink", NULL), NFS3ERR_NOENT);
 	CHECK_EQ(t_lookup(d1, "hard", &g), NFS3_OK);
 	CHECK(same_fh(&f, &g));
 	/* The file lives while a link remains. */
