@@ -288,10 +288,17 @@ static int sattr_to_fs(const sattr3 *s, struct fs_setattr *sa)
 #define FS_SET_TIMES (FS_SET_ATIME | FS_SET_MTIME | FS_SET_ATIME_NOW | FS_SET_MTIME_NOW)
 
 /* A new object was made with its mode; what else the client asked for
- * (of the fields in keep) is applied as a SETATTR would, updating *attr. */
+ * (of the fields in keep) is applied as a SETATTR would, updating *attr.
+ * An owner or group from a caller who is not root is dropped, as knfsd's
+ * nfsd_create_setattr drops them: some clients send the setgid
+ * directory's group with CREATE, which as a chown would refuse the call
+ * (EPERM, the new object left behind) or, even with the group the object
+ * already has, take its set-id bits. */
 static int apply_rest(struct nfs_ctx *ctx, struct fs_ino ino, struct fs_setattr *sa, uint32_t keep,
 		      struct fs_attr *attr)
 {
+	if (ctx->cred.uid != 0)
+		keep &= ~(uint32_t)(FS_SET_UID | FS_SET_GID);
 	sa->valid &= keep;
 	if (!sa->valid)
 		return 0;

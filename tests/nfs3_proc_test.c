@@ -434,6 +434,124 @@ static void test_create(void)
 	CHECK_EQ(t_lookup(root, "bad", NULL), NFS3ERR_NOENT);
 }
 
+/* sattr3 with an owner and a group, for the cases below. */
+static sattr3 ids_sattr(uint32_t mode, uint32_t uid, uint32_t gid)
+{
+	sattr3 s;
+
+	memset(&s, 0, sizeof(s));
+	s.mode.set_it = TRUE;
+	s.mode.set_mode3_u.mode = mode;
+	s.uid.set_it = TRUE;
+	s.uid.set_uid3_u.uid = uid;
+	s.gid.set_it = TRUE;
+	s.gid.set_gid3_u.gid = gid;
+	return s;
+}
+
+/* CREATE, MKDIR, SYMLINK and MKNOD from a user who is not root: the uid
+ * and gid in its sattr3 are dropped (as knfsd's nfsd_create_setattr), so
+ * a client that sends the setgid directory's group neither fails with
+ * PERM nor loses the set-id bits it asked for; root's are applied. */
+static void test_create_ids(void)
+{
+	SETATTR3args sa;
+	SETATTR3res sr;
+	CREATE3args a;
+	CREATE3res r;
+	MKDIR3args ma;
+	MKDIR3res mr;
+	SYMLINK3args la;
+	SYMLINK3res lr;
+	MKNOD3args na;
+	MKNOD3res nr;
+	nfs_fh3 sg, f;
+	fattr3 fa;
+
+	CHECK_EQ(t_mkdir(root, "ids", 0777, &sg), NFS3_OK);
+	memset(&sa, 0, sizeof(sa));
+	sa.object = sg;
+	sa.new_attributes = ids_sattr(02777, 0, 3000);
+	nfs3_proc_setattr(&ctx, &sa, &sr);
+	CHECK_EQ(sr.status, NFS3_OK);
+
+	ctx.cred = cred_user;
+	/* The group it inherits anyway: S_ISUID stays. */
+	memset(&a, 0, sizeof(a));
+	a.where.dir = sg;
+	a.where.name = "same-gid";
+	a.how.mode = GUARDED;
+	a.how.createhow3_u.obj_attributes = ids_sattr(04755, 1000, 3000);
+	nfs3_proc_create(&ctx, &a, &r);
+	CHECK_EQ(r.status, NFS3_OK);
+	fa = r.CREATE3res_u.resok.obj_attributes.post_op_attr_u.attributes;
+	CHECK_EQ(fa.mode, 04755);
+	CHECK_EQ(fa.uid, 1000);
+	CHECK_EQ(fa.gid, 3000);
+	/* Ids it could not set itself: OK, and the file has the inherited
+	 * ones. */
+	a.where.name = "other-ids";
+	a.how.createhow3_u.obj_attributes = ids_sattr(0640, 5, 1234);
+	nfs3_proc_create(&ctx, &a, &r);
+	CHECK_EQ(r.status, NFS3_OK);
+	CHECK_EQ(t_lookup(sg, "other-ids", &f), NFS3_OK);
+	CHECK_EQ(t_getattr(f, &fa), NFS3_OK);
+	CHECK_EQ(fa.mode, 0640);
+	CHECK_EQ(fa.uid, 1000);
+	CHECK_EQ(fa.gid, 3000);
+	/* UNCHECKED makes it the same way. */
+	a.where.name = "unchecked";
+	a.how.mode = UNCHECKED;
+	nfs3_proc_create(&ctx, &a, &r);
+	CHECK_EQ(r.status, NFS3_OK);
+	CHECK_EQ(r.CREATE3res_u.resok.obj_attributes.post_op_attr_u.attributes.gid, 3000);
+
+	memset(&ma, 0, sizeof(ma));
+	ma.where.dir = sg;
+	ma.where.name = "dir";
+	ma.attributes = ids_sattr(0755, 5, 1234);
+	nfs3_proc_mkdir(&ctx, &ma, &mr);
+	CHECK_EQ(mr.status, NFS3_OK);
+	fa = mr.MKDIR3res_u.resok.obj_attributes.post_op_attr_u.attributes;
+	CHECK_EQ(fa.mode, 02755);
+	CHECK_EQ(fa.uid, 1000);
+	CHECK_EQ(fa.gid, 3000);
+
+	memset(&la, 0, sizeof(la));
+	la.where.dir = sg;
+	la.where.name = "link";
+	la.symlink.symlink_attributes = ids_sattr(0777, 5, 1234);
+	la.symlink.symlink_data = "target";
+	nfs3_proc_symlink(&ctx, &la, &lr);
+	CHECK_EQ(lr.status, NFS3_OK);
+	fa = lr.SYMLINK3res_u.resok.obj_attributes.post_op_attr_u.attributes;
+	CHECK_EQ(fa.uid, 1000);
+	CHECK_EQ(fa.gid, 3000);
+
+	memset(&na, 0, sizeof(na));
+	na.where.dir = sg;
+	na.where.name = "fifo";
+	na.what.type = NF3FIFO;
+	na.what.mknoddata3_u.pipe_attributes = ids_sattr(0640, 5, 1234);
+	nfs3_proc_mknod(&ctx, &na, &nr);
+	CHECK_EQ(nr.status, NFS3_OK);
+	fa = nr.MKNOD3res_u.resok.obj_attributes.post_op_attr_u.attributes;
+	CHECK_EQ(fa.uid, 1000);
+	CHECK_EQ(fa.gid, 3000);
+
+	/* Root's ids are applied. */
+	ctx.cred = cred_root;
+	a.where.name = "roots";
+	a.how.mode = GUARDED;
+	a.how.createhow3_u.obj_attributes = ids_sattr(0644, 5, 1234);
+	nfs3_proc_create(&ctx, &a, &r);
+	CHECK_EQ(r.status, NFS3_OK);
+	fa = r.CREATE3res_u.resok.obj_attributes.post_op_attr_u.attributes;
+	CHECK_EQ(fa.uid, 5);
+	CHECK_EQ(fa.gid, 1234);
+	ctx.needs_sync = 0;
+}
+
 static void test_lookup(void)
 {
 	char longname[FS_NAME_MAX + 2];
@@ -1456,6 +1574,7 @@ int main(void)
 	test_status_map();
 	test_null_getattr();
 	test_create();
+	test_create_ids();
 	test_lookup();
 	test_write_read_commit();
 	test_setattr();
