@@ -581,6 +581,45 @@ static int pxb_sync(struct backend *be)
 	return 0;
 }
 
+/* Times with at least one given: utimensat with the other left or set to
+ * now; a user who does not own the object is refused (EPERM), as knfsd's
+ * notify_change refuses a SETATTR with a client's time. */
+static int px_utimens(int fd, const struct fs_setattr *sa)
+{
+	struct timespec ts[2] = {{0, UTIME_OMIT}, {0, UTIME_OMIT}};
+
+	if (sa->valid & FS_SET_ATIME)
+		ts[0] = sa->atime;
+	if (sa->valid & FS_SET_ATIME_NOW)
+		ts[0].tv_nsec = UTIME_NOW;
+	if (sa->valid & FS_SET_MTIME)
+		ts[1] = sa->mtime;
+	if (sa->valid & FS_SET_MTIME_NOW)
+		ts[1].tv_nsec = UTIME_NOW;
+	return utimensat(fd, "", ts, AT_EMPTY_PATH) ? errno : 0;
+}
+
+/* Times to the server's clock alone are touched with a NULL times
+ * argument, whose check (owner, or write permission: EACCES) is the one
+ * knfsd makes for a SETATTR without a client's time (NFSD_MAY_WRITE with
+ * the owner override). utimensat with one time now and the other omitted
+ * would refuse a writer who is not the owner (EPERM: it counts as a time
+ * given), so when one time was asked for, the other is put back as root
+ * from before; st holds it. */
+static void px_untouch(int fd, const struct stat *st, const struct fs_setattr *sa)
+{
+	struct timespec ts[2] = {st->st_atim, st->st_mtim};
+
+	if ((sa->valid & FS_SET_ATIME_NOW) && (sa->valid & FS_SET_MTIME_NOW))
+		return;
+	if (sa->valid & FS_SET_ATIME_NOW)
+		ts[0].tv_nsec = UTIME_OMIT;
+	else
+		ts[1].tv_nsec = UTIME_OMIT;
+	if (utimensat(fd, "", ts, AT_EMPTY_PATH))
+		die("utimensat (putting a time back)");
+}
+
 static int pxb_setattr(struct backend *be, const struct fs_cred *c, struct fs_ino ino,
 		       const struct fs_setattr *sa, struct fs_attr *out)
 {
@@ -588,7 +627,7 @@ static int pxb_setattr(struct backend *be, const struct fs_cred *c, struct fs_in
 	struct stat st;
 	char proc[64];
 	uint32_t perm;
-	int fd, rc, err = 0;
+	int fd, rc, err = 0, touched = 0;
 
 	rc = px_get(p, ino, &fd, &st);
 	if (rc)
@@ -617,22 +656,19 @@ static int pxb_setattr(struct backend *be, const struct fs_cred *c, struct fs_in
 		err = errno;
 	if (!err && (sa->valid & FS_SET_MODE) && chmod(proc, perm & 07777))
 		err = errno;
-	if (!err &&
-	    (sa->valid & (FS_SET_ATIME | FS_SET_MTIME | FS_SET_ATIME_NOW | FS_SET_MTIME_NOW))) {
-		struct timespec ts[2] = {{0, UTIME_OMIT}, {0, UTIME_OMIT}};
-
-		if (sa->valid & FS_SET_ATIME)
-			ts[0] = sa->atime;
-		if (sa->valid & FS_SET_ATIME_NOW)
-			ts[0].tv_nsec = UTIME_NOW;
-		if (sa->valid & FS_SET_MTIME)
-			ts[1] = sa->mtime;
-		if (sa->valid & FS_SET_MTIME_NOW)
-			ts[1].tv_nsec = UTIME_NOW;
-		if (utimensat(fd, "", ts, AT_EMPTY_PATH))
+	if (!err && (sa->valid & (FS_SET_ATIME | FS_SET_MTIME))) {
+		err = px_utimens(fd, sa);
+	} else if (!err && (sa->valid & (FS_SET_ATIME_NOW | FS_SET_MTIME_NOW))) {
+		if (fstat(fd, &st))
+			die("fstat");
+		if (utimensat(fd, "", NULL, AT_EMPTY_PATH))
 			err = errno;
+		else
+			touched = 1;
 	}
 	px_unas(c);
+	if (touched)
+		px_untouch(fd, &st, sa);
 	if (err)
 		return -err;
 	return out ? px_getattr(p, ino, out) : 0;
@@ -2919,11 +2955,23 @@ static void gen_setattr(void)
 	sa.mtime.tv_sec = rnd(1u << 31);
 	sa.mtime.tv_nsec = rnd(1000000000);
 	if (is_user(c)) {
-		/* one field at a time, and no times: which rule goes first is unsaid */
+		/* One field at a time (which rule goes first is unsaid), or
+		 * times alone: a given time is the owner's, the server's clock
+		 * also a writer's, on whatever was picked, the user's or not. */
 		static const uint32_t one[] = {FS_SET_MODE, FS_SET_MODE, FS_SET_UID, FS_SET_GID,
 					       FS_SET_SIZE};
+		static const uint32_t times[] = {FS_SET_ATIME,
+						 FS_SET_MTIME,
+						 FS_SET_ATIME | FS_SET_MTIME,
+						 FS_SET_ATIME_NOW,
+						 FS_SET_MTIME_NOW,
+						 FS_SET_ATIME_NOW | FS_SET_MTIME_NOW,
+						 FS_SET_ATIME | FS_SET_MTIME_NOW};
 
-		sa.valid = one[rnd(5)];
+		if (chance(25))
+			sa.valid = times[rnd(sizeof(times) / sizeof(times[0]))];
+		else
+			sa.valid = one[rnd(5)];
 		if (sa.valid == FS_SET_SIZE && M.ref.objs[obj].type != S_IFREG)
 			sa.valid = FS_SET_MODE;
 	} else {
