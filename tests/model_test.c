@@ -1174,6 +1174,9 @@ static struct {
 	long nskip[SK_COUNT];
 } M;
 
+/* The fixed sequence's number in messages: it runs before sequence 0. */
+#define FIXED_SEQ (-1L)
+
 static const struct fs_cred user_cred = {1000, 1000, 2, {1000, 2000}, 0};
 static const struct fs_cred root_cred = {0, 0, 0, {0}, 0};
 
@@ -1301,6 +1304,24 @@ static const char *errname(int rc)
 	return b;
 }
 
+/* How to run the failing sequence again, alone. */
+static void print_replay(void)
+{
+	const char *oracle = M.posix ? " MODEL_ORACLE=posix" : "";
+	const char *perms = M.perms_enabled ? "" : " MODEL_PERMS=0";
+
+	if (M.seq == FIXED_SEQ)
+		fprintf(stderr,
+			"model: replay: MODEL_SEQUENCES=0 MODEL_VERBOSE=1%s (the fixed sequence "
+			"comes first in a run without SEED)\n",
+			oracle);
+	else
+		fprintf(stderr,
+			"model: replay: SEED=%" PRIu64
+			" MODEL_START=%ld MODEL_SEQUENCES=1 MODEL_VERBOSE=1%s%s\n",
+			M.seed, M.seq, oracle, perms);
+}
+
 static void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 
 static void fail(const char *fmt, ...)
@@ -1316,11 +1337,8 @@ static void fail(const char *fmt, ...)
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
-	fprintf(stderr,
-		"\nmodel: replay: SEED=%" PRIu64
-		" MODEL_START=%ld MODEL_SEQUENCES=1 MODEL_VERBOSE=1%s%s\n",
-		M.seed, M.seq, M.posix ? " MODEL_ORACLE=posix" : "",
-		M.perms_enabled ? "" : " MODEL_PERMS=0");
+	fprintf(stderr, "\n");
+	print_replay();
 	fprintf(stderr, "model: the volume is kept in %s\n", M.be->where(M.be));
 	M.be->end(M.be, 1);
 	exit(1);
@@ -1332,10 +1350,7 @@ static void report_crash(void)
 	fprintf(stderr, "model: CRASH: seed %" PRIu64 ", sequence %ld, operation %ld (oracle %s)\n",
 		M.seed, M.seq, M.opno, M.be ? M.be->name : "?");
 	fprintf(stderr, "model:   operation: %s\n", M.desc);
-	fprintf(stderr,
-		"model: replay: SEED=%" PRIu64
-		" MODEL_START=%ld MODEL_SEQUENCES=1 MODEL_VERBOSE=1%s\n",
-		M.seed, M.seq, M.posix ? " MODEL_ORACLE=posix" : "");
+	print_replay();
 }
 
 #ifndef __SANITIZE_ADDRESS__
@@ -3200,22 +3215,13 @@ static void start_with_lost_found(struct fs_ino root)
 		M.ref.objs[res.obj].ino = lf;
 }
 
-static void run_sequence(long seq, int nops)
+/* A fresh volume of chunks chunks and the reference beside it, compared. */
+static void begin_volume(uint32_t chunks, uint32_t bpi)
 {
 	struct fs_ino root;
 	struct fs_attr attr;
-	uint32_t chunks, bpi;
 	int rc;
 
-	M.seq = seq;
-	M.opno = 0;
-	M.rng = mix64(M.seed ^ mix64((uint64_t)seq + 1));
-	chunks = 2 + rnd(3);
-	bpi = chance(50) ? 4096 : 16384;
-	M.perms = M.perms_enabled && seq % 4 == 3;
-	if (M.verbose)
-		printf("model: sequence %ld: %u chunks of 1 MiB, %u bytes per inode%s\n", seq,
-		       chunks, bpi, M.perms ? ", with credentials" : "");
 	context("making the volume");
 	rc = M.be->begin(M.be, chunks, bpi);
 	EXPECT(rc == 0, "making a volume of %u chunks returned %s", chunks, errname(rc));
@@ -3234,24 +3240,12 @@ static void run_sequence(long seq, int nops)
 		check_statfs();
 	}
 	compare_tree("of the fresh volume");
-	if (M.perms) {
-		/* let the user create at the top, sometimes in a sticky root */
-		struct fs_setattr sa = {.valid = FS_SET_MODE, .mode = chance(50) ? 0777 : 01777};
+}
 
-		x_setattr(NULL, root, &sa);
-	}
-
-	for (int i = 0; i < nops; i++) {
-		if (i == nops / 2) {
-			x_reopen();
-			compare_tree("after the mid-sequence reopen");
-			check_invariants("in mid-sequence");
-		}
-		random_op();
-		check_statfs();
-		if (M.check_each)
-			check_invariants("after this operation");
-	}
+/* The end of every sequence: everything compared after a reopen, then
+ * deleted, and the volume must be as mkfs left it. */
+static void end_volume(void)
+{
 	x_reopen();
 	compare_tree("at the end of the sequence");
 	check_invariants("at the end of the sequence");
@@ -3269,6 +3263,41 @@ static void run_sequence(long seq, int nops)
 	M.be->end(M.be, 0);
 	ref_free(&M.ref);
 	M.nseq++;
+}
+
+static void run_sequence(long seq, int nops)
+{
+	uint32_t chunks, bpi;
+
+	M.seq = seq;
+	M.opno = 0;
+	M.rng = mix64(M.seed ^ mix64((uint64_t)seq + 1));
+	chunks = 2 + rnd(3);
+	bpi = chance(50) ? 4096 : 16384;
+	M.perms = M.perms_enabled && seq % 4 == 3;
+	if (M.verbose)
+		printf("model: sequence %ld: %u chunks of 1 MiB, %u bytes per inode%s\n", seq,
+		       chunks, bpi, M.perms ? ", with credentials" : "");
+	begin_volume(chunks, bpi);
+	if (M.perms) {
+		/* let the user create at the top, sometimes in a sticky root */
+		struct fs_setattr sa = {.valid = FS_SET_MODE, .mode = chance(50) ? 0777 : 01777};
+
+		x_setattr(NULL, ino_of(M.ref.root), &sa);
+	}
+
+	for (int i = 0; i < nops; i++) {
+		if (i == nops / 2) {
+			x_reopen();
+			compare_tree("after the mid-sequence reopen");
+			check_invariants("in mid-sequence");
+		}
+		random_op();
+		check_statfs();
+		if (M.check_each)
+			check_invariants("after this operation");
+	}
+	end_volume();
 }
 
 /* Sequences that once found a bug, replayed first in every run of the fs
@@ -3297,6 +3326,228 @@ static void run_regressions(int nops)
 	M.seed = seed;
 }
 
+/* --- the fixed sequence ------------------------------------------------- */
+
+/* The fixed sequence's object dir/name, which must be there. */
+static int fx_obj(int dir, const char *name)
+{
+	int obj = ref_dir_find(&M.ref, dir, name);
+
+	EXPECT(obj >= 0, "the fixed sequence's %s is missing", name_str(name));
+	return obj;
+}
+
+/* The reference's answer to the call about to be made is the rule's. */
+static void fx_rc(const char *what, struct ref_res res, int want)
+{
+	EXPECT(res.rc == want, "fixed sequence: the reference answers %s to %s, the rule says %s",
+	       errname(res.rc), what, errname(want));
+}
+
+/* dir/name has the mode bits and group the rule says, in the reference
+ * and in the system under test. */
+static void fx_is(int dir, const char *name, uint32_t perm, uint32_t gid)
+{
+	int obj = fx_obj(dir, name);
+	const struct ref_obj *o = &M.ref.objs[obj];
+
+	EXPECT(o->perm == perm && o->gid == gid,
+	       "fixed sequence: %s is 0%o gid %u in the reference, the rule says 0%o gid %u",
+	       obj_str(obj), o->perm, o->gid, perm, gid);
+	check_obj(obj);
+}
+
+static void fx_setattr(const struct fs_cred *c, int obj, const struct fs_setattr *sa, int want)
+{
+	fx_rc(sa_str(sa), ref_setattr(&M.ref, c, ino_of(obj), sa, 0), want);
+	x_setattr(c, ino_of(obj), sa);
+}
+
+/* A SETATTR of one of mode, uid, gid or size (valid says which) to v. */
+static void fx_set(const struct fs_cred *c, int obj, uint32_t valid, uint32_t v, int want)
+{
+	struct fs_setattr sa = {.valid = valid, .mode = v, .uid = v, .gid = v, .size = v};
+
+	fx_setattr(c, obj, &sa, want);
+}
+
+/* A SETATTR of times: given ones (FS_SET_ATIME, FS_SET_MTIME) from at and
+ * mt, the server's clock (the _NOW flags). */
+static void fx_times(const struct fs_cred *c, int obj, uint32_t valid, struct timespec at,
+		     struct timespec mt, int want)
+{
+	struct fs_setattr sa = {.valid = valid, .atime = at, .mtime = mt};
+
+	fx_setattr(c, obj, &sa, want);
+}
+
+static void fx_create(const struct fs_cred *c, int dir, const char *name, uint32_t mode)
+{
+	fx_rc(name, ref_create(&M.ref, c, ino_of(dir), name, mode, FS_CREATE_GUARDED, 0, 0), 0);
+	x_create(c, ino_of(dir), name, mode, FS_CREATE_GUARDED, 0);
+}
+
+static void fx_write(const struct fs_cred *c, int dir, const char *name)
+{
+	x_write(c, ino_of(fx_obj(dir, name)), 0, 100, FS_FILE_SYNC);
+}
+
+/* Rules the random operations seldom meet, in one order, in every run
+ * that is not a replay: uid 1000 (groups 1000 and 2000, not 3000) in a
+ * setgid directory of group 3000, the set-id bits its writes, size
+ * changes, chown and chmod take, times set by one who is not the owner, a
+ * sticky directory, a hard link to a directory. With MODEL_ORACLE=posix
+ * the kernel answers each call. */
+static void run_fixed(void)
+{
+	const struct fs_cred *u = &user_cred, *r = &root_cred;
+	const struct timespec t1 = {1234567, 500}, t2 = {7654321, 0};
+	int root, sg, own, st, tw, tr;
+
+	M.seq = FIXED_SEQ;
+	M.opno = 0;
+	M.rng = mix64(M.seed ^ 0xf1cedull);
+	M.perms = 1;
+	if (M.verbose)
+		printf("model: the fixed sequence\n");
+	begin_volume(2, 4096);
+	root = M.ref.root;
+
+	/* sg: setgid, group 3000, open to everyone; own: open to everyone,
+	 * where the user's files take its group 1000. */
+	x_mkdir(NULL, ino_of(root), "sg", 0777);
+	sg = fx_obj(root, "sg");
+	fx_set(NULL, sg, FS_SET_GID, 3000, 0);
+	fx_set(NULL, sg, FS_SET_MODE, 02777, 0);
+	x_mkdir(NULL, ino_of(root), "own", 0777);
+	own = fx_obj(root, "own");
+
+	/* What uid 1000 makes in sg takes group 3000 and a directory is
+	 * setgid; a file or FIFO asked for with S_ISGID and group execute
+	 * loses S_ISGID (the user is not in 3000), one without group execute
+	 * keeps it, and so does root's. */
+	fx_create(u, sg, "f", 02750);
+	fx_is(sg, "f", 0750, 3000);
+	fx_create(u, sg, "g", 02745);
+	fx_is(sg, "g", 02745, 3000);
+	x_mknod(u, ino_of(sg), "p", S_IFIFO | 02750, 0, 0);
+	fx_is(sg, "p", 0750, 3000);
+	x_mkdir(u, ino_of(sg), "d", 0755);
+	fx_is(sg, "d", 02755, 3000);
+	fx_create(r, sg, "rf", 02750);
+	fx_is(sg, "rf", 02750, 3000);
+
+	/* A write or a size change (any size, the same one too) by uid 1000
+	 * takes S_ISUID, and S_ISGID with group execute or from a writer
+	 * outside the file's group; root's take nothing. */
+	fx_create(u, own, "w6", 06755);
+	fx_is(own, "w6", 06755, 1000);
+	fx_write(u, own, "w6");
+	fx_is(own, "w6", 0755, 1000);
+	fx_create(u, own, "t6", 06755);
+	fx_set(u, fx_obj(own, "t6"), FS_SET_SIZE, 100, 0);
+	fx_is(own, "t6", 0755, 1000);
+	fx_write(u, sg, "g");
+	fx_is(sg, "g", 0745, 3000);
+	fx_create(u, sg, "t2", 02745);
+	fx_set(u, fx_obj(sg, "t2"), FS_SET_SIZE, 0, 0);
+	fx_is(sg, "t2", 0745, 3000);
+	fx_create(u, own, "k2", 02745);
+	fx_write(u, own, "k2");
+	fx_set(u, fx_obj(own, "k2"), FS_SET_SIZE, 10, 0);
+	fx_is(own, "k2", 02745, 1000);
+	fx_create(r, own, "r6", 06777);
+	fx_write(r, own, "r6");
+	fx_set(r, fx_obj(own, "r6"), FS_SET_SIZE, 10, 0);
+	fx_is(own, "r6", 06777, 0);
+	fx_write(u, own, "r6");
+	fx_is(own, "r6", 0777, 0);
+
+	/* chown by uid 1000 of its files: to its group 2000 takes S_ISUID,
+	 * and S_ISGID only with group execute (1000, the old group, is its
+	 * own); to its own uid, no change of ids, still takes S_ISUID; to
+	 * another uid, or a group not its own, EPERM. */
+	fx_create(u, own, "c6", 06755);
+	fx_set(u, fx_obj(own, "c6"), FS_SET_GID, 2000, 0);
+	fx_is(own, "c6", 0755, 2000);
+	fx_create(u, own, "c2", 02745);
+	fx_set(u, fx_obj(own, "c2"), FS_SET_GID, 2000, 0);
+	fx_is(own, "c2", 02745, 2000);
+	fx_create(u, own, "c4", 04755);
+	fx_set(u, fx_obj(own, "c4"), FS_SET_UID, 1000, 0);
+	fx_is(own, "c4", 0755, 1000);
+	fx_set(u, fx_obj(own, "c4"), FS_SET_UID, 0, -EPERM);
+	fx_set(u, fx_obj(own, "c4"), FS_SET_GID, 3000, -EPERM);
+
+	/* chmod with S_ISGID by an owner outside the group drops the bit
+	 * without an error, a directory's too; in the group, or as root, it
+	 * stays. */
+	fx_set(u, fx_obj(sg, "f"), FS_SET_MODE, 02750, 0);
+	fx_is(sg, "f", 0750, 3000);
+	fx_set(u, fx_obj(sg, "d"), FS_SET_MODE, 02775, 0);
+	fx_is(sg, "d", 0775, 3000);
+	fx_set(u, fx_obj(own, "k2"), FS_SET_MODE, 02755, 0);
+	fx_is(own, "k2", 02755, 1000);
+	fx_set(r, fx_obj(sg, "f"), FS_SET_MODE, 02750, 0);
+	fx_is(sg, "f", 02750, 3000);
+
+	/* Times of root's files set by uid 1000: a given time is the
+	 * owner's (EPERM); the server's clock, one time or both, needs write
+	 * permission (EACCES on 0644) and moves only the time asked for
+	 * (the other one is known and compared). The owner sets either. */
+	fx_create(r, own, "tw", 0666);
+	fx_create(r, own, "tr", 0644);
+	tw = fx_obj(own, "tw");
+	tr = fx_obj(own, "tr");
+	fx_times(r, tw, FS_SET_ATIME | FS_SET_MTIME, t1, t2, 0);
+	fx_times(u, tw, FS_SET_ATIME, t2, t2, -EPERM);
+	fx_times(u, tw, FS_SET_MTIME, t1, t1, -EPERM);
+	fx_times(u, tw, FS_SET_ATIME | FS_SET_MTIME_NOW, t2, t2, -EPERM);
+	fx_times(u, tw, FS_SET_ATIME_NOW, t2, t2, 0);
+	fx_times(r, tw, FS_SET_ATIME, t1, t1, 0);
+	fx_times(u, tw, FS_SET_MTIME_NOW, t2, t2, 0);
+	fx_times(u, tw, FS_SET_ATIME_NOW | FS_SET_MTIME_NOW, t2, t2, 0);
+	fx_times(u, tr, FS_SET_ATIME_NOW, t2, t2, -EACCES);
+	fx_times(u, tr, FS_SET_MTIME_NOW, t2, t2, -EACCES);
+	fx_times(u, tr, FS_SET_ATIME_NOW | FS_SET_MTIME_NOW, t2, t2, -EACCES);
+	fx_times(u, tr, FS_SET_MTIME, t1, t1, -EPERM);
+	fx_create(u, own, "ow", 0444);
+	fx_times(u, fx_obj(own, "ow"), FS_SET_MTIME_NOW, t1, t1, 0);
+	fx_times(u, fx_obj(own, "ow"), FS_SET_ATIME | FS_SET_MTIME, t2, t1, 0);
+
+	/* A sticky directory of root's: uid 1000 may neither remove, rmdir
+	 * nor rename root's entries, nor rename its own over one of them; its
+	 * own it removes. */
+	x_mkdir(NULL, ino_of(root), "st", 01777);
+	st = fx_obj(root, "st");
+	fx_create(r, st, "rfile", 0666);
+	x_mkdir(r, ino_of(st), "rdir", 0777);
+	fx_create(u, st, "ufile", 0666);
+	fx_rc("remove of root's file in a sticky directory",
+	      ref_remove(&M.ref, u, ino_of(st), "rfile", 0), -EPERM);
+	x_remove(u, ino_of(st), "rfile");
+	fx_rc("rmdir of root's directory in a sticky directory",
+	      ref_rmdir(&M.ref, u, ino_of(st), "rdir", 0), -EPERM);
+	x_rmdir(u, ino_of(st), "rdir");
+	fx_rc("rename of root's file in a sticky directory",
+	      ref_rename(&M.ref, u, ino_of(st), "rfile", ino_of(st), "moved", 0), -EPERM);
+	x_rename(u, ino_of(st), "rfile", ino_of(st), "moved");
+	fx_rc("rename over root's file in a sticky directory",
+	      ref_rename(&M.ref, u, ino_of(st), "ufile", ino_of(st), "rfile", 0), -EPERM);
+	x_rename(u, ino_of(st), "ufile", ino_of(st), "rfile");
+	fx_rc("remove of one's own file in a sticky directory",
+	      ref_remove(&M.ref, u, ino_of(st), "ufile", 0), 0);
+	x_remove(u, ino_of(st), "ufile");
+
+	/* A hard link to a directory: EPERM, as link(2) (over NFS, ISDIR). */
+	fx_rc("link of a directory", ref_link(&M.ref, NULL, ino_of(sg), ino_of(root), "dl", 0),
+	      -EPERM);
+	x_link(NULL, ino_of(sg), ino_of(root), "dl");
+
+	check_statfs();
+	end_volume();
+}
+
 static long env_long(const char *name, long dflt)
 {
 	const char *s = getenv(name);
@@ -3313,12 +3564,13 @@ static long env_long(const char *name, long dflt)
 	return v;
 }
 
-/* Environment: SEED (default: from the clock), MODEL_SEQUENCES, MODEL_OPS
- * (per sequence), MODEL_START (the first sequence number, so that SEED=s
+/* Environment: SEED (default: from the clock; a run without SEED plays the
+ * fixed sequence first, and with the fs oracle the regressions), MODEL_SEQUENCES,
+ * MODEL_OPS (per sequence), MODEL_START (the first sequence number, so that SEED=s
  * MODEL_START=n MODEL_SEQUENCES=1 replays sequence n alone), MODEL_VERBOSE=1
  * (print every operation and its result), MODEL_PERMS=0 (no sequences with
- * credentials), MODEL_ORACLE=posix (check the model against Linux; root),
- * MODEL_CHECK_EACH=1 (fs_check_invariants after every operation). */
+ * credentials, nor the fixed one), MODEL_ORACLE=posix (check the model against
+ * Linux; root), MODEL_CHECK_EACH=1 (fs_check_invariants after every operation). */
 int main(void)
 {
 	const char *oracle = getenv("MODEL_ORACLE");
@@ -3368,6 +3620,8 @@ int main(void)
 	       start + count - 1, nops, M.perms_enabled ? "" : ", no credentials");
 	M.wbuf = xmalloc(MAX_IO);
 	M.rbuf = xmalloc(MAX_IO);
+	if (!(seed_env && *seed_env) && M.perms_enabled)
+		run_fixed();
 	if (!(seed_env && *seed_env) && !M.posix)
 		run_regressions((int)nops);
 	for (long s = start; s < start + count; s++)
