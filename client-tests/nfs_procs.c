@@ -69,6 +69,12 @@ static nfs_fh3 lookup_ok(const char *what, nfs_fh3 dir, const char *name)
 	return r.LOOKUP3res_u.resok.object;
 }
 
+/* The attributes of dir/name, through LOOKUP and GETATTR. */
+static fattr3 lookup_attr(const char *what, nfs_fh3 dir, const char *name)
+{
+	return getattr_ok(what, lookup_ok(what, dir, name));
+}
+
 static CREATE3res create(nfs_fh3 dir, const char *name, createmode3 how, uint32_t mode)
 {
 	CREATE3args a;
@@ -682,6 +688,19 @@ static void test_symlink_mknod(nfs_fh3 root, fileid3 root_id, nfs_fh3 file)
 	expect("MKNOD NF3DIR", mknod_(root, "dir", NF3DIR, 0, 0).status, NFS3ERR_BADTYPE);
 	expect("LOOKUP of the refused MKNOD", lookup(root, "reg").status, NFS3ERR_NOENT);
 	ok("MKNOD FIFO, CHR and BLK (rdev), SOCK; NF3REG and NF3DIR BADTYPE");
+
+	/* UNCHECKED opens an existing regular file only (knfsd answers OK
+	 * with the other object's handle: see doc/design.md). */
+	expect("CREATE UNCHECKED over the symlink link",
+	       create(root, "link", UNCHECKED, 0644).status, NFS3ERR_EXIST);
+	expect("CREATE UNCHECKED over the FIFO fifo", create(root, "fifo", UNCHECKED, 0644).status,
+	       NFS3ERR_EXIST);
+	attr = lookup_attr("LOOKUP link", root, "link");
+	CHECK(attr.type == NF3LNK, "link: type %d afterwards", attr.type);
+	attr = lookup_attr("LOOKUP fifo", root, "fifo");
+	CHECK(attr.type == NF3FIFO && attr.mode == 0640, "fifo: type %d mode %o afterwards",
+	      attr.type, attr.mode);
+	ok("CREATE UNCHECKED over a symlink and over a FIFO: EXIST, both left as they were");
 }
 
 /* names[i] seen how many times while paging through "many". */
@@ -876,9 +895,6 @@ static void test_handles(nfs_fh3 root)
 	ok("handles of removed files and directories: STALE");
 }
 
-/* Procedure 22 does not exist in NFS version 3, nor 6 in MOUNT version 3:
- * PROC_UNAVAIL, which libnfs reports with this text; the connection goes on
- * serving. */
 static const char *server_host;
 static int server_port;
 
@@ -895,32 +911,149 @@ static nfs_fh3 reconnect_as(int uid, int gid)
 	return call_mnt_root(&m);
 }
 
-/* A WRITE by a user who is not root takes S_ISUID, and S_ISGID where group
- * execute is set, as Linux's file_remove_privs; root's WRITE and SETATTR
- * size take nothing. Reconnects as root at the end: the handles the caller
- * held are gone. Leaves nothing behind. */
+/* The mode in the post-operation attributes of a WRITE or SETATTR. */
+static void expect_mode(const char *what, const wcc_data *w, uint32_t want)
+{
+	uint32_t got = w->after.post_op_attr_u.attributes.mode;
+
+	CHECK(got == want, "%s: mode %o, expected %o", what, got, want);
+}
+
+/* A WRITE or a SETATTR size by a user who is not root takes S_ISUID, and
+ * S_ISGID where group execute is set or the user is not in the file's
+ * group, as Linux's file_remove_privs and truncate(2); root's WRITE and
+ * SETATTR size take nothing. Reconnects as root at the end: the handles
+ * the caller held are gone. Leaves nothing behind. */
 static void test_setid_cleared(void)
 {
-	nfs_fh3 root, su;
+	nfs_fh3 root, su, sz, sg;
+	sattr3 size;
 	WRITE3res w;
+	SETATTR3res r;
 
+	memset(&size, 0, sizeof(size));
+	size.size.set_it = 1;
 	root = reconnect_as(0, 0);
 	su = create_ok("CREATE su", root, "su", 06777);
 	w = write_(su, 0, "root", FILE_SYNC);
 	expect("WRITE su as root", w.status, NFS3_OK);
-	CHECK(w.WRITE3res_u.resok.file_wcc.after.post_op_attr_u.attributes.mode == 06777,
-	      "WRITE as root: mode %o (expected 6777)",
-	      w.WRITE3res_u.resok.file_wcc.after.post_op_attr_u.attributes.mode);
+	expect_mode("WRITE su as root", &w.WRITE3res_u.resok.file_wcc, 06777);
+	size.size.set_size3_u.size = 2;
+	r = setattr_(su, size, NULL);
+	expect("SETATTR su size 2 as root", r.status, NFS3_OK);
+	expect_mode("SETATTR su size 2 as root", &r.SETATTR3res_u.resok.obj_wcc, 06777);
+	create_ok("CREATE sz", root, "sz", 06777);
+	create_ok("CREATE sg", root, "sg", 02746);
+
 	root = reconnect_as(1000, 1000);
 	su = lookup_ok("LOOKUP su as 1000", root, "su");
 	w = write_(su, 4, "user", FILE_SYNC);
 	expect("WRITE su as 1000", w.status, NFS3_OK);
-	CHECK(w.WRITE3res_u.resok.file_wcc.after.post_op_attr_u.attributes.mode == 0777,
-	      "WRITE as 1000: mode %o (expected 777)",
-	      w.WRITE3res_u.resok.file_wcc.after.post_op_attr_u.attributes.mode);
+	expect_mode("WRITE su as 1000", &w.WRITE3res_u.resok.file_wcc, 0777);
+	sz = lookup_ok("LOOKUP sz as 1000", root, "sz");
+	size.size.set_size3_u.size = 0;
+	r = setattr_(sz, size, NULL);
+	expect("SETATTR sz size 0 as 1000", r.status, NFS3_OK);
+	expect_mode("SETATTR sz size 0 as 1000", &r.SETATTR3res_u.resok.obj_wcc, 0777);
+	sg = lookup_ok("LOOKUP sg as 1000", root, "sg");
+	size.size.set_size3_u.size = 10;
+	r = setattr_(sg, size, NULL);
+	expect("SETATTR sg size 10 as 1000", r.status, NFS3_OK);
+	expect_mode("SETATTR of a 02746 file of group 0 size 10 as 1000",
+		    &r.SETATTR3res_u.resok.obj_wcc, 0746);
+
 	root = reconnect_as(0, 0);
 	expect("REMOVE su", remove_(root, "su").status, NFS3_OK);
-	ok("WRITE as root keeps 06777, as uid 1000 takes both set-id bits (0777)");
+	expect("REMOVE sz", remove_(root, "sz").status, NFS3_OK);
+	expect("REMOVE sg", remove_(root, "sg").status, NFS3_OK);
+	ok("WRITE and SETATTR size as root keep 06777; as uid 1000 they take both set-id bits "
+	   "(0777), and S_ISGID without group execute from a user outside the group (0746)");
+}
+
+/* A sticky directory (01777) of root's: uid 1000 may not REMOVE, RMDIR or
+ * RENAME root's entries in it, nor RENAME its own file over one of them:
+ * PERM (Linux's sticky check says EPERM, which knfsd sends as
+ * NFS3ERR_PERM); its own entries it renames and removes. Reconnects as
+ * root at the end; leaves nothing behind. */
+static void test_sticky(void)
+{
+	nfs_fh3 root, st;
+	uint32_t mode;
+
+	root = reconnect_as(0, 0);
+	st = mkdir_ok("MKDIR st", root, "st", 01777);
+	mode = getattr_ok("GETATTR st", st).mode;
+	CHECK(mode == 01777, "st: mode %o, expected 1777", mode);
+	create_ok("CREATE st/rootf", st, "rootf", 0666);
+	mkdir_ok("MKDIR st/rootd", st, "rootd", 0777);
+
+	root = reconnect_as(1000, 1000);
+	st = lookup_ok("LOOKUP st as 1000", root, "st");
+	create_ok("CREATE st/userf as 1000", st, "userf", 0644);
+	expect("REMOVE st/rootf as 1000", remove_(st, "rootf").status, NFS3ERR_PERM);
+	expect("RMDIR st/rootd as 1000", rmdir_(st, "rootd").status, NFS3ERR_PERM);
+	expect("RENAME st/rootf to st/moved as 1000", rename_(st, "rootf", st, "moved").status,
+	       NFS3ERR_PERM);
+	expect("RENAME st/userf over st/rootf as 1000", rename_(st, "userf", st, "rootf").status,
+	       NFS3ERR_PERM);
+	expect("RENAME st/userf to st/mine as 1000", rename_(st, "userf", st, "mine").status,
+	       NFS3_OK);
+	expect("REMOVE st/mine as 1000", remove_(st, "mine").status, NFS3_OK);
+
+	root = reconnect_as(0, 0);
+	st = lookup_ok("LOOKUP st", root, "st");
+	lookup_ok("LOOKUP st/rootf after the refused calls", st, "rootf");
+	expect("REMOVE st/rootf", remove_(st, "rootf").status, NFS3_OK);
+	expect("RMDIR st/rootd", rmdir_(st, "rootd").status, NFS3_OK);
+	expect("RMDIR st", rmdir_(root, "st").status, NFS3_OK);
+	ok("a sticky directory: REMOVE, RMDIR, RENAME source and RENAME target of root's entries "
+	   "as uid 1000 PERM; the user's own entries OK");
+}
+
+/* SETATTR of times on root's files as uid 1000: a client's time is the
+ * owner's (PERM); the server's clock, both times or one, needs write
+ * permission: ACCES on a 0644 file, OK on a 0666 one (as knfsd, which
+ * asks for write permission when no client time is given). Reconnects as
+ * root at the end; leaves nothing behind. */
+static void test_times_not_owner(void)
+{
+	nfs_fh3 root, tw, tr;
+	sattr3 given, server, atime;
+
+	memset(&given, 0, sizeof(given));
+	memset(&server, 0, sizeof(server));
+	memset(&atime, 0, sizeof(atime));
+	given.mtime.set_it = SET_TO_CLIENT_TIME;
+	given.mtime.set_mtime_u.mtime.seconds = 1000000;
+	server.atime.set_it = SET_TO_SERVER_TIME;
+	server.mtime.set_it = SET_TO_SERVER_TIME;
+	atime.atime.set_it = SET_TO_SERVER_TIME;
+	root = reconnect_as(0, 0);
+	create_ok("CREATE tw", root, "tw", 0666);
+	create_ok("CREATE tr", root, "tr", 0644);
+
+	root = reconnect_as(1000, 1000);
+	tw = lookup_ok("LOOKUP tw as 1000", root, "tw");
+	tr = lookup_ok("LOOKUP tr as 1000", root, "tr");
+	expect("SETATTR mtime 1000000 of root's 0666 file as 1000",
+	       setattr_(tw, given, NULL).status, NFS3ERR_PERM);
+	expect("SETATTR mtime 1000000 of root's 0644 file as 1000",
+	       setattr_(tr, given, NULL).status, NFS3ERR_PERM);
+	expect("SETATTR both times to the server's of root's 0644 file as 1000",
+	       setattr_(tr, server, NULL).status, NFS3ERR_ACCES);
+	expect("SETATTR atime to the server's of root's 0644 file as 1000",
+	       setattr_(tr, atime, NULL).status, NFS3ERR_ACCES);
+	expect("SETATTR both times to the server's of root's 0666 file as 1000",
+	       setattr_(tw, server, NULL).status, NFS3_OK);
+	expect("SETATTR atime to the server's of root's 0666 file as 1000",
+	       setattr_(tw, atime, NULL).status, NFS3_OK);
+	CHECK(getattr_ok("GETATTR tw", tw).mtime.seconds != 1000000, "a refused SETATTR set mtime");
+
+	root = reconnect_as(0, 0);
+	expect("REMOVE tw", remove_(root, "tw").status, NFS3_OK);
+	expect("REMOVE tr", remove_(root, "tr").status, NFS3_OK);
+	ok("SETATTR times of root's files as uid 1000: a client's time PERM; the server's, both or "
+	   "atime alone, ACCES without write permission, OK with it");
 }
 
 /* A setgid directory passes its group on, and new directories in it are
@@ -967,6 +1100,9 @@ static void test_setgid_and_loops(nfs_fh3 root)
 	expect("RMDIR sg", rmdir_(root, "sg").status, NFS3_OK);
 }
 
+/* Procedure 22 does not exist in NFS version 3, nor 6 in MOUNT version 3:
+ * PROC_UNAVAIL, which libnfs reports with this text; the connection goes on
+ * serving. */
 static void test_unknown_procedures(void)
 {
 	const char *want = "Server responded: Procedure not available";
@@ -1018,6 +1154,8 @@ static void phase_rw(void)
 	test_unknown_procedures();
 	leave_for_ro_phase(root);
 	test_setid_cleared();
+	test_sticky();
+	test_times_not_owner();
 	call_umnt("/");
 }
 
