@@ -90,7 +90,7 @@ static int far_unit(struct fsck_ctx *c, uint32_t chunk, uint32_t block, uint16_t
 }
 
 /* The inode at loc in another chunk. */
-static int far_inode(struct fsck_ctx *c, struct od_loc loc, struct od_inode *ino)
+int fsck_far_inode(struct fsck_ctx *c, struct od_loc loc, struct od_inode *ino)
 {
 	const struct od_chunk_header *h;
 	uint16_t units, type;
@@ -120,7 +120,7 @@ static int far_inode(struct fsck_ctx *c, struct od_loc loc, struct od_inode *ino
 }
 
 /* The map entry of number s, in its home chunk (this one or another). */
-static int map_entry_of(struct fsck_ctx *c, uint64_t s, struct od_map_entry *e)
+int fsck_map_entry_of(struct fsck_ctx *c, uint64_t s, struct od_map_entry *e)
 {
 	uint32_t home = OD_STABLE_CHUNK(s), idx = OD_STABLE_INDEX(s);
 	uint8_t buf[OD_BLOCK_SIZE];
@@ -138,7 +138,9 @@ static int map_entry_of(struct fsck_ctx *c, uint64_t s, struct od_map_entry *e)
 	if (home >= c->vol->nchunks || !c->vol->hdr_ok[home])
 		return -ENXIO;
 	h = &c->vol->hdr[home];
-	if (idx >= h->map_watermark)
+	/* (not the header's watermark: the header read at the start may be
+	 * older than a repair that gave out a number since) */
+	if (idx >= h->max_inodes)
 		return -ESTALE;
 	ret = far_unit(c, home, h->map_start + idx / OD_MAP_PER_BLOCK, 1, OD_MB_MAP, buf);
 	if (ret == 0)
@@ -157,7 +159,7 @@ static int any_inode(struct fsck_ctx *c, struct od_loc loc, struct od_inode *ino
 		*ino = c->recs[ri].ino;
 		return 0;
 	}
-	return far_inode(c, loc, ino);
+	return fsck_far_inode(c, loc, ino);
 }
 
 /* --- the checks -------------------------------------------------------------- */
@@ -185,7 +187,7 @@ static const char *confirm_head(struct fsck_ctx *c, const struct fsck_ino *t, ch
 	struct od_inode ino;
 	uint32_t hops = 0;
 
-	int ret = map_entry_of(c, t->ino.head_stable, &e);
+	int ret = fsck_map_entry_of(c, t->ino.head_stable, &e);
 
 	if (ret < 0 && ret != -ESTALE)
 		return unreadable;
@@ -219,7 +221,7 @@ static const char *confirm_next(struct fsck_ctx *c, const struct fsck_ino *r)
 	uint64_t head = (r->ino.flags & OD_INF_CONT) ? r->ino.head_stable : r->ino.stable;
 	struct od_inode ino;
 
-	if (far_inode(c, r->ino.next, &ino) < 0)
+	if (fsck_far_inode(c, r->ino.next, &ino) < 0)
 		return unreadable;
 	if (ino.mode == 0)
 		return "names a free slot";
@@ -236,7 +238,7 @@ static const char *confirm_map_loc(struct fsck_ctx *c, const struct fsck_deferre
 {
 	struct od_inode ino;
 
-	if (far_inode(c, d->loc, &ino) < 0)
+	if (fsck_far_inode(c, d->loc, &ino) < 0)
 		return unreadable;
 	if (ino.mode == 0 || ino.stable != d->stable || (ino.flags & OD_INF_CONT))
 		return "is no such inode";
@@ -250,7 +252,7 @@ static const char *confirm_map_home(struct fsck_ctx *c, const struct fsck_ino *r
 	struct od_loc me = { .chunk = c->index, .block = r->block, .off = r->off };
 	struct od_map_entry e;
 
-	int ret = map_entry_of(c, r->ino.stable, &e);
+	int ret = fsck_map_entry_of(c, r->ino.stable, &e);
 
 	if (ret == -ESTALE)
 		return "is beyond its map's watermark";
@@ -298,7 +300,7 @@ static int far_part_subdirs(struct fsck_ctx *c, struct od_loc loc, const struct 
 				} else if (de.kind == OD_DE_REF) {
 					struct od_map_entry e;
 					struct od_inode ino;
-					if (map_entry_of(c, de.stable, &e) == 0 &&
+					if (fsck_map_entry_of(c, de.stable, &e) == 0 &&
 					    (e.flags & OD_MAPF_USED) && any_inode(c, e.loc, &ino) == 0)
 						*count += S_ISDIR(ino.mode) != 0;
 				}
@@ -338,7 +340,7 @@ static void confirm_dir_links(struct fsck_ctx *c, uint32_t ri)
 		struct od_inode part;
 		int ret;
 		if (++hops > c->vol->nchunks || at.chunk == c->index ||
-		    far_inode(c, at, &part) < 0 || !(part.flags & OD_INF_CONT) ||
+		    fsck_far_inode(c, at, &part) < 0 || !(part.flags & OD_INF_CONT) ||
 		    part.head_stable != c->recs[ri].ino.stable) {
 			fsck_note(c, "could not confirm the link count of inode %llu: its chain of "
 				     "parts is broken at chunk %u",
@@ -366,7 +368,7 @@ static const char *confirm_entry(struct fsck_ctx *c, const struct fsck_deferred 
 {
 	struct od_map_entry e;
 
-	int ret = map_entry_of(c, d->stable, &e);
+	int ret = fsck_map_entry_of(c, d->stable, &e);
 
 	if (ret == -ESTALE)
 		return "is beyond its map's watermark";
@@ -482,15 +484,24 @@ int fsck_cross(struct fsck_ctx *c)
 			fsck_note(c, "deferred (the other end cannot be read): %s", line);
 		} else if (bad) {
 			p.str = bad;
+			if (code == PR_6_HEAD && (p.str2 = fsck_adopt_blocker(c, d->rec)))
+				code = PR_6_HEAD_CLEAR;
 			if (!fix_problem(c, code, &p))
 				continue;
 			if (code == PR_6_NEXT) {
 				fsck_cut_chain(c, d->rec);
 			} else if (code == PR_6_HEAD) {
-				/* Nothing reaches it: its slot and blocks are freed
-				 * (pass 5 comes after this step). A directory part
-				 * takes the entries of its units with it, which the
-				 * passes before counted: the chunk is checked again. */
+				/* Nothing reaches it: it becomes a directory or a
+				 * file of its own, in lost+found. */
+				int ret = fsck_adopt_far(c, d->rec);
+				if (ret == -ENOMEM)
+					return ret;
+			} else if (code == PR_6_HEAD_CLEAR) {
+				/* Nowhere to keep it: its slot and blocks are
+				 * freed (pass 5 comes after this step). A directory
+				 * part takes the entries of its units with it, which
+				 * the passes before counted: the chunk is checked
+				 * again. */
 				if (S_ISDIR(r->ino.mode))
 					c->restart = 1;
 				fsck_unclaim(c, d->rec);

@@ -70,6 +70,20 @@ int fsck_hmap_put(struct fsck_hmap *m, uint64_t key, uint32_t val)
 	return 0;
 }
 
+int fsck_hmap_set(struct fsck_hmap *m, uint64_t key, uint32_t val)
+{
+	uint32_t h;
+	int ret = fsck_hmap_put(m, key, val);
+
+	if (ret != 1)
+		return ret;
+	h = (uint32_t)(fsck_hkey(key) >> 32) & (m->cap - 1);
+	while (m->keys[h] != key)
+		h = (h + 1) & (m->cap - 1);
+	m->vals[h] = val;
+	return 0;
+}
+
 uint32_t fsck_hmap_get(const struct fsck_hmap *m, uint64_t key)
 {
 	uint32_t h;

@@ -71,6 +71,7 @@ const struct fsck_problem *fsck_problem_find(uint32_t code);
 #define PR_2_FREE_MIDDLE 0x020009
 #define PR_2_EMBED_STABLE 0x02000a
 #define PR_2_EMBED_BAD 0x02000b
+#define PR_2_UNITS_ORPHAN 0x02000c
 /* 0x03: pass 3, block ownership */
 #define PR_3_RANGE 0x030001
 #define PR_3_DUP 0x030002
@@ -105,6 +106,7 @@ const struct fsck_problem *fsck_problem_find(uint32_t code);
 #define PR_4_MAP_WRONG_LOC 0x040017
 #define PR_4_ORPHAN_KEEP 0x040018
 #define PR_4_ORPHAN_CLEAR 0x04001a
+#define PR_4_LF_PART_LOST 0x04001b
 #define PR_4_ROOT_LOST 0x040019
 /* 0x05: pass 5, the bitmap and the header counters */
 #define PR_5_USED_MARKED_FREE 0x050001
@@ -119,6 +121,7 @@ const struct fsck_problem *fsck_problem_find(uint32_t code);
 #define PR_6_MAP_LOC 0x060003
 #define PR_6_MAP_HOME 0x060004
 #define PR_6_ENTRY 0x060005
+#define PR_6_HEAD_CLEAR 0x060007
 
 /* --- what the check holds ------------------------------------------------ */
 
@@ -174,6 +177,9 @@ struct fsck_ino {
 	uint8_t ext_done;   /* extent list checked (problems reported once) */
 	uint8_t walked;     /* directory units walked (pass 2) */
 	uint8_t orphan;     /* no entry names it: for lost+found (pass 4) */
+	uint8_t salvaged;   /* made by the salvage of units found (fsck_salvage.c):
+	                     * 1 with its owner's number, 2 to be numbered */
+	uint64_t salv_owner; /* salvaged: the owner its units' headers name */
 };
 
 /* A directory entry found in a unit of this chunk. */
@@ -267,6 +273,9 @@ struct fsck_ctx {
 	int oper;                     /* an operational error (negative errno) */
 	int incomplete;               /* some owner of blocks may not have been seen */
 	int clean_skip;               /* clean, no dirty list, no -f: not checked */
+	uint32_t lost_units;          /* units found with no valid copy (salvage) */
+	int lf_tried;                 /* lost+found's part looked for (fsck_lf_remake) */
+	int salvage_walk;             /* walking units found (a number twice: told later) */
 	uint32_t expect;              /* the index asked for, UINT32_MAX: any */
 	char line[1024];
 
@@ -374,6 +383,10 @@ void fsck_expand(const struct fsck_ctx *c, const char *fmt, const struct fsck_pc
 int fsck_unit_get(struct fsck_ctx *c, uint32_t block, uint16_t units, uint16_t type,
 		  uint64_t owner, struct fsck_unit **out);
 struct fsck_unit *fsck_unit_find(struct fsck_ctx *c, uint32_t block);
+/* A unit written anew, empty (a directory unit: one free entry), kept
+ * with the others; both copies are written at the end. 0 or -ENOMEM. */
+int fsck_unit_new(struct fsck_ctx *c, uint32_t block, uint16_t units, uint16_t type,
+		  uint64_t owner, struct fsck_unit **out);
 void fsck_unit_add(struct fsck_ctx *c, struct fsck_unit *u);
 void fsck_unit_modified(struct fsck_ctx *c, struct fsck_unit *u);
 /* Choose the current copy of u (u->cur, -1: none) from the two read and
@@ -428,7 +441,9 @@ static inline uint64_t fsck_hkey(uint64_t k)
 {
 	return k * 0x9E3779B97F4A7C15ull;
 }
+/* 0 put, 1 the key was there (left as it was); set: replaced. -ENOMEM */
 int fsck_hmap_put(struct fsck_hmap *m, uint64_t key, uint32_t val);
+int fsck_hmap_set(struct fsck_hmap *m, uint64_t key, uint32_t val);
 uint32_t fsck_hmap_get(const struct fsck_hmap *m, uint64_t key);
 void fsck_hmap_free(struct fsck_hmap *m);
 /* Room for n keys without growing. 0 or -ENOMEM. */
@@ -486,6 +501,29 @@ int fsck_lost_found(struct fsck_ctx *c);
 /* pass4 (fsck_pass4_lost.c): a lost root made anew, empty, in *slot */
 const char *fsck_root_place(struct fsck_ctx *c, uint32_t *slot);
 int fsck_make_root(struct fsck_ctx *c, uint32_t slot);
+/* pass4 (fsck_pass4_lost.c): the inode of record ri back into its unit;
+ * ri linked into lost+found as name; a map index for a new number, its
+ * generation, and the entry claimed for record r */
+void fsck_store_inode(struct fsck_ctx *c, uint32_t ri);
+int fsck_link_orphan(struct fsck_ctx *c, uint32_t ri, const char *name);
+/* orphan ri linked into lost+found as #<number>, or reported and kept;
+ * why ri, cut off from its head, could not be made an inode of its own
+ * and linked there (NULL: it can) */
+int fsck_adopt_orphan(struct fsck_ctx *c, uint32_t ri);
+const char *fsck_adopt_blocker(struct fsck_ctx *c, uint32_t ri);
+int fsck_map_slot(const struct fsck_ctx *c, uint32_t *idx);
+uint32_t fsck_map_next_gen(const struct fsck_ctx *c, uint32_t idx);
+int fsck_map_claim(struct fsck_ctx *c, uint32_t idx, const struct fsck_ino *r);
+/* fsck_salvage.c: directory units no inode reaches made directories
+ * (pass 2: the number made, then numbered once every inode is known);
+ * record ri given a number of this chunk; lost+found's part here made
+ * anew (pass 4); a part or continuation cut off from its head adopted
+ * (the cross-chunk step) */
+int fsck_salvage_units(struct fsck_ctx *c);
+int fsck_salvage_finish(struct fsck_ctx *c);
+int fsck_salvage_number(struct fsck_ctx *c, uint32_t ri);
+int fsck_lf_remake(struct fsck_ctx *c, uint32_t *lf);
+int fsck_adopt_far(struct fsck_ctx *c, uint32_t ri);
 /* pass4: end r's chain (its next pointer leads nowhere) */
 void fsck_cut_chain(struct fsck_ctx *c, uint32_t ri);
 /* pass3: forget the blocks claimed by r (its inode is going away) */
@@ -502,6 +540,10 @@ void fsck_txn_free(struct fsck_ctx *c);
 
 /* fsck_cross.c: the deferred checks, printed or (with -x) confirmed */
 int fsck_cross(struct fsck_ctx *c);
+/* The inode at loc in another chunk; the map entry of number s in its
+ * home chunk (this one or another). 0 or a negative errno. */
+int fsck_far_inode(struct fsck_ctx *c, struct od_loc loc, struct od_inode *ino);
+int fsck_map_entry_of(struct fsck_ctx *c, uint64_t s, struct od_map_entry *e);
 int fsck_vol_pread(const struct fsck_vol *v, uint32_t chunk, void *buf, size_t len, uint64_t off);
 int fsck_vol_read_header(struct fsck_vol *v, uint32_t i, uint64_t base, uint64_t avail,
 			 uint32_t guess_nblocks);

@@ -188,6 +188,8 @@ static int walk_dir(struct fsck_ctx *c, uint32_t ri, struct fsck_exts *x)
 	c->recs[ri].walked = 1;
 	head = (c->recs[ri].ino.flags & OD_INF_CONT) ? c->recs[ri].ino.head_stable
 						      : c->recs[ri].ino.stable;
+	if (c->recs[ri].salvaged)
+		head = c->recs[ri].salv_owner; /* numbered after pass 2 */
 	ret = fsck_extents(c, ri, x);
 	for (uint32_t i = 0; i < x->n && ret == 0 && !c->fatal; i++) {
 		const struct od_extent *e = &x->ext[i];
@@ -232,14 +234,26 @@ int fsck_pass2(struct fsck_ctx *c)
 	if (fsck_prefetch_zone(c) < 0)
 		return -ENOMEM;
 	/* Records grow while units are walked: every directory embedded in a
-	 * unit gets its turn. */
-	for (uint32_t i = 0; i < c->nrecs && ret == 0; i++) {
-		if (c->recs[i].dead || c->recs[i].walked || !S_ISDIR(c->recs[i].ino.mode))
-			continue;
-		if (fsck_cancelled(c))
+	 * unit gets its turn. Then the units no inode reached, when units
+	 * were lost, and what they hold. */
+	for (int salvage = 0; salvage < 2 && ret == 0; salvage++) {
+		for (uint32_t i = 0; i < c->nrecs && ret == 0; i++) {
+			if (c->recs[i].dead || c->recs[i].walked || !S_ISDIR(c->recs[i].ino.mode))
+				continue;
+			if (fsck_cancelled(c))
+				break;
+			ret = walk_dir(c, i, &x);
+		}
+		if (ret == 0 && !salvage && (ret = fsck_salvage_units(c)) > 0) {
+			c->salvage_walk = 1;
+			ret = 0;
+		} else if (ret == 0 && !salvage) {
 			break;
-		ret = walk_dir(c, i, &x);
+		}
 	}
+	c->salvage_walk = 0;
 	fsck_exts_free(&x);
+	if (ret == 0)
+		ret = fsck_salvage_finish(c);
 	return ret;
 }

@@ -125,6 +125,8 @@ void fsck_clear_entry(struct fsck_ctx *c, uint32_t di)
 /* Entries of a map block that had to be replaced: from the inodes found. */
 static void rebuild_map(struct fsck_ctx *c)
 {
+	uint32_t n = 0;
+
 	for (uint32_t ri = 0; ri < c->nrecs; ri++) {
 		struct fsck_ino *r = &c->recs[ri];
 		uint32_t idx = OD_STABLE_INDEX(r->ino.stable);
@@ -135,9 +137,10 @@ static void rebuild_map(struct fsck_ctx *c)
 		c->map[idx].flags = OD_MAPF_USED;
 		c->map[idx].generation = r->ino.generation;
 		fsck_write_map_entry(c, idx);
-		fsck_note(c, "map entry %u rebuilt from inode %llu", idx,
-			  (unsigned long long)r->ino.stable);
+		n++;
 	}
+	if (n)
+		fsck_note(c, "%u map entries rebuilt from the inodes found", n);
 }
 
 static void check_map(struct fsck_ctx *c)

@@ -181,26 +181,70 @@ static int unit_place(const struct fsck_ctx *c, uint32_t *blk)
 }
 
 /* A map index for a new number: a free entry below the watermark that no
- * inode found here claims, else the watermark when its block is here. */
-static int map_slot(const struct fsck_ctx *c, uint32_t *idx)
+ * inode found here has (even a dead one), an entry of a replaced map block
+ * included (its entries are rebuilt from the inodes found, so an index no
+ * inode has is free), else the watermark when its block is here. */
+int fsck_map_slot(const struct fsck_ctx *c, uint32_t *idx)
 {
 	for (uint32_t i = 0; i < c->nmap; i++) {
-		/* (a number some inode here has, even a dead one, is not taken) */
-		if (c->map_lost[i] || (c->map[i].flags & OD_MAPF_USED) ||
+		if (c->map_lost[i] == 1 || (c->map[i].flags & OD_MAPF_USED) ||
 		    fsck_hmap_get(&c->by_stable, OD_STABLE(c->index, i)) != FSCK_NONE)
 			continue;
 		*idx = i;
 		return 0;
 	}
-	if (c->nmap < c->hdr.max_inodes && c->nmap % OD_MAP_PER_BLOCK != 0) {
-		struct fsck_unit *u =
-			fsck_unit_find((struct fsck_ctx *)c, c->hdr.map_start + c->nmap / OD_MAP_PER_BLOCK);
-		if (u && u->data) {
-			*idx = c->nmap;
-			return 0;
-		}
+	if (c->nmap < c->hdr.max_inodes) {
+		/* (fsck_map_claim() makes its block when it is the first) */
+		*idx = c->nmap;
+		return 0;
 	}
 	return -ENOSPC;
+}
+
+int fsck_map_claim(struct fsck_ctx *c, uint32_t idx, const struct fsck_ino *r)
+{
+	struct od_map_entry *e;
+
+	if (idx == c->nmap) {
+		struct od_map_entry *m = realloc(c->map, (c->nmap + 1) * sizeof(*m));
+		uint32_t blk = c->hdr.map_start + idx / OD_MAP_PER_BLOCK;
+		struct fsck_unit *mu = fsck_unit_find(c, blk);
+		uint8_t *l;
+		if (!mu && fsck_unit_new(c, blk, 1, OD_MB_MAP, 0, &mu) < 0)
+			return -ENOMEM;
+		if (!m)
+			return fsck_oom(c);
+		c->map = m;
+		l = realloc(c->map_lost, c->nmap + 1);
+		if (!l)
+			return fsck_oom(c);
+		c->map_lost = l;
+		memset(&c->map[c->nmap], 0, sizeof(*m));
+		c->map_lost[c->nmap] = 0;
+		c->nmap++;
+		c->hdr.map_watermark = c->nmap;
+		c->hdr_changed = 1;
+	}
+	e = &c->map[idx];
+	if (!(e->flags & OD_MAPF_USED))
+		c->used_map++;
+	e->loc.chunk = c->index;
+	e->loc.block = r->block;
+	e->loc.off = r->off;
+	e->flags = OD_MAPF_USED;
+	e->generation = r->ino.generation;
+	if (c->map_lost[idx] == 2)
+		c->map_lost[idx] = 0;
+	fsck_write_map_entry(c, idx);
+	return 0;
+}
+
+/* The generation a new number at map index idx gets. */
+uint32_t fsck_map_next_gen(const struct fsck_ctx *c, uint32_t idx)
+{
+	uint32_t g = idx < c->nmap ? c->map[idx].generation + 1 : 1;
+
+	return g ? g : 1;
 }
 
 /* Why the orphan ri cannot be linked into lost+found now, or NULL. */
@@ -231,7 +275,7 @@ static const char *cannot_link(struct fsck_ctx *c, uint32_t ri)
 	if (dir_room(c, root, od_dirent_size(OD_LF_NAME_LEN, 1, 0), &u, &dummy, &dummy, &dummy) < 0 &&
 	    (c->recs[root].ino.nextents >= OD_INODE_EXTENTS || c->recs[root].ino.ext_block))
 		return "no room in the root's units for lost+found";
-	if (map_slot(c, &u32) < 0)
+	if (fsck_map_slot(c, &u32) < 0)
 		return "no free inode number for lost+found";
 	if (unit_place(c, &u32) < 0)
 		return "no room for a directory unit";
@@ -336,7 +380,7 @@ static int new_unit(struct fsck_ctx *c, uint32_t lf, uint64_t lf_stable, struct 
 }
 
 /* The inode of record ri, as it is now, back into its unit. */
-static void store_inode(struct fsck_ctx *c, uint32_t ri)
+void fsck_store_inode(struct fsck_ctx *c, uint32_t ri)
 {
 	struct fsck_ino *r = &c->recs[ri];
 	struct fsck_unit *u = fsck_unit_find(c, r->block);
@@ -354,44 +398,26 @@ static int make_lf(struct fsck_ctx *c, uint32_t root, uint32_t *lf_out)
 	uint32_t idx, holder, at, keep, ri, di;
 	struct fsck_unit *u;
 	struct od_inode ino;
-	struct od_map_entry *e;
 	uint64_t s;
 	int ret;
 
-	if (map_slot(c, &idx) < 0)
+	if (fsck_map_slot(c, &idx) < 0)
 		return -ENOSPC;
 	ret = dir_room(c, root, od_dirent_size(OD_LF_NAME_LEN, 1, 0), &u, &holder, &at, &keep);
 	if (ret == -ENOSPC) {
 		ret = new_unit(c, root, c->recs[root].ino.stable, &u);
 		if (ret < 0)
 			return ret;
-		store_inode(c, root);
+		fsck_store_inode(c, root);
 		holder = at = OD_MB_HEADER_SIZE;
 		keep = 0;
 	}
 	if (ret < 0)
 		return ret;
-	if (idx == c->nmap) {
-		struct od_map_entry *m = realloc(c->map, (c->nmap + 1) * sizeof(*m));
-		uint8_t *l;
-		if (!m)
-			return fsck_oom(c);
-		c->map = m;
-		l = realloc(c->map_lost, c->nmap + 1);
-		if (!l)
-			return fsck_oom(c);
-		c->map_lost = l;
-		memset(&c->map[c->nmap], 0, sizeof(*m));
-		c->map_lost[c->nmap] = 0;
-		c->nmap++;
-		c->hdr.map_watermark = c->nmap;
-		c->hdr_changed = 1;
-	}
 	s = OD_STABLE(c->index, idx);
 	memset(&ino, 0, sizeof(ino));
 	ino.stable = s;
-	e = &c->map[idx];
-	ino.generation = e->generation + 1 ? e->generation + 1 : 1;
+	ino.generation = fsck_map_next_gen(c, idx);
 	ino.mode = S_IFDIR | 0700;
 	ino.nlink = 2;
 	ino.parent = c->recs[root].ino.stable;
@@ -410,25 +436,16 @@ static int make_lf(struct fsck_ctx *c, uint32_t root, uint32_t *lf_out)
 	c->recs[ri].walked = 1;
 	c->recs[ri].ext_done = 1;
 	c->dents[di].target = ri;
-	e->loc.chunk = c->index;
-	e->loc.block = u->block;
-	e->loc.off = c->recs[ri].off;
-	e->flags = OD_MAPF_USED;
-	e->generation = ino.generation;
-	{
-		struct fsck_unit *mu = fsck_unit_find(c, c->hdr.map_start + idx / OD_MAP_PER_BLOCK);
-		od_put_map_entry(mu->data + OD_MB_HEADER_SIZE +
-					 (idx % OD_MAP_PER_BLOCK) * OD_MAP_ENTRY_SIZE, e);
-		fsck_unit_modified(c, mu);
-	}
-	c->used_map++;
+	ret = fsck_map_claim(c, idx, &c->recs[ri]);
+	if (ret < 0)
+		return ret;
 	c->hdr.used_inodes++;
 	c->hdr_changed = 1;
 	c->res.inodes++;
 	/* The root gains a subdirectory. */
 	c->recs[root].subdirs++;
 	c->recs[root].ino.nlink++;
-	store_inode(c, root);
+	fsck_store_inode(c, root);
 	fsck_note(c, "lost+found made: inode %llu", (unsigned long long)s);
 	*lf_out = ri;
 	return 0;
@@ -443,11 +460,11 @@ static void adopt_dir(struct fsck_ctx *c, uint32_t ri, uint32_t lf)
 	uint64_t lf_stable = lf_head_stable(c, lf);
 
 	c->recs[ri].ino.parent = lf_stable;
-	store_inode(c, ri);
+	fsck_store_inode(c, ri);
 	l->subdirs++;
 	if (!(l->ino.flags & OD_INF_CONT)) {
 		l->ino.nlink++;
-		store_inode(c, lf);
+		fsck_store_inode(c, lf);
 		return;
 	}
 	fsck_note(c, "deferred: lost+found (inode %llu of chunk %u) gains subdirectory %llu here: "
@@ -457,7 +474,7 @@ static void adopt_dir(struct fsck_ctx *c, uint32_t ri, uint32_t lf)
 }
 
 /* Link orphan ri into lost+found as name. */
-static int link_orphan(struct fsck_ctx *c, uint32_t ri, const char *name)
+int fsck_link_orphan(struct fsck_ctx *c, uint32_t ri, const char *name)
 {
 	uint32_t root = root_rec(c), lf, holder, at, keep, need;
 	uint64_t lf_stable;
@@ -478,7 +495,7 @@ static int link_orphan(struct fsck_ctx *c, uint32_t ri, const char *name)
 		ret = new_unit(c, lf, lf_stable, &u);
 		if (ret < 0)
 			return ret;
-		store_inode(c, lf);
+		fsck_store_inode(c, lf);
 		holder = at = OD_MB_HEADER_SIZE;
 		keep = 0;
 	}
@@ -587,9 +604,9 @@ int fsck_make_root(struct fsck_ctx *c, uint32_t slot)
 	return 0;
 }
 
-/* An orphan that cannot be linked anywhere can still go, as e2fsck
- * clears an unattached inode it cannot connect: when it sits in a slot and
- * its number is mapped here (a number mapped elsewhere is that chunk's). */
+/* An orphan that cannot be linked anywhere can still go: when it sits in
+ * a slot and its number is mapped here (a number mapped elsewhere is that
+ * chunk's). */
 static int clearable(const struct fsck_ctx *c, uint32_t ri)
 {
 	const struct fsck_ino *r = &c->recs[ri];
@@ -616,42 +633,79 @@ static void clear_orphan(struct fsck_ctx *c, uint32_t ri)
 	}
 }
 
+/* lost+found's part here, made again where its chain expects it when it
+ * was lost (and the volume is at hand): once per check. */
+static int lf_ensure(struct fsck_ctx *c)
+{
+	uint32_t lf;
+	int ret;
+
+	if (c->lf_tried || lf_rec(c) != FSCK_NONE || root_rec(c) != FSCK_NONE)
+		return 0;
+	c->lf_tried = 1;
+	ret = fsck_lf_remake(c, &lf);
+	return ret == -ENOMEM ? ret : 0;
+}
+
+const char *fsck_adopt_blocker(struct fsck_ctx *c, uint32_t ri)
+{
+	uint32_t idx;
+
+	if (fsck_map_slot(c, &idx) < 0)
+		return "no free inode number here";
+	if (lf_ensure(c) < 0)
+		return "out of memory";
+	return cannot_link(c, ri);
+}
+
+int fsck_adopt_orphan(struct fsck_ctx *c, uint32_t ri)
+{
+	struct fsck_pctx p = { .rec = &c->recs[ri], .ino = c->recs[ri].ino.stable };
+	const char *why;
+	char name[32];
+	int ret = lf_ensure(c);
+
+	if (ret < 0)
+		return ret;
+	why = cannot_link(c, ri);
+	if (why) {
+		/* Nowhere to put it: an inode of a slot whose number is this
+		 * chunk's goes, as e2fsck clears an unattached inode it cannot
+		 * connect; any other is reported and kept. */
+		p.str = why;
+		if (clearable(c, ri)) {
+			if (fix_problem(c, PR_4_ORPHAN_CLEAR, &p))
+				clear_orphan(c, ri);
+		} else {
+			fix_problem(c, PR_4_ORPHAN_KEEP, &p);
+		}
+		return 0;
+	}
+	snprintf(name, sizeof(name), "#%llu", (unsigned long long)c->recs[ri].ino.stable);
+	p.str = name;
+	if (!fix_problem(c, PR_4_ORPHAN, &p))
+		return 0;
+	ret = fsck_link_orphan(c, ri, name);
+	if (ret < 0 && ret != -ENOMEM) {
+		/* cannot_link() said it could: a bug here, not the disk's */
+		fsck_note(c, "linking inode %llu into lost+found failed: %s",
+			  (unsigned long long)c->recs[ri].ino.stable, strerror(-ret));
+		c->oper = ret;
+	}
+	return ret;
+}
+
 int fsck_lost_found(struct fsck_ctx *c)
 {
 	for (uint32_t ri = 0; ri < c->nrecs && !c->oper; ri++) {
-		struct fsck_pctx p = { .rec = &c->recs[ri], .ino = c->recs[ri].ino.stable };
-		const char *why;
-		char name[32];
 		int ret;
 
 		if (!c->recs[ri].orphan || c->recs[ri].dead)
 			continue;
 		c->recs[ri].orphan = 0;
-		why = cannot_link(c, ri);
-		if (why) {
-			p.str = why;
-			if (clearable(c, ri)) {
-				if (fix_problem(c, PR_4_ORPHAN_CLEAR, &p))
-					clear_orphan(c, ri);
-			} else {
-				fix_problem(c, PR_4_ORPHAN_KEEP, &p);
-			}
-			continue;
-		}
-		snprintf(name, sizeof(name), "#%llu", (unsigned long long)c->recs[ri].ino.stable);
-		p.str = name;
-		if (!fix_problem(c, PR_4_ORPHAN, &p))
-			continue;
-		ret = link_orphan(c, ri, name);
-		if (ret == -ENOMEM)
+		ret = fsck_adopt_orphan(c, ri);
+		if (ret < 0)
 			return ret;
-		if (ret < 0) {
-			/* cannot_link() said it could: a bug here, not the disk's */
-			fsck_note(c, "linking inode %llu into lost+found failed: %s",
-				  (unsigned long long)c->recs[ri].ino.stable, strerror(-ret));
-			c->oper = ret;
-			return ret;
-		}
 	}
 	return 0;
 }

@@ -94,6 +94,9 @@ static const struct fsck_problem problems[] = {
 	  PR_NOFIX },
 	{ PR_2_EMBED_BAD, "entry %e in unit %b: the embedded inode is not one (%s)", NULL,
 	  PR_NOFIX },
+	{ PR_2_UNITS_ORPHAN, "%n directory units of directory %I (the first at block %b) are "
+			     "reached from no inode of this chunk",
+	  "make them a directory for lost+found (their entries are kept)", 0 },
 
 	/* --- pass 3: block ownership --- */
 	{ PR_3_RANGE, "%i: %s at block %b (%n blocks) outside the area it may use", NULL,
@@ -149,6 +152,8 @@ static const struct fsck_problem problems[] = {
 	  "make an empty root directory with its number (the orphans go to its lost+found)", 0 },
 	{ PR_4_ORPHAN_CLEAR, "%i: no entry names it, and it cannot be linked into lost+found: %s",
 	  "clear it (what it held is lost)", 0 },
+	{ PR_4_LF_PART_LOST, "lost+found has no part in this chunk, where its chain expects one "
+			     "(%s)", "make its part anew there", 0 },
 
 	/* --- pass 5: the bitmap and the header counters --- */
 	{ PR_5_USED_MARKED_FREE, "block bitmap: %n blocks in use are marked free (the first: %b)",
@@ -166,12 +171,15 @@ static const struct fsck_problem problems[] = {
 
 	/* --- -x: the far end of cross-chunk references --- */
 	{ PR_6_HEAD, "%i: its head %I in chunk %n %s",
-	  "zero its slot and free its blocks (what it held is lost)", 0 },
+	  "adopt it into lost+found: a directory part becomes a directory with its entries, a "
+	  "continuation a file with its data", 0 },
 	{ PR_6_NEXT, "%i: its next pointer to chunk %n block %b %s",
 	  "end the chain there (what it held reads as zeros)", 0 },
 	{ PR_6_MAP_LOC, "map entry %n (inode %I): at chunk %N block %b %s", NULL, PR_NOFIX },
 	{ PR_6_MAP_HOME, "%i: its map entry in chunk %n %s", NULL, PR_NOFIX },
 	{ PR_6_ENTRY, "entry %e names inode %I of chunk %n, which %s", NULL, PR_NOFIX },
+	{ PR_6_HEAD_CLEAR, "%i: its head %I in chunk %n %s, and it cannot be adopted (%t)",
+	  "zero its slot and free its blocks (what it held is lost)", 0 },
 };
 
 const struct fsck_problem *fsck_problem_find(uint32_t code)

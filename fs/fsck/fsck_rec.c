@@ -48,7 +48,7 @@ int fsck_add_rec(struct fsck_ctx *c, const struct od_inode *ino, uint32_t block,
 	ret = fsck_hmap_put(&c->by_stable, ino->stable, *idx);
 	if (ret < 0)
 		return fsck_oom(c);
-	if (ret == 1) {
+	if (ret == 1 && !c->salvage_walk) {
 		struct fsck_pctx p = { .rec = r, .ino = ino->stable,
 				       .rec2 = &c->recs[fsck_hmap_get(&c->by_stable, ino->stable)] };
 		fix_problem(c, PR_1_INO_DUP_STABLE, &p);

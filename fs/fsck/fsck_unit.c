@@ -240,6 +240,26 @@ static void unit_fresh(struct fsck_ctx *c, struct fsck_unit *u, uint64_t owner)
 	u->modified = 1;
 }
 
+int fsck_unit_new(struct fsck_ctx *c, uint32_t block, uint16_t units, uint16_t type,
+		  uint64_t owner, struct fsck_unit **out)
+{
+	struct fsck_unit *u = fsck_alloc(c, sizeof(*u));
+
+	if (!u || !(u->data = fsck_alloc(c, (size_t)units * OD_BLOCK_SIZE)))
+		return fsck_oom(c);
+	u->block = block;
+	u->units = units;
+	u->type = type;
+	u->cur = -1;
+	u->pooled = 1;
+	u->walked = 1;
+	u->hnext = NULL;
+	unit_fresh(c, u, owner);
+	fsck_unit_add(c, u);
+	*out = u;
+	return 0;
+}
+
 /* --- one unit through its copies ---------------------------------------------- */
 
 /* One copy of u: from a run, else read now; *valid whether it passes.
@@ -330,6 +350,7 @@ int fsck_unit_get(struct fsck_ctx *c, uint32_t block, uint16_t units, uint16_t t
 		return ret;
 	fsck_unit_add(c, u);
 	if (!u->data) {
+		c->lost_units += !u->no_older;
 		struct fsck_pctx p = { .blk = block, .str = od_unit_name(type), .num = c->pend_txid };
 		int code = type == OD_MB_BITMAP ? PR_0_BITMAP_BOTH_BAD
 			   : u->no_older    ? PR_0_UNIT_NO_OLDER

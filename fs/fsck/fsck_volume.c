@@ -540,7 +540,7 @@ int fsck_volume_path(const char *path, int chunk, const struct fsck_opts *o,
 	 * what went away: the volume is checked again until a run repairs
 	 * nothing (at most 3 more runs); what is left is the last run's. */
 	for (uint32_t run = 0, fixed = res->fixed;
-	     run < 3 && chunk < 0 && o->cross && o->mode != FSCK_CHECK_ONLY && fixed &&
+	     run < 3 && chunk < 0 && v.nchunks > 1 && o->cross && o->mode != FSCK_CHECK_ONLY && fixed &&
 	     !(res->exit_code & (FSCK_EXIT_OPERATIONAL | FSCK_EXIT_CANCELLED));
 	     run++) {
 		struct fsck_result more;
