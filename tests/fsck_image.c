@@ -228,3 +228,102 @@ unsigned fi_survivors(struct fs_volume *v, unsigned *total)
 	free(big);
 	return ok;
 }
+
+/* --- the whole tree through the library ------------------------------------ */
+
+struct walk_list {
+	struct fs_dirent *e;
+	char (*names)[256];
+	size_t n, cap;
+};
+
+static int walk_collect(void *ctx, const struct fs_dirent *ent)
+{
+	struct walk_list *l = ctx;
+
+	if ((ent->name_len == 1 && ent->name[0] == '.') ||
+	    (ent->name_len == 2 && ent->name[0] == '.' && ent->name[1] == '.'))
+		return 0;
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? 2 * l->cap : 64;
+		struct fs_dirent *e = realloc(l->e, cap * sizeof(*e));
+		char (*nm)[256] = e ? realloc(l->names, cap * sizeof(*nm)) : NULL;
+		if (e)
+			l->e = e;
+		if (!nm)
+			return -ENOMEM;
+		l->names = nm;
+		l->cap = cap;
+	}
+	l->e[l->n] = *ent;
+	memcpy(l->names[l->n], ent->name, ent->name_len);
+	l->names[l->n][ent->name_len] = 0;
+	l->e[l->n].name = l->names[l->n];
+	l->n++;
+	return 0;
+}
+
+static void walk_dir(struct fs_volume *v, struct fs_ino dir, unsigned depth, struct fi_walk *w)
+{
+	struct walk_list l = { 0 };
+	uint64_t cookie = 0, verf = 0;
+	int eof = 0;
+	uint8_t *buf = malloc(65536);
+
+	w->dirs++;
+	while (!eof) {
+		size_t before = l.n;
+		if (!buf || fs_readdir(v, NULL, dir, cookie, &verf, 1, walk_collect, &l, &eof) < 0) {
+			w->errors++;
+			break;
+		}
+		if (l.n == before && !eof) {
+			w->errors++; /* no progress */
+			break;
+		}
+		if (l.n)
+			cookie = l.e[l.n - 1].cookie;
+	}
+	for (size_t i = 0; i < l.n; i++) {
+		const struct fs_attr *a = &l.e[i].attr;
+		if (S_ISDIR(a->mode)) {
+			if (depth < 64)
+				walk_dir(v, l.e[i].ino, depth + 1, w);
+		} else if (S_ISREG(a->mode)) {
+			uint64_t off = 0;
+			int feof = 0;
+			w->files++;
+			while (!feof && buf) {
+				size_t n = 0;
+				if (fs_read(v, NULL, l.e[i].ino, off, 65536, buf, &n, &feof) < 0) {
+					w->errors++;
+					break;
+				}
+				off += n;
+				if (n == 0)
+					break;
+			}
+		} else if (S_ISLNK(a->mode)) {
+			char t[4096];
+			size_t n = 0;
+			w->files++;
+			if (fs_readlink(v, l.e[i].ino, t, sizeof(t), &n) < 0)
+				w->errors++;
+		}
+	}
+	free(l.e);
+	free(l.names);
+	free(buf);
+}
+
+void fi_walk(struct fs_volume *v, struct fi_walk *w)
+{
+	struct fs_ino root;
+
+	memset(w, 0, sizeof(*w));
+	if (fs_root(v, &root) < 0) {
+		w->errors++;
+		return;
+	}
+	walk_dir(v, root, 0, w);
+}

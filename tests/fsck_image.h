@@ -37,6 +37,12 @@ uint8_t *fi_slurp(const char *path, size_t *len);
 int fi_copy(const char *from, const char *to);
 
 /* Files of the tree that read back exactly through v: *total of them. */
+/* The whole tree from the root through the library: every directory
+ * listed, every file read to its end, every symlink read. */
+struct fi_walk {
+	unsigned dirs, files, errors;
+};
+void fi_walk(struct fs_volume *v, struct fi_walk *w);
 unsigned fi_survivors(struct fs_volume *v, unsigned *total);
 
 #endif

@@ -279,7 +279,16 @@ int main(int argc, char **argv)
 				fprintf(stderr, "seed %llu: invariants: %d\n", (unsigned long long)seed, iv);
 				fail = 1;
 			}
+			struct fi_walk w;
 			got = fi_survivors(v, &total);
+			/* clean means usable: every directory lists, every file reads */
+			fi_walk(v, &w);
+			if (w.errors) {
+				fprintf(stderr, "seed %llu: the tree walk: %u errors (%u directories, "
+					"%u files)\n", (unsigned long long)seed, w.errors, w.dirs,
+					w.files);
+				fail = 1;
+			}
 			CHECK_EQ(fs_close(v), 0);
 		}
 		alarm(0);
