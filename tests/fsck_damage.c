@@ -374,7 +374,7 @@ static int segment_in(uint64_t stable, uint32_t c, struct target *t, struct od_i
 }
 
 /* Looks name up in directory dir: its entry and the number it names. */
-static int dir_find(uint64_t dir, const char *name, struct target *t, uint64_t *child)
+static int walk_find(uint64_t dir, const char *name, struct target *t, uint64_t *child)
 {
 	static uint8_t buf[UNIT_MAX];
 	size_t nlen = strlen(name);
@@ -432,7 +432,7 @@ static int resolve(const char *path, uint64_t *stable, struct target *t)
 	for (char *n = strtok_r(copy, "/", &save); n; n = strtok_r(NULL, "/", &save)) {
 		struct target e;
 
-		if (dir_find(*stable, n, &e, stable) < 0)
+		if (walk_find(*stable, n, &e, stable) < 0)
 			return -1;
 		if (t)
 			*t = e;
