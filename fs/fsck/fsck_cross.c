@@ -443,6 +443,12 @@ int fsck_cross(struct fsck_ctx *c)
 		case DEF_HEAD:
 			bad = confirm_head(c, r, buf, sizeof(buf));
 			code = PR_6_HEAD;
+			/* lost+found's part is never made something else while
+			 * its head is there: the chain is mended where it broke
+			 * (fsck_lf_remake()) */
+			if (bad && bad != unreadable && (r->ino.flags & OD_INF_LOSTFOUND) &&
+			    strstr(bad, "chain"))
+				code = PR_6_LF_UNREACHED;
 			p.num = d->loc.chunk;
 			break;
 		case DEF_NEXT:

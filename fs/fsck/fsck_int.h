@@ -121,6 +121,7 @@ const struct fsck_problem *fsck_problem_find(uint32_t code);
 #define PR_6_MAP_LOC 0x060003
 #define PR_6_MAP_HOME 0x060004
 #define PR_6_ENTRY 0x060005
+#define PR_6_LF_UNREACHED 0x060006
 #define PR_6_HEAD_CLEAR 0x060007
 
 /* --- what the check holds ------------------------------------------------ */

@@ -697,6 +697,13 @@ int fsck_adopt_orphan(struct fsck_ctx *c, uint32_t ri)
 
 int fsck_lost_found(struct fsck_ctx *c)
 {
+	/* Units were lost: lost+found's part may have been one of them, and
+	 * the chain through this chunk is mended now, orphans or not. */
+	if (c->lost_units && c->o->mode != FSCK_CHECK_ONLY) {
+		int ret = lf_ensure(c);
+		if (ret < 0)
+			return ret;
+	}
 	for (uint32_t ri = 0; ri < c->nrecs && !c->oper; ri++) {
 		int ret;
 

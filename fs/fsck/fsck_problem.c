@@ -178,6 +178,8 @@ static const struct fsck_problem problems[] = {
 	{ PR_6_MAP_LOC, "map entry %n (inode %I): at chunk %N block %b %s", NULL, PR_NOFIX },
 	{ PR_6_MAP_HOME, "%i: its map entry in chunk %n %s", NULL, PR_NOFIX },
 	{ PR_6_ENTRY, "entry %e names inode %I of chunk %n, which %s", NULL, PR_NOFIX },
+	{ PR_6_LF_UNREACHED, "%i: a part of lost+found that its chain does not reach (its head "
+			     "%I in chunk %n %s); kept", NULL, PR_NOFIX },
 	{ PR_6_HEAD_CLEAR, "%i: its head %I in chunk %n %s, and it cannot be adopted (%t)",
 	  "zero its slot and free its blocks (what it held is lost)", 0 },
 };
