@@ -208,8 +208,10 @@ static const char *confirm_head(struct fsck_ctx *c, const struct fsck_ino *t, ch
 			return NULL;
 		if (++hops > c->vol->nchunks * 64u)
 			return "has a chain that loops";
-		if (any_inode(c, at, &ino) < 0 || !(ino.flags & OD_INF_CONT) ||
-		    ino.head_stable != t->ino.head_stable)
+		ret = any_inode(c, at, &ino);
+		if (ret == -ENXIO || ret == -EIO || ret == -ENOMEM)
+			return unreadable; /* a chunk on the way cannot be read now */
+		if (ret < 0 || !(ino.flags & OD_INF_CONT) || ino.head_stable != t->ino.head_stable)
 			return "has a broken chain";
 	}
 	return "does not reach it through its chain";

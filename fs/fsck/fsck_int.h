@@ -48,6 +48,7 @@ const struct fsck_problem *fsck_problem_find(uint32_t code);
 #define PR_1_HDR_COPIES_DIFFER 0x010006
 #define PR_1_HDR_INDEX 0x010007
 #define PR_1_HDR_RO_COMPAT 0x010008
+#define PR_1_HDR_REBUILD 0x010009
 #define PR_1_SLOT_FREE_GARBAGE 0x010010
 #define PR_1_SLOT_BAD_MODE 0x010011
 #define PR_1_SLOT_BAD_IDENTITY 0x010012
@@ -487,34 +488,53 @@ int fsck_pass2(struct fsck_ctx *c);
 int fsck_pass3(struct fsck_ctx *c);
 int fsck_pass4(struct fsck_ctx *c);
 int fsck_pass5(struct fsck_ctx *c);
-/* pass1: 1 when the chunk says clean and has no dirty list (no -f: skipped) */
+
+/* fsck_pass1.c: 1 when the chunk says clean and has no dirty list (no -f:
+ * skipped); the checks every inode gets, wherever it lives; the number of
+ * chunks of the volume; a mode of a known type; a slot zeroed (its record
+ * dead) */
 int fsck_pass1_clean(const struct fsck_ctx *c);
-/* pass1: the checks every inode gets, wherever it lives */
 void fsck_check_inode(struct fsck_ctx *c, uint32_t ri);
 uint32_t fsck_chunk_count(const struct fsck_ctx *c);
 int fsck_mode_ok(uint32_t mode);
-/* pass4: clear the entry (a repair), and its embedded inode with it */
+void fsck_zero_slot(struct fsck_ctx *c, uint32_t ri);
+
+/* fsck_pass3.c: forget the blocks claimed by r (its inode is going away) */
+void fsck_unclaim(struct fsck_ctx *c, uint32_t ri);
+
+/* fsck_pass4.c: clear the entry (a repair), and its embedded inode with
+ * it; a link count set; end r's chain (its next pointer leads nowhere);
+ * map entry idx (c->map[idx]) written into its map unit */
 void fsck_clear_entry(struct fsck_ctx *c, uint32_t di);
 void fsck_set_nlink(struct fsck_ctx *c, uint32_t ri, uint32_t nlink);
-void fsck_zero_slot(struct fsck_ctx *c, uint32_t ri);
-/* pass4 (fsck_pass4_lost.c): link the orphans into lost+found */
+void fsck_cut_chain(struct fsck_ctx *c, uint32_t ri);
+void fsck_write_map_entry(struct fsck_ctx *c, uint32_t idx);
+
+/* fsck_pass4_lost.c: link the orphans into lost+found; a lost root made
+ * anew, empty, in *slot; the inode of record ri back into its unit; ri
+ * linked into lost+found as name */
 int fsck_lost_found(struct fsck_ctx *c);
-/* pass4 (fsck_pass4_lost.c): a lost root made anew, empty, in *slot */
 const char *fsck_root_place(struct fsck_ctx *c, uint32_t *slot);
 int fsck_make_root(struct fsck_ctx *c, uint32_t slot);
-/* pass4 (fsck_pass4_lost.c): the inode of record ri back into its unit;
- * ri linked into lost+found as name; a map index for a new number, its
- * generation, and the entry claimed for record r */
 void fsck_store_inode(struct fsck_ctx *c, uint32_t ri);
 int fsck_link_orphan(struct fsck_ctx *c, uint32_t ri, const char *name);
-/* orphan ri linked into lost+found as #<number>, or reported and kept;
- * why ri, cut off from its head, could not be made an inode of its own
- * and linked there (NULL: it can) */
+/* orphan ri linked into lost+found as #<number>, or reported and kept (or
+ * cleared); why ri, cut off from its head, could not be made an inode of
+ * its own and linked there (NULL: it can) */
 int fsck_adopt_orphan(struct fsck_ctx *c, uint32_t ri);
 const char *fsck_adopt_blocker(struct fsck_ctx *c, uint32_t ri);
+/* a map index for a new number, its generation, and the entry claimed
+ * for record r (its map block made when it is the first) */
 int fsck_map_slot(const struct fsck_ctx *c, uint32_t *idx);
 uint32_t fsck_map_next_gen(const struct fsck_ctx *c, uint32_t idx);
 int fsck_map_claim(struct fsck_ctx *c, uint32_t idx, const struct fsck_ino *r);
+
+/* fsck_rebuild.c: a header for chunk index made again from another chunk
+ * of its size (*donor) and this chunk's bytes; -ENOENT with *why when it
+ * cannot be */
+int fsck_header_rebuild(struct fsck_ctx *c, uint32_t index, struct od_chunk_header *out,
+			uint32_t *donor, const char **why);
+
 /* fsck_salvage.c: directory units no inode reaches made directories
  * (pass 2: the number made, then numbered once every inode is known);
  * record ri given a number of this chunk; lost+found's part here made
@@ -525,12 +545,6 @@ int fsck_salvage_finish(struct fsck_ctx *c);
 int fsck_salvage_number(struct fsck_ctx *c, uint32_t ri);
 int fsck_lf_remake(struct fsck_ctx *c, uint32_t *lf);
 int fsck_adopt_far(struct fsck_ctx *c, uint32_t ri);
-/* pass4: end r's chain (its next pointer leads nowhere) */
-void fsck_cut_chain(struct fsck_ctx *c, uint32_t ri);
-/* pass3: forget the blocks claimed by r (its inode is going away) */
-void fsck_unclaim(struct fsck_ctx *c, uint32_t ri);
-/* Write map entry idx (c->map[idx]) into its map unit. */
-void fsck_write_map_entry(struct fsck_ctx *c, uint32_t idx);
 
 /* fsck_txn.c: this chunk's newest dirty list into c->pend, and whether
  * it is rolled back (c->rollback); the copy of a unit of chunk `chunk` to

@@ -115,6 +115,39 @@ static int check_header(struct fsck_ctx *c, uint32_t expect)
 		valid[1] = 0;
 		snprintf(why1, sizeof(why1), "SINGLE_COPY set in the mirror");
 	}
+	if (!valid[0] && !valid[1] && other < 0 && expect != UINT32_MAX) {
+		/* Both lost: made again from another chunk's and this one's
+		 * bytes, when the volume is at hand. */
+		struct fsck_pctx p = { .str = why0 };
+		const char *no = NULL;
+		uint32_t donor;
+		int ret = fsck_header_rebuild(c, expect, &h[0], &donor, &no);
+		if (ret == -ENOMEM) {
+			free(raw[0]);
+			free(raw[1]);
+			return ret;
+		}
+		p.num = donor;
+		if (ret == 0 && fix_problem(c, PR_1_HDR_REBUILD, &p)) {
+			struct od_mb_header mh = { .magic = OD_MB_MAGIC, .type = OD_MB_CHUNK_HEADER,
+						   .units = 1, .chunk = expect, .block = 0,
+						   .txid = h[0].txid };
+			memset(raw[0], 0, OD_BLOCK_SIZE);
+			od_put_mb_header(raw[0], &mh);
+			od_put_chunk_header(raw[0], &h[0]);
+			od_seal(raw[0], OD_BLOCK_SIZE);
+			memcpy(raw[1], raw[0], OD_BLOCK_SIZE);
+			h[1] = h[0];
+			valid[0] = valid[1] = 1;
+			c->hdr_changed = 1;
+			fsck_note(c, "chunk header made again from chunk %u's (kind %u, map "
+				     "watermark %u, slot watermark %u%s)", donor, h[0].kind,
+				  h[0].map_watermark, h[0].islot_watermark,
+				  (h[0].flags & OD_CHF_BITMAP_UNINIT) ? ", bitmap never written" : "");
+		} else if (ret < 0) {
+			fsck_note(c, "the chunk header cannot be made again: %s", no);
+		}
+	}
 	if (!valid[0] && !valid[1]) {
 		struct fsck_pctx p = { .str = why0, .num = (uint64_t)other, .num2 = expect };
 		free(raw[0]);
@@ -181,6 +214,8 @@ static int check_header(struct fsck_ctx *c, uint32_t expect)
 	u->units = 1;
 	u->type = OD_MB_CHUNK_HEADER;
 	fsck_unit_decide(c, u, raw, valid, why);
+	if (c->hdr_changed)
+		u->heal[0] = u->heal[1] = FSCK_HEAL_FIX; /* made again: both written */
 	/* One of the two is valid here, so cur >= 0. */
 	u->data = raw[u->cur];
 	u->txid = unit_txid(u->data);

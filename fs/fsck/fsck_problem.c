@@ -61,6 +61,8 @@ static const struct fsck_problem problems[] = {
 	{ PR_1_HDR_INDEX, "chunk header: says chunk %n, checked as chunk %N", NULL, PR_FATAL },
 	{ PR_1_HDR_RO_COMPAT, "chunk header: unknown read-only features 0x%x: this fsck cannot "
 			      "check the chunk", NULL, PR_FATAL },
+	{ PR_1_HDR_REBUILD, "chunk header: both copies are bad (copy 0: %s)",
+	  "make it again from chunk %n's header and this chunk's own blocks", 0 },
 	{ PR_1_SLOT_FREE_GARBAGE, "inode slot %S: free (mode 0) but not zeroed", "zero the slot",
 	  PR_PREEN_OK },
 	{ PR_1_SLOT_BAD_MODE, "inode slot %S: mode 0%o is not a file type", "zero the slot", 0 },

@@ -414,6 +414,11 @@ static void *run_worker(void *arg)
 			one.exit_code |= FSCK_EXIT_OPERATIONAL;
 		}
 		pthread_mutex_lock(&r->lock);
+		if (!r->v->hdr_ok[i] && one.fixed)
+			/* its header was made again: the other chunks' checks
+			 * read through it from now on */
+			fsck_vol_read_header(r->v, i, r->v->base[i], r->v->size[i],
+					     (uint32_t)(r->v->size[i] / OD_BLOCK_SIZE));
 		fsck_add_result(r->res, &one);
 		r->done++;
 		if (r->user->progress)

@@ -1,0 +1,80 @@
+/* fsck's chunk header made again when both its copies are lost: what the
+ * volume shares (its identity, the geometry of a chunk of this size, the
+ * root's number, the handle key) from another chunk's header of the same
+ * size, and what is this chunk's own from its bytes: the watermarks from
+ * the last map and inode-area blocks that hold a valid copy, the bitmap
+ * as never written when no block of it does. The counters are recounted
+ * by pass 5. Needs the volume: a lone chunk has no other header. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fs/fsck/fsck_int.h"
+
+/* Does block b of this chunk hold a valid copy of a unit of type t? */
+static int has_valid_copy(struct fsck_ctx *c, uint32_t b, uint16_t t, uint8_t *buf)
+{
+	char why[96];
+
+	for (int copy = 0; copy < 2; copy++) {
+		uint64_t off = (uint64_t)(b + (copy ? c->half : 0)) * OD_BLOCK_SIZE;
+		if (fsck_read_copy(c, buf, OD_BLOCK_SIZE, off, why, sizeof(why)) == 0 &&
+		    fsck_copy_ok(c, buf, OD_BLOCK_SIZE, b, t, why, sizeof(why)))
+			return 1;
+	}
+	return 0;
+}
+
+/* One past the last of n blocks from start that holds a valid copy. */
+static uint32_t last_valid(struct fsck_ctx *c, uint32_t start, uint32_t n, uint16_t t,
+			   uint8_t *buf)
+{
+	for (uint32_t i = n; i > 0; i--)
+		if (has_valid_copy(c, start + i - 1, t, buf))
+			return i;
+	return 0;
+}
+
+int fsck_header_rebuild(struct fsck_ctx *c, uint32_t index, struct od_chunk_header *out,
+			uint32_t *donor, const char **why)
+{
+	uint32_t nb = (uint32_t)(c->st->size / OD_BLOCK_SIZE), j, n;
+	const struct fsck_vol *v = c->vol;
+	struct od_chunk_header h;
+	uint8_t *buf;
+
+	if (!v) {
+		*why = "a chunk checked alone has no other header to take it from";
+		return -ENOENT;
+	}
+	for (j = 0; j < v->nchunks; j++)
+		if (j != index && v->hdr_ok[j] && v->hdr[j].nblocks == nb)
+			break;
+	if (j == v->nchunks) {
+		*why = "no other chunk of its size has a header";
+		return -ENOENT;
+	}
+	buf = malloc(OD_BLOCK_SIZE);
+	if (!buf)
+		return fsck_oom(c);
+	h = v->hdr[j];
+	h.chunk_index = index;
+	h.state = OD_STATE_NEEDS_REPAIR;
+	h.last_check_time = 0;
+	c->index = index;
+	c->half = nb / 2;
+	n = last_valid(c, h.map_start, h.map_blocks, OD_MB_MAP, buf) * OD_MAP_PER_BLOCK;
+	h.map_watermark = n < h.max_inodes ? n : h.max_inodes;
+	n = last_valid(c, h.itable_start, h.itable_blocks, OD_MB_ITABLE, buf) * OD_ISLOTS_PER_BLOCK;
+	h.islot_watermark = n < h.islots ? n : h.islots;
+	h.flags &= ~OD_CHF_BITMAP_UNINIT;
+	if (!last_valid(c, h.bitmap_start, h.bitmap_blocks, OD_MB_BITMAP, buf))
+		h.flags |= OD_CHF_BITMAP_UNINIT;
+	free(buf);
+	*out = h;
+	*donor = j;
+	return 0;
+}
