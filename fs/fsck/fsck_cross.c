@@ -46,7 +46,7 @@ int fsck_vol_read_header(struct fsck_vol *v, uint32_t i, uint64_t base, uint64_t
  * when it names the unit (rolled forward or back, fsck_txn.c), else copy 0
  * when it is valid (copy 1 when it is not), or with both copies read
  * (c->both) the newer of the valid ones. */
-static int far_unit(struct fsck_ctx *c, uint32_t chunk, uint32_t block, uint16_t units,
+int fsck_far_unit(struct fsck_ctx *c, uint32_t chunk, uint32_t block, uint16_t units,
 		    uint16_t type, uint8_t *buf)
 {
 	struct fsck_vol *v = c->vol;
@@ -112,7 +112,7 @@ int fsck_far_inode(struct fsck_ctx *c, struct od_loc loc, struct od_inode *ino)
 	buf = malloc((size_t)units * OD_BLOCK_SIZE);
 	if (!buf)
 		return -ENOMEM;
-	ret = far_unit(c, loc.chunk, loc.block, units, type, buf);
+	ret = fsck_far_unit(c, loc.chunk, loc.block, units, type, buf);
 	if (ret == 0)
 		od_get_inode(buf + loc.off, ino);
 	free(buf);
@@ -142,7 +142,7 @@ int fsck_map_entry_of(struct fsck_ctx *c, uint64_t s, struct od_map_entry *e)
 	 * older than a repair that gave out a number since) */
 	if (idx >= h->max_inodes)
 		return -ESTALE;
-	ret = far_unit(c, home, h->map_start + idx / OD_MAP_PER_BLOCK, 1, OD_MB_MAP, buf);
+	ret = fsck_far_unit(c, home, h->map_start + idx / OD_MAP_PER_BLOCK, 1, OD_MB_MAP, buf);
 	if (ret == 0)
 		od_get_map_entry(buf + OD_MB_HEADER_SIZE + (idx % OD_MAP_PER_BLOCK) * OD_MAP_ENTRY_SIZE,
 				 e);
@@ -209,8 +209,9 @@ static const char *confirm_head(struct fsck_ctx *c, const struct fsck_ino *t, ch
 		if (++hops > c->vol->nchunks * 64u)
 			return "has a chain that loops";
 		ret = any_inode(c, at, &ino);
-		if (ret == -ENXIO || ret == -EIO || ret == -ENOMEM)
-			return unreadable; /* a chunk on the way cannot be read now */
+		if (ret == -ENXIO || ret == -EIO || ret == -ENOMEM || ret == -EUCLEAN)
+			return unreadable; /* a chunk on the way cannot be read now:
+					    * its own check may make the piece again */
 		if (ret < 0 || !(ino.flags & OD_INF_CONT) || ino.head_stable != t->ino.head_stable)
 			return "has a broken chain";
 	}
@@ -287,7 +288,7 @@ static int far_part_subdirs(struct fsck_ctx *c, struct od_loc loc, const struct 
 	for (;;) {
 		for (uint32_t i = 0; i < n && ret == 0; i++) {
 			uint32_t off = OD_MB_HEADER_SIZE;
-			ret = far_unit(c, loc.chunk, ext[i].pblk, (uint16_t)h->dir_unit, OD_MB_DIR, buf);
+			ret = fsck_far_unit(c, loc.chunk, ext[i].pblk, (uint16_t)h->dir_unit, OD_MB_DIR, buf);
 			while (ret == 0 && off + OD_DIRENT_HEADER <= ulen) {
 				struct od_dirent de;
 				od_get_dirent(buf + off, &de);
@@ -315,7 +316,7 @@ static int far_part_subdirs(struct fsck_ctx *c, struct od_loc loc, const struct 
 			ret = -ELOOP;
 			break;
 		}
-		ret = far_unit(c, loc.chunk, next, 1, OD_MB_EXTENTS, eb);
+		ret = fsck_far_unit(c, loc.chunk, next, 1, OD_MB_EXTENTS, eb);
 		if (ret < 0)
 			break;
 		{

@@ -180,7 +180,8 @@ struct fsck_ino {
 	uint8_t walked;     /* directory units walked (pass 2) */
 	uint8_t orphan;     /* no entry names it: for lost+found (pass 4) */
 	uint8_t salvaged;   /* made by the salvage of units found (fsck_salvage.c):
-	                     * 1 with its owner's number, 2 to be numbered */
+	                     * 1, 2 a directory to be numbered (1: its owner
+	                     * homed here), 3 a part made again in its chain */
 	uint64_t salv_owner; /* salvaged: the owner its units' headers name */
 };
 
@@ -278,6 +279,9 @@ struct fsck_ctx {
 	uint32_t lost_units;          /* units found with no valid copy (salvage) */
 	int lf_tried;                 /* lost+found's part looked for (fsck_lf_remake) */
 	int salvage_walk;             /* walking units found (a number twice: told later) */
+	struct fsck_far_part *farp;   /* the other chunks' pieces (fsck_farparts.c) */
+	uint32_t nfarp;
+	int farp_built;
 	uint32_t expect;              /* the index asked for, UINT32_MAX: any */
 	char line[1024];
 
@@ -529,6 +533,21 @@ int fsck_map_slot(const struct fsck_ctx *c, uint32_t *idx);
 uint32_t fsck_map_next_gen(const struct fsck_ctx *c, uint32_t idx);
 int fsck_map_claim(struct fsck_ctx *c, uint32_t idx, const struct fsck_ino *r);
 
+/* fsck_farparts.c: the other chunks' continuations and directory parts
+ * (read once per check, by head); lost+found's number from one of its
+ * parts; where the chain from head h (inode *head) expects a piece in this
+ * chunk (*want) and the piece that came after it (*next), OD_LOC_NONE
+ * chunks when there is none. */
+struct fsck_far_part {
+	uint64_t head;
+	struct od_loc at, next;
+	uint32_t flags;
+	uint8_t dir;
+};
+int fsck_far_lf_head(struct fsck_ctx *c, uint64_t *lf);
+int fsck_chain_gap(struct fsck_ctx *c, uint64_t h, const struct od_inode *head,
+		   struct od_loc *want, struct od_loc *next);
+
 /* fsck_rebuild.c: a header for chunk index made again from another chunk
  * of its size (*donor) and this chunk's bytes; -ENOENT with *why when it
  * cannot be */
@@ -558,6 +577,8 @@ int fsck_cross(struct fsck_ctx *c);
 /* The inode at loc in another chunk; the map entry of number s in its
  * home chunk (this one or another). 0 or a negative errno. */
 int fsck_far_inode(struct fsck_ctx *c, struct od_loc loc, struct od_inode *ino);
+int fsck_far_unit(struct fsck_ctx *c, uint32_t chunk, uint32_t block, uint16_t units,
+		  uint16_t type, uint8_t *buf);
 int fsck_map_entry_of(struct fsck_ctx *c, uint64_t s, struct od_map_entry *e);
 int fsck_vol_pread(const struct fsck_vol *v, uint32_t chunk, void *buf, size_t len, uint64_t off);
 int fsck_vol_read_header(struct fsck_vol *v, uint32_t i, uint64_t base, uint64_t avail,

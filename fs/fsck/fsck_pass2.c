@@ -188,7 +188,7 @@ static int walk_dir(struct fsck_ctx *c, uint32_t ri, struct fsck_exts *x)
 	c->recs[ri].walked = 1;
 	head = (c->recs[ri].ino.flags & OD_INF_CONT) ? c->recs[ri].ino.head_stable
 						      : c->recs[ri].ino.stable;
-	if (c->recs[ri].salvaged)
+	if (c->recs[ri].salvaged == 1 || c->recs[ri].salvaged == 2)
 		head = c->recs[ri].salv_owner; /* numbered after pass 2 */
 	ret = fsck_extents(c, ri, x);
 	for (uint32_t i = 0; i < x->n && ret == 0 && !c->fatal; i++) {

@@ -224,18 +224,122 @@ static int free_slot(struct fsck_ctx *c, uint32_t *slot, uint32_t *block, uint16
 	return -ENOSPC;
 }
 
+/* Is loc a free slot of this chunk (its block here, zero, no live inode)?
+ * Its slot number then. */
+static int slot_free_at(struct fsck_ctx *c, struct od_loc loc, uint32_t *slot)
+{
+	struct fsck_unit *u;
+	uint32_t ri;
+
+	if (loc.chunk != c->index || loc.block < c->hdr.itable_start ||
+	    loc.block >= c->hdr.data_start || loc.off < OD_MB_HEADER_SIZE ||
+	    (loc.off - OD_MB_HEADER_SIZE) % OD_INODE_SIZE != 0 ||
+	    loc.off + OD_INODE_SIZE > OD_MB_HEADER_SIZE + OD_ISLOTS_PER_BLOCK * OD_INODE_SIZE)
+		return 0;
+	u = fsck_unit_find(c, loc.block);
+	ri = fsck_rec_at(c, loc.block, loc.off);
+	if (!u || !u->data || (ri != FSCK_NONE && !c->recs[ri].dead))
+		return 0;
+	for (uint32_t i = 0; i < OD_INODE_SIZE; i++)
+		if (u->data[loc.off + i])
+			return 0;
+	*slot = (loc.block - c->hdr.itable_start) * OD_ISLOTS_PER_BLOCK +
+		(loc.off - OD_MB_HEADER_SIZE) / OD_INODE_SIZE;
+	return 1;
+}
+
+/* Where the chain of head h expects its piece in this chunk, when that is
+ * a free slot here (*slot), the piece after it, and the head's chunk. */
+static int chain_place(struct fsck_ctx *c, uint64_t h, struct od_loc *want, struct od_loc *next,
+		       uint32_t *head_chunk, uint32_t *slot)
+{
+	struct od_map_entry e;
+	struct od_inode ino;
+	int ret;
+
+	if (!c->vol || c->single_copy || fsck_map_entry_of(c, h, &e) < 0 ||
+	    !(e.flags & OD_MAPF_USED) || e.loc.chunk == c->index ||
+	    fsck_far_inode(c, e.loc, &ino) < 0 || ino.stable != h || !S_ISDIR(ino.mode))
+		return -ENOENT;
+	ret = fsck_chain_gap(c, h, &ino, want, next);
+	if (ret < 0)
+		return ret;
+	*head_chunk = e.loc.chunk;
+	return slot_free_at(c, *want, slot) ? 0 : -ENOENT;
+}
+
+/* A directory part of head h (in chunk head_chunk) written at loc (slot),
+ * its chain going on to next, listing exts; its record. */
+static int put_part(struct fsck_ctx *c, struct od_loc loc, uint32_t slot, uint64_t h,
+		    uint32_t head_chunk, struct od_loc next, uint32_t flags,
+		    const struct od_extent *ext, uint32_t n, uint32_t *out)
+{
+	struct fsck_unit *u = fsck_unit_find(c, loc.block);
+	struct od_inode ino;
+	uint32_t ri = fsck_rec_at(c, loc.block, loc.off);
+	int ret;
+
+	memset(&ino, 0, sizeof(ino));
+	ino.mode = S_IFDIR;
+	ino.flags = OD_INF_CONT | flags;
+	ino.head_chunk = head_chunk;
+	ino.head_stable = h;
+	ino.next = next;
+	memcpy(ino.ext, ext, n * sizeof(*ext));
+	ino.nextents = (uint16_t)n;
+	od_put_inode(u->data + loc.off, &ino);
+	fsck_unit_modified(c, u);
+	if (ri != FSCK_NONE) {
+		memset(&c->recs[ri], 0, sizeof(c->recs[ri]));
+		c->recs[ri].ino = ino;
+		c->recs[ri].block = loc.block;
+		c->recs[ri].off = loc.off;
+		c->recs[ri].dent = FSCK_NONE;
+	} else if ((ret = fsck_add_rec(c, &ino, loc.block, loc.off, slot, FSCK_NONE, &ri)) < 0) {
+		return ret;
+	}
+	c->recs[ri].slot = slot;
+	*out = ri;
+	return 0;
+}
+
 /* A directory of up to OD_INODE_EXTENTS of the units f[0 .. n-1] (one
  * owner, by sequence number) in a free slot, numbered by
  * fsck_salvage_finish() once every inode of the chunk is known: the
  * owner's own inode may still be found in a unit walked later. */
 static int make_dir(struct fsck_ctx *c, const struct found_unit *f, uint32_t n)
 {
-	uint32_t slot, block, ri;
+	uint32_t slot, block, ri, head_chunk;
 	uint16_t off;
 	struct fsck_unit *u;
 	struct od_inode ino;
-	int ret = free_slot(c, &slot, &block, &off);
+	struct od_loc want, next;
+	int ret;
 
+	if (OD_STABLE_CHUNK(f[0].owner) != c->index &&
+	    chain_place(c, f[0].owner, &want, &next, &head_chunk, &slot) == 0) {
+		/* The part of a directory homed elsewhere, whose slot was
+		 * lost: made again where its head's chain expects it. */
+		struct od_extent ext[OD_INODE_EXTENTS];
+		uint64_t lf = 0;
+		for (uint32_t i = 0; i < n; i++) {
+			ext[i].lblk = f[i].seq;
+			ext[i].pblk = f[i].block;
+			ext[i].len = c->hdr.dir_unit;
+		}
+		fsck_far_lf_head(c, &lf);
+		ret = put_part(c, want, slot, f[0].owner, head_chunk, next,
+			       lf == f[0].owner ? OD_INF_LOSTFOUND : 0, ext, n, &ri);
+		if (ret < 0)
+			return ret;
+		c->recs[ri].salvaged = 3;
+		c->recs[ri].salv_owner = f[0].owner;
+		fsck_note(c, "a part of directory %llu made again at block %u offset %u (%u units), "
+			     "its chain going on to chunk %d", (unsigned long long)f[0].owner,
+			  want.block, want.off, n, next.chunk == OD_LOC_NONE ? -1 : (int)next.chunk);
+		return 0;
+	}
+	ret = free_slot(c, &slot, &block, &off);
 	if (ret < 0)
 		return ret;
 	memset(&ino, 0, sizeof(ino));
@@ -505,7 +609,8 @@ int fsck_salvage_finish(struct fsck_ctx *c)
 		struct fsck_ino *r = &c->recs[ri];
 		uint32_t own = r->salvaged ? fsck_hmap_get(&c->by_stable, r->salv_owner) : FSCK_NONE;
 
-		if (r->salvaged && !r->dead && own != FSCK_NONE && !c->recs[own].dead &&
+		if (r->salvaged && r->salvaged != 3 && !r->dead && own != FSCK_NONE &&
+		    !c->recs[own].dead &&
 		    S_ISDIR(c->recs[own].ino.mode) && (ret = dissolve(c, ri, own)) < 0)
 			return ret;
 	}
@@ -516,7 +621,7 @@ int fsck_salvage_finish(struct fsck_ctx *c)
 		uint64_t h = r->salv_owner;
 		uint32_t subdirs = 0, own, idx = OD_STABLE_INDEX(h);
 
-		if (!r->salvaged || r->dead)
+		if (!r->salvaged || r->salvaged == 3 || r->dead)
 			continue;
 		own = fsck_hmap_get(&c->by_stable, h);
 		for (uint32_t di = 0; di < c->ndents; di++) {
@@ -610,124 +715,29 @@ int fsck_adopt_far(struct fsck_ctx *c, uint32_t ri)
 
 /* --- lost+found's part, made anew ---------------------------------------------- */
 
-/* A part of lost+found in another chunk's first slot (where the library
- * makes it): its place and inode. */
-static int far_lf_part(struct fsck_ctx *c, uint32_t j, struct od_loc *at, struct od_inode *ino)
-{
-	const uint32_t both = OD_INF_CONT | OD_INF_LOSTFOUND;
-
-	if (j == c->index || !c->vol->hdr_ok[j])
-		return 0;
-	at->chunk = j;
-	at->block = c->vol->hdr[j].itable_start;
-	at->off = OD_MB_HEADER_SIZE;
-	return fsck_far_inode(c, *at, ino) == 0 && S_ISDIR(ino->mode) &&
-	       (ino->flags & both) == both;
-}
-
-/* Where the chain of lost+found (number lf, head inode *ino) expects this
- * chunk's part (want), and the part that came after it (next): the one
- * part of lost+found the chain does not reach that no other such part
- * names. */
-static int lf_chain_gap(struct fsck_ctx *c, uint64_t lf, struct od_inode *ino, struct od_loc *want,
-			struct od_loc *next)
-{
-	uint32_t nv = c->vol->nchunks, hops = 0;
-	uint8_t *reached = calloc(nv, 1);
-	struct od_loc at;
-
-	if (!reached)
-		return fsck_oom(c);
-	for (at = ino->next; at.chunk != OD_LOC_NONE && at.chunk < nv && ++hops <= nv;
-	     at = ino->next) {
-		if (at.chunk == c->index) {
-			*want = at;
-			break;
-		}
-		reached[at.chunk] = 1;
-		if (fsck_far_inode(c, at, ino) < 0 || ino->head_stable != lf)
-			break;
-	}
-	for (uint32_t j = 0; j < nv && want->chunk != OD_LOC_NONE; j++) {
-		struct od_loc pj, pk;
-		struct od_inode pi, qi;
-		int named = 0;
-		if (reached[j] || !far_lf_part(c, j, &pj, &pi) || pi.head_stable != lf)
-			continue;
-		for (uint32_t k = 0; k < nv && !named; k++)
-			named = k != j && !reached[k] && far_lf_part(c, k, &pk, &qi) &&
-				qi.head_stable == lf && qi.next.chunk == j &&
-				qi.next.block == pj.block && qi.next.off == pj.off;
-		if (!named) {
-			*next = pj;
-			break;
-		}
-	}
-	free(reached);
-	return 0;
-}
-
 int fsck_lf_remake(struct fsck_ctx *c, uint32_t *lf)
 {
 	uint64_t lf_head = 0;
-	uint32_t head_chunk = 0, ri;
-	struct od_loc at, want = { .chunk = OD_LOC_NONE }, next = { .chunk = OD_LOC_NONE };
-	struct od_map_entry e;
-	struct od_inode ino;
+	uint32_t head_chunk, slot, ri;
+	struct od_loc want, next;
 	struct fsck_pctx p = { 0 };
-	struct fsck_unit *u;
 	char where[64];
 	int ret;
 
 	if (!c->vol || c->single_copy)
 		return -ENOENT;
-	for (uint32_t j = 0; j < c->vol->nchunks && !lf_head; j++)
-		if (far_lf_part(c, j, &at, &ino)) {
-			lf_head = ino.head_stable;
-			head_chunk = ino.head_chunk;
-		}
-	if (!lf_head || fsck_map_entry_of(c, lf_head, &e) < 0 || !(e.flags & OD_MAPF_USED) ||
-	    e.loc.chunk != head_chunk || fsck_far_inode(c, e.loc, &ino) < 0)
-		return -ENOENT;
-	ret = lf_chain_gap(c, lf_head, &ino, &want, &next);
+	ret = fsck_far_lf_head(c, &lf_head);
+	if (ret == 0)
+		ret = chain_place(c, lf_head, &want, &next, &head_chunk, &slot);
 	if (ret < 0)
 		return ret;
-	if (want.chunk == OD_LOC_NONE || want.block < c->hdr.itable_start ||
-	    want.block >= c->hdr.data_start || want.off < OD_MB_HEADER_SIZE ||
-	    (want.off - OD_MB_HEADER_SIZE) % OD_INODE_SIZE != 0 ||
-	    want.off + OD_INODE_SIZE > OD_MB_HEADER_SIZE + OD_ISLOTS_PER_BLOCK * OD_INODE_SIZE)
-		return -ENOENT;
-	u = fsck_unit_find(c, want.block);
-	ri = fsck_rec_at(c, want.block, want.off);
-	if (!u || !u->data || (ri != FSCK_NONE && !c->recs[ri].dead))
-		return -ENOENT;
-	for (uint32_t i = 0; i < OD_INODE_SIZE; i++)
-		if (u->data[want.off + i])
-			return -ENOENT;
 	snprintf(where, sizeof(where), "block %u offset %u", want.block, want.off);
 	p.str = where;
 	if (!fix_problem(c, PR_4_LF_PART_LOST, &p))
 		return -ENOENT;
-	memset(&ino, 0, sizeof(ino));
-	ino.mode = S_IFDIR;
-	ino.flags = OD_INF_CONT | OD_INF_LOSTFOUND;
-	ino.head_chunk = head_chunk;
-	ino.head_stable = lf_head;
-	ino.next = next;
-	od_put_inode(u->data + want.off, &ino);
-	fsck_unit_modified(c, u);
-	if (ri != FSCK_NONE) {
-		memset(&c->recs[ri], 0, sizeof(c->recs[ri]));
-		c->recs[ri].ino = ino;
-		c->recs[ri].block = want.block;
-		c->recs[ri].off = want.off;
-		c->recs[ri].dent = FSCK_NONE;
-	} else if ((ret = fsck_add_rec(c, &ino, want.block, want.off, FSCK_NONE, FSCK_NONE,
-				       &ri)) < 0) {
+	ret = put_part(c, want, slot, lf_head, head_chunk, next, OD_INF_LOSTFOUND, NULL, 0, &ri);
+	if (ret < 0)
 		return ret;
-	}
-	c->recs[ri].slot = (want.block - c->hdr.itable_start) * OD_ISLOTS_PER_BLOCK +
-			   (want.off - OD_MB_HEADER_SIZE) / OD_INODE_SIZE;
 	c->recs[ri].walked = 1;
 	c->recs[ri].ext_done = 1;
 	fsck_note(c, "lost+found's part made anew at %s, its chain going on to chunk %d", where,
