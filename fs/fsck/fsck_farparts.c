@@ -19,11 +19,23 @@ static int by_head(const void *a, const void *b)
 	return x->head < y->head ? -1 : x->head > y->head;
 }
 
+int fsck_vol_ready(struct fsck_ctx *c)
+{
+	if (!c->vol)
+		return -ENOENT;
+	/* a check of one chunk located only chunk 0 and this one */
+	return c->vol->partial ? fsck_vol_complete(c->vol) : 0;
+}
+
 static int build(struct fsck_ctx *c)
 {
-	uint8_t *buf = malloc(OD_BLOCK_SIZE);
+	uint8_t *buf;
 	uint32_t cap = 0;
+	int ret = fsck_vol_ready(c);
 
+	if (ret < 0)
+		return ret;
+	buf = malloc(OD_BLOCK_SIZE);
 	if (!buf)
 		return fsck_oom(c);
 	c->farp_built = 1;

@@ -545,6 +545,8 @@ struct fsck_far_part {
 	uint8_t dir;
 };
 int fsck_far_lf_head(struct fsck_ctx *c, uint64_t *lf);
+/* every chunk of the volume located (a check of one chunk located two) */
+int fsck_vol_ready(struct fsck_ctx *c);
 int fsck_chain_gap(struct fsck_ctx *c, uint64_t h, const struct od_inode *head,
 		   struct od_loc *want, struct od_loc *next);
 

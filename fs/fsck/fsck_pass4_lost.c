@@ -611,7 +611,8 @@ static int clearable(const struct fsck_ctx *c, uint32_t ri)
 {
 	const struct fsck_ino *r = &c->recs[ri];
 
-	return r->slot != FSCK_NONE && OD_STABLE_CHUNK(r->ino.stable) == c->index &&
+	/* (never what the salvage found: kept for a run that can link it) */
+	return r->slot != FSCK_NONE && !r->salvaged && OD_STABLE_CHUNK(r->ino.stable) == c->index &&
 	       OD_STABLE_INDEX(r->ino.stable) < c->nmap;
 }
 

@@ -257,7 +257,7 @@ static int chain_place(struct fsck_ctx *c, uint64_t h, struct od_loc *want, stru
 	struct od_inode ino;
 	int ret;
 
-	if (!c->vol || c->single_copy || fsck_map_entry_of(c, h, &e) < 0 ||
+	if (!c->vol || c->single_copy || fsck_vol_ready(c) < 0 || fsck_map_entry_of(c, h, &e) < 0 ||
 	    !(e.flags & OD_MAPF_USED) || e.loc.chunk == c->index ||
 	    fsck_far_inode(c, e.loc, &ino) < 0 || ino.stable != h || !S_ISDIR(ino.mode))
 		return -ENOENT;
