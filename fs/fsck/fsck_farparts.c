@@ -66,6 +66,7 @@ static int build(struct fsck_ctx *c)
 				p->at.off = off;
 				p->next = ino.next;
 				p->flags = ino.flags;
+				p->head_chunk = ino.head_chunk;
 				p->dir = S_ISDIR(ino.mode) != 0;
 			}
 		}
@@ -75,8 +76,8 @@ static int build(struct fsck_ctx *c)
 	return 0;
 }
 
-/* The pieces of head h: [*first, *first + *n). */
-static int pieces(struct fsck_ctx *c, uint64_t h, uint32_t *first, uint32_t *n)
+/* The pieces of head h: c->farp[*first .. *first + *n). */
+int fsck_far_pieces(struct fsck_ctx *c, uint64_t h, uint32_t *first, uint32_t *n)
 {
 	uint32_t lo = 0, hi;
 	int ret;
@@ -103,6 +104,18 @@ static int loc_eq(struct od_loc a, struct od_loc b)
 	return a.chunk == b.chunk && a.block == b.block && a.off == b.off;
 }
 
+uint32_t fsck_chain_start(const struct fsck_ctx *c, uint32_t first, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		int named = 0;
+		for (uint32_t k = 0; k < n && !named; k++)
+			named = k != i && loc_eq(c->farp[first + k].next, c->farp[first + i].at);
+		if (!named)
+			return first + i;
+	}
+	return FSCK_NONE;
+}
+
 int fsck_far_lf_head(struct fsck_ctx *c, uint64_t *lf)
 {
 	int ret;
@@ -124,7 +137,7 @@ int fsck_chain_gap(struct fsck_ctx *c, uint64_t h, const struct od_inode *head,
 	struct od_inode ino = *head;
 	struct od_loc at;
 	uint8_t *reached;
-	int ret = pieces(c, h, &first, &n);
+	int ret = fsck_far_pieces(c, h, &first, &n);
 
 	want->chunk = next->chunk = OD_LOC_NONE;
 	if (ret < 0)

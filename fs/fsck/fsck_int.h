@@ -108,6 +108,7 @@ const struct fsck_problem *fsck_problem_find(uint32_t code);
 #define PR_4_ORPHAN_KEEP 0x040018
 #define PR_4_ORPHAN_CLEAR 0x04001a
 #define PR_4_LF_PART_LOST 0x04001b
+#define PR_4_HEAD_REBUILT 0x04001c
 #define PR_4_ROOT_LOST 0x040019
 /* 0x05: pass 5, the bitmap and the header counters */
 #define PR_5_USED_MARKED_FREE 0x050001
@@ -541,9 +542,13 @@ int fsck_map_claim(struct fsck_ctx *c, uint32_t idx, const struct fsck_ino *r);
 struct fsck_far_part {
 	uint64_t head;
 	struct od_loc at, next;
-	uint32_t flags;
+	uint32_t flags, head_chunk;
 	uint8_t dir;
 };
+/* the pieces of head h, c->farp[*first ..] (built when first asked for);
+ * the first of n of them that no other names (FSCK_NONE: a loop) */
+int fsck_far_pieces(struct fsck_ctx *c, uint64_t h, uint32_t *first, uint32_t *n);
+uint32_t fsck_chain_start(const struct fsck_ctx *c, uint32_t first, uint32_t n);
 int fsck_far_lf_head(struct fsck_ctx *c, uint64_t *lf);
 /* every chunk of the volume located (a check of one chunk located two) */
 int fsck_vol_ready(struct fsck_ctx *c);

@@ -474,22 +474,15 @@ static void adopt_dir(struct fsck_ctx *c, uint32_t ri, uint32_t lf)
 }
 
 /* Link orphan ri into lost+found as name. */
-int fsck_link_orphan(struct fsck_ctx *c, uint32_t ri, const char *name)
+/* Link ri into directory lf (lost+found, or the root for lost+found's
+ * own head made again) as name. */
+static int link_into(struct fsck_ctx *c, uint32_t ri, uint32_t lf, const char *name)
 {
-	uint32_t root = root_rec(c), lf, holder, at, keep, need;
-	uint64_t lf_stable;
+	uint32_t holder, at, keep, need;
+	uint64_t lf_stable = lf_head_stable(c, lf);
 	struct fsck_unit *u;
 	int ret;
 
-	lf = lf_rec(c);
-	if (lf == FSCK_NONE) {
-		if (root == FSCK_NONE)
-			return -ENOENT;
-		ret = make_lf(c, root, &lf);
-		if (ret < 0)
-			return ret;
-	}
-	lf_stable = lf_head_stable(c, lf);
 	need = od_dirent_size((uint32_t)strlen(name), 0, 0);
 	if (dir_room(c, lf, need, &u, &holder, &at, &keep) < 0) {
 		ret = new_unit(c, lf, lf_stable, &u);
@@ -511,6 +504,26 @@ int fsck_link_orphan(struct fsck_ctx *c, uint32_t ri, const char *name)
 		fsck_set_nlink(c, ri, 1);
 	}
 	return 0;
+}
+
+int fsck_link_orphan(struct fsck_ctx *c, uint32_t ri, const char *name)
+{
+	uint32_t root = root_rec(c), lf = lf_rec(c);
+	int ret;
+
+	if (lf == FSCK_NONE) {
+		if (root == FSCK_NONE)
+			return -ENOENT;
+		/* lost+found's own head made again from its parts: named
+		 * lost+found in the root again */
+		if ((c->recs[ri].ino.flags & OD_INF_LOSTFOUND) && is_dir_rec(&c->recs[ri]) &&
+		    !(c->recs[ri].ino.flags & OD_INF_CONT))
+			return link_into(c, ri, root, OD_LF_NAME);
+		ret = make_lf(c, root, &lf);
+		if (ret < 0)
+			return ret;
+	}
+	return link_into(c, ri, lf, name);
 }
 
 /* --- a root lost with its inode ------------------------------------------- */
@@ -683,6 +696,9 @@ int fsck_adopt_orphan(struct fsck_ctx *c, uint32_t ri)
 		return 0;
 	}
 	snprintf(name, sizeof(name), "#%llu", (unsigned long long)c->recs[ri].ino.stable);
+	if ((c->recs[ri].ino.flags & (OD_INF_LOSTFOUND | OD_INF_CONT)) == OD_INF_LOSTFOUND &&
+	    lf_rec(c) == FSCK_NONE)
+		snprintf(name, sizeof(name), "%s", OD_LF_NAME); /* its own head, made again */
 	p.str = name;
 	if (!fix_problem(c, PR_4_ORPHAN, &p))
 		return 0;
@@ -698,6 +714,18 @@ int fsck_adopt_orphan(struct fsck_ctx *c, uint32_t ri)
 
 int fsck_lost_found(struct fsck_ctx *c)
 {
+	/* lost+found's own head made again goes first, so that the others
+	 * go into it */
+	for (uint32_t ri = 0; ri < c->nrecs; ri++) {
+		struct fsck_ino *r = &c->recs[ri];
+		int ret;
+		if (!r->orphan || r->dead || !(r->ino.flags & OD_INF_LOSTFOUND) ||
+		    (r->ino.flags & OD_INF_CONT))
+			continue;
+		r->orphan = 0;
+		if ((ret = fsck_adopt_orphan(c, ri)) < 0)
+			return ret;
+	}
 	/* Units were lost: lost+found's part may have been one of them, and
 	 * the chain through this chunk is mended now, orphans or not. */
 	if (c->lost_units && c->o->mode != FSCK_CHECK_ONLY) {

@@ -156,6 +156,8 @@ static const struct fsck_problem problems[] = {
 	  "clear it (what it held is lost)", 0 },
 	{ PR_4_LF_PART_LOST, "lost+found has no part in this chunk, where its chain expects one "
 			     "(%s)", "make its part anew there", 0 },
+	{ PR_4_HEAD_REBUILT, "directory %I: lost with its unit, but %n parts of it survive in other "
+			     "chunks", "make its head again from their back pointers", 0 },
 
 	/* --- pass 5: the bitmap and the header counters --- */
 	{ PR_5_USED_MARKED_FREE, "block bitmap: %n blocks in use are marked free (the first: %b)",

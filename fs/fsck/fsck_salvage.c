@@ -595,6 +595,91 @@ static int settle_numbers(struct fsck_ctx *c)
 	return 0;
 }
 
+/* Directory heads of this chunk lost with their unit whose parts survive
+ * in other chunks: made again from the parts' back pointers (a directory
+ * made of units found with the head's number gets them as well), their
+ * chain starting at the part that no other names. Pass 4 links a head
+ * made here into lost+found (lost+found's own into the root). */
+static int rebuild_heads(struct fsck_ctx *c)
+{
+	uint64_t prev = 0;
+
+	if (!c->lost_units || c->single_copy || fsck_vol_ready(c) < 0)
+		return 0;
+	if (!c->farp_built) {
+		uint32_t f, n;
+		int ret = fsck_far_pieces(c, 0, &f, &n);
+		if (ret < 0)
+			return ret;
+	}
+	for (uint32_t i = 0; i < c->nfarp; i++) {
+		uint64_t h = c->farp[i].head;
+		uint32_t first, n, start, idx = OD_STABLE_INDEX(h), ri, slot, block;
+		struct fsck_pctx p = { .ino = h };
+		struct fsck_unit *u;
+		struct od_inode ino;
+		uint16_t off;
+		int ret;
+
+		if (h == prev)
+			continue;
+		prev = h;
+		fsck_far_pieces(c, h, &first, &n);
+		if (OD_STABLE_CHUNK(h) != c->index || !c->farp[first].dir ||
+		    c->farp[first].head_chunk != c->index || idx >= c->nmap || c->map_lost[idx] == 1 ||
+		    (c->map_lost[idx] == 0 && !(c->map[idx].flags & OD_MAPF_USED)))
+			continue; /* another chunk's, a file, or a number freed */
+		start = fsck_chain_start(c, first, n);
+		ri = fsck_hmap_get(&c->by_stable, h);
+		if (ri != FSCK_NONE && !c->recs[ri].dead) {
+			struct fsck_ino *r = &c->recs[ri];
+			if (r->salvaged == 1 && r->ino.next.chunk == OD_LOC_NONE && start != FSCK_NONE) {
+				r->ino.next = c->farp[start].at;
+				fsck_store_inode(c, ri);
+			}
+			continue;
+		}
+		if (start == FSCK_NONE)
+			continue;
+		p.num = n;
+		if (!fix_problem(c, PR_4_HEAD_REBUILT, &p))
+			continue;
+		if ((ret = free_slot(c, &slot, &block, &off)) < 0)
+			return ret == -ENOSPC ? 0 : ret;
+		memset(&ino, 0, sizeof(ino));
+		ino.stable = h;
+		ino.generation = c->map_lost[idx] == 0 ? c->map[idx].generation : 1;
+		ino.mode = S_IFDIR | 0700;
+		ino.nlink = 2;
+		ino.flags = c->farp[first].flags & OD_INF_LOSTFOUND;
+		ino.next = c->farp[start].at;
+		ino.atime = ino.mtime = ino.ctime = (int64_t)time(NULL);
+		u = fsck_unit_find(c, block);
+		od_put_inode(u->data + off, &ino);
+		fsck_unit_modified(c, u);
+		ri = fsck_rec_at(c, block, off);
+		if (ri != FSCK_NONE) {
+			memset(&c->recs[ri], 0, sizeof(c->recs[ri]));
+			c->recs[ri].ino = ino;
+			c->recs[ri].block = block;
+			c->recs[ri].off = off;
+			c->recs[ri].slot = slot;
+			c->recs[ri].dent = FSCK_NONE;
+		} else if ((ret = fsck_add_rec(c, &ino, block, off, slot, FSCK_NONE, &ri)) < 0) {
+			return ret;
+		}
+		c->recs[ri].walked = 1;
+		c->recs[ri].ext_done = 1;
+		if (fsck_hmap_set(&c->by_stable, h, ri) < 0)
+			return fsck_oom(c);
+		if ((ret = fsck_map_claim(c, idx, &c->recs[ri])) < 0)
+			return ret;
+		fsck_note(c, "directory %llu made again in slot %u, its chain starting in chunk %u",
+			  (unsigned long long)h, slot, c->farp[start].at.chunk);
+	}
+	return 0;
+}
+
 int fsck_salvage_finish(struct fsck_ctx *c)
 {
 	int salvaged = 0, ret;
@@ -602,7 +687,7 @@ int fsck_salvage_finish(struct fsck_ctx *c)
 	for (uint32_t ri = 0; ri < c->nrecs; ri++)
 		salvaged |= c->recs[ri].salvaged;
 	if (!salvaged)
-		return 0;
+		return rebuild_heads(c);
 	if ((ret = settle_numbers(c)) < 0)
 		return ret;
 	for (uint32_t ri = 0; ri < c->nrecs; ri++) {
@@ -664,7 +749,7 @@ int fsck_salvage_finish(struct fsck_ctx *c)
 		fsck_note(c, "directory %llu made of units found (%u of them, %u subdirectories)",
 			  (unsigned long long)r->ino.stable, r->ino.nextents, subdirs);
 	}
-	return 0;
+	return rebuild_heads(c);
 }
 
 /* --- cut off from the head: adopted ------------------------------------------ */
