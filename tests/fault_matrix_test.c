@@ -25,9 +25,11 @@
  * a unit the transaction in flight was writing, damaged in the copy it was
  * not writing, is two faults on one unit at once (one copy torn by the
  * crash, the other damaged): its last committed version is gone. Both
- * copies: no crash, a second fsck clean (but for both copies of the chunk
- * header: without one the chunk cannot be checked until fsck can rebuild
- * it, issue 20); what is lost is printed.
+ * copies (issue 20's salvage): no crash, a second fsck clean, and no file
+ * lost after fsck for the header (made again from another chunk's), the
+ * bitmap, the map (rebuilt from what they index) or a dirty list, but for
+ * a stale version (consistent in both copies, no check can tell it); what
+ * an inode-area block, a directory or an extent unit held is printed.
  * FAULT_MATRIX_VERBOSE=1 prints every cell, else the one-copy cells that
  * failed and a summary per state. */
 #include "config.h"
@@ -561,10 +563,15 @@ static int run_cell(const struct state *s, int type, int copy, int fault, struct
 	if (copy != 2 && !cl->two_faults)
 		cl->bad = cl->lost_served || cl->lost_fsck || cl->acked_served || cl->acked_fsck ||
 			  cl->other || cl->fsck_again || !cl->heal;
-	else if (type != U_HEADER)
-		cl->bad = cl->fsck_again != 0;
-	/* (both header copies gone: fsck cannot check the chunk at all; a
-	 * header rebuilt from what survived is the salvage's, issue 20) */
+	else
+		/* Both copies (issue 20's salvage): the repair leaves a clean
+		 * chunk, and a structure that others index or that is rebuilt
+		 * from them (the header, the bitmap, the map, a dirty list)
+		 * costs no file. A stale version in both copies is a consistent
+		 * older state no check can tell from the current one. */
+		cl->bad = cl->fsck_again != 0 ||
+			  (copy == 2 && fault != F_STALE && cl->lost_fsck &&
+			   (type == U_HEADER || type == U_BITMAP || type == U_MAP || type == U_LIST));
 	return 0;
 }
 
@@ -598,7 +605,7 @@ int main(void)
 	printf("%-9s %-7s %-4s %-9s  det heal off  lost(served/fsck) acked(served/fsck) other\n",
 	       "state", "unit", "copy", "fault");
 	for (int st = 0; st < NSTATES; st++) {
-		unsigned cells = 0, one_ok = 0, one = 0, both_lost = 0, two = 0, na = 0;
+		unsigned cells = 0, one_ok = 0, one = 0, both_lost = 0, both_files = 0, two = 0, na = 0;
 		for (int type = 0; type < NTYPES; type++)
 			for (int copy = 0; copy < 3; copy++)
 				for (int fault = 0; fault < NFAULTS; fault++) {
@@ -614,7 +621,8 @@ int main(void)
 						one++;
 						one_ok += !cl.bad;
 					}
-					both_lost += copy == 2 && (cl.lost_served || cl.lost_fsck);
+					both_lost += copy == 2 && cl.lost_fsck;
+					both_files += copy == 2 ? cl.lost_fsck : 0;
 					CHECK(!cl.bad);
 					if (verbose || cl.bad)
 						printf("%-9s %-7s %-4s %-9s  %-3s %-4s %-3s  %5u/%-5u        %3d/%-3d            %zu%s%s\n",
@@ -626,8 +634,9 @@ int main(void)
 						       cl.bad ? " FAILED" : "");
 				}
 		printf("fault matrix: %s: %u cells (%u not applicable); one copy: %u of %u lost "
-		       "nothing and healed; both copies: %u lost files; %u two-fault cells\n",
-		       state_name[st], cells, na, one_ok, one, both_lost, two);
+		       "nothing and healed; both copies: %u cells lost %u files after fsck; %u "
+		       "two-fault cells\n",
+		       state_name[st], cells, na, one_ok, one, both_lost, both_files, two);
 	}
 	unlink(image);
 	unlink(work);
