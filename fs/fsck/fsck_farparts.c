@@ -72,7 +72,8 @@ static int build(struct fsck_ctx *c)
 		}
 	}
 	free(buf);
-	qsort(c->farp, c->nfarp, sizeof(*c->farp), by_head);
+	if (c->nfarp)
+		qsort(c->farp, c->nfarp, sizeof(*c->farp), by_head);
 	return 0;
 }
 

@@ -109,6 +109,7 @@ const struct fsck_problem *fsck_problem_find(uint32_t code);
 #define PR_4_ORPHAN_CLEAR 0x04001a
 #define PR_4_LF_PART_LOST 0x04001b
 #define PR_4_HEAD_REBUILT 0x04001c
+#define PR_4_PART_BRIDGE 0x04001d
 #define PR_4_ROOT_LOST 0x040019
 /* 0x05: pass 5, the bitmap and the header counters */
 #define PR_5_USED_MARKED_FREE 0x050001

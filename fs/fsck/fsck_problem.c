@@ -158,6 +158,9 @@ static const struct fsck_problem problems[] = {
 			     "(%s)", "make its part anew there", 0 },
 	{ PR_4_HEAD_REBUILT, "directory %I: lost with its unit, but %n parts of it survive in other "
 			     "chunks", "make its head again from their back pointers", 0 },
+	{ PR_4_PART_BRIDGE, "directory %I: its part in this chunk (at %s) is lost with all it "
+			    "listed, and the chain goes on beyond it",
+	  "put an empty part there, so that the parts beyond stay reachable", 0 },
 
 	/* --- pass 5: the bitmap and the header counters --- */
 	{ PR_5_USED_MARKED_FREE, "block bitmap: %n blocks in use are marked free (the first: %b)",

@@ -285,7 +285,8 @@ static int put_part(struct fsck_ctx *c, struct od_loc loc, uint32_t slot, uint64
 	ino.head_chunk = head_chunk;
 	ino.head_stable = h;
 	ino.next = next;
-	memcpy(ino.ext, ext, n * sizeof(*ext));
+	if (n)
+		memcpy(ino.ext, ext, n * sizeof(*ext));
 	ino.nextents = (uint16_t)n;
 	od_put_inode(u->data + loc.off, &ino);
 	fsck_unit_modified(c, u);
@@ -387,7 +388,8 @@ int fsck_salvage_units(struct fsck_ctx *c)
 		goto out;
 	fsck_note(c, "%u units lost in both copies: %u directory units looked at that no inode "
 		     "reached", c->lost_units, n);
-	qsort(f, n, sizeof(*f), by_owner_seq);
+	if (n)
+		qsort(f, n, sizeof(*f), by_owner_seq);
 	for (uint32_t i = 0; i < n && ret == 0;) {
 		uint32_t j = i, k = 0;
 		struct found_unit g[OD_INODE_EXTENTS];
@@ -680,6 +682,54 @@ static int rebuild_heads(struct fsck_ctx *c)
 	return 0;
 }
 
+/* A directory's chain through this chunk whose part here is gone with
+ * everything it listed (its slot lost, no unit of it found): bridged by an
+ * empty part where the chain expects it, going on to the part after it,
+ * so that the parts beyond stay reachable. */
+static int bridge_chains(struct fsck_ctx *c)
+{
+	uint64_t prev = 0, lf = 0;
+
+	if (!c->lost_units || c->single_copy || !c->farp_built)
+		return 0;
+	fsck_far_lf_head(c, &lf);
+	for (uint32_t i = 0; i < c->nfarp; i++) {
+		uint64_t h = c->farp[i].head;
+		uint32_t head_chunk, slot, ri;
+		struct od_loc want, next;
+		struct fsck_pctx p = { .ino = h };
+		char where[64];
+		int ret;
+
+		if (h == prev || !c->farp[i].dir || OD_STABLE_CHUNK(h) == c->index)
+			continue;
+		prev = h;
+		if (chain_place(c, h, &want, &next, &head_chunk, &slot) < 0)
+			continue;
+		snprintf(where, sizeof(where), "block %u offset %u", want.block, want.off);
+		p.str = where;
+		if (!fix_problem(c, PR_4_PART_BRIDGE, &p))
+			continue;
+		ret = put_part(c, want, slot, h, head_chunk, next, h == lf ? OD_INF_LOSTFOUND : 0,
+			       NULL, 0, &ri);
+		if (ret < 0)
+			return ret;
+		c->recs[ri].walked = 1;
+		c->recs[ri].ext_done = 1;
+		c->recs[ri].salvaged = 3;
+		c->recs[ri].salv_owner = h;
+	}
+	return 0;
+}
+
+/* What the salvage does once every inode of the chunk is known. */
+static int salvage_chains(struct fsck_ctx *c)
+{
+	int ret = rebuild_heads(c);
+
+	return ret < 0 ? ret : bridge_chains(c);
+}
+
 int fsck_salvage_finish(struct fsck_ctx *c)
 {
 	int salvaged = 0, ret;
@@ -687,7 +737,7 @@ int fsck_salvage_finish(struct fsck_ctx *c)
 	for (uint32_t ri = 0; ri < c->nrecs; ri++)
 		salvaged |= c->recs[ri].salvaged;
 	if (!salvaged)
-		return rebuild_heads(c);
+		return salvage_chains(c);
 	if ((ret = settle_numbers(c)) < 0)
 		return ret;
 	for (uint32_t ri = 0; ri < c->nrecs; ri++) {
@@ -749,7 +799,7 @@ int fsck_salvage_finish(struct fsck_ctx *c)
 		fsck_note(c, "directory %llu made of units found (%u of them, %u subdirectories)",
 			  (unsigned long long)r->ino.stable, r->ino.nextents, subdirs);
 	}
-	return rebuild_heads(c);
+	return salvage_chains(c);
 }
 
 /* --- cut off from the head: adopted ------------------------------------------ */
