@@ -159,20 +159,8 @@ static int push_u32(uint32_t **arr, uint32_t *n, uint32_t *cap, uint32_t v)
 static int load_free_lists(struct chunk *c)
 {
 	const struct od_chunk_header *h = &c->hdr;
-	int ret = 0;
+	int ret = map_load_free(c, &c->free_map, &c->nfree_map, &c->cap_free_map, push_u32);
 
-	for (uint32_t i = h->map_watermark; i-- > 0 && ret == 0;) {
-		struct od_map_entry e;
-		struct buf *b;
-		ret = buf_read(c, h->map_start + i / OD_MAP_PER_BLOCK, 1, &b);
-		if (ret < 0)
-			break;
-		od_get_map_entry(b->data + OD_MB_HEADER_SIZE + (i % OD_MAP_PER_BLOCK) *
-						    OD_MAP_ENTRY_SIZE, &e);
-		buf_put(b);
-		if (!(e.flags & OD_MAPF_USED))
-			ret = push_u32(&c->free_map, &c->nfree_map, &c->cap_free_map, i);
-	}
 	for (uint32_t i = h->islot_watermark; i-- > 0 && ret == 0;) {
 		struct od_inode ino;
 		struct buf *b;

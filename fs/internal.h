@@ -258,6 +258,10 @@ int map_lookup(struct fs_volume *v, uint64_t stable, struct od_map_entry *e);
 int map_set_loc(struct fs_volume *v, uint64_t stable, struct od_loc loc);
 int map_free(struct fs_volume *v, uint64_t stable);
 uint32_t map_free_count(struct chunk *c);
+/* The chunk's free map indices below its watermark, pushed highest first
+ * (so that the lowest is handed out first). 0 or a negative errno. */
+int map_load_free(struct chunk *c, uint32_t **arr, uint32_t *n, uint32_t *cap,
+		  int (*push)(uint32_t **, uint32_t *, uint32_t *, uint32_t));
 
 /* inode.c */
 int ino_read(struct fs_volume *v, struct od_loc loc, struct iref *out);

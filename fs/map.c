@@ -10,21 +10,47 @@
 
 #include "fs/internal.h"
 
+/* Where entry idx sits in its map block b. */
+static uint8_t *entry_at(const struct buf *b, uint32_t idx)
+{
+	return b->data + OD_MB_HEADER_SIZE + (idx % OD_MAP_PER_BLOCK) * OD_MAP_ENTRY_SIZE;
+}
+
 static int map_entry_buf(struct chunk *c, uint32_t idx, struct buf **b, uint8_t **p)
 {
 	int ret = buf_read(c, c->hdr.map_start + idx / OD_MAP_PER_BLOCK, 1, b);
 
 	if (ret < 0)
 		return ret;
-	*p = (*b)->data + OD_MB_HEADER_SIZE + (idx % OD_MAP_PER_BLOCK) * OD_MAP_ENTRY_SIZE;
+	*p = entry_at(*b, idx);
 	return 0;
+}
+
+int map_load_free(struct chunk *c, uint32_t **arr, uint32_t *n, uint32_t *cap,
+		  int (*push)(uint32_t **, uint32_t *, uint32_t *, uint32_t))
+{
+	int ret = 0;
+
+	for (uint32_t i = c->hdr.map_watermark; i-- > 0 && ret == 0;) {
+		struct od_map_entry e;
+		struct buf *b;
+		uint8_t *p;
+		ret = map_entry_buf(c, i, &b, &p);
+		if (ret < 0)
+			break;
+		od_get_map_entry(p, &e);
+		buf_put(b);
+		if (!(e.flags & OD_MAPF_USED))
+			ret = push(arr, n, cap, i);
+	}
+	return ret;
 }
 
 int map_alloc(struct chunk *home, struct od_loc loc, uint64_t *stable, uint32_t *gen)
 {
 	struct od_map_entry e;
 	struct buf *b;
-	uint8_t *p;
+	uint8_t *p = NULL;
 	uint32_t idx;
 	int ret = chunk_load(home);
 
@@ -42,14 +68,16 @@ int map_alloc(struct chunk *home, struct od_loc loc, uint64_t *stable, uint32_t 
 		if (home->hdr.map_watermark >= home->hdr.max_inodes)
 			return -ENOSPC;
 		idx = home->hdr.map_watermark;
-		if (idx % OD_MAP_PER_BLOCK == 0)
+		if (idx % OD_MAP_PER_BLOCK == 0) {
 			ret = buf_fresh(home, home->hdr.map_start + idx / OD_MAP_PER_BLOCK, 1,
 					OD_MB_MAP, 0, &b);
-		else
-			ret = buf_read(home, home->hdr.map_start + idx / OD_MAP_PER_BLOCK, 1, &b);
+			if (ret == 0)
+				p = entry_at(b, idx);
+		} else {
+			ret = map_entry_buf(home, idx, &b, &p);
+		}
 		if (ret < 0)
 			return ret;
-		p = b->data + OD_MB_HEADER_SIZE + (idx % OD_MAP_PER_BLOCK) * OD_MAP_ENTRY_SIZE;
 		memset(&e, 0, sizeof(e));
 		home->hdr.map_watermark++;
 	}
