@@ -464,6 +464,10 @@ int fsck_reserve(struct fsck_ctx *c, uint32_t nrecs);
 int fsck_add_rec(struct fsck_ctx *c, const struct od_inode *ino, uint32_t block, uint16_t off,
 		 uint32_t slot, uint32_t dent, uint32_t *idx);
 uint32_t fsck_rec_at(const struct fsck_ctx *c, uint32_t block, uint16_t off);
+/* ino written into inode-area slot `slot` (at block, off, its unit read)
+ * and its record: the dead one in that place, or a new one. */
+int fsck_slot_put(struct fsck_ctx *c, uint32_t block, uint16_t off, uint32_t slot,
+		  const struct od_inode *ino, uint32_t *ri);
 /* The record of the inode numbered s in this chunk: where the map says
  * when the number is homed here, else the first one found with it. */
 uint32_t fsck_rec_by_stable(const struct fsck_ctx *c, uint64_t s);

@@ -584,20 +584,8 @@ int fsck_make_root(struct fsck_ctx *c, uint32_t slot)
 	ino.parent = root;
 	ino.next.chunk = OD_LOC_NONE;
 	ino.atime = ino.mtime = ino.ctime = (int64_t)time(NULL);
-	od_put_inode(u->data + off, &ino);
-	fsck_unit_modified(c, u);
-	ri = fsck_rec_at(c, block, off);
-	if (ri != FSCK_NONE) {
-		/* a dead record there: it is the root now */
-		memset(&c->recs[ri], 0, sizeof(c->recs[ri]));
-		c->recs[ri].ino = ino;
-		c->recs[ri].block = block;
-		c->recs[ri].off = off;
-		c->recs[ri].slot = slot;
-		c->recs[ri].dent = FSCK_NONE;
-	} else if ((ret = fsck_add_rec(c, &ino, block, off, slot, FSCK_NONE, &ri)) < 0) {
+	if ((ret = fsck_slot_put(c, block, off, slot, &ino, &ri)) < 0)
 		return ret;
-	}
 	c->recs[ri].walked = 1;
 	c->recs[ri].ext_done = 1;
 	if (!(e->flags & OD_MAPF_USED))

@@ -56,6 +56,32 @@ int fsck_add_rec(struct fsck_ctx *c, const struct od_inode *ino, uint32_t block,
 	return 0;
 }
 
+int fsck_slot_put(struct fsck_ctx *c, uint32_t block, uint16_t off, uint32_t slot,
+		  const struct od_inode *ino, uint32_t *out)
+{
+	struct fsck_unit *u = fsck_unit_find(c, block);
+	uint32_t ri = fsck_rec_at(c, block, off);
+	int ret;
+
+	if (!u || !u->data)
+		return -EUCLEAN;
+	od_put_inode(u->data + off, ino);
+	u->modified = 1;
+	if (ri != FSCK_NONE) {
+		/* a dead record in that place: it is this inode now */
+		memset(&c->recs[ri], 0, sizeof(c->recs[ri]));
+		c->recs[ri].ino = *ino;
+		c->recs[ri].block = block;
+		c->recs[ri].off = off;
+		c->recs[ri].dent = FSCK_NONE;
+	} else if ((ret = fsck_add_rec(c, ino, block, off, slot, FSCK_NONE, &ri)) < 0) {
+		return ret;
+	}
+	c->recs[ri].slot = slot;
+	*out = ri;
+	return 0;
+}
+
 uint32_t fsck_rec_at(const struct fsck_ctx *c, uint32_t block, uint16_t off)
 {
 	return fsck_hmap_get(&c->by_loc, loc_key(block, off));

@@ -274,10 +274,7 @@ static int put_part(struct fsck_ctx *c, struct od_loc loc, uint32_t slot, uint64
 		    uint32_t head_chunk, struct od_loc next, uint32_t flags,
 		    const struct od_extent *ext, uint32_t n, uint32_t *out)
 {
-	struct fsck_unit *u = fsck_unit_find(c, loc.block);
 	struct od_inode ino;
-	uint32_t ri = fsck_rec_at(c, loc.block, loc.off);
-	int ret;
 
 	memset(&ino, 0, sizeof(ino));
 	ino.mode = S_IFDIR;
@@ -288,20 +285,7 @@ static int put_part(struct fsck_ctx *c, struct od_loc loc, uint32_t slot, uint64
 	if (n)
 		memcpy(ino.ext, ext, n * sizeof(*ext));
 	ino.nextents = (uint16_t)n;
-	od_put_inode(u->data + loc.off, &ino);
-	fsck_unit_modified(c, u);
-	if (ri != FSCK_NONE) {
-		memset(&c->recs[ri], 0, sizeof(c->recs[ri]));
-		c->recs[ri].ino = ino;
-		c->recs[ri].block = loc.block;
-		c->recs[ri].off = loc.off;
-		c->recs[ri].dent = FSCK_NONE;
-	} else if ((ret = fsck_add_rec(c, &ino, loc.block, loc.off, slot, FSCK_NONE, &ri)) < 0) {
-		return ret;
-	}
-	c->recs[ri].slot = slot;
-	*out = ri;
-	return 0;
+	return fsck_slot_put(c, loc.block, loc.off, slot, &ino, out);
 }
 
 /* A directory of up to OD_INODE_EXTENTS of the units f[0 .. n-1] (one
@@ -312,7 +296,6 @@ static int make_dir(struct fsck_ctx *c, const struct found_unit *f, uint32_t n)
 {
 	uint32_t slot, block, ri, head_chunk;
 	uint16_t off;
-	struct fsck_unit *u;
 	struct od_inode ino;
 	struct od_loc want, next;
 	int ret;
@@ -355,21 +338,8 @@ static int make_dir(struct fsck_ctx *c, const struct found_unit *f, uint32_t n)
 		ino.ext[i].len = c->hdr.dir_unit;
 	}
 	ino.nextents = (uint16_t)n;
-	u = fsck_unit_find(c, block);
-	od_put_inode(u->data + off, &ino);
-	fsck_unit_modified(c, u);
-	ri = fsck_rec_at(c, block, off);
-	if (ri != FSCK_NONE) {
-		/* a dead record in that place: it is this directory now */
-		memset(&c->recs[ri], 0, sizeof(c->recs[ri]));
-		c->recs[ri].ino = ino;
-		c->recs[ri].block = block;
-		c->recs[ri].off = off;
-		c->recs[ri].slot = slot;
-		c->recs[ri].dent = FSCK_NONE;
-	} else if ((ret = fsck_add_rec(c, &ino, block, off, slot, FSCK_NONE, &ri)) < 0) {
+	if ((ret = fsck_slot_put(c, block, off, slot, &ino, &ri)) < 0)
 		return ret;
-	}
 	c->recs[ri].salvaged = 1;
 	c->recs[ri].salv_owner = f[0].owner;
 	return 0;
@@ -618,7 +588,6 @@ static int rebuild_heads(struct fsck_ctx *c)
 		uint64_t h = c->farp[i].head;
 		uint32_t first, n, start, idx = OD_STABLE_INDEX(h), ri, slot, block;
 		struct fsck_pctx p = { .ino = h };
-		struct fsck_unit *u;
 		struct od_inode ino;
 		uint16_t off;
 		int ret;
@@ -656,20 +625,8 @@ static int rebuild_heads(struct fsck_ctx *c)
 		ino.flags = c->farp[first].flags & OD_INF_LOSTFOUND;
 		ino.next = c->farp[start].at;
 		ino.atime = ino.mtime = ino.ctime = (int64_t)time(NULL);
-		u = fsck_unit_find(c, block);
-		od_put_inode(u->data + off, &ino);
-		fsck_unit_modified(c, u);
-		ri = fsck_rec_at(c, block, off);
-		if (ri != FSCK_NONE) {
-			memset(&c->recs[ri], 0, sizeof(c->recs[ri]));
-			c->recs[ri].ino = ino;
-			c->recs[ri].block = block;
-			c->recs[ri].off = off;
-			c->recs[ri].slot = slot;
-			c->recs[ri].dent = FSCK_NONE;
-		} else if ((ret = fsck_add_rec(c, &ino, block, off, slot, FSCK_NONE, &ri)) < 0) {
+		if ((ret = fsck_slot_put(c, block, off, slot, &ino, &ri)) < 0)
 			return ret;
-		}
 		c->recs[ri].walked = 1;
 		c->recs[ri].ext_done = 1;
 		if (fsck_hmap_set(&c->by_stable, h, ri) < 0)
