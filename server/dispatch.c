@@ -576,18 +576,19 @@ void dispatch_committed(struct server *srv, struct conn *c, const struct commit_
 			  cc->prog, cc->proc, cc->args_sum, out, *outlen);
 }
 
-/* READ's count, from its arguments as they are in the record: the handle
- * (an opaque of at most 64 bytes), the offset, then the count. */
-static size_t read_count(XDR *x)
+/* A count from a call's arguments as they are in the record: the handle
+ * (an opaque of at most 64 bytes), skip bytes, then the count. READ's
+ * follows its offset; READDIR's its cookie and cookie verifier;
+ * READDIRPLUS's maxcount those and its dircount. */
+static size_t args_count(XDR *x, u_int skip)
 {
 	uint32_t fhlen, count;
-	uint64_t offset;
 
 	if (!xdr_u_int32_t(x, &fhlen) || fhlen > NFS3_FHSIZE)
 		return 0;
-	if (!xdr_setpos(x, xdr_getpos(x) + ((fhlen + 3) & ~3u)))
+	if (!xdr_setpos(x, xdr_getpos(x) + ((fhlen + 3) & ~3u) + skip))
 		return 0;
-	if (!xdr_u_int64_t(x, &offset) || !xdr_u_int32_t(x, &count))
+	if (!xdr_u_int32_t(x, &count))
 		return 0;
 	return count;
 }
@@ -600,7 +601,11 @@ size_t dispatch_call_bytes(const struct server *srv, const uint8_t *rec, size_t 
 	if (rpc_decode_call(rec, len, &call) < 0 || call.prog != NFS_PROGRAM)
 		return 0;
 	if (call.proc == NFSPROC3_READ)
-		n = read_count(&call.args);
+		n = args_count(&call.args, 8);
+	else if (call.proc == NFSPROC3_READDIR)
+		n = args_count(&call.args, 16);
+	else if (call.proc == NFSPROC3_READDIRPLUS)
+		n = args_count(&call.args, 20);
 	else if (call.proc == NFSPROC3_WRITE)
 		n = len;
 	return n < srv->cfg.max_io ? n : srv->cfg.max_io;

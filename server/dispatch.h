@@ -28,7 +28,8 @@ int dispatch_call(struct server *srv, struct conn *c, const uint8_t *rec, size_t
 void dispatch_committed(struct server *srv, struct conn *c, const struct commit_call *cc,
 			int failed, uint8_t *out, size_t outcap, size_t *outlen);
 /* The bytes a call will move, read from its record without running it:
- * READ's count and WRITE's record (up to max_io), else 0. */
+ * READ's count, READDIR's count, READDIRPLUS's maxcount and WRITE's
+ * record (up to max_io), else 0. */
 size_t dispatch_call_bytes(const struct server *srv, const uint8_t *rec, size_t len);
 /* The size of a reply buffer. */
 size_t dispatch_reply_cap(const struct server *srv);
