@@ -126,4 +126,9 @@ EOT
 diff -u "$tmp/want" "$tmp/err" || fail "chunks.conf: the messages differ (above)"
 head -3 "$c2" >"$tmp/chunks-ok.conf"
 out=$("$CHUNKFSD" --check-config -c "$tmp/chunks-ok.conf" 2>&1) || fail "chunks-ok.conf: $out"
+# fair_queue: yes or no.
+printf '%s\n' "export / clients=127.0.0.1" "fair_queue = no" "fair_queue = fifo" >"$tmp/fq.conf"
+out=$("$CHUNKFSD" --check-config -c "$tmp/fq.conf" 2>&1)
+[ "$out" = "chunkfsd: $tmp/fq.conf:3: bad value 'fifo' for fair_queue (expected yes or no)" ] ||
+	fail "fq.conf: '$out'"
 echo "PASS: --check-config accepts good files and reports each of 28 kinds of error with its line"

@@ -29,6 +29,7 @@ void config_defaults(struct config *cfg)
 	cfg->nbd_timeout = 10;
 	cfg->record_timeout = 30;
 	cfg->max_reply_queue = 4u << 20;
+	cfg->fair_queue = 1;
 	cfg->max_io = 1u << 20;
 	cfg->cache_mb = 256;
 	cfg->loop_poll_us = 50;
@@ -245,6 +246,7 @@ static const char *const key_wants[][2] = {
 	{ "max_reply_queue", "65536-1073741824 (bytes)" },
 	{ "max_calls_per_client", "0-1048576 (0: no limit)" },
 	{ "max_bytes_per_client", "0 (no limit) or 4096-1073741824 (bytes)" },
+	{ "fair_queue", "yes or no" },
 	{ "max_io", "a power of two from 4096 to 16777216" },
 	{ "cache_mb", "4-1048576" },
 	{ "loop_poll_us", "0-10000 (microseconds)" },
@@ -329,6 +331,9 @@ static int parse_key(const char *k, const char *v, struct config *cfg, char *err
 		if (parse_uint(v, 1u << 30, &n) < 0 || (n && n < 4096))
 			goto bad;
 		cfg->max_bytes_per_client = n;
+	} else if (!strcmp(k, "fair_queue")) {
+		if (parse_bool(v, &cfg->fair_queue) < 0)
+			goto bad;
 	} else if (!strcmp(k, "max_io")) {
 		if (parse_uint(v, 16u << 20, &n) < 0 || n < 4096 || (n & (n - 1)))
 			goto bad;

@@ -61,6 +61,8 @@ struct config {
 				 * none of its requests are taken */
 	uint32_t max_calls_per_client; /* a client's calls at the workers (0: any) */
 	uint64_t max_bytes_per_client; /* ... and the bytes they move (0: any) */
+	int fair_queue;         /* 0: the workers' queue is one FIFO, no budgets
+				 * (for tests and benchmarks) */
 	uint32_t max_io;        /* READ/WRITE size (FSINFO rtmax/wtmax) */
 	uint64_t cache_mb;      /* metadata cache bound */
 	uint32_t loop_poll_us;  /* the loop polls this long after answering a call */

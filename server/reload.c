@@ -3,9 +3,10 @@
  * max_connections_per_client, idle_timeout and record_timeout take effect
  * for the requests and connections that start afterwards (and idle_timeout
  * for the connections open); max_calls_per_client and max_bytes_per_client
- * at once, for the calls waiting too; settings fixed at start (the volume, the socket,
- * the thread and buffer sizes) are kept, with a warning. A file with any
- * error changes nothing. Runs on the event loop thread. */
+ * at once, for the calls waiting too; settings fixed at start (the volume,
+ * the socket, the thread and buffer sizes, fair_queue) are kept, with a
+ * warning. A file with any error changes nothing. Runs on the event loop
+ * thread. */
 #include "config.h"
 
 #include <errno.h>
@@ -55,6 +56,7 @@ static void keep_fixed(const struct server *srv, const struct config *nc)
 	keep("max_reply_queue", nc->max_reply_queue != cur->max_reply_queue, buf);
 	snprintf(buf, sizeof(buf), "%u", cur->max_io);
 	keep("max_io", nc->max_io != cur->max_io, buf);
+	keep("fair_queue", nc->fair_queue != cur->fair_queue, cur->fair_queue ? "yes" : "no");
 	keep("syslog", nc->use_syslog != cur->use_syslog, cur->use_syslog ? "yes" : "no");
 	keep("control", strcmp(nc->control, cur->control) != 0, cur->control[0] ? cur->control : "none");
 	keep("control_group", strcmp(nc->control_group, cur->control_group) != 0,

@@ -4,11 +4,16 @@
  * a client with one call waits behind about one call of each busy client
  * and not behind their whole queues; each worker runs a job with its own
  * scratch buffer, and tells the queue when it is done (the client's
- * budget). What a job is (a request: request.c) is the job's. */
+ * budget). What a job is (a request: request.c) is the job's.
+ *
+ * fair_queue = no (tests and benchmarks only: the FIFO the fair queue
+ * replaced, to compare with): every job is queued as one client's, so the
+ * queue is one FIFO, and there are no budgets. */
 #include "config.h"
 
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "server/log.h"
 #include "server/server.h"
@@ -56,7 +61,10 @@ int workers_submit(struct server *srv, struct job *j, const struct sockaddr *who
 	struct fairq_key k;
 	int ret = -ESHUTDOWN;
 
-	fairq_key_of(who, &k);
+	if (srv->cfg.fair_queue)
+		fairq_key_of(who, &k);
+	else
+		memset(&k, 0, sizeof(k)); /* one client: first come, first served */
 	pthread_mutex_lock(&srv->qlock);
 	if (!srv->stopping)
 		ret = fairq_push(&srv->fq, &k, &j->fq);
@@ -68,6 +76,8 @@ int workers_submit(struct server *srv, struct job *j, const struct sockaddr *who
 
 void workers_set_limits(struct server *srv, uint32_t max_calls, uint64_t max_bytes)
 {
+	if (!srv->cfg.fair_queue)
+		return; /* a budget would be the whole server's */
 	pthread_mutex_lock(&srv->qlock);
 	if (fairq_set_limits(&srv->fq, max_calls, max_bytes))
 		pthread_cond_broadcast(&srv->qcond);
@@ -80,7 +90,12 @@ int workers_start(struct server *srv, size_t scratch_size)
 
 	if (ret < 0)
 		return ret;
-	fairq_set_limits(&srv->fq, srv->cfg.max_calls_per_client, srv->cfg.max_bytes_per_client);
+	if (srv->cfg.fair_queue)
+		fairq_set_limits(&srv->fq, srv->cfg.max_calls_per_client,
+				 srv->cfg.max_bytes_per_client);
+	else
+		log_warn("fair_queue = no: the workers take calls first come, first served "
+			 "(for tests and benchmarks)");
 	srv->scratch_size = scratch_size;
 	srv->threads = calloc((size_t)srv->cfg.workers, sizeof(*srv->threads));
 	if (!srv->threads) {
