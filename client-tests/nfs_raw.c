@@ -257,7 +257,8 @@ static void finish(struct call *c, int sent)
 		fail("%s: RPC failed: %s", c->name, c->error);
 }
 
-void call_connect(const char *host, int port, int uid, int gid)
+/* libnfs pings prog's NULL once connected. */
+static void connect_prog(const char *host, int port, int uid, int gid, int prog, int vers)
 {
 	struct call c = { .name = "connect" };
 
@@ -266,8 +267,18 @@ void call_connect(const char *host, int port, int uid, int gid)
 		fail("rpc_init_context failed");
 	rpc_set_uid(rpc, uid);
 	rpc_set_gid(rpc, gid);
-	/* libnfs pings MOUNT NULL once connected; NFS calls share the port. */
-	finish(&c, rpc_connect_port_async(rpc, host, port, MOUNT_PROGRAM, MOUNT_V3, on_reply, &c));
+	finish(&c, rpc_connect_port_async(rpc, host, port, prog, vers, on_reply, &c));
+}
+
+void call_connect(const char *host, int port, int uid, int gid)
+{
+	/* MOUNT NULL first; NFS calls share the port. */
+	connect_prog(host, port, uid, gid, MOUNT_PROGRAM, MOUNT_V3);
+}
+
+void call_connect_nfs(const char *host, int port, int uid, int gid)
+{
+	connect_prog(host, port, uid, gid, NFS_PROGRAM, NFS_V3);
 }
 
 void call_disconnect(void)

@@ -27,6 +27,9 @@ void expect(const char *what, nfsstat3 got, nfsstat3 want);
 /* A TCP connection to the MOUNT and NFS programs on one port, with AUTH_SYS
  * credentials uid, gid. */
 void call_connect(const char *host, int port, int uid, int gid);
+/* The same to a port that serves NFS alone (another server's: nfs-ganesha
+ * has MOUNT on a port of its own). */
+void call_connect_nfs(const char *host, int port, int uid, int gid);
 /* Closes it and frees every result returned so far. */
 void call_disconnect(void);
 /* The connection, for callers that drive calls of their own. */
