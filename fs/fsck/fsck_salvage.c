@@ -1,15 +1,18 @@
 /* fsck's salvage: what survived a loss is kept. When units of the chunk
  * were lost in both copies (an inode-area block, a directory unit, the
  * map), the directory units that no inode reaches any more are found by
- * their own headers (type, chunk, block, owner, sequence number, checksum)
- * and made directories of their own, which pass 4 links into lost+found:
- * their entries, the inodes embedded in them and the subtrees under those
- * are kept. A directory whose head lived here gets its own number back; the
- * units of a part whose head lives in another chunk get a new number of
- * this chunk. Also the repair of what the cross-chunk step finds cut off
- * (fsck_adopt_far()): a directory part or a file continuation whose head is
- * gone becomes a directory or a file of its own, never freed. And
- * lost+found's part in this chunk made anew where its chain expects it.
+ * their own headers (type, chunk, block, owner, sequence number, checksum):
+ * a part of a directory homed elsewhere is made again where its head's
+ * chain expects it; otherwise they become a directory of their own (its
+ * owner's number back when that was homed here), which pass 4 links into
+ * lost+found. Their entries, the inodes embedded in them and the subtrees
+ * under those are kept. Then, with the volume at hand, the chains through
+ * this chunk: a directory head lost here is made again from its parts'
+ * back pointers, a part gone with all it listed is bridged by an empty
+ * one, lost+found's part is made again. Also the repair of what the
+ * cross-chunk step finds cut off (fsck_adopt_far()): a directory part or a
+ * file continuation whose head is gone becomes a directory or a file of
+ * its own in lost+found.
  * Relies on pass 1 (slots, map, bitmap) and pass 2 (what is reached). */
 #include "config.h"
 
@@ -104,8 +107,13 @@ static int scan(struct fsck_ctx *c, struct found_unit **out, uint32_t *nout)
 	for (uint32_t start = c->hdr.data_start; start <= end && ret == 0; start += SCAN_BLOCKS) {
 		uint32_t nb = end + 1 - start < SCAN_BLOCKS ? end + 1 - start : SCAN_BLOCKS;
 		char why[96];
-		int have[2];
+		int have[2], any = 0;
 
+		/* (a window the bitmap says holds no unit is not read) */
+		for (uint32_t i = 0; i < nb && !any; i++)
+			any = maybe_used(c, start + i) && !fsck_unit_find(c, start + i);
+		if (!any)
+			continue;
 		for (int k = 0; k < 2; k++)
 			have[k] = fsck_read_copy(c, win[k], (size_t)nb * OD_BLOCK_SIZE,
 						 (uint64_t)(start + (k ? c->half : 0)) * OD_BLOCK_SIZE,
