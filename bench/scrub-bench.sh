@@ -24,13 +24,15 @@
 #
 # usage: bash bench/scrub-bench.sh [--files N] [--chunks C]
 #            [--chunk-size S] [--rounds R] [--seconds S] [--builddir DIR]
-#            [--tmp DIR] [--keep]
+#            [--tmp DIR] [--keep] [--from DIR]
 # The build directory may also come from $BUILDDIR (default: build); it
 # needs chunkfsd, chunkfsctl, mkfs.chunkfs, fsck.chunkfs and
 # client-tests/lat_probe (make check TESTS=), copied before the runs. Needs
 # gcc, python3 and the tree's size plus two sparse images free under --tmp
 # (default /work/tmp if /work exists, else /tmp): ~13 GB at the defaults
-# (the tree goes once the volume is made, unless --keep).
+# (the tree goes once the volume is made, unless --keep). --keep leaves the
+# temporary directory; --from DIR takes the tree and the volume from such a
+# directory (left as it is) instead of making them again.
 set -u
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -44,9 +46,10 @@ builddir=${BUILDDIR:-$top/build}
 tmpbase=/tmp
 [ -d /work ] && tmpbase=/work/tmp
 keep=0
+from=
 
 usage() {
-	sed -n '2,33s/^# \{0,1\}//p' "$0"
+	sed -n '2,36s/^# \{0,1\}//p' "$0"
 	exit "$1"
 }
 
@@ -60,6 +63,7 @@ while [ $# -gt 0 ]; do
 	--builddir) builddir=$2; shift 2 ;;
 	--tmp) tmpbase=$2; shift 2 ;;
 	--keep) keep=1; shift ;;
+	--from) from=$2; shift 2 ;;
 	-h | --help) usage 0 ;;
 	*) echo "scrub-bench: unknown option $1" >&2; usage 1 ;;
 	esac
@@ -99,25 +103,36 @@ now() { date +%s%N; }
 secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", (b - a) / 1e9 }'; }
 
 # --- the tree and the volume -------------------------------------------------
-gcc -O2 -o "$bin/gen_tree" "$here/gen_tree.c" -lm || exit 1
-say "writing the tree: $files files, under $tmp"
-summary=$("$bin/gen_tree" "$tmp/src" "$files") || die "gen_tree failed"
-"$bin/mkfs.chunkfs" -q -n "$nchunks" -s "$chunk_size" -d "$tmp/src" "$tmp/pristine.img" ||
-	die "mkfs.chunkfs -d failed"
+src=$tmp/src
+pristine=$tmp/pristine.img
+if [ -n "$from" ]; then
+	src=$from/src
+	pristine=$from/pristine.img
+	[ -d "$src" ] && [ -f "$pristine" ] || die "$from holds no tree and volume (--keep)"
+	summary=$(cat "$from/gen_tree.out" 2>/dev/null || echo "the tree of $from")
+	say "the tree and volume of $from"
+else
+	gcc -O2 -o "$bin/gen_tree" "$here/gen_tree.c" -lm || exit 1
+	say "writing the tree: $files files, under $tmp"
+	summary=$("$bin/gen_tree" "$src" "$files") || die "gen_tree failed"
+	echo "$summary" >"$tmp/gen_tree.out"
+	"$bin/mkfs.chunkfs" -q -n "$nchunks" -s "$chunk_size" -d "$src" "$pristine" ||
+		die "mkfs.chunkfs -d failed"
+fi
 # The probes' targets: the root's first file, the first directory below the
 # root with at least 20 files, and a new directory a phase for the CREATEs.
-read -r getattr_file lookup_dir <<<"$(cd "$tmp/src" && python3 -c '
+read -r getattr_file lookup_dir <<<"$(cd "$src" && python3 -c '
 import os
 f = sorted(n for n in os.listdir(".") if os.path.isfile(n))[0]
 d = next(n for n in sorted(os.listdir(".")) if os.path.isdir(n) and
 	 sum(os.path.isfile(os.path.join(n, m)) for m in os.listdir(n)) >= 20)
 print("/" + f, "/" + d)')"
 [ -n "$lookup_dir" ] || die "no probe targets in the tree"
-[ "$keep" -eq 1 ] || rm -rf "$tmp/src"
+[ "$keep" -eq 1 ] || [ -n "$from" ] || rm -rf "$src"
 
 start() { # start [RATE_MB]: a fresh copy served; RATE_MB unset is the default
 	rm -f "$tmp/port" "$tmp/ctl" "$tmp/server.log"
-	cp --sparse=always "$tmp/pristine.img" "$tmp/vol.img" || exit 1
+	cp --sparse=always "$pristine" "$tmp/vol.img" || exit 1
 	sync "$tmp/vol.img"
 	cat >"$tmp/chunkfsd.conf" <<EOF
 volume = $tmp/vol.img
@@ -179,8 +194,11 @@ idle() {
 say "fsck.chunkfs -f -n --both-copies, twice"
 for i in 1 2; do
 	t0=$(now)
-	"$bin/fsck.chunkfs" -f -n --both-copies "$tmp/pristine.img" >"$tmp/fsck.$i.out" 2>&1 ||
-		{ tail "$tmp/fsck.$i.out" >&2; die "fsck.chunkfs found problems (exit $?)"; }
+	"$bin/fsck.chunkfs" -f -n --both-copies "$pristine" >"$tmp/fsck.$i.out" 2>&1 || {
+		rc=$?
+		tail "$tmp/fsck.$i.out" >&2
+		die "fsck.chunkfs found problems (exit $rc)"
+	}
 	secs "$t0" "$(now)" >"$tmp/fsck.$i.secs"
 done
 say "a whole scrub at scrub_rate_mb = 4096"
@@ -245,7 +263,7 @@ col() { awk -v c="$2" '{ print $c }' "$1" | median; }
 sj() { json "$2" <"$tmp/$1.json"; }
 
 echo "scrub-bench: $summary"
-echo "volume: $nchunks chunks of $chunk_size, $(sj default "sum(c['used_inodes'] for c in d['chunks'])") inodes in use"
+sj default "'volume: %d chunks of %d MiB, %d inodes in use' % (len(d['chunks']), d['chunks'][0]['blocks'] // 256, sum(c['used_inodes'] for c in d['chunks']))"
 echo
 echo "(a) metadata verified per second, idle server (warm page cache)"
 printf '%-34s %9s %10s %12s %9s %9s\n' "" seconds units units/s MiB MiB/s
