@@ -179,8 +179,10 @@ static int kind_ok(const struct od_inode *head, const struct od_inode *cont)
 	return S_ISREG(head->mode) || S_ISLNK(head->mode);
 }
 
-/* A continuation here: its head exists where it says, and its chain reaches it. */
-static const char *confirm_head(struct fsck_ctx *c, const struct fsck_ino *t, char *buf, size_t n)
+/* A continuation here: its head exists where it says, and its chain reaches
+ * it. *chain: what failed is the chain (the head is there). */
+static const char *confirm_head(struct fsck_ctx *c, const struct fsck_ino *t, char *buf, size_t n,
+				int *chain)
 {
 	struct od_loc me = { .chunk = c->index, .block = t->block, .off = t->off }, at;
 	struct od_map_entry e;
@@ -203,6 +205,7 @@ static const char *confirm_head(struct fsck_ctx *c, const struct fsck_ino *t, ch
 		return "is not where its map entry says";
 	if (!kind_ok(&ino, &t->ino))
 		return "is not of this continuation's type";
+	*chain = 1;
 	for (at = ino.next; at.chunk != OD_LOC_NONE; at = ino.next) {
 		if (loc_eq(at, me))
 			return NULL;
@@ -443,17 +446,18 @@ int fsck_cross(struct fsck_ctx *c)
 			continue;
 		}
 		switch (d->kind) {
-		case DEF_HEAD:
-			bad = confirm_head(c, r, buf, sizeof(buf));
+		case DEF_HEAD: {
+			int chain = 0;
+			bad = confirm_head(c, r, buf, sizeof(buf), &chain);
 			code = PR_6_HEAD;
 			/* lost+found's part is never made something else while
 			 * its head is there: the chain is mended where it broke
 			 * (fsck_lf_remake()) */
-			if (bad && bad != unreadable && (r->ino.flags & OD_INF_LOSTFOUND) &&
-			    strstr(bad, "chain"))
+			if (bad && bad != unreadable && chain && (r->ino.flags & OD_INF_LOSTFOUND))
 				code = PR_6_LF_UNREACHED;
 			p.num = d->loc.chunk;
 			break;
+		}
 		case DEF_NEXT:
 			bad = confirm_next(c, r);
 			code = PR_6_NEXT;

@@ -27,13 +27,13 @@ int fsck_vol_ready(struct fsck_ctx *c)
 	return c->vol->partial ? fsck_vol_complete(c->vol) : 0;
 }
 
-static int build(struct fsck_ctx *c)
+int fsck_far_build(struct fsck_ctx *c)
 {
 	uint8_t *buf;
 	uint32_t cap = 0;
-	int ret = fsck_vol_ready(c);
+	int ret = c->farp_built ? 0 : fsck_vol_ready(c);
 
-	if (ret < 0)
+	if (ret < 0 || c->farp_built)
 		return ret;
 	buf = malloc(OD_BLOCK_SIZE);
 	if (!buf)
@@ -83,7 +83,7 @@ int fsck_far_pieces(struct fsck_ctx *c, uint64_t h, uint32_t *first, uint32_t *n
 	uint32_t lo = 0, hi;
 	int ret;
 
-	if (!c->farp_built && (ret = build(c)) < 0)
+	if ((ret = fsck_far_build(c)) < 0)
 		return ret;
 	hi = c->nfarp;
 	while (lo < hi) {
@@ -121,7 +121,7 @@ int fsck_far_lf_head(struct fsck_ctx *c, uint64_t *lf)
 {
 	int ret;
 
-	if (!c->farp_built && (ret = build(c)) < 0)
+	if ((ret = fsck_far_build(c)) < 0)
 		return ret;
 	for (uint32_t i = 0; i < c->nfarp; i++)
 		if (c->farp[i].dir && (c->farp[i].flags & OD_INF_LOSTFOUND)) {

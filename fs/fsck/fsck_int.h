@@ -550,6 +550,8 @@ struct fsck_far_part {
 	uint32_t flags, head_chunk;
 	uint8_t dir;
 };
+/* read them (once; the whole volume located first) */
+int fsck_far_build(struct fsck_ctx *c);
 /* the pieces of head h, c->farp[*first ..] (built when first asked for);
  * the first of n of them that no other names (FSCK_NONE: a loop) */
 int fsck_far_pieces(struct fsck_ctx *c, uint64_t h, uint32_t *first, uint32_t *n);

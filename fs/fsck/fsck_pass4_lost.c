@@ -329,7 +329,6 @@ static int push_dent(struct fsck_ctx *c, uint32_t unit, uint32_t off, uint64_t s
 static int new_unit(struct fsck_ctx *c, uint32_t lf, uint64_t lf_stable, struct fsck_unit **out)
 {
 	uint32_t du = c->hdr.dir_unit, blk, seq = 0;
-	size_t len = (size_t)du * OD_BLOCK_SIZE;
 	struct fsck_ino *r = &c->recs[lf];
 	struct fsck_unit *u;
 	struct od_extent e;
@@ -339,28 +338,14 @@ static int new_unit(struct fsck_ctx *c, uint32_t lf, uint64_t lf_stable, struct 
 	for (uint32_t i = 0; i < r->ino.nextents; i++)
 		if (r->ino.ext[i].lblk >= seq)
 			seq = (uint32_t)r->ino.ext[i].lblk + 1;
-	u = calloc(1, sizeof(*u));
-	if (!u || !(u->data = calloc(1, len))) {
-		free(u);
-		return fsck_oom(c);
-	}
-	u->block = blk;
-	u->units = (uint16_t)du;
-	u->type = OD_MB_DIR;
-	u->cur = -1;
-	u->walked = 1;
-	u->txid = c->hdr_unit->txid;
+	if (fsck_unit_new(c, blk, (uint16_t)du, OD_MB_DIR, lf_stable, &u) < 0)
+		return -ENOMEM;
 	{
-		struct od_mb_header h = { .magic = OD_MB_MAGIC, .type = OD_MB_DIR,
-					  .units = (uint16_t)du, .chunk = c->index, .block = blk,
-					  .seq = seq, .txid = u->txid, .owner = lf_stable };
-		struct od_dirent fr = { .rec_len = (uint16_t)(len - OD_MB_HEADER_SIZE),
-					.kind = OD_DE_FREE };
+		struct od_mb_header h;
+		od_get_mb_header(u->data, &h);
+		h.seq = seq;
 		od_put_mb_header(u->data, &h);
-		od_put_dirent(u->data + OD_MB_HEADER_SIZE, &fr);
 	}
-	u->modified = 1;
-	fsck_unit_add(c, u);
 	for (uint32_t k = 0; k < du; k++) {
 		uint32_t b[2] = { blk + k, blk + k + c->half };
 		for (int m = 0; m < 2; m++) {

@@ -411,6 +411,17 @@ out:
 	return ret < 0 ? ret : (int)made;
 }
 
+/* The inode embedded in entry di, or FSCK_NONE. */
+static uint32_t embedded_rec(const struct fsck_ctx *c, uint32_t di)
+{
+	const struct fsck_dent *d = &c->dents[di];
+
+	if (d->kind != OD_DE_EMBEDDED)
+		return FSCK_NONE;
+	return fsck_rec_at(c, d->unit, (uint16_t)(d->off + OD_DIRENT_HEADER +
+						   od_align8(d->name_len)));
+}
+
 /* Set the owner in the header of unit u (a directory or extent unit). */
 static void set_owner(struct fsck_ctx *c, uint32_t block, uint64_t s)
 {
@@ -441,12 +452,7 @@ static int renumber(struct fsck_ctx *c, uint32_t ri, uint64_t s)
 		set_owner(c, x.ext[i].pblk, s);
 	fsck_exts_free(&x);
 	for (uint32_t di = 0; dir && di < c->ndents; di++) {
-		uint32_t t;
-		if (c->dents[di].dir != ri || c->dents[di].kind != OD_DE_EMBEDDED)
-			continue;
-		t = fsck_rec_at(c, c->dents[di].unit,
-				(uint16_t)(c->dents[di].off + OD_DIRENT_HEADER +
-					   od_align8(c->dents[di].name_len)));
+		uint32_t t = c->dents[di].dir == ri ? embedded_rec(c, di) : FSCK_NONE;
 		if (t != FSCK_NONE && !c->recs[t].dead && S_ISDIR(c->recs[t].ino.mode)) {
 			c->recs[t].ino.parent = s;
 			fsck_store_inode(c, t);
@@ -480,17 +486,6 @@ int fsck_salvage_number(struct fsck_ctx *c, uint32_t ri)
 	if (ret == 0)
 		c->hdr.used_inodes++;
 	return ret;
-}
-
-/* The inode embedded in entry di, or FSCK_NONE. */
-static uint32_t embedded_rec(const struct fsck_ctx *c, uint32_t di)
-{
-	const struct fsck_dent *d = &c->dents[di];
-
-	if (d->kind != OD_DE_EMBEDDED)
-		return FSCK_NONE;
-	return fsck_rec_at(c, d->unit, (uint16_t)(d->off + OD_DIRENT_HEADER +
-						   od_align8(d->name_len)));
 }
 
 /* The owner's own inode was found after all (embedded in a unit walked
@@ -584,14 +579,10 @@ static int rebuild_heads(struct fsck_ctx *c)
 {
 	uint64_t prev = 0;
 
-	if (!c->lost_units || c->single_copy || fsck_vol_ready(c) < 0)
+	if (!c->lost_units || c->single_copy || !c->vol)
 		return 0;
-	if (!c->farp_built) {
-		uint32_t f, n;
-		int ret = fsck_far_pieces(c, 0, &f, &n);
-		if (ret < 0)
-			return ret;
-	}
+	if (fsck_far_build(c) < 0)
+		return 0; /* (the volume cannot be located: nothing made) */
 	for (uint32_t i = 0; i < c->nfarp; i++) {
 		uint64_t h = c->farp[i].head;
 		uint32_t first, n, start, idx = OD_STABLE_INDEX(h), ri, slot, block;

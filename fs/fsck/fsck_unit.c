@@ -244,16 +244,18 @@ int fsck_unit_new(struct fsck_ctx *c, uint32_t block, uint16_t units, uint16_t t
 		  uint64_t owner, struct fsck_unit **out)
 {
 	struct fsck_unit *u = fsck_alloc(c, sizeof(*u));
+	uint8_t *data = fsck_alloc(c, (size_t)units * OD_BLOCK_SIZE);
 
-	if (!u || !(u->data = fsck_alloc(c, (size_t)units * OD_BLOCK_SIZE)))
+	if (!u || !data)
 		return fsck_oom(c);
+	memset(u, 0, sizeof(*u)); /* (context memory is not zeroed) */
+	u->data = data;
 	u->block = block;
 	u->units = units;
 	u->type = type;
 	u->cur = -1;
 	u->pooled = 1;
 	u->walked = 1;
-	u->hnext = NULL;
 	unit_fresh(c, u, owner);
 	fsck_unit_add(c, u);
 	*out = u;
@@ -350,11 +352,11 @@ int fsck_unit_get(struct fsck_ctx *c, uint32_t block, uint16_t units, uint16_t t
 		return ret;
 	fsck_unit_add(c, u);
 	if (!u->data) {
-		c->lost_units += !u->no_older;
 		struct fsck_pctx p = { .blk = block, .str = od_unit_name(type), .num = c->pend_txid };
 		int code = type == OD_MB_BITMAP ? PR_0_BITMAP_BOTH_BAD
 			   : u->no_older    ? PR_0_UNIT_NO_OLDER
 					    : PR_0_UNIT_BOTH_BAD;
+		c->lost_units += !u->no_older; /* (the salvage looks for what they held) */
 		if (fix_problem(c, code, &p)) {
 			u->data = fsck_alloc(c, len);
 			if (!u->data)
