@@ -622,6 +622,11 @@ static int rebuild_heads(struct fsck_ctx *c)
 		ino.mode = S_IFDIR | 0700;
 		ino.nlink = 2;
 		ino.flags = c->farp[first].flags & OD_INF_LOSTFOUND;
+		if (h == c->hdr.root_stable) {
+			/* the root made again: its own parent, not an orphan */
+			ino.mode = S_IFDIR | 0755;
+			ino.parent = h;
+		}
 		ino.next = c->farp[start].at;
 		ino.atime = ino.mtime = ino.ctime = (int64_t)time(NULL);
 		if ((ret = fsck_slot_put(c, block, off, slot, &ino, &ri)) < 0)
