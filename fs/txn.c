@@ -126,6 +126,7 @@ struct chunk_txn {
 	struct pending *p;
 	uint32_t n, cap;
 	int single_copy;    /* read at prepare: the header is not read unlocked */
+	int list_last;      /* the list is the chunk's last write before a flush */
 };
 
 /* A buffer for a copy of a unit of units blocks. Copies come back to a
@@ -309,7 +310,12 @@ static int write_list(struct chunk_txn *ct, uint64_t txid, uint32_t nparts)
 			od_put_dl_entry(p + j * DL_ENTRY_SIZE, &e);
 		}
 		od_seal(blk, sizeof(blk));
-		ret = store_pwrite(c->store, blk, sizeof(blk), (uint64_t)(area + i) * OD_BLOCK_SIZE);
+		if (ct->list_last && i + 1 == nblocks) /* FUA where it saves the flush */
+			ret = store_pwrite_last(c->store, blk, sizeof(blk),
+						(uint64_t)(area + i) * OD_BLOCK_SIZE);
+		else
+			ret = store_pwrite(c->store, blk, sizeof(blk),
+					   (uint64_t)(area + i) * OD_BLOCK_SIZE);
 		if (ret < 0)
 			return ret;
 	}
@@ -445,22 +451,33 @@ int txn_prepare(struct fs_volume *v, struct txn *t)
 	return 0;
 }
 
-/* Every unit of t at its first copy (second: the other one). */
+/* Every unit of t at its first copy (second: the other one). A flush
+ * follows, so each chunk's last unit goes through store_pwrite_last (FUA
+ * over NBD where it saves that store's flush; store.h). */
 static int write_copies(struct txn *t, int second)
 {
 	int ret = 0;
 
 	for (uint32_t i = 0; i < t->nchunks && ret == 0; i++) {
 		struct chunk_txn *ct = &t->ct[i];
+		uint32_t last = ct->n;
 		if (second && ct->single_copy)
 			continue;
+		for (uint32_t k = 0; k < ct->n; k++)
+			if (!ct->p[k].held)
+				last = k;
 		for (uint32_t k = 0; k < ct->n && ret == 0; k++) {
 			const struct pending *p = &ct->p[k];
 			uint8_t copy = (uint8_t)(second ? 1 - p->copy : p->copy);
+			size_t len = (size_t)p->units * OD_BLOCK_SIZE;
 			if (p->held)
 				continue;
-			ret = store_pwrite(ct->c->store, p->data, (size_t)p->units * OD_BLOCK_SIZE,
-					   copy_offset(ct->c, p->block, copy));
+			if (k == last)
+				ret = store_pwrite_last(ct->c->store, p->data, len,
+							copy_offset(ct->c, p->block, copy));
+			else
+				ret = store_pwrite(ct->c->store, p->data, len,
+						   copy_offset(ct->c, p->block, copy));
 		}
 	}
 	return ret;
@@ -474,8 +491,10 @@ int txn_write(struct fs_volume *v, struct txn *t)
 	 * block written since the last sync (unless they may share the units'
 	 * flush: one_flush_ok). */
 	for (uint32_t i = 0; i < t->nchunks && ret == 0; i++)
-		if (t->ct[i].n && !t->ct[i].single_copy)
+		if (t->ct[i].n && !t->ct[i].single_copy) {
+			t->ct[i].list_last = !t->one_flush;
 			ret = write_list(&t->ct[i], t->txid, t->nparts);
+		}
 	if (ret == 0 && !t->one_flush && (ret = vol_flush(v)) == 0)
 		t->flushes++;
 	/* 2: the first copy of every unit; durable, T is committed. */

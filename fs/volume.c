@@ -39,23 +39,50 @@ void vol_unlock(struct fs_volume *v)
 	pthread_mutex_unlock(&v->lock);
 }
 
+/* Does vol_flush flush chunk c through its own store? (an online chunk
+ * placed outside the image, or any online chunk of a volume of stores). */
+static int flushed_alone(const struct fs_volume *v, const struct chunk *c)
+{
+	return !(v->shared_fd && !c->place) && !c->offline;
+}
+
 int vol_flush(struct fs_volume *v)
 {
+	uint32_t n = v->nchunks;
+	uint8_t small[128], *sent = n <= 8 * sizeof(small) ? small : calloc((n + 7) / 8, 1);
+	int ret = 0;
+
 	/* One fdatasync covers every region of the image; each chunk placed
 	 * elsewhere is flushed through its own store (NBD_CMD_FLUSH over
-	 * NBD). Offline chunks were flushed when they went and get no writes. */
-	if (v->shared_fd && fdatasync(v->fd) < 0)
-		return -errno;
-	for (uint32_t i = 0; i < v->nchunks; i++) {
+	 * NBD). Offline chunks were flushed when they went and get no writes.
+	 * Every store's flush is sent first, the image's fdatasync runs while
+	 * they travel, then each answer is waited for: N stores cost one round
+	 * trip, not N. Which chunks were sent to is kept, so that each begin
+	 * has its end even if a chunk's state changed meanwhile. */
+	if (!sent)
+		return -ENOMEM;
+	if (sent == small)
+		memset(small, 0, sizeof(small));
+	for (uint32_t i = 0; i < n; i++) {
 		struct chunk *c = &v->chunks[i];
-		int ret;
-		if ((v->shared_fd && !c->place) || c->offline)
+		if (!flushed_alone(v, c))
 			continue;
-		ret = store_flush(c->store);
-		if (ret < 0)
-			return ret;
+		store_flush_begin(c->store);
+		sent[i / 8] |= (uint8_t)(1u << (i % 8));
 	}
-	return 0;
+	if (v->shared_fd && fdatasync(v->fd) < 0)
+		ret = -errno;
+	for (uint32_t i = 0; i < n; i++) {
+		int r;
+		if (!(sent[i / 8] & (1u << (i % 8))))
+			continue;
+		r = store_flush_end(v->chunks[i].store);
+		if (ret == 0)
+			ret = r;
+	}
+	if (sent != small)
+		free(sent);
+	return ret;
 }
 
 int vol_read_header(struct chunk_store *st, uint64_t base, uint32_t guess_nblocks,
@@ -250,6 +277,7 @@ static void vol_free(struct fs_volume *v)
 	if (v->fd >= 0)
 		close(v->fd);
 	pthread_cond_destroy(&v->commit_cond);
+	pthread_cond_destroy(&v->scrub_cond);
 	pthread_mutex_destroy(&v->commit_lock);
 	pthread_mutex_destroy(&v->lock);
 	free(v);
@@ -264,6 +292,7 @@ static struct fs_volume *vol_alloc(int flags)
 	pthread_mutex_init(&v->lock, NULL);
 	pthread_mutex_init(&v->commit_lock, NULL);
 	pthread_cond_init(&v->commit_cond, NULL);
+	pthread_cond_init(&v->scrub_cond, NULL);
 	v->fd = -1;
 	v->rdonly = !!(flags & FS_OPEN_RDONLY);
 	return v;

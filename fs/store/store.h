@@ -22,6 +22,18 @@ struct chunk_store_ops {
 	/* Optional: pread from what is in memory already (the page cache),
 	 * -EAGAIN when any of it would wait for the device. */
 	int (*pread_nowait)(struct chunk_store *st, void *buf, size_t len, uint64_t off);
+	/* Optional: a flush in two halves, so that the flushes of several
+	 * stores travel at once (vol_flush): flush_begin sends it and cannot
+	 * fail, flush_end waits for the answer and says how it went. Every
+	 * begin is followed by its end, from the same thread, with no other
+	 * call on the store between them. */
+	void (*flush_begin)(struct chunk_store *st);
+	int (*flush_end)(struct chunk_store *st);
+	/* Optional: a write that the caller follows with a flush of this
+	 * store and no other write (store_pwrite_last). A store may make it
+	 * durable by itself when nothing else it answered awaits a flush
+	 * (NBD: NBD_CMD_FLAG_FUA), so that the flush has nothing left to do. */
+	int (*pwrite_last)(struct chunk_store *st, const void *buf, size_t len, uint64_t off);
 };
 
 struct chunk_store {
@@ -70,6 +82,35 @@ static inline int store_pwrite(struct chunk_store *st, const void *buf, size_t l
 static inline int store_flush(struct chunk_store *st)
 {
 	return store_lost(st) ? -EIO : st->ops->flush(st);
+}
+
+/* The flush of st in two halves (see flush_begin above): begin sends it,
+ * end waits for it (0 or a negative errno). A store without the halves
+ * flushes in store_flush_end. Every begin must be followed by its end. */
+static inline void store_flush_begin(struct chunk_store *st)
+{
+	if (st->ops->flush_begin)
+		st->ops->flush_begin(st);
+}
+
+static inline int store_flush_end(struct chunk_store *st)
+{
+	if (st->ops->flush_begin)
+		return st->ops->flush_end(st);
+	return store_flush(st);
+}
+
+/* A write followed by a flush of st and no other write in between: as
+ * store_pwrite, but the store may make it durable at once (pwrite_last
+ * above). Durability never rests on the promise: a store only does so
+ * when nothing else written to it awaits a flush. */
+static inline int store_pwrite_last(struct chunk_store *st, const void *buf, size_t len,
+				    uint64_t off)
+{
+	if (store_lost(st))
+		return -EIO;
+	return st->ops->pwrite_last ? st->ops->pwrite_last(st, buf, len, off)
+				    : st->ops->pwrite(st, buf, len, off);
 }
 
 static inline int store_trim(struct chunk_store *st, size_t len, uint64_t off)

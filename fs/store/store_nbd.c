@@ -6,7 +6,18 @@
  * ~20 libraries it pulls in) is loaded with dlopen only when an NBD URI is
  * opened, so nothing that never opens one depends on it. Every call has a
  * deadline (store_nbd_set_timeout) and a closed connection is made again
- * only where that is safe (ns_revive). */
+ * only where that is safe (ns_revive).
+ *
+ * Flushes and FUA. A flush can be sent and waited for in two halves
+ * (flush_begin, flush_end), so that a commit sends every placed store's
+ * flush before it waits for any and pays one round trip, not one per
+ * store. The FUA rule: a write the caller follows with a flush and no
+ * other write (store_pwrite_last) goes with NBD_CMD_FLAG_FUA when the
+ * server offers it and nothing else answered on this store awaits a flush
+ * (unflushed 0); it is durable once answered, unflushed stays 0, and the
+ * flush then sends nothing. Durability is the same as write-then-flush:
+ * the flush would have covered that write alone. Every other write is
+ * plain and covered by the next flush. */
 #include "config.h"
 
 #include <dlfcn.h>
@@ -41,6 +52,7 @@ static struct {
 	__typeof__(nbd_get_size) *get_size;
 	__typeof__(nbd_is_read_only) *is_read_only;
 	__typeof__(nbd_can_flush) *can_flush;
+	__typeof__(nbd_can_fua) *can_fua;
 	__typeof__(nbd_can_trim) *can_trim;
 	__typeof__(nbd_get_block_size) *get_block_size;
 	__typeof__(nbd_aio_pread) *aio_pread;
@@ -70,8 +82,14 @@ struct nbd_store {
 	int writable;
 	int export_ro;
 	int can_flush;
+	int can_fua;
 	int can_trim;
 	size_t max_req;
+	/* A flush between ns_flush_begin and ns_flush_end (ns->lock held
+	 * meanwhile): what begin did, and the command it sent. */
+	enum { PEND_NONE, PEND_SENT, PEND_RETRY, PEND_LOST } pend;
+	int64_t pend_cookie;
+	int64_t pend_deadline;
 };
 
 void store_nbd_set_timeout(int ms)
@@ -156,16 +174,26 @@ static int connect_done(struct nbd_store *ns, int64_t unused)
 	return lib.aio_is_ready(ns->h) ? 1 : -ECONNREFUSED;
 }
 
+static int64_t deadline_ms(void)
+{
+	return now_ms() + __atomic_load_n(&nbd_timeout_ms, __ATOMIC_RELAXED);
+}
+
 /* One command, started by the caller (its cookie, or -1 when libnbd
- * refused it), waited for within the timeout. */
-static int ns_wait(struct nbd_store *ns, int64_t cookie)
+ * refused it), waited for until deadline. */
+static int ns_wait_until(struct nbd_store *ns, int64_t cookie, int64_t deadline)
 {
 	if (cookie < 0) {
 		int r = nbd_err();
 		return closed(ns) ? NS_CLOSED : r;
 	}
-	return ns_poll_until(ns, now_ms() + __atomic_load_n(&nbd_timeout_ms, __ATOMIC_RELAXED),
-			     command_done, cookie);
+	return ns_poll_until(ns, deadline, command_done, cookie);
+}
+
+/* The same within the timeout from now. */
+static int ns_wait(struct nbd_store *ns, int64_t cookie)
+{
+	return ns_wait_until(ns, cookie, deadline_ms());
 }
 
 static int ns_connect(struct nbd_store *ns, char *why, size_t whylen);
@@ -223,13 +251,16 @@ static int ns_revive(struct nbd_store *ns)
 
 enum ns_cmd { NS_READ, NS_WRITE, NS_TRIM, NS_FLUSH };
 
-static int64_t ns_start(struct nbd_store *ns, enum ns_cmd cmd, void *p, size_t n, uint64_t off)
+/* fua: a write sent with NBD_CMD_FLAG_FUA (answered once durable). */
+static int64_t ns_start(struct nbd_store *ns, enum ns_cmd cmd, void *p, size_t n, uint64_t off,
+			int fua)
 {
 	switch (cmd) {
 	case NS_READ:
 		return lib.aio_pread(ns->h, p, n, off, NBD_NULL_COMPLETION, 0);
 	case NS_WRITE:
-		return lib.aio_pwrite(ns->h, p, n, off, NBD_NULL_COMPLETION, 0);
+		return lib.aio_pwrite(ns->h, p, n, off, NBD_NULL_COMPLETION,
+				      fua ? LIBNBD_CMD_FLAG_FUA : 0);
 	case NS_TRIM:
 		return lib.aio_trim(ns->h, n, off, NBD_NULL_COMPLETION, 0);
 	default:
@@ -237,28 +268,38 @@ static int64_t ns_start(struct nbd_store *ns, enum ns_cmd cmd, void *p, size_t n
 	}
 }
 
-/* One command, with ns->lock held: issued, waited for, and when the
- * connection closed under it, issued once more on a new one if that is
- * safe (ns_revive). 0 or a negative errno. */
-static int ns_command(struct nbd_store *ns, enum ns_cmd cmd, void *p, size_t n, uint64_t off)
+/* A command already sent (cookie, or -1 when libnbd refused it), with
+ * ns->lock held: waited for until deadline, and when the connection
+ * closed under it, issued once more on a new one if that is safe
+ * (ns_revive). A FUA write is durable once answered: it leaves unflushed
+ * as it was. 0 or a negative errno. */
+static int ns_complete(struct nbd_store *ns, enum ns_cmd cmd, void *p, size_t n, uint64_t off,
+		       int fua, int64_t cookie, int64_t deadline)
 {
-	int ret;
+	int ret = ns_wait_until(ns, cookie, deadline);
 
-	if (store_lost(&ns->st))
-		return -EIO;
-	ret = ns_wait(ns, ns_start(ns, cmd, p, n, off));
 	if (ret == NS_CLOSED) {
 		ret = ns_revive(ns);
 		if (ret == 0)
-			ret = ns_wait(ns, ns_start(ns, cmd, p, n, off));
+			ret = ns_wait(ns, ns_start(ns, cmd, p, n, off, fua));
 		if (ret == NS_CLOSED) /* a server that closes every connection */
 			ret = ns_lose(ns, -ECONNRESET);
 	}
-	if (ret == 0 && (cmd == NS_WRITE || cmd == NS_TRIM))
+	if (ret == 0 && ((cmd == NS_WRITE && !fua) || cmd == NS_TRIM))
 		ns->unflushed = 1;
 	if (ret == 0 && cmd == NS_FLUSH)
 		ns->unflushed = 0;
 	return ret;
+}
+
+/* One command, with ns->lock held: issued and completed (ns_complete). */
+static int ns_command(struct nbd_store *ns, enum ns_cmd cmd, void *p, size_t n, uint64_t off,
+		      int fua)
+{
+	if (store_lost(&ns->st))
+		return -EIO;
+	return ns_complete(ns, cmd, p, n, off, fua, ns_start(ns, cmd, p, n, off, fua),
+			   deadline_ms());
 }
 
 /* A read, write or trim of [off, off + len), cut to the largest request. */
@@ -277,7 +318,7 @@ static int ns_io(struct chunk_store *st, enum ns_cmd cmd, void *buf, size_t len,
 	pthread_mutex_lock(&ns->lock);
 	while (len && ret == 0) {
 		size_t n = len < ns->max_req ? len : ns->max_req;
-		ret = ns_command(ns, cmd, p, n, off);
+		ret = ns_command(ns, cmd, p, n, off, 0);
 		if (p)
 			p += n;
 		off += n;
@@ -298,6 +339,34 @@ static int ns_pwrite(struct chunk_store *st, const void *buf, size_t len, uint64
 	return ns_io(st, NS_WRITE, (void *)(uintptr_t)buf, len, off);
 }
 
+/* The write before a flush (store_pwrite_last). When nothing answered
+ * on this store awaits a flush and the server offers FUA, it goes with
+ * NBD_CMD_FLAG_FUA: durable once answered, unflushed stays 0 and the
+ * flush that follows has nothing to send. Otherwise a plain write. The
+ * rule, for durability: FUA is used only where the flush would have had
+ * this write alone to cover, so what is durable after the flush is the
+ * same, one round trip sooner. */
+static int ns_pwrite_last(struct chunk_store *st, const void *buf, size_t len, uint64_t off)
+{
+	struct nbd_store *ns = to_ns(st);
+	int ret;
+
+	if (!ns->can_fua || !ns->can_flush || len > ns->max_req)
+		return ns_pwrite(st, buf, len, off);
+	if (!ns->writable || ns->export_ro)
+		return -EROFS;
+	if (off > st->size || len > st->size - off)
+		return -EINVAL;
+	pthread_mutex_lock(&ns->lock);
+	if (ns->unflushed) {
+		pthread_mutex_unlock(&ns->lock);
+		return ns_pwrite(st, buf, len, off);
+	}
+	ret = ns_command(ns, NS_WRITE, (void *)(uintptr_t)buf, len, off, 1);
+	pthread_mutex_unlock(&ns->lock);
+	return ret;
+}
+
 /* A server that cannot flush says its writes are durable when answered
  * (the NBD protocol's meaning of no flush support). Nothing written since
  * the last flush: nothing to make durable, and no round trip (every
@@ -311,7 +380,53 @@ static int ns_flush(struct chunk_store *st)
 		return 0;
 	pthread_mutex_lock(&ns->lock);
 	if (ns->unflushed)
-		ret = ns_command(ns, NS_FLUSH, NULL, 0, 0);
+		ret = ns_command(ns, NS_FLUSH, NULL, 0, 0, 0);
+	pthread_mutex_unlock(&ns->lock);
+	return ret;
+}
+
+/* The flush in two halves (vol_flush sends every store's before waiting
+ * for any): begin takes ns->lock, which end releases, and sends the flush
+ * when there is something to flush; its deadline runs from the send, so
+ * flushes sent together are waited for within about one timeout. A send
+ * libnbd refused (a connection closed) is left to end, which takes the
+ * way of any command (ns_command: a new connection where that is safe). */
+static void ns_flush_begin(struct chunk_store *st)
+{
+	struct nbd_store *ns = to_ns(st);
+
+	pthread_mutex_lock(&ns->lock);
+	ns->pend = PEND_NONE;
+	if (store_lost(st)) {
+		ns->pend = PEND_LOST;
+		return;
+	}
+	if (!ns->can_flush || !ns->unflushed)
+		return;
+	ns->pend_deadline = deadline_ms();
+	ns->pend_cookie = ns_start(ns, NS_FLUSH, NULL, 0, 0, 0);
+	ns->pend = ns->pend_cookie < 0 ? PEND_RETRY : PEND_SENT;
+}
+
+static int ns_flush_end(struct chunk_store *st)
+{
+	struct nbd_store *ns = to_ns(st);
+	int ret = 0;
+
+	switch (ns->pend) {
+	case PEND_NONE:
+		break;
+	case PEND_LOST:
+		ret = -EIO;
+		break;
+	case PEND_RETRY:
+		ret = ns_command(ns, NS_FLUSH, NULL, 0, 0, 0);
+		break;
+	case PEND_SENT:
+		ret = ns_complete(ns, NS_FLUSH, NULL, 0, 0, 0, ns->pend_cookie, ns->pend_deadline);
+		break;
+	}
+	ns->pend = PEND_NONE;
 	pthread_mutex_unlock(&ns->lock);
 	return ret;
 }
@@ -341,6 +456,9 @@ static const struct chunk_store_ops nbd_store_ops = {
 	.flush = ns_flush,
 	.trim = ns_trim,
 	.close = ns_close,
+	.flush_begin = ns_flush_begin,
+	.flush_end = ns_flush_end,
+	.pwrite_last = ns_pwrite_last,
 };
 
 int store_nbd_is_uri(const char *name)
@@ -366,6 +484,7 @@ static int load_libnbd_locked(char *why, size_t whylen)
 		{ "nbd_get_size", (void **)&lib.get_size },
 		{ "nbd_is_read_only", (void **)&lib.is_read_only },
 		{ "nbd_can_flush", (void **)&lib.can_flush },
+		{ "nbd_can_fua", (void **)&lib.can_fua },
 		{ "nbd_can_trim", (void **)&lib.can_trim },
 		{ "nbd_get_block_size", (void **)&lib.get_block_size },
 		{ "nbd_aio_pread", (void **)&lib.aio_pread },
@@ -474,7 +593,7 @@ int store_nbd_open(const char *uri, int writable, struct chunk_store **out, char
 	struct od_chunk_header h;
 	struct nbd_store *ns;
 	int64_t size, maxblk;
-	int ro, fl, tr, ret;
+	int ro, fl, fua, tr, ret;
 
 	ret = load_libnbd(why, whylen);
 	if (ret < 0)
@@ -499,15 +618,17 @@ int store_nbd_open(const char *uri, int writable, struct chunk_store **out, char
 	size = lib.get_size(ns->h);
 	ro = lib.is_read_only(ns->h);
 	fl = lib.can_flush(ns->h);
+	fua = lib.can_fua(ns->h);
 	tr = lib.can_trim(ns->h);
 	maxblk = lib.get_block_size(ns->h, LIBNBD_SIZE_MAXIMUM);
-	if (size < 0 || ro < 0 || fl < 0 || tr < 0 || maxblk < 0)
+	if (size < 0 || ro < 0 || fl < 0 || fua < 0 || tr < 0 || maxblk < 0)
 		return fail(ns, why, whylen);
 	ns->st.ops = &nbd_store_ops;
 	ns->st.size = (uint64_t)size;
 	ns->writable = writable;
 	ns->export_ro = ro;
 	ns->can_flush = fl;
+	ns->can_fua = fua;
 	ns->can_trim = tr;
 	ns->max_req = NBD_STORE_MAX_REQUEST;
 	if (maxblk > 0 && (uint64_t)maxblk < ns->max_req)
