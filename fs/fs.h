@@ -315,6 +315,36 @@ struct fs_scrub_result {
  * read-only volume; other negative errnos for I/O failures. */
 int fs_scrub_step(struct fs_volume *vol, struct fs_scrub_cursor *cur, uint32_t max_units,
 		  struct fs_scrub_result *res);
+/* grow.c: a chunk added to a volume. chunk_size 0: chunk 0's size; kind
+ * and bytes_per_inode (0: 16 KiB) as for mkfs; index 0: the next one
+ * (the volume's chunk count); force: fs_mkfs_chunk overwrites a chunk
+ * header found there. record (fs_add_chunk, a chunk on a store of its
+ * own): called under the volume lock once the chunk is checked, before
+ * the new count commits, to record durably where chunk index lives (0, or
+ * a negative errno and why[]: nothing is added). */
+struct fs_chunk_opts {
+	uint64_t chunk_size;
+	enum fs_chunk_kind kind;
+	uint32_t bytes_per_inode;
+	uint32_t index;
+	int force;
+	int (*record)(void *ctx, uint32_t index, const char *where, char *why, size_t whylen);
+	void *record_ctx;
+};
+/* The header of a new chunk of the volume whose image is volume, written
+ * on where (a path, created when missing, or an NBD URI) with its
+ * dirty-list areas zeroed: what fs_add_chunk takes. *index: the chunk it
+ * is made for. 0, or a negative errno and why[]. */
+int fs_mkfs_chunk(const char *volume, const struct fs_chunk_opts *o, const char *where,
+		  uint32_t *index, char *why, size_t whylen);
+/* A chunk added to the open volume while it serves, as chunk *index (the
+ * count so far): where NULL, a new region at the image's end (a file
+ * image grows; its header made here); else the chunk on its own store,
+ * made by fs_mkfs_chunk for that index, checked as open checks a placed
+ * chunk. The new count is committed before this returns, and allocation
+ * may use the chunk at once. 0, or a negative errno and why[]. */
+int fs_add_chunk(struct fs_volume *vol, const struct fs_chunk_opts *o, const char *where,
+		 uint32_t *index, char *why, size_t whylen);
 /* An offline chunk placed outside the image (fs_open_placed): its store is
  * opened again by its name, the old one closed (an NBD server back after a
  * restart, a file put back); fs_chunk_online checks it after. 0 at once for

@@ -415,6 +415,11 @@ int vol_chunk_crowded(struct fs_volume *v, struct chunk *c, int kind_hint);
 struct chunk *vol_pick_spread(struct fs_volume *v, struct chunk *prefer, int kind_hint,
 			      const uint8_t *exclude);
 
+/* grow.c: the chunks from count on are no longer part of the volume (a
+ * chunk added whose count did not commit): their stores closed, their
+ * entries cleared. */
+void vol_drop_chunks_from(struct fs_volume *v, uint32_t count);
+
 /* place.c: the store of a chunk placed outside the image, by its name (an
  * NBD URI or a path). Read-write unless rdonly: an NBD export that is read-
  * only or offers no flush is refused then. why[] says why on failure. */

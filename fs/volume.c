@@ -48,7 +48,7 @@ static int flushed_alone(const struct fs_volume *v, const struct chunk *c)
 
 int vol_flush(struct fs_volume *v)
 {
-	uint32_t n = v->nchunks;
+	uint32_t n = __atomic_load_n(&v->nchunks, __ATOMIC_ACQUIRE); /* fs/grow.c */
 	uint8_t small[128], *sent = n <= 8 * sizeof(small) ? small : calloc((n + 7) / 8, 1);
 	int ret = 0;
 
@@ -146,7 +146,9 @@ static int open_chunks(struct fs_volume *v, struct vol_source *src, char *why, s
 		return -EUCLEAN;
 	}
 	v->nchunks = h0.chunk_count;
-	v->chunks = calloc(v->nchunks, sizeof(*v->chunks));
+	/* Room for every chunk the volume may ever have, so that a chunk
+	 * added while it serves never moves the others (fs/grow.c). */
+	v->chunks = calloc(OD_MAX_CHUNKS, sizeof(*v->chunks));
 	if (!v->chunks)
 		return -ENOMEM;
 	memcpy(v->uuid, h0.volume_uuid, 16);
@@ -317,6 +319,12 @@ static int vol_recover(struct fs_volume *v)
 			ret = 0;
 		}
 	}
+	/* A chunk added by a transaction that recovery rolled back is not
+	 * part of the volume: chunk 0's header, as recovered, says how many
+	 * chunks there are (fs/grow.c). */
+	if (ret == 0 && v->recovery.units_copied && !v->chunks[0].offline &&
+	    v->chunks[0].hdr.chunk_count >= 1 && v->chunks[0].hdr.chunk_count < v->nchunks)
+		vol_drop_chunks_from(v, v->chunks[0].hdr.chunk_count);
 	return ret;
 }
 
@@ -471,6 +479,12 @@ static int vol_prepare(struct fs_volume *v, int closing, struct txn *t)
 		ret = chunk_write_bitmap(c);
 		if (ret < 0)
 			return ret;
+		/* Every online header says how many chunks there are (a chunk
+		 * added, one back online from before): fs/grow.c. */
+		if (c->hdr.chunk_count != v->nchunks) {
+			c->hdr.chunk_count = v->nchunks;
+			c->header_dirty = 1;
+		}
 		if (closing && c->hdr.state == OD_STATE_DIRTY) {
 			c->hdr.state = OD_STATE_CLEAN;
 			c->header_dirty = 1;
