@@ -9,7 +9,9 @@
 # yes repairs it. Then both copies of K's first inode-area block (its
 # directory parts, lost+found's part): the daemon's repair makes the parts
 # again where their chains expect them and every file reads back at its
-# path (issue 20). No timing is asserted: waits poll.
+# path (issue 20). The automatic repair runs at background priority, the
+# manual one with repair_priority = normal at the daemon's own. No timing
+# is asserted: waits poll.
 . "$(dirname "$0")/functions.sh"
 requires nfs-cat python3
 
@@ -75,6 +77,11 @@ PY
 # The repair itself (its check, then the gate's):
 grep -q "repair: chunk $K: fsck index=$K exit=1 problems=1 fixed=1 left=0" "$tmp/server.log" ||
 	fail "the log does not show the repair's fsck fixing one problem"
+# ... each run in the background (repair_priority's default), at SCHED_IDLE.
+grep -q "repair: chunk $K: fsck index=$K exit=1 .* priority=background" "$tmp/server.log" ||
+	fail "the repair's fsck did not run at background priority"
+grep -q "repair: chunk $K: online index=$K .* priority=background" "$tmp/server.log" ||
+	fail "the gate's check did not run at background priority"
 grep -q "both copies are bad. Rebuild it from the blocks found in use: fixed" "$tmp/server.log" ||
 	fail "the log does not show the bitmap rebuilt"
 grep -q "repair: chunk $K needs repair: taking it offline" "$tmp/server.log" ||
@@ -90,7 +97,8 @@ echo "repair = auto: chunk $K found by the scrub, repaired in the daemon, every 
 # --- repair = manual ------------------------------------------------------------
 echo "corrupt both bitmap $K 0" | "$DAMAGE" "$tmp/volume.img" >"$tmp/damage.log" 2>&1 ||
 	fail "damage: $(cat "$tmp/damage.log")"
-start_server "control = $tmp/control" "scrub_state = none" "repair = manual"
+start_server "control = $tmp/control" "scrub_state = none" "repair = manual" \
+	"repair_priority = normal"
 "$CTL" -s "$tmp/control" scrub start "$K" >/dev/null || fail "scrub start $K"
 wait_for "s['repair']['offline_only'] == 1 and not s['chunks'][$K]['online']"
 python3 -c '
@@ -102,6 +110,8 @@ grep -q "chunkfsctl fsck $K yes repairs it" "$tmp/server.log" ||
 	fail "the log does not say which command repairs chunk $K"
 "$CTL" -s "$tmp/control" fsck "$K" -y >"$tmp/out" 2>&1 || fail "fsck $K -y: $(cat "$tmp/out")"
 grep -q "chunk $K is online" "$tmp/out" || fail "fsck -y did not bring chunk $K back: $(cat "$tmp/out")"
+grep -q "fsck of chunk $K: exit 1, .*, normal priority)" "$tmp/out" ||
+	fail "repair_priority = normal: the fsck did not say so: $(cat "$tmp/out")"
 all_read_back "after the manual repair"
 stop_server
 "$builddir/fsck.chunkfs" -f -n -x "$tmp/volume.img" >"$tmp/fsck2" 2>&1 ||

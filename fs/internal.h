@@ -144,6 +144,11 @@ struct fs_volume {
 	struct txn *inflight;
 	pthread_mutex_t commit_lock;
 	pthread_cond_t commit_cond;
+
+	/* The chunk (index + 1) whose window the scrub reads without the
+	 * lock, and its end signalled (on lock): its store stays open. */
+	uint32_t scrub_reading;
+	pthread_cond_t scrub_cond;
 };
 
 /* A loaded inode: where it lives and its decoded form. */

@@ -313,6 +313,9 @@ int fs_chunk_reopen(struct fs_volume *v, uint32_t i, char *why, size_t whylen)
 		return ret;
 	}
 	old = NULL;
+	/* (The scrub's window read of it, begun while it served, ends first.) */
+	while (v->scrub_reading == i + 1)
+		pthread_cond_wait(&v->scrub_cond, &v->lock);
 	if (c->offline) {
 		old = c->store;
 		c->store = st;

@@ -19,7 +19,16 @@
  * and equal but for crc; a valid copy that differs is stale (a lost
  * write) and the one with the greater txid is taken. A unit changed in
  * memory (dirty) or being written is skipped: the next transaction writes
- * it anyway. */
+ * it anyway.
+ *
+ * The reads (doc/design.md, the scrub): a step first reads its window,
+ * both copies of SCRUB_WINDOW blocks from the cursor, without the volume
+ * lock, then walks it with the lock held, reading nothing more. Only a
+ * verdict of "both copies whole and equal" is taken from the window; any
+ * other is read again from the store, locked, before anything is counted
+ * or healed (a transaction may have written the unit while the window was
+ * read). The walk stops at the first read past the window; the next step
+ * reads its window from there. */
 #include "config.h"
 
 #include <errno.h>
@@ -31,13 +40,38 @@
 
 /* Free or data blocks of the zone looked at per unit of the budget. */
 #define SCRUB_SCAN_PER_UNIT 256u
+/* Blocks of each copy a step reads without the volume lock: more than
+ * the 32 units of a step usually span, and at least the largest unit. */
+#define SCRUB_WINDOW 128u
+_Static_assert(SCRUB_WINDOW >= OD_MAX_DIR_UNIT, "a unit must fit in the window");
 
 struct scrub {
 	struct fs_volume *v;
 	struct chunk *c;
 	struct fs_scrub_result *res;
 	uint8_t *copy[2];              /* one unit of each copy, dir_unit blocks */
+	uint8_t *win[2];               /* the window of each copy, read unlocked */
+	uint32_t win_chunk, win_start, win_len; /* its chunk and copy-0 blocks */
+	int direct;                    /* reads go to the store (the lock held) */
 };
+
+/* Copy k of [block, block + units) of s->c into dst: from the window, or
+ * from the store when s->direct. -ERANGE: outside the window (the step
+ * ends there); else 0 or the store's error. */
+static int scrub_read(struct scrub *s, int k, uint32_t block, uint32_t units, uint8_t *dst)
+{
+	struct chunk *c = s->c;
+	size_t len = (size_t)units * OD_BLOCK_SIZE;
+
+	if (s->direct)
+		return store_pread(c->store, dst, len,
+				   (uint64_t)(k ? chunk_mirror(c, block) : block) * OD_BLOCK_SIZE);
+	if (c->index != s->win_chunk || block < s->win_start ||
+	    (uint64_t)block + units > (uint64_t)s->win_start + s->win_len)
+		return -ERANGE;
+	memcpy(dst, s->win[k] + (size_t)(block - s->win_start) * OD_BLOCK_SIZE, len);
+	return 0;
+}
 
 /* Is data a whole, valid copy of the unit at block of this type? */
 static int copy_valid(const struct chunk *c, const uint8_t *data, uint32_t block, uint32_t units,
@@ -136,11 +170,17 @@ static int scrub_unit(struct scrub *s, uint32_t block, uint32_t units, uint16_t 
 		return 0;
 	}
 	for (int k = 0; k < 2; k++) {
-		ret = store_pread(c->store, s->copy[k], len,
-				  (uint64_t)(k ? chunk_mirror(c, block) : block) * OD_BLOCK_SIZE);
-		if (ret < 0 && (ret != -EIO || store_lost(c->store)))
+		ret = scrub_read(s, k, block, units, s->copy[k]);
+		if (ret == -ERANGE || (ret < 0 && (ret != -EIO || store_lost(c->store))))
 			return ret; /* a lost store judges no copy */
 		ok[k] = ret == 0 && copy_valid(c, s->copy[k], block, units, type);
+	}
+	if (!s->direct && !(ok[0] && ok[1] && same_version(s->copy[0], s->copy[1], len))) {
+		/* A verdict that acts: from the store, with the lock held. */
+		s->direct = 1;
+		ret = scrub_unit(s, block, units, type);
+		s->direct = 0;
+		return ret;
 	}
 	s->res->units++;
 	s->res->bytes += 2 * len;
@@ -186,13 +226,16 @@ static int scrub_unit(struct scrub *s, uint32_t block, uint32_t units, uint16_t 
 
 /* Does the copy at block of the zone look like a directory or extent
  * unit? Its type and length, or 0. */
-static int looks_like_unit(struct scrub *s, uint32_t at, uint32_t block, uint16_t *type,
+static int looks_like_unit(struct scrub *s, int k, uint32_t block, uint16_t *type,
 			   uint32_t *units, uint64_t *owner)
 {
 	const struct chunk *c = s->c;
 	struct od_mb_header h;
+	int ret = scrub_read(s, k, block, 1, s->copy[0]);
 
-	if (store_pread(c->store, s->copy[0], OD_BLOCK_SIZE, (uint64_t)at * OD_BLOCK_SIZE) < 0)
+	if (ret == -ERANGE)
+		return ret;
+	if (ret < 0)
 		return 0;
 	od_get_mb_header(s->copy[0], &h);
 	if (h.magic != OD_MB_MAGIC || h.chunk != c->index || h.block != block)
@@ -225,13 +268,21 @@ static int scrub_zone_block(struct scrub *s, uint32_t block, uint32_t *step)
 		*step = b->units;
 		return scrub_unit(s, block, b->units, h.type);
 	}
-	seen0 = looks_like_unit(s, block, block, &type, &units, &owner);
-	seen1 = !seen0 && looks_like_unit(s, chunk_mirror(c, block), block, &type, &units, &owner);
+	seen0 = looks_like_unit(s, 0, block, &type, &units, &owner);
+	seen1 = seen0 ? 0 : looks_like_unit(s, 1, block, &type, &units, &owner);
+	if (seen0 < 0 || seen1 < 0)
+		return -ERANGE;
 	if (!seen0 && !seen1) {
 		s->res->probed++;
 		return 0;
 	}
-	if (!seen0 || !looks_like_unit(s, chunk_mirror(c, block), block, &type, &units, &owner)) {
+	if (seen0) {
+		int both = looks_like_unit(s, 1, block, &type, &units, &owner);
+		if (both < 0)
+			return both;
+		seen1 = both;
+	}
+	if (!seen0 || !seen1) {
 		/* One copy alone says "unit": so might a data block that holds
 		 * an image of one. Believed only when its owner is live. */
 		struct od_map_entry e;
@@ -260,7 +311,7 @@ static uint32_t scrub_span(const struct chunk *c)
 
 /* One item of c at *block (a unit, the lists, or a run of the zone's
  * blocks), with *budget units left; *block advanced past it. */
-static int scrub_item(struct scrub *s, uint32_t *block, uint32_t *budget)
+static int scrub_item_at(struct scrub *s, uint32_t *block, uint32_t *budget)
 {
 	struct chunk *c = s->c;
 	const struct od_chunk_header *h = &c->hdr;
@@ -333,6 +384,8 @@ static int scrub_item(struct scrub *s, uint32_t *block, uint32_t *budget)
 			continue;
 		}
 		ret = scrub_zone_block(s, b, &step);
+		if (ret == -ERANGE)
+			break; /* the next window begins here */
 		(*budget)--;
 		b += step;
 		if (ret < 0) {
@@ -341,7 +394,59 @@ static int scrub_item(struct scrub *s, uint32_t *block, uint32_t *budget)
 		}
 	}
 	*block = b;
-	return 0;
+	return ret;
+}
+
+/* One item, or -ERANGE with *block where the next window must begin. */
+static int scrub_item(struct scrub *s, uint32_t *block, uint32_t *budget)
+{
+	uint32_t at = *block;
+	int ret = scrub_item_at(s, block, budget);
+
+	/* A unit outside the window: it is walked again from the next one.
+	 * (A run of the zone stops at its own block.) */
+	if (ret == -ERANGE && at < s->c->hdr.data_start)
+		*block = at;
+	return ret;
+}
+
+/* With the lock held: read the window at the cursor (both copies of up
+ * to SCRUB_WINDOW blocks of its chunk) with the lock dropped meanwhile.
+ * No window when the cursor is at no chunk's blocks; a read that fails
+ * leaves the step reading the store, locked, as the judging reads do. */
+static void read_window(struct scrub *s, const struct fs_scrub_cursor *cur)
+{
+	struct fs_volume *v = s->v;
+	struct chunk *c = cur->chunk < v->nchunks ? &v->chunks[cur->chunk] : NULL;
+	struct chunk_store *st;
+	uint32_t span, len, half;
+	int r0, r1;
+
+	s->win_len = 0;
+	if (!c || c->offline || (c->hdr.flags & OD_CHF_SINGLE_COPY))
+		return;
+	span = scrub_span(c);
+	if (cur->block >= span)
+		return;
+	len = span - cur->block < SCRUB_WINDOW ? span - cur->block : SCRUB_WINDOW;
+	st = c->store;
+	half = c->half;
+	v->scrub_reading = cur->chunk + 1;
+	vol_unlock(v);
+	r0 = store_pread(st, s->win[0], (size_t)len * OD_BLOCK_SIZE,
+			 (uint64_t)cur->block * OD_BLOCK_SIZE);
+	r1 = store_pread(st, s->win[1], (size_t)len * OD_BLOCK_SIZE,
+			 ((uint64_t)cur->block + half) * OD_BLOCK_SIZE);
+	vol_lock(v);
+	v->scrub_reading = 0;
+	pthread_cond_broadcast(&v->scrub_cond);
+	if (r0 < 0 || r1 < 0) {
+		s->direct = 1;
+		return;
+	}
+	s->win_chunk = cur->chunk;
+	s->win_start = cur->block;
+	s->win_len = len;
 }
 
 int fs_scrub_step(struct fs_volume *v, struct fs_scrub_cursor *cur, uint32_t max_units,
@@ -349,16 +454,29 @@ int fs_scrub_step(struct fs_volume *v, struct fs_scrub_cursor *cur, uint32_t max
 {
 	struct scrub s = { .v = v, .res = res };
 	uint32_t budget = max_units ? max_units : 1;
+	size_t unit_len = (size_t)OD_MAX_DIR_UNIT * OD_BLOCK_SIZE;
+	size_t win_len = (size_t)SCRUB_WINDOW * OD_BLOCK_SIZE;
 	int ret = 0;
 
 	memset(res, 0, sizeof(*res));
 	if (v->rdonly)
 		return -EROFS;
+	for (int k = 0; k < 2; k++) {
+		s.copy[k] = malloc(unit_len);
+		s.win[k] = malloc(win_len);
+		if (!s.copy[k] || !s.win[k])
+			ret = -ENOMEM;
+	}
+	if (ret < 0)
+		goto out;
 	vol_lock(v);
+	if (!v->inflight)
+		read_window(&s, cur);
 	if (v->inflight) {
 		/* Its copies are being written without the lock. */
 		vol_unlock(v);
-		return -EAGAIN;
+		ret = -EAGAIN;
+		goto out;
 	}
 	while (budget && ret == 0) {
 		struct chunk *c;
@@ -379,22 +497,22 @@ int fs_scrub_step(struct fs_volume *v, struct fs_scrub_cursor *cur, uint32_t max
 			cur->block = 0;
 			continue;
 		}
-		if (!s.copy[0]) {
-			size_t len = (size_t)OD_MAX_DIR_UNIT * OD_BLOCK_SIZE;
-			s.copy[0] = malloc(len);
-			s.copy[1] = malloc(len);
-			if (!s.copy[0] || !s.copy[1]) {
-				ret = -ENOMEM;
-				break;
-			}
-		}
 		s.c = c;
 		ret = scrub_item(&s, &cur->block, &budget);
+		if (ret != -ERANGE)
+			continue;
+		ret = 0;
+		if (!s.win_len || cur->chunk != s.win_chunk || cur->block != s.win_start)
+			break; /* the next step reads on from here */
+		s.direct = 1; /* nothing here fits a window: read locked */
 	}
 	if (cur->chunk < v->nchunks && !v->chunks[cur->chunk].offline)
 		res->span = scrub_span(&v->chunks[cur->chunk]);
 	vol_unlock(v);
-	free(s.copy[0]);
-	free(s.copy[1]);
+out:
+	for (int k = 0; k < 2; k++) {
+		free(s.copy[k]);
+		free(s.win[k]);
+	}
 	return ret;
 }

@@ -256,6 +256,7 @@ static const char *const key_wants[][2] = {
 	{ "control_group", "a group name" },
 	{ "scrub", "off or auto" },
 	{ "repair", "auto or manual" },
+	{ "repair_priority", "background or normal" },
 	{ "scrub_rate_mb", "1-4096 (MiB of metadata read per second)" },
 	{ "scrub_state", "a file path, or none" },
 };
@@ -374,6 +375,10 @@ static int parse_key(const char *k, const char *v, struct config *cfg, char *err
 		if (strcmp(v, "auto") && strcmp(v, "manual"))
 			goto bad;
 		cfg->repair_manual = !strcmp(v, "manual");
+	} else if (!strcmp(k, "repair_priority")) {
+		if (strcmp(v, "background") && strcmp(v, "normal"))
+			goto bad;
+		cfg->repair_normal_priority = !strcmp(v, "normal");
 	} else if (!strcmp(k, "scrub_rate_mb")) {
 		if (parse_uint(v, 4096, &n) < 0 || n < 1)
 			goto bad;

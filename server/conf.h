@@ -74,6 +74,9 @@ struct config {
 	int scrub_auto;         /* scrub = auto: a whole-volume scrub starts at launch */
 	int repair_manual;      /* repair = manual: a chunk needing repair is only taken
 				 * offline (control.c), not repaired */
+	int repair_normal_priority; /* repair_priority = normal: checks and repairs run
+				     * at the control thread's priority, not in the
+				     * background (background.h) */
 	uint32_t scrub_rate_mb; /* MiB of metadata the scrub reads per second, at most */
 	char scrub_state[4096]; /* the scrub's cursor file ("": none kept) */
 	struct export *exports;

@@ -32,6 +32,7 @@
 
 #include "fs/fsck/fsck.h"
 #include "fs/format/ondisk.h"
+#include "server/background.h"
 #include "server/control.h"
 #include "server/log.h"
 #include "server/scrub.h"
@@ -354,12 +355,59 @@ static int parse_index(const char *s, uint32_t n, uint32_t *out)
 	return 0;
 }
 
+/* A chunk's check or repair, and the gate's check before it serves again,
+ * run without the volume lock: in the background (background.h), so that
+ * the clients of the other chunks go first on a busy machine, unless
+ * repair_priority = normal. */
+static int run_unlocked(struct control *ctl, int (*fn)(void *arg), void *arg, int *background)
+{
+	*background = 0;
+	return ctl->srv->cfg.repair_normal_priority ? fn(arg) : bg_run(fn, arg, background);
+}
+
+static const char *priority_name(int background)
+{
+	return background ? "background" : "normal";
+}
+
+struct gate_call {
+	struct fsck_gate g;
+	struct control *ctl;
+	uint32_t chunk;
+	char *why;
+	size_t whylen;
+	int background; /* the unlocked check ran at background priority */
+};
+
+static int gate_main(void *p)
+{
+	struct gate_call *c = p;
+
+	return fsck_gate_chunk(&c->g, c->chunk, 1, c->why, c->whylen);
+}
+
+static int gate_check(void *gate, uint32_t chunk, int unlocked, char *why, size_t whylen)
+{
+	struct gate_call *c = gate;
+
+	/* Locked, the check holds up every client whatever its priority:
+	 * there it runs at the control thread's own. */
+	if (!unlocked)
+		return fsck_gate_chunk(&c->g, chunk, 0, why, whylen);
+	c->chunk = chunk;
+	c->why = why;
+	c->whylen = whylen;
+	return run_unlocked(c->ctl, gate_main, c, &c->background);
+}
+
 static int bring_online(struct control *ctl, uint32_t i, int reopen, struct answer *a)
 {
-	struct fsck_gate g = { .image = ctl->srv->cfg.volume,
-			       .opts = { .out = fsck_line, .ctx = a } };
+	struct gate_call gc = { .g = { .image = ctl->srv->cfg.volume,
+				       .opts = { .out = fsck_line, .ctx = a } },
+				.ctl = ctl };
+	struct fsck_gate *g = &gc.g;
 	char why[512];
-	const struct fsck_result *res = &g.res;
+	const struct fsck_result *res = &g->res;
 	int ret = reopen ? fs_chunk_reopen(ctl->srv->vol, i, why, sizeof(why)) : 0;
 
 	if (ret < 0) {
@@ -370,8 +418,8 @@ static int bring_online(struct control *ctl, uint32_t i, int reopen, struct answ
 	/* With chunks placed elsewhere, the image's regions for them are
 	 * stale: every chunk is checked through its own store alone. */
 	if (ctl->srv->cfg.nplaces)
-		g.store = fs_chunk_store(ctl->srv->vol, i);
-	ret = fs_chunk_online(ctl->srv->vol, i, fsck_gate_chunk, &g, why, sizeof(why));
+		g->store = fs_chunk_store(ctl->srv->vol, i);
+	ret = fs_chunk_online(ctl->srv->vol, i, gate_check, &gc, why, sizeof(why));
 
 	if (res->chunks)
 		record_check(ctl, i, res);
@@ -381,8 +429,8 @@ static int bring_online(struct control *ctl, uint32_t i, int reopen, struct answ
 		return ret;
 	}
 	log_info("control: chunk %u online (checked in %.1f ms)", i, (double)res->usec / 1000);
-	add(a, "online index=%u check_us=%" PRIu64 " deferred=%u\nok\n", i, res->usec,
-	    res->deferred);
+	add(a, "online index=%u check_us=%" PRIu64 " deferred=%u priority=%s\nok\n", i, res->usec,
+	    res->deferred, priority_name(gc.background));
 	return 0;
 }
 
@@ -401,25 +449,43 @@ static int take_offline(struct control *ctl, uint32_t i, int force, struct answe
 	return 0;
 }
 
+/* fsck of an offline chunk through the store it has. With chunks placed
+ * elsewhere, the image's regions for them are stale. */
+struct fsck_call {
+	struct control *ctl;
+	uint32_t chunk;
+	const struct fsck_opts *opts;
+	struct fsck_result res;
+};
+
+static int fsck_main(void *p)
+{
+	struct fsck_call *c = p;
+	struct server *srv = c->ctl->srv;
+
+	if (srv->cfg.nplaces)
+		return fsck_chunk_store(fs_chunk_store(srv->vol, c->chunk), c->chunk, c->opts,
+					&c->res);
+	return fsck_volume_path(srv->cfg.volume, (int)c->chunk, c->opts, &c->res);
+}
+
 /* An offline chunk checked (and with yes repaired) here, then brought
  * back online through the store it has: 0, or < 0 with the reason in a. */
 static int check_and_online(struct control *ctl, uint32_t i, int yes, struct answer *a)
 {
 	struct fsck_opts o = { .mode = yes ? FSCK_YES : FSCK_CHECK_ONLY, .force = 1, .jobs = 1,
 			       .both_copies = 1, .out = fsck_line, .ctx = a };
-	struct fsck_result res;
-	int ret;
+	struct fsck_call c = { .ctl = ctl, .chunk = i, .opts = &o };
+	const struct fsck_result *res = &c.res;
+	int background, ret = run_unlocked(ctl, fsck_main, &c, &background);
 
-	if (ctl->srv->cfg.nplaces)
-		ret = fsck_chunk_store(fs_chunk_store(ctl->srv->vol, i), i, &o, &res);
-	else
-		ret = fsck_volume_path(ctl->srv->cfg.volume, (int)i, &o, &res);
-	record_check(ctl, i, &res);
-	add(a, "fsck index=%u exit=%d problems=%u fixed=%u left=%u us=%" PRIu64 "\n", i,
-	    res.exit_code, res.problems, res.fixed, res.unfixed, res.usec);
-	if (ret < 0 || (res.exit_code & ~FSCK_EXIT_FIXED)) {
+	record_check(ctl, i, res);
+	add(a, "fsck index=%u exit=%d problems=%u fixed=%u left=%u us=%" PRIu64 " priority=%s\n",
+	    i, res->exit_code, res->problems, res->fixed, res->unfixed, res->usec,
+	    priority_name(background));
+	if (ret < 0 || (res->exit_code & ~FSCK_EXIT_FIXED)) {
 		add(a, "error chunk %u %s: it stays offline\n", i,
-		    ret < 0 || (res.exit_code & FSCK_EXIT_OPERATIONAL) ? "could not be checked"
+		    ret < 0 || (res->exit_code & FSCK_EXIT_OPERATIONAL) ? "could not be checked"
 									: "has problems left");
 		return ret < 0 ? ret : -EUCLEAN;
 	}

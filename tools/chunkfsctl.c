@@ -325,14 +325,15 @@ static void print_text(struct record *recs, int n)
 		if (!strcmp(r->type, "fsck") && r->n && !strcmp(r->key[0], "line"))
 			printf("%s\n", r->val[0]);
 		else if (!strcmp(r->type, "fsck"))
-			printf("fsck of chunk %s: exit %s, %s problems, %s fixed, %s left (%.1f ms)\n",
+			printf("fsck of chunk %s: exit %s, %s problems, %s fixed, %s left (%.1f ms, "
+			       "%s priority)\n",
 			       get(r, "index"), get(r, "exit"), get(r, "problems"), get(r, "fixed"),
-			       get(r, "left"), (double)num(r, "us") / 1000);
+			       get(r, "left"), (double)num(r, "us") / 1000, get(r, "priority"));
 		else if (!strcmp(r->type, "offline"))
 			printf("chunk %s is offline\n", get(r, "index"));
 		else if (!strcmp(r->type, "online"))
-			printf("chunk %s is online (checked in %.1f ms)\n", get(r, "index"),
-			       (double)num(r, "check_us") / 1000);
+			printf("chunk %s is online (checked in %.1f ms, %s priority)\n",
+			       get(r, "index"), (double)num(r, "check_us") / 1000, get(r, "priority"));
 		else if (!strcmp(r->type, "scrub"))
 			print_scrub(r);
 	}

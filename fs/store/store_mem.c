@@ -17,6 +17,8 @@ struct mem_store {
 	/* A bad range: reads (and writes, if so told) touching it fail. */
 	uint64_t bad_off, bad_len;
 	int bad_err, bad_writes;
+	void (*on_read)(void *arg, uint64_t off, size_t len);
+	void *on_read_arg;
 };
 
 static int in_bad_range(const struct mem_store *m, size_t len, uint64_t off)
@@ -65,6 +67,8 @@ static int mem_pread(struct chunk_store *st, void *buf, size_t len, uint64_t off
 {
 	struct mem_store *m = to_mem(st);
 
+	if (m->on_read)
+		m->on_read(m->on_read_arg, off, len);
 	if (m->fail)
 		return -m->fail;
 	if (off > st->size || len > st->size - off)
@@ -164,6 +168,15 @@ void store_mem_bad_range(struct chunk_store *st, uint64_t off, uint64_t len, int
 	m->bad_len = len;
 	m->bad_err = err;
 	m->bad_writes = writes;
+}
+
+void store_mem_on_read(struct chunk_store *st, void (*fn)(void *arg, uint64_t off, size_t len),
+		       void *arg)
+{
+	struct mem_store *m = to_mem(st);
+
+	m->on_read = fn;
+	m->on_read_arg = arg;
 }
 
 void io_log_free(struct io_log *log)

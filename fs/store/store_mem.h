@@ -1,6 +1,7 @@
 /* A chunk store in memory, optionally recording every write and flush in a
  * log shared by all chunks of a volume (the crash-state harness replays
- * prefixes and subsets of it), and optionally failing I/O on demand. */
+ * prefixes and subsets of it), optionally failing I/O on demand, and
+ * optionally telling a test of each read. */
 #ifndef CHUNKFS_STORE_MEM_H
 #define CHUNKFS_STORE_MEM_H
 
@@ -39,6 +40,11 @@ void store_mem_fail(struct chunk_store *st, int err);
 /* Fail reads touching [off, off + len) with err, and writes too when
  * writes is set: a bad sector (len 0: none). */
 void store_mem_bad_range(struct chunk_store *st, uint64_t off, uint64_t len, int err, int writes);
+
+/* Call fn(arg, off, len) at the start of every read (NULL: none): a test
+ * looking at what holds which lock while the store is read. */
+void store_mem_on_read(struct chunk_store *st, void (*fn)(void *arg, uint64_t off, size_t len),
+		       void *arg);
 
 void io_log_free(struct io_log *log);
 
