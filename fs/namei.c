@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 
 #include "fs/internal.h"
+#include "fs/name_table.h"
 
 #define FS_LINK_MAX 65000u
 
@@ -103,15 +104,7 @@ out:
  * chunks first, then general ones), else to its parent's chunk. */
 static int name_kind_hint(const char *name, size_t len)
 {
-	static const char *const large[] = { ".iso", ".img", ".mp3", ".mp4", ".mkv", ".avi",
-					     ".tar", ".gz", ".xz", ".zst", ".qcow2", ".zip" };
-
-	for (size_t i = 0; i < sizeof(large) / sizeof(large[0]); i++) {
-		size_t n = strlen(large[i]);
-		if (len > n && memcmp(name + len - n, large[i], n) == 0)
-			return FS_KIND_LARGE;
-	}
-	return FS_KIND_SMALL;
+	return name_table_kind(name, len); /* fs/name_table.c: the one table */
 }
 
 struct newobj {
