@@ -345,6 +345,12 @@ int fs_mkfs_chunk(const char *volume, const struct fs_chunk_opts *o, const char 
  * may use the chunk at once. 0, or a negative errno and why[]. */
 int fs_add_chunk(struct fs_volume *vol, const struct fs_chunk_opts *o, const char *where,
 		 uint32_t *index, char *why, size_t whylen);
+/* place.c: is any chunk placed outside the image (on its own store)?
+ * Chunk i's place (its store's name), or NULL for a region of the image
+ * (or no chunk i); the string lives as long as the volume. Both without
+ * the volume lock: a chunk's place never changes. */
+int fs_any_placed(struct fs_volume *vol);
+const char *fs_chunk_place(struct fs_volume *vol, uint32_t chunk);
 /* An offline chunk placed outside the image (fs_open_placed): its store is
  * opened again by its name, the old one closed (an NBD server back after a
  * restart, a file put back); fs_chunk_online checks it after. 0 at once for

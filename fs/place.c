@@ -60,3 +60,21 @@ int vol_place_open(const char *name, int rdonly, struct chunk_store **out, char 
 			 ret == -EINVAL ? "not a file or block device" : strerror(-ret));
 	return ret;
 }
+
+int fs_any_placed(struct fs_volume *v)
+{
+	uint32_t n = __atomic_load_n(&v->nchunks, __ATOMIC_ACQUIRE);
+
+	/* c->place is set before a chunk is published and never changes. */
+	for (uint32_t i = 1; i < n; i++)
+		if (v->chunks[i].place)
+			return 1;
+	return 0;
+}
+
+const char *fs_chunk_place(struct fs_volume *v, uint32_t chunk)
+{
+	uint32_t n = __atomic_load_n(&v->nchunks, __ATOMIC_ACQUIRE);
+
+	return chunk < n ? v->chunks[chunk].place : NULL;
+}

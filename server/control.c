@@ -3,6 +3,7 @@
  * offline and back. One command per connection, one line:
  *   status | offline N [force] | online N | fsck N [yes]
  *   | scrub start [N] | scrub pause | scrub resume | scrub status
+ *   | add-chunk [size=BYTES] [kind=KIND] [bpi=BYTES] [WHERE]
  * and an answer of lines "key=value ...", the last one "ok" or
  * "error MESSAGE". The loop owns the sockets; commands run one at a time
  * on the control thread (they wait for the volume lock, and fsck takes
@@ -32,6 +33,7 @@
 
 #include "fs/fsck/fsck.h"
 #include "fs/format/ondisk.h"
+#include "server/add_chunk.h"
 #include "server/background.h"
 #include "server/control.h"
 #include "server/log.h"
@@ -417,7 +419,7 @@ static int bring_online(struct control *ctl, uint32_t i, int reopen, struct answ
 	}
 	/* With chunks placed elsewhere, the image's regions for them are
 	 * stale: every chunk is checked through its own store alone. */
-	if (ctl->srv->cfg.nplaces)
+	if (fs_any_placed(ctl->srv->vol))
 		g->store = fs_chunk_store(ctl->srv->vol, i);
 	ret = fs_chunk_online(ctl->srv->vol, i, gate_check, &gc, why, sizeof(why));
 
@@ -463,7 +465,7 @@ static int fsck_main(void *p)
 	struct fsck_call *c = p;
 	struct server *srv = c->ctl->srv;
 
-	if (srv->cfg.nplaces)
+	if (fs_any_placed(srv->vol))
 		return fsck_chunk_store(fs_chunk_store(srv->vol, c->chunk), c->chunk, c->opts,
 					&c->res);
 	return fsck_volume_path(srv->cfg.volume, (int)c->chunk, c->opts, &c->res);
@@ -499,6 +501,21 @@ static void cmd_fsck(struct control *ctl, uint32_t i, int yes, struct answer *a)
 		check_and_online(ctl, i, yes, a);
 }
 
+/* --- add-chunk ------------------------------------------------------------- */
+
+static void cmd_add_chunk(struct control *ctl, char **w, int nw, struct answer *a)
+{
+	char why[512];
+	uint32_t index;
+
+	if (add_chunk_run(ctl->srv, w, nw, &index, why, sizeof(why)) < 0) {
+		add(a, "error %s\n", why);
+		return;
+	}
+	add(a, "added index=%u chunks=%u\n", index, fs_chunk_count(ctl->srv->vol));
+	add(a, "ok\n");
+}
+
 static void run_command(struct control *ctl, const char *line, struct answer *a)
 {
 	char buf[CMD_MAX], *w[4] = { 0 };
@@ -524,9 +541,12 @@ static void run_command(struct control *ctl, const char *line, struct answer *a)
 		cmd_fsck(ctl, i, nw == 3, a);
 	} else if (!strcmp(w[0], "scrub")) {
 		cmd_scrub(ctl, w, nw, a);
+	} else if (!strcmp(w[0], "add-chunk")) {
+		cmd_add_chunk(ctl, w, nw, a);
 	} else {
 		add(a, "error unknown command (status, offline N [force], online N, fsck N [yes], "
-		       "scrub start [N]|pause|resume|status)\n");
+		       "scrub start [N]|pause|resume|status, add-chunk [size=B] [kind=K] [bpi=B] "
+		       "[WHERE])\n");
 	}
 }
 
@@ -739,7 +759,7 @@ static void watch_stores(struct control *ctl)
 	struct fs_counters k;
 	struct timespec now;
 
-	if (!ctl->srv->cfg.nplaces)
+	if (!fs_any_placed(v))
 		return;
 	fs_offline_lost_stores(v);
 	if (fs_get_counters(v, &k) == 0 && k.chunks_needing_repair == 0) {
@@ -1051,12 +1071,15 @@ int control_start(struct server *srv, struct control **out)
 	if (!ctl)
 		return -ENOMEM;
 	ctl->srv = srv;
-	ctl->checks = calloc(fs_chunk_count(srv->vol), sizeof(*ctl->checks));
-	ctl->repair_seen = calloc(fs_chunk_count(srv->vol), 1);
-	ctl->reconnect_at = calloc(fs_chunk_count(srv->vol), sizeof(*ctl->reconnect_at));
-	ctl->reconnect_wait = calloc(fs_chunk_count(srv->vol), sizeof(*ctl->reconnect_wait));
-	ctl->probe = calloc(fs_chunk_count(srv->vol), sizeof(*ctl->probe));
-	ctl->probe_why = calloc(fs_chunk_count(srv->vol), sizeof(*ctl->probe_why));
+	/* Per chunk, for as many chunks as the volume may come to have
+	 * (add-chunk): nothing moves while the probes' threads use them, and
+	 * pages never touched cost no memory. */
+	ctl->checks = calloc(OD_MAX_CHUNKS, sizeof(*ctl->checks));
+	ctl->repair_seen = calloc(OD_MAX_CHUNKS, 1);
+	ctl->reconnect_at = calloc(OD_MAX_CHUNKS, sizeof(*ctl->reconnect_at));
+	ctl->reconnect_wait = calloc(OD_MAX_CHUNKS, sizeof(*ctl->reconnect_wait));
+	ctl->probe = calloc(OD_MAX_CHUNKS, sizeof(*ctl->probe));
+	ctl->probe_why = calloc(OD_MAX_CHUNKS, sizeof(*ctl->probe_why));
 	ctl->repair_last_chunk = -1;
 	snprintf(ctl->path, sizeof(ctl->path), "%s", srv->cfg.control);
 	pthread_mutex_init(&ctl->lock, NULL);

@@ -61,8 +61,10 @@ static void keep_fixed(const struct server *srv, const struct config *nc)
 	keep("control", strcmp(nc->control, cur->control) != 0, cur->control[0] ? cur->control : "none");
 	keep("control_group", strcmp(nc->control_group, cur->control_group) != 0,
 	     cur->control_group[0] ? cur->control_group : "(root only)");
-	for (uint32_t i = 0; i < nc->nplaces || i < cur->nplaces; i++) {
-		const char *was = i < cur->nplaces ? cur->places[i] : NULL;
+	/* Where each chunk lives is the running volume's (the configuration
+	 * at start, and add-chunk's since): compared with the new file. */
+	for (uint32_t i = 0; i < nc->nplaces || i < fs_chunk_count(srv->vol); i++) {
+		const char *was = fs_chunk_place(srv->vol, i);
 		const char *now = i < nc->nplaces ? nc->places[i] : NULL;
 		if (!was && !now)
 			continue;

@@ -44,6 +44,13 @@ static void usage(FILE *f)
 		"                     (of chunk N only, when given); bad copies are rewritten\n"
 		"  scrub pause|resume|status\n"
 		"                     hold the scrub where it is, go on, or show its progress\n"
+		"  add-chunk [--size S] [--kind K] [--bytes-per-inode B]\n"
+		"                     add a chunk while the volume serves: a new region at the\n"
+		"                     end of its image (S: chunk 0's size unless given; K:\n"
+		"                     general, small or large)\n"
+		"  add-chunk WHERE    add the chunk on its own store WHERE (a path or NBD URI)\n"
+		"                     whose header mkfs.chunkfs --add-chunk-of made; the daemon\n"
+		"                     records 'chunk N = WHERE' in its configuration file\n"
 		"\n"
 		"  -s SOCKET   the daemon's control socket (default $CHUNKFS_CONTROL or %s)\n"
 		"  --json      print JSON instead of tables\n"
@@ -389,6 +396,71 @@ static int ask(const char *path, const char *cmd, char **answer)
 	return 0;
 }
 
+/* "add-chunk [--size S] [--kind K] [--bytes-per-inode B] [--json] [WHERE]"
+ * (w[0] is "add-chunk") as the control command, in cmd: 0, or -EINVAL. */
+static int add_chunk_command(int nw, char **w, char *cmd, size_t len, int *json)
+{
+	unsigned long long size = 0, bpi = 0;
+	const char *kind = NULL, *where = NULL;
+	size_t used;
+
+	for (int k = 1; k < nw; k++) {
+		const char *opt = w[k];
+		if (!strcmp(opt, "--json")) {
+			*json = 1;
+		} else if ((!strcmp(opt, "--size") || !strcmp(opt, "--bytes-per-inode")) &&
+			   k + 1 < nw) {
+			char *end;
+			unsigned long long v = strtoull(w[++k], &end, 10);
+			int shift = *end == 'K' || *end == 'k' ? 10 : *end == 'M' || *end == 'm' ? 20
+				  : *end == 'G' || *end == 'g' ? 30 : 0;
+			if (end == w[k] || (shift && end[1]) || (!shift && *end))
+				return -EINVAL;
+			v <<= shift;
+			if (!strcmp(opt, "--size"))
+				size = v;
+			else
+				bpi = v;
+		} else if (!strcmp(opt, "--kind") && k + 1 < nw) {
+			kind = w[++k];
+			if (strcmp(kind, "general") && strcmp(kind, "small") && strcmp(kind, "large"))
+				return -EINVAL;
+		} else if (opt[0] != '-' && !where) {
+			where = opt;
+		} else {
+			return -EINVAL;
+		}
+	}
+	if (where && (size || bpi || kind)) {
+		fprintf(stderr, "%s: add-chunk WHERE takes the size and kind mkfs.chunkfs "
+			"--add-chunk-of gave the chunk\n", progname);
+		return -EINVAL;
+	}
+	used = (size_t)snprintf(cmd, len, "add-chunk");
+	if (size)
+		used += (size_t)snprintf(cmd + used, len > used ? len - used : 0, " size=%llu", size);
+	if (bpi)
+		used += (size_t)snprintf(cmd + used, len > used ? len - used : 0, " bpi=%llu", bpi);
+	if (kind)
+		used += (size_t)snprintf(cmd + used, len > used ? len - used : 0, " kind=%s", kind);
+	if (where)
+		used += (size_t)snprintf(cmd + used, len > used ? len - used : 0, " %s", where);
+	if (used >= len || strpbrk(where ? where : "", " \t\n")) {
+		fprintf(stderr, "%s: add-chunk: the store's name is too long or holds a space\n",
+			progname);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static void print_added(struct record *recs, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (!strcmp(recs[i].type, "added"))
+			printf("chunk %s added (the volume has %s chunks)\n", get(&recs[i], "index"),
+			       get(&recs[i], "chunks"));
+}
+
 static int parse_chunk_arg(const char *s)
 {
 	char *end;
@@ -408,7 +480,7 @@ int main(int argc, char **argv)
 	};
 	const char *path = getenv("CHUNKFS_CONTROL");
 	int json = 0, force = 0, yes = 0, opt, nrec = 0, ok = 0, ret;
-	char cmd[128], *answer = NULL, *line, *save = NULL;
+	char cmd[256], *answer = NULL, *line, *save = NULL;
 	const char *error = "the daemon's answer ended early";
 	struct record *recs;
 
@@ -436,6 +508,13 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
+	/* add-chunk takes options of its own. */
+	if (optind < argc && !strcmp(argv[optind], "add-chunk")) {
+		if (add_chunk_command(argc - optind, argv + optind, cmd, sizeof(cmd), &json) < 0) {
+			usage(stderr);
+			return 2;
+		}
+	} else {
 	/* Options after the command word: --force, -y. */
 	{
 		int k = optind;
@@ -479,6 +558,7 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
+	}
 	ret = ask(path, cmd, &answer);
 	if (ret < 0) {
 		fprintf(stderr, "%s: cannot reach chunkfsd at %s: %s\n", progname, path,
@@ -506,6 +586,8 @@ int main(int argc, char **argv)
 		print_json(recs, nrec, ok, error);
 	else if (!strcmp(cmd, "status"))
 		print_status(recs, nrec);
+	else if (!strncmp(cmd, "add-chunk", 9))
+		print_added(recs, nrec);
 	else
 		print_text(recs, nrec);
 	if (!ok && !json)

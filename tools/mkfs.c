@@ -51,6 +51,10 @@ struct mkfs_args {
 	int preallocate;
 	const char *populate_dir;
 	const char *image;
+	const char *add_chunk_of; /* --add-chunk-of VOLUME: IMAGE is a new chunk's store */
+	uint64_t index;           /* --index; 0: the volume's next chunk */
+	int size_given;           /* -s was given */
+	int others_given;         /* -n, -S, -L, -d, --single-copy, --preallocate */
 };
 
 /* What is known about IMAGE before anything is written to it. */
@@ -74,9 +78,13 @@ static void usage(FILE *f)
 		"Usage: %s [-s CHUNK_SIZE] [-n CHUNKS | -S TOTAL_SIZE] [-k KIND[,KIND...]]\n"
 		"       [-i BYTES_PER_INODE] [-L LABEL] [-f] [-q] [-d DIR] [--preallocate]\n"
 		"       [--single-copy] IMAGE\n"
+		"       %s --add-chunk-of VOLUME [--index N] [-s CHUNK_SIZE] [-k KIND]\n"
+		"       [-i BYTES_PER_INODE] [-f] [-q] STORE\n"
 		"\n"
 		"Makes a chunkfs volume on IMAGE, a file (created sparse if missing) or a\n"
-		"block device.\n"
+		"block device. With --add-chunk-of, makes the header of a new chunk of the\n"
+		"volume whose image is VOLUME on STORE (a file, created sparse if missing,\n"
+		"a block device or an NBD URI), for chunkfsctl add-chunk STORE.\n"
 		"\n"
 		"  -s CHUNK_SIZE       size of each chunk: a power of two, 1M..16G (default 1G)\n"
 		"  -n CHUNKS           number of chunks, 1..65535\n"
@@ -92,10 +100,13 @@ static void usage(FILE *f)
 		"  --preallocate       write every byte of a file IMAGE now, so that no commit\n"
 		"                      waits for the host file system to allocate space\n"
 		"  --single-copy       keep one copy of metadata (benchmarks only)\n"
+		"  --add-chunk-of VOLUME  a new chunk of VOLUME on STORE (-s: chunk 0's size\n"
+		"                      unless given; -k: one kind)\n"
+		"  --index N           the chunk's index (default: the volume's chunk count)\n"
 		"\n"
 		"Sizes take a suffix K, M, G or T (powers of 1024).\n"
 		"Exit status: 0 made, 1 usage error or refused, 8 operational error.\n",
-		progname, LABEL_MAX);
+		progname, progname, LABEL_MAX);
 }
 
 static void __attribute__((noreturn, format(printf, 1, 2))) usage_error(const char *fmt, ...)
@@ -217,12 +228,14 @@ static const char *fmt_size(uint64_t v, char *buf, size_t len)
 
 static void parse_args(int argc, char **argv, struct mkfs_args *a)
 {
-	enum { OPT_SINGLE_COPY = 256, OPT_PREALLOCATE };
+	enum { OPT_SINGLE_COPY = 256, OPT_PREALLOCATE, OPT_ADD_CHUNK_OF, OPT_INDEX };
 	static const struct option longopts[] = {
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ "single-copy", no_argument, NULL, OPT_SINGLE_COPY },
 		{ "preallocate", no_argument, NULL, OPT_PREALLOCATE },
+		{ "add-chunk-of", required_argument, NULL, OPT_ADD_CHUNK_OF },
+		{ "index", required_argument, NULL, OPT_INDEX },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *chunk_size_arg = "1G";
@@ -233,6 +246,7 @@ static void parse_args(int argc, char **argv, struct mkfs_args *a)
 		switch (c) {
 		case 's':
 			a->chunk_size = size_arg("-s", optarg);
+			a->size_given = 1;
 			chunk_size_arg = optarg;
 			if (!a->chunk_size)
 				usage_error("-s %s: the chunk size cannot be 0", optarg);
@@ -242,11 +256,13 @@ static void parse_args(int argc, char **argv, struct mkfs_args *a)
 				usage_error("-n %s: the number of chunks must be 1..%u", optarg,
 					    MAX_CHUNKS);
 			a->chunk_count = v;
+			a->others_given = 1;
 			break;
 		case 'S':
 			a->total_size = size_arg("-S", optarg);
 			if (!a->total_size)
 				usage_error("-S %s: the total size cannot be 0", optarg);
+			a->others_given = 1;
 			break;
 		case 'k':
 			parse_kinds(optarg, a);
@@ -263,6 +279,7 @@ static void parse_args(int argc, char **argv, struct mkfs_args *a)
 				usage_error("-L: the label is %zu bytes, at most %d fit",
 					    strlen(optarg), LABEL_MAX);
 			a->label = optarg;
+			a->others_given = 1;
 			break;
 		case 'f':
 			a->force = 1;
@@ -272,12 +289,24 @@ static void parse_args(int argc, char **argv, struct mkfs_args *a)
 			break;
 		case 'd':
 			a->populate_dir = optarg;
+			a->others_given = 1;
 			break;
 		case OPT_SINGLE_COPY:
 			a->single_copy = 1;
+			a->others_given = 1;
 			break;
 		case OPT_PREALLOCATE:
 			a->preallocate = 1;
+			a->others_given = 1;
+			break;
+		case OPT_ADD_CHUNK_OF:
+			a->add_chunk_of = optarg;
+			break;
+		case OPT_INDEX:
+			if (parse_size(optarg, &v) < 0 || v == 0 || v >= MAX_CHUNKS)
+				usage_error("--index %s: a chunk index is 1..%u", optarg,
+					    MAX_CHUNKS - 1);
+			a->index = v;
 			break;
 		case 'h':
 			usage(stdout);
@@ -298,6 +327,12 @@ static void parse_args(int argc, char **argv, struct mkfs_args *a)
 
 	if (a->chunk_count && a->total_size)
 		usage_error("-n and -S both give the size; use one");
+	if (a->add_chunk_of && a->others_given)
+		usage_error("--add-chunk-of takes -s, -k, -i, --index, -f and -q only");
+	if (a->add_chunk_of && a->nkinds > 1)
+		usage_error("--add-chunk-of: one kind (-k) for the one chunk");
+	if (a->index && !a->add_chunk_of)
+		usage_error("--index goes with --add-chunk-of");
 	if (!a->chunk_size)
 		a->chunk_size = DEFAULT_CHUNK_SIZE;
 	if (a->chunk_size & (a->chunk_size - 1))
@@ -505,6 +540,34 @@ static void print_summary(const struct mkfs_args *a, const struct fs_mkfs_opts *
 		       ps->devices, ps->fifos, ps->sockets, ps->bytes);
 }
 
+/* --add-chunk-of VOLUME STORE: a new chunk's header on STORE. */
+static int add_chunk_of(struct mkfs_args *a)
+{
+	struct fs_chunk_opts o = { 0 };
+	char why[512], s1[32];
+	uint32_t index;
+	int ret;
+
+	o.chunk_size = a->size_given ? a->chunk_size : 0;
+	o.kind = a->nkinds ? a->kinds[0] : FS_KIND_GENERAL;
+	o.bytes_per_inode = (uint32_t)a->bytes_per_inode;
+	o.index = (uint32_t)a->index;
+	o.force = a->force;
+	ret = fs_mkfs_chunk(a->add_chunk_of, &o, a->image, &index, why, sizeof(why));
+	free(a->kinds);
+	if (ret < 0) {
+		fprintf(stderr, "%s: %s\n", progname, why);
+		return ret == -EEXIST || ret == -EINVAL ? EXIT_USAGE : EXIT_OPERATIONAL;
+	}
+	if (!a->quiet)
+		printf("Made chunk %" PRIu32 " of %s on %s (%s, %s); add it with chunkfsctl "
+		       "add-chunk %s\n",
+		       index, a->add_chunk_of, a->image,
+		       a->size_given ? fmt_size(a->chunk_size, s1, sizeof(s1)) : "chunk 0's size",
+		       kind_names[o.kind], a->image);
+	return EXIT_OK;
+}
+
 int main(int argc, char **argv)
 {
 	struct mkfs_args a = { 0 };
@@ -520,6 +583,8 @@ int main(int argc, char **argv)
 	int created, ret, status = EXIT_OPERATIONAL;
 
 	parse_args(argc, argv, &a);
+	if (a.add_chunk_of)
+		return add_chunk_of(&a);
 	examine_image(&a, &img);
 	count = chunk_count_for(&a, &img);
 
