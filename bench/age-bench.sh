@@ -42,7 +42,9 @@
 # least 8 MiB; chunkfs: outside its metadata zones, which data takes
 # last), seq MiB/s and small files/s (the probe reads), enospc (writes
 # refused for want of space during the replay, and the fullness by the
-# filesystem's own count when the first was).
+# filesystem's own count when the first was). A probe file the filesystem
+# had no room for is left out: the read rates then cover those written,
+# shown as (written/asked) after the rate.
 set -u
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -152,14 +154,20 @@ drop_caches() {
 }
 cache_note=
 
-AB="$builddir/bench/age_bench"
+# Copies of the programs: a rebuild of the tree during the run cannot
+# change (or remove) what is measured.
+mkdir -p "$tmp/bin"
+for b in chunkfsd mkfs.chunkfs bench/age_bench bench/age_count; do
+	cp "$builddir/$b" "$tmp/bin/" || die "cannot copy $builddir/$b"
+done
+AB="$tmp/bin/age_bench"
 age_opts="--full $age_full --write-factor $write_factor --sync-every $sync_every --seed $seed --dirs $dirs"
 probe_opts="--large $large --large-mib $large_mib --small $small --sync-every $sync_every"
 
 # --- chunkfs through chunkfsd ----------------------------------------------
 start_server() {
 	rm -f "$tmp/port"
-	"$builddir/chunkfsd" -f -c "$tmp/chunkfsd.conf" --port-file "$tmp/port" >>"$tmp/server.log" 2>&1 &
+	"$tmp/bin/chunkfsd" -f -c "$tmp/chunkfsd.conf" --port-file "$tmp/port" >>"$tmp/server.log" 2>&1 &
 	server_pid=$!
 	for _ in $(seq 1 200); do
 		[ -s "$tmp/port" ] && break
@@ -183,7 +191,7 @@ run_chunkfs() {
 	local state=$1 out=$tmp/chunkfs-$1.out img=$tmp/chunkfs.img
 	rm -f "$img"
 	# shellcheck disable=SC2086
-	"$builddir/mkfs.chunkfs" -q -S "$size" -s "$chunk_size" $mkfs_opts "$img" ||
+	"$tmp/bin/mkfs.chunkfs" -q -S "$size" -s "$chunk_size" $mkfs_opts "$img" ||
 		die "mkfs.chunkfs failed"
 	cat >"$tmp/chunkfsd.conf" <<EOF
 volume = $img
@@ -206,7 +214,7 @@ EOF
 	# shellcheck disable=SC2086
 	"$AB" --nfs "127.0.0.1:$port" $probe_opts probe-read >>"$out" || die "chunkfs: probe-read failed"
 	stop_server
-	"$builddir/bench/age_count" "$img" >>"$out" || die "chunkfs: age_count failed"
+	"$tmp/bin/age_count" "$img" >>"$out" || die "chunkfs: age_count failed"
 	say "chunkfs $state: $(tr '\n' ' ' <"$out")"
 }
 
@@ -291,6 +299,8 @@ row() { # FS STATE FILE
 		$1 == "files" && $2 == "all" { files = kv($0, "n"); data = kv($0, "data"); ext = kv($0, "extents"); one = kv($0, "one") }
 		$1 == "files" && $2 == "probe-large" { pd = kv($0, "data"); pe = kv($0, "extents") }
 		$1 == "free" { fr = kv($0, "free"); ge = kv($0, "ge8m") }
+		$1 == "probe-write" { pl = kv($0, "large"); plw = kv($0, "large_written")
+			ps = kv($0, "small"); psw = kv($0, "small_written") }
 		$1 == "read-large" { seq = kv($0, "mibps") }
 		$1 == "read-small" { sm = kv($0, "rate") }
 		$1 == "age" { en = kv($0, "enospc"); enp = kv($0, "first_enospc_used_pct"); used = kv($0, "used_pct") }
@@ -300,8 +310,12 @@ row() { # FS STATE FILE
 			gep = fr > 0 ? 100 * ge / fr : 0
 			enos = en == "" ? "-" : (en == 0 ? "0" : en " @" enp "%")
 			ple = pd > 0 ? pe / pd : 0
-			printf "%-8s %-6s %7d %8.2f %6.1f%% %9.1f %8.1f%% %9.1f %9.0f  %s\n", fs, st, files, epf, onep,
-				ple, gep, seq, sm, enos
+			seqs = sprintf("%.1f", seq); sms = sprintf("%.0f", sm)
+			# probe files the filesystem had no room for: how many were there
+			if (plw != "" && plw + 0 < pl + 0) seqs = seqs "(" plw "/" pl ")"
+			if (psw != "" && psw + 0 < ps + 0) sms = sms "(" psw "/" ps ")"
+			printf "%-8s %-6s %7d %8.2f %6.1f%% %9.1f %8.1f%% %9s %9s  %s\n", fs, st, files, epf, onep,
+				ple, gep, seqs, sms, enos
 		}' "$3"
 }
 echo
@@ -312,6 +326,17 @@ for fs in chunkfs ext4; do
 		[ -f "$tmp/$fs-$st.out" ] || continue
 		row "$fs" "$st" "$tmp/$fs-$st.out"
 	done
+done
+for fs in chunkfs ext4; do
+	[ -f "$tmp/$fs-aged.out" ] || continue
+	awk '$1 == "predict" {
+		for (i = 2; i <= NF; i++) { split($i, b, "="); v[b[1]] = b[2] }
+		if (v["judged"] > 0)
+			printf "first placement by name (the aged trace, %d files judged at their first sync, large >= 1 MiB): name table %.1f%% right, learned predictor %.1f%% right (it answered for %.1f%%, the table for the rest)\n",
+				v["judged"], 100 * v["table_right"] / v["judged"], 100 * v["learned_right"] / v["judged"],
+				100 * v["learned_used"] / v["judged"]
+	}' "$tmp/$fs-aged.out"
+	break
 done
 [ -z "$ext4_why" ] || echo "ext4: not measured ($ext4_why)"
 [ -z "$cache_note" ] || echo "note: $cache_note"

@@ -67,6 +67,10 @@
 #include <nfsc/libnfs-raw-mount.h>
 #include <nfsc/libnfs-raw-nfs.h>
 
+#include "fs/fs.h"
+#include "fs/name_table.h"
+#include "fs/predict.h"
+
 #define KIB 1024ull
 #define MIB (1024ull * 1024ull)
 #define REPLY_TIMEOUT_MS 60000
@@ -216,6 +220,9 @@ struct file {
 	uint64_t size;
 	char ext[8];
 	int is_log;
+	int unjudged;                 /* created, not yet through a sync */
+	int8_t by_table, by_learning; /* the predictions at create: 1 large, 0 small */
+	int learned;                  /* by_learning came from the predictor */
 	nfs_fh3 fh;
 };
 
@@ -527,7 +534,8 @@ static void rn_mkdir_p(const nfs_fh3 *dir, const char *name, nfs_fh3 *out)
 	fh_set(out, r.fh, r.fh_len);
 }
 
-static void rn_create(const nfs_fh3 *dir, const char *name, nfs_fh3 *out)
+/* 0, or -ENOSPC when the server has no room for the file. */
+static int rn_create(const nfs_fh3 *dir, const char *name, nfs_fh3 *out)
 {
 	struct reply r = { 0 };
 	CREATE3args a;
@@ -539,8 +547,11 @@ static void rn_create(const nfs_fh3 *dir, const char *name, nfs_fh3 *out)
 	a.how.createhow3_u.obj_attributes.mode.set_it = 1;
 	a.how.createhow3_u.obj_attributes.mode.set_mode3_u.mode = 0644;
 	one(&r, rpc_nfs3_create_async(rpc, cb_create, &a, &r), "CREATE");
+	if (r.status == NFS3ERR_NOSPC)
+		return -ENOSPC;
 	expect_ok(&r, "CREATE", name);
 	fh_set(out, r.fh, r.fh_len);
+	return 0;
 }
 
 /* [off, off + len) written with UNSTABLE WRITEs of at most wtmax, QD in
@@ -661,6 +672,8 @@ static int dir_write(const char *path, uint64_t off, uint64_t len, int create)
 {
 	int fd = open(path, O_WRONLY | (create ? O_CREAT | O_EXCL : 0), 0644);
 
+	if (fd < 0 && errno == ENOSPC)
+		return -ENOSPC;
 	if (fd < 0)
 		die("open %s: %s", path, strerror(errno));
 	while (len > 0) {
@@ -781,7 +794,8 @@ static int op_create(struct file *f)
 	char name[64], path[4096];
 
 	if (use_nfs) {
-		rn_create(&dir_fh[f->dir], file_name(f, name, sizeof(name)), &f->fh);
+		if (rn_create(&dir_fh[f->dir], file_name(f, name, sizeof(name)), &f->fh) < 0)
+			die("CREATE %s: no space for a new file (the replay cannot go on)", name);
 		note_dirty(f);
 		return rn_write(&f->fh, 0, f->size);
 	}
@@ -817,6 +831,50 @@ static void op_delete(struct file *f)
 
 /* --- age -------------------------------------------------------------------- */
 
+/* How well names predict where a file's first data belongs, judged on the
+ * trace itself: a new file's kind is predicted at create by the name
+ * table alone (fs/name_table.c) and by the learned predictor
+ * (fs/predict.c, the table where it has too few samples); the truth is
+ * its size at the first sync after it was made (at least
+ * PRED_LARGE_BYTES: large), which is also what the predictor learns. The
+ * trace's owner and mode never vary, so only suffixes are learned. */
+static struct predictor pred;
+static uint64_t judged, table_right, learned_right, learned_used;
+
+static void predict_at_create(struct file *f)
+{
+	char name[64];
+	size_t len = strlen(file_name(f, name, sizeof(name)));
+	int l = pred_large(&pred, name, len, 0, 0644);
+
+	f->by_table = name_table_kind(name, len) == FS_KIND_LARGE;
+	f->learned = l >= 0;
+	f->by_learning = (int8_t)(l >= 0 ? l : f->by_table);
+	f->unjudged = 1;
+}
+
+/* After a sync: every file made since is judged and learned from. */
+static void judge_after_sync(struct file *files, size_t nfiles, unsigned *pending)
+{
+	char name[64];
+
+	for (size_t i = 0; i < nfiles && *pending; i++) {
+		struct file *f = &files[i];
+		int large = f->size >= PRED_LARGE_BYTES;
+		if (!f->unjudged)
+			continue;
+		f->unjudged = 0;
+		(*pending)--;
+		judged++;
+		table_right += f->by_table == large;
+		learned_right += f->by_learning == large;
+		learned_used += f->learned;
+		file_name(f, name, sizeof(name));
+		pred_observe(&pred, name, strlen(name), 0, 0644, f->size);
+	}
+	*pending = 0;
+}
+
 struct counts {
 	uint64_t ops, creates, deletes, appends, overwrites, syncs, written, enospc;
 };
@@ -834,8 +892,9 @@ static void cmd_age(void)
 	uint32_t next_id = 0;
 	struct counts c = { 0 };
 	double t0 = now(), reached = 0, first_enospc = -1;
-	unsigned since_sync = 0, since_stat = 0;
+	unsigned since_sync = 0, since_stat = 0, pending = 0;
 
+	pred_init(&pred);
 	files = xmalloc(cap * sizeof(*files));
 	age_dirs();
 	fs_usage(&used, &total);
@@ -883,6 +942,8 @@ static void cmd_age(void)
 				f->size = size;
 				f->is_log = is_log;
 				snprintf(f->ext, sizeof(f->ext), "%s", pick_ext(size, is_log));
+				predict_at_create(f);
+				pending++;
 				c.creates++;
 				c.written += size;
 				est += round_blocks(size);
@@ -934,6 +995,8 @@ static void cmd_age(void)
 		if (op == 3 && nfiles > 0) {
 			size_t i = victim >= 0 ? (size_t)victim : rnd_below(nfiles);
 			op_delete(&files[i]);
+			if (files[i].unjudged)
+				pending--; /* gone before any sync: never judged */
 			est -= est > round_blocks(files[i].size) ? round_blocks(files[i].size) : est;
 			files[i] = files[--nfiles];
 			c.deletes++;
@@ -941,6 +1004,7 @@ static void cmd_age(void)
 		c.ops++;
 		if (++since_sync >= o_sync_every || (use_nfs && ndirty >= o_sync_every * 2)) {
 			sync_all();
+			judge_after_sync(files, nfiles, &pending);
 			c.syncs++;
 			since_sync = 0;
 		}
@@ -951,6 +1015,7 @@ static void cmd_age(void)
 		}
 	}
 	sync_all();
+	judge_after_sync(files, nfiles, &pending);
 	c.syncs++;
 	fs_usage(&used, &total);
 	printf("age ops=%" PRIu64 " creates=%" PRIu64 " deletes=%" PRIu64 " appends=%" PRIu64
@@ -961,6 +1026,9 @@ static void cmd_age(void)
 	       (double)c.written / MIB, nfiles, 100.0 * (double)used / (double)total,
 	       (double)total / MIB, (double)max_file / MIB, now() - t0,
 	       reached ? reached - t0 : -1.0, c.enospc, first_enospc);
+	printf("predict judged=%" PRIu64 " table_right=%" PRIu64 " learned_right=%" PRIu64
+	       " learned_used=%" PRIu64 " entries=%u\n",
+	       judged, table_right, learned_right, learned_used, pred_entries(&pred));
 	for (size_t i = 0; i < nfiles; i++)
 		fh_clear(&files[i].fh);
 	free(files);
@@ -977,12 +1045,47 @@ static uint64_t small_size(unsigned i)
 	return 2 * KIB + (z % (14 * KIB));
 }
 
+/* One file of the probe set, size bytes, in the directory dir (NFS) or
+ * sub under o_dir: 0, or -ENOSPC (what was made of it removed again). */
+static int probe_file(const nfs_fh3 *dir, const char *sub, const char *name, uint64_t size,
+		      int commit)
+{
+	char path[4096];
+	nfs_fh3 fh = { 0 };
+
+	if (!use_nfs) {
+		snprintf(path, sizeof(path), "%s/%s/%s", o_dir, sub, name);
+		if (dir_write(path, 0, size, 1) == 0)
+			return 0;
+		if (unlink(path) < 0 && errno != ENOENT)
+			die("unlink %s: %s", path, strerror(errno));
+		return -ENOSPC;
+	}
+	if (rn_create(dir, name, &fh) < 0)
+		return -ENOSPC;
+	if (rn_write(&fh, 0, size) < 0) {
+		fh_clear(&fh);
+		rn_remove(dir, name);
+		return -ENOSPC;
+	}
+	if (commit) {
+		rn_commit(&fh);
+	} else {
+		struct file f = { .fh = fh };
+		note_dirty(&f);
+	}
+	fh_clear(&fh);
+	return 0;
+}
+
+/* The probe set. A file the filesystem has no room for is left out (and
+ * counted): the read then measures those that are there. */
 static void cmd_probe_write(void)
 {
-	char name[64], path[4096];
-	nfs_fh3 probe = { 0 }, large = { 0 }, sub = { 0 }, fh;
+	char name[64], path[4096], sname[16];
+	nfs_fh3 probe = { 0 }, large = { 0 }, sub = { 0 };
 	double t0 = now();
-	unsigned since = 0;
+	unsigned since = 0, large_ok = 0, small_ok = 0;
 
 	if (use_nfs) {
 		rn_mkdir_p(&root_fh, "probe", &probe);
@@ -997,21 +1100,12 @@ static void cmd_probe_write(void)
 	/* large files: each written start to end and committed, as cp does */
 	for (unsigned i = 0; i < o_large; i++) {
 		snprintf(name, sizeof(name), "L%02u.bin", i);
-		if (use_nfs) {
-			rn_create(&large, name, &fh);
-			if (rn_write(&fh, 0, (uint64_t)o_large_mib * MIB) < 0)
-				die("%s: no space for the probe set", name);
-			rn_commit(&fh);
-			fh_clear(&fh);
-		} else {
-			dir_path(path, sizeof(path), "probe/large", name);
-			if (dir_write(path, 0, (uint64_t)o_large_mib * MIB, 1) < 0)
-				die("%s: no space for the probe set", name);
+		if (probe_file(&large, "probe/large", name, (uint64_t)o_large_mib * MIB, 1) == 0)
+			large_ok++;
+		if (!use_nfs)
 			dir_sync();
-		}
 	}
 	for (unsigned i = 0; i < o_small; i++) {
-		char sname[16];
 		snprintf(sname, sizeof(sname), "s%02u", i / 100);
 		snprintf(name, sizeof(name), "f%05u.txt", i);
 		if (i % 100 == 0) {
@@ -1023,26 +1117,18 @@ static void cmd_probe_write(void)
 				dir_mkdir(path);
 			}
 		}
-		if (use_nfs) {
-			struct file f = { 0 };
-			rn_create(&sub, name, &f.fh);
-			if (rn_write(&f.fh, 0, small_size(i)) < 0)
-				die("%s: no space for the probe set", name);
-			note_dirty(&f);
-			fh_clear(&f.fh);
-		} else {
-			snprintf(path, sizeof(path), "%s/probe/%s/%s", o_dir, sname, name);
-			if (dir_write(path, 0, small_size(i), 1) < 0)
-				die("%s: no space for the probe set", name);
-		}
+		snprintf(path, sizeof(path), "probe/%s", sname);
+		if (probe_file(&sub, path, name, small_size(i), 0) == 0)
+			small_ok++;
 		if (++since >= o_sync_every) {
 			sync_all();
 			since = 0;
 		}
 	}
 	sync_all();
-	printf("probe-write large=%u large_mib=%u small=%u secs=%.1f\n", o_large, o_large_mib,
-	       o_small, now() - t0);
+	printf("probe-write large=%u large_written=%u large_mib=%u small=%u small_written=%u"
+	       " secs=%.1f\n",
+	       o_large, large_ok, o_large_mib, o_small, small_ok, now() - t0);
 	fh_clear(&probe);
 	fh_clear(&large);
 	fh_clear(&sub);
@@ -1053,6 +1139,7 @@ static void cmd_probe_read(void)
 	char name[64], path[4096];
 	nfs_fh3 probe = { 0 }, large = { 0 }, sub = { 0 }, fh;
 	uint64_t bytes = 0, want = (uint64_t)o_large_mib * MIB;
+	unsigned nlarge = 0, nsmall = 0;
 	double t0, t1;
 
 	if (use_nfs) {
@@ -1064,14 +1151,20 @@ static void cmd_probe_read(void)
 	for (unsigned i = 0; i < o_large; i++) {
 		uint64_t got = 0;
 		snprintf(name, sizeof(name), "L%02u.bin", i);
+		/* a file probe-write had no room for is not there */
 		if (use_nfs) {
-			if (rn_lookup(&large, name, &fh) != 0)
+			int st = rn_lookup(&large, name, &fh);
+			if (st == -(int)NFS3ERR_NOENT)
+				continue;
+			if (st != 0)
 				die("LOOKUP %s failed", name);
 			got = rn_read_all(&fh, want);
 			fh_clear(&fh);
 		} else {
 			dir_path(path, sizeof(path), "probe/large", name);
 			int fd = open(path, O_RDONLY);
+			if (fd < 0 && errno == ENOENT)
+				continue;
 			if (fd < 0)
 				die("open %s: %s", path, strerror(errno));
 			for (;;) {
@@ -1087,10 +1180,11 @@ static void cmd_probe_read(void)
 		if (got != want)
 			die("%s: read %" PRIu64 " bytes, expected %" PRIu64, name, got, want);
 		bytes += got;
+		nlarge++;
 	}
 	t1 = now();
-	printf("read-large files=%u mib=%.0f secs=%.3f mibps=%.1f\n", o_large, (double)bytes / MIB,
-	       t1 - t0, (double)bytes / MIB / (t1 - t0));
+	printf("read-large files=%u mib=%.0f secs=%.3f mibps=%.1f\n", nlarge, (double)bytes / MIB,
+	       t1 - t0, nlarge ? (double)bytes / MIB / (t1 - t0) : 0.0);
 
 	t0 = now();
 	for (unsigned i = 0; i < o_small; i++) {
@@ -1104,13 +1198,18 @@ static void cmd_probe_read(void)
 				if (rn_lookup(&probe, sname, &sub) != 0)
 					die("LOOKUP %s failed", sname);
 			}
-			if (rn_lookup(&sub, name, &fh) != 0)
+			int st = rn_lookup(&sub, name, &fh);
+			if (st == -(int)NFS3ERR_NOENT)
+				continue;
+			if (st != 0)
 				die("LOOKUP %s failed", name);
 			got = rn_read_all(&fh, small_size(i));
 			fh_clear(&fh);
 		} else {
 			snprintf(path, sizeof(path), "%s/probe/%s/%s", o_dir, sname, name);
 			int fd = open(path, O_RDONLY);
+			if (fd < 0 && errno == ENOENT)
+				continue;
 			if (fd < 0)
 				die("open %s: %s", path, strerror(errno));
 			ssize_t k = read(fd, rbuf, o_io);
@@ -1121,10 +1220,11 @@ static void cmd_probe_read(void)
 		}
 		if (got != small_size(i))
 			die("%s: read %" PRIu64 " bytes, expected %" PRIu64, name, got, small_size(i));
+		nsmall++;
 	}
 	t1 = now();
-	printf("read-small files=%u secs=%.3f rate=%.0f\n", o_small, t1 - t0,
-	       (double)o_small / (t1 - t0));
+	printf("read-small files=%u secs=%.3f rate=%.0f\n", nsmall, t1 - t0,
+	       (double)nsmall / (t1 - t0));
 	fh_clear(&probe);
 	fh_clear(&large);
 	fh_clear(&sub);

@@ -5,7 +5,8 @@
 # this runs as root and can mount one. The table must have its rows with
 # sane counts: files, extents per file >= 1, the share in one extent and
 # of free space in 8 MiB runs within 0-100%, read rates above zero, the
-# aged volume holding more files than the young one. No figure is judged.
+# aged volume holding more files than the young one, and the line that
+# judges placement by name on the trace. No figure is judged.
 . "$(dirname "$0")/functions.sh"
 [ -x "$builddir/bench/age_bench" ] || { echo "SKIP: bench/age_bench not built (no libnfs)"; exit 77; }
 
@@ -44,6 +45,9 @@ aged=$(check_row chunkfs aged) || fail "chunkfs aged: $aged"
 [ "$aged" -gt "$young" ] || fail "chunkfs aged holds $aged files, not more than young's $young"
 grep -q '^chunkfs  *aged .*  [0-9][0-9]*\( @[0-9.]*%\)\{0,1\}$' "$tmp/table" ||
 	fail "chunkfs aged: no ENOSPC count"
+# the name table and the learned predictor judged on the trace
+grep -q '^first placement by name (the aged trace, [1-9][0-9]* files judged' "$tmp/table" ||
+	fail "no line judging placement by name"
 if grep -q '^ext4: not measured' "$tmp/table"; then
 	echo "ext4 left out: $(grep '^ext4: not measured' "$tmp/table")"
 else

@@ -1,0 +1,192 @@
+/* The learned size predictor (fs/predict.h): a table of PRED_SLOTS
+ * entries keyed by a 64-bit hash of a name's suffix (and, for the
+ * specific entries, its owner and permission bits), each a histogram of
+ * log2 size classes that halves when it reaches PRED_DECAY_AT samples so
+ * that what a volume does now outweighs what it did long ago. An entry is
+ * looked for in PRED_PROBE slots from its hash; a new entry with none
+ * free replaces the one of those with the fewest samples. */
+#include "config.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "fs/predict.h"
+
+void pred_init(struct predictor *p)
+{
+	memset(p, 0, sizeof(*p));
+}
+
+uint32_t pred_class(uint64_t size)
+{
+	uint32_t b = 0;
+
+	while (size) {
+		b++;
+		size >>= 1;
+	}
+	return b < PRED_CLASSES ? b : PRED_CLASSES - 1;
+}
+
+void pred_suffix(const char *name, size_t len, char *out)
+{
+	size_t dot = len, n;
+
+	out[0] = '\0';
+	for (size_t i = len; i > 0; i--) {
+		if (name[i - 1] == '.') {
+			dot = i - 1;
+			break;
+		}
+	}
+	if (dot == len || dot == 0)
+		return;
+	n = len - dot - 1;
+	if (n > PRED_SUFFIX_MAX)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		char ch = name[dot + 1 + i];
+		out[i] = ch >= 'A' && ch <= 'Z' ? (char)(ch - 'A' + 'a') : ch;
+	}
+	out[n] = '\0';
+}
+
+/* FNV-1a over the suffix, then the owner and mode when specific; never 0
+ * (a free slot's key). */
+static uint64_t entry_key(const char *suffix, int specific, uint32_t uid, uint32_t mode)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+	uint8_t tail[9];
+
+	for (const char *s = suffix; *s; s++) {
+		h ^= (uint8_t)*s;
+		h *= 0x100000001b3ull;
+	}
+	tail[0] = specific ? 1 : 0;
+	for (int i = 0; i < 4; i++) {
+		tail[1 + i] = (uint8_t)(uid >> (8 * i));
+		tail[5 + i] = (uint8_t)((mode & 07777) >> (8 * i));
+	}
+	for (size_t i = 0; i < (specific ? sizeof(tail) : 1); i++) {
+		h ^= tail[i];
+		h *= 0x100000001b3ull;
+	}
+	return h ? h : 1;
+}
+
+static const struct pred_entry *find(const struct predictor *p, uint64_t key)
+{
+	for (uint32_t i = 0; i < PRED_PROBE; i++) {
+		const struct pred_entry *e = &p->slot[(key + i) % PRED_SLOTS];
+		if (e->key == key)
+			return e;
+	}
+	return NULL;
+}
+
+/* The entry of key, made (in a free slot, or over the least sampled of
+ * its probe slots) when there is none. */
+static struct pred_entry *get(struct predictor *p, uint64_t key)
+{
+	struct pred_entry *victim = NULL;
+
+	for (uint32_t i = 0; i < PRED_PROBE; i++) {
+		struct pred_entry *e = &p->slot[(key + i) % PRED_SLOTS];
+		if (e->key == key)
+			return e;
+		if (e->key == 0) {
+			if (!victim || victim->key != 0)
+				victim = e;
+		} else if (!victim || (victim->key != 0 && e->samples < victim->samples)) {
+			victim = e;
+		}
+	}
+	if (victim->key != 0)
+		p->evicted++;
+	memset(victim, 0, sizeof(*victim));
+	victim->key = key;
+	return victim;
+}
+
+static void add(struct pred_entry *e, uint32_t cls)
+{
+	e->hist[cls]++;
+	e->samples++;
+	if (e->samples >= PRED_DECAY_AT) {
+		e->samples = 0;
+		for (uint32_t c = 0; c < PRED_CLASSES; c++) {
+			e->hist[c] /= 2;
+			e->samples += e->hist[c];
+		}
+	}
+}
+
+void pred_observe(struct predictor *p, const char *name, size_t len, uint32_t uid, uint32_t mode,
+		  uint64_t size)
+{
+	char suffix[PRED_SUFFIX_MAX + 1];
+	uint32_t cls = pred_class(size);
+
+	pred_suffix(name, len, suffix);
+	add(get(p, entry_key(suffix, 0, uid, mode)), cls);
+	add(get(p, entry_key(suffix, 1, uid, mode)), cls);
+	p->observed++;
+}
+
+static void expect_from(const struct pred_entry *e, int specific, struct pred_expect *out)
+{
+	uint32_t below = 0, large = 0, large_cls = pred_class(PRED_LARGE_BYTES);
+
+	out->samples = e->samples;
+	out->specific = specific;
+	out->median_class = 0;
+	for (uint32_t c = 0; c < PRED_CLASSES; c++) {
+		if (below * 2 < e->samples) {
+			below += e->hist[c];
+			out->median_class = c;
+		}
+		if (c >= large_cls)
+			large += e->hist[c];
+	}
+	out->large_permille = (uint32_t)((uint64_t)large * 1000 / e->samples);
+}
+
+int pred_lookup(const struct predictor *p, const char *name, size_t len, uint32_t uid,
+		uint32_t mode, struct pred_expect *out)
+{
+	char suffix[PRED_SUFFIX_MAX + 1];
+	const struct pred_entry *e;
+
+	pred_suffix(name, len, suffix);
+	e = find(p, entry_key(suffix, 1, uid, mode));
+	if (e && e->samples >= PRED_MIN_SAMPLES) {
+		expect_from(e, 1, out);
+		return 0;
+	}
+	e = find(p, entry_key(suffix, 0, uid, mode));
+	if (e && e->samples >= PRED_MIN_SAMPLES) {
+		expect_from(e, 0, out);
+		return 0;
+	}
+	return -ENOENT;
+}
+
+int pred_large(const struct predictor *p, const char *name, size_t len, uint32_t uid,
+	       uint32_t mode)
+{
+	struct pred_expect x;
+	int ret = pred_lookup(p, name, len, uid, mode, &x);
+
+	if (ret < 0)
+		return ret;
+	return x.large_permille > 500;
+}
+
+uint32_t pred_entries(const struct predictor *p)
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < PRED_SLOTS; i++)
+		n += p->slot[i].key != 0;
+	return n;
+}

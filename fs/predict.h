@@ -1,0 +1,67 @@
+/* A file-size predictor learned from the files a volume has seen
+ * (fs/predict.c): per name suffix, and per suffix with owner and mode, a
+ * count and a decaying histogram of log2 sizes, in a fixed-size table.
+ * Files are observed with the size they have when committed; a new
+ * file's expectation comes from the most specific entry with enough
+ * samples. Kept in memory only (doc/design.md, "The learned predictor",
+ * says how it would persist in the volume). Pure computation: no locks
+ * (the caller serialises), no I/O. */
+#ifndef CHUNKFS_FS_PREDICT_H
+#define CHUNKFS_FS_PREDICT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Size classes: 0 an empty file, b >= 1 sizes in [2^(b-1), 2^b). */
+#define PRED_CLASSES 42
+#define PRED_SLOTS 1024u          /* entries in the table */
+#define PRED_PROBE 8u             /* slots an entry may sit in from its hash */
+#define PRED_MIN_SAMPLES 8u       /* fewer: no expectation from that entry */
+#define PRED_DECAY_AT 1024u       /* an entry reaching this many halves its counts */
+#define PRED_SUFFIX_MAX 15u       /* longer suffixes count as none */
+/* A file of at least this many bytes belongs in a large-file chunk. */
+#define PRED_LARGE_BYTES (1ull << 20)
+
+struct pred_entry {
+	uint64_t key;             /* 0: a free slot */
+	uint32_t samples;         /* sum of hist[] */
+	uint16_t hist[PRED_CLASSES];
+};
+
+struct predictor {
+	struct pred_entry slot[PRED_SLOTS];
+	uint64_t observed;        /* observations taken */
+	uint64_t evicted;         /* entries replaced to make room */
+};
+
+/* What the predictor expects of a new file. */
+struct pred_expect {
+	uint32_t samples;         /* of the entry that answered */
+	int specific;             /* 1: the suffix+owner+mode entry, 0: the suffix's */
+	uint32_t median_class;    /* the size class half the samples are at or below */
+	uint32_t large_permille;  /* share of samples of at least PRED_LARGE_BYTES */
+};
+
+void pred_init(struct predictor *p);
+/* The size class of a size. */
+uint32_t pred_class(uint64_t size);
+/* The suffix a name is learned under: after its last '.', lowercased;
+ * none ("") for a name without one, a name whose only '.' leads it, or a
+ * suffix longer than PRED_SUFFIX_MAX. Writes it NUL-terminated into
+ * out[PRED_SUFFIX_MAX + 1]. */
+void pred_suffix(const char *name, size_t len, char *out);
+/* A file of this name, owner and mode (permission bits) had size. */
+void pred_observe(struct predictor *p, const char *name, size_t len, uint32_t uid, uint32_t mode,
+		  uint64_t size);
+/* The expectation for a new file: 0 and *out, or -ENOENT when neither
+ * entry has PRED_MIN_SAMPLES samples. */
+int pred_lookup(const struct predictor *p, const char *name, size_t len, uint32_t uid,
+		uint32_t mode, struct pred_expect *out);
+/* 1 when the file is expected to be large (more than half its entry's
+ * samples at least PRED_LARGE_BYTES), 0 when small, -ENOENT unknown. */
+int pred_large(const struct predictor *p, const char *name, size_t len, uint32_t uid,
+	       uint32_t mode);
+/* Entries in use. */
+uint32_t pred_entries(const struct predictor *p);
+
+#endif
