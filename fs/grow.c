@@ -3,7 +3,9 @@
  * kind, written with its dirty-list areas zeroed: on a store of its own by
  * mkfs.chunkfs --add-chunk-of (fs_mkfs_chunk), or by the live volume in a
  * new region at the image's end (fs_add_chunk). fs_add_chunk then takes the
- * chunk into the open volume and commits the new chunk count.
+ * chunk into the open volume and commits the new chunk count;
+ * fs_add_chunk_store does the same for a volume opened from stores (the
+ * crash test's, tests/grow_crash_test).
  *
  * Where the count lives: every chunk header carries chunk_count, and only
  * chunk 0's decides at open (doc/format.md §4). fs_add_chunk commits it in
@@ -316,7 +318,7 @@ static int add_locked(struct fs_volume *v, const struct fs_chunk_opts *o, const 
 		return ret;
 	}
 	if (placed) {
-		ret = check_placed(v, k, placed, where, &h, why, whylen);
+		ret = check_placed(v, k, placed, where ? where : "the store", &h, why, whylen);
 		if (ret < 0)
 			return ret;
 	} else {
@@ -333,21 +335,21 @@ static int add_locked(struct fs_volume *v, const struct fs_chunk_opts *o, const 
 	/* Its region follows the last chunk's, as the layout has it (a placed
 	 * chunk's too: the image keeps a copy of its header there, as for the
 	 * chunks placed by the configuration, and the next region chunk comes
-	 * after it). */
+	 * after it). A volume of stores has no image. */
 	last = &v->chunks[k - 1];
 	base = last->base + (uint64_t)last->hdr.nblocks * OD_BLOCK_SIZE;
 	bytes = (uint64_t)h.nblocks * OD_BLOCK_SIZE;
-	ret = image_reach(v, base + bytes, why, whylen);
-	if (ret == 0)
+	ret = v->shared_fd ? image_reach(v, base + bytes, why, whylen) : 0;
+	if (ret == 0 && v->shared_fd)
 		ret = store_file_region(v->fd, base, bytes, &region);
-	if (ret == 0) {
+	if (ret == 0 && region) {
 		ih = h;
 		ret = write_fresh(region, 0, &ih);
 		if (ret < 0)
 			snprintf(why, whylen, "writing chunk %u's header in the image: %s", k,
 				 strerror(-ret));
 	}
-	if (ret == 0 && placed && o->record) {
+	if (ret == 0 && placed && where && o->record) {
 		ret = o->record(o->record_ctx, k, where, why, whylen);
 		if (ret < 0 && !why[0])
 			snprintf(why, whylen, "recording where chunk %u lives: %s", k, strerror(-ret));
@@ -366,10 +368,11 @@ static int add_locked(struct fs_volume *v, const struct fs_chunk_opts *o, const 
 	c->half = h.nblocks / 2;
 	c->base = base;
 	if (placed) {
-		store_close(region);
+		if (region)
+			store_close(region);
 		c->store = placed;
-		c->place = strdup(where);
-		if (!c->place) {
+		c->place = where ? strdup(where) : NULL;
+		if (where && !c->place) {
 			c->store = NULL;
 			return -ENOMEM;
 		}
@@ -400,6 +403,26 @@ static int add_locked(struct fs_volume *v, const struct fs_chunk_opts *o, const 
 	}
 	*index = k;
 	return 0;
+}
+
+int fs_add_chunk_store(struct fs_volume *v, const struct fs_chunk_opts *o,
+		       struct chunk_store *st, uint32_t *index, char *why, size_t whylen)
+{
+	int ret;
+
+	why[0] = '\0';
+	if (v->rdonly) {
+		snprintf(why, whylen, "the volume is open read-only");
+		return -EROFS;
+	}
+	if (v->shared_fd) {
+		snprintf(why, whylen, "a volume opened from its image grows with fs_add_chunk");
+		return -EOPNOTSUPP;
+	}
+	vol_lock(v);
+	ret = add_locked(v, o, NULL, st, index, why, whylen);
+	vol_unlock(v);
+	return ret;
 }
 
 int fs_add_chunk(struct fs_volume *v, const struct fs_chunk_opts *o, const char *where,

@@ -161,5 +161,12 @@ struct chunk_store *store_dead_new(void);
 struct fs_volume;
 int fs_open_stores(struct chunk_store **stores, uint32_t n, int flags, struct fs_volume **out,
 		   char *why, size_t whylen);
+/* fs/grow.c: a volume opened from stores takes st as its next chunk
+ * (fs_add_chunk's checks and commit; st holds a chunk header made for that
+ * index): 0, the volume owning st from then on, or a negative errno and
+ * why[], st still the caller's. */
+struct fs_chunk_opts;
+int fs_add_chunk_store(struct fs_volume *v, const struct fs_chunk_opts *o, struct chunk_store *st,
+		       uint32_t *index, char *why, size_t whylen);
 
 #endif
