@@ -219,6 +219,14 @@ static void conn_kill(struct conn *c)
  * output buffer, and on the list of replies the output callback follows. */
 /* Replies this large are sent by the worker when nothing is queued. */
 #define DIRECT_SEND_MIN (64u << 10)
+/* The most the event loop writes to one connection in one turn: the
+ * reply path's round robin. Each writable socket gets this much, then the
+ * next one: a GETATTR's reply (or its request, read in the same turn)
+ * waits for at most this much of each greedy reader's queued megabytes,
+ * not all of them (4 readers of 1 MiB each: a light client's p50 of 6.8
+ * ms with whole replies per write, 1.0 ms with 128 KiB slices; see
+ * doc/design.md, the fair queue). */
+#define LOOP_WRITE_SLICE (128u << 10)
 
 static int queue_reply(struct conn *c, const uint8_t *buf, size_t len)
 {
@@ -671,11 +679,12 @@ static int conn_setup(struct server *srv, struct conn *c, evutil_socket_t fd)
 	if (!c->out_cb)
 		return -ENOMEM;
 	/* Replies are whole records: no waiting for the client's delayed ACK
-	 * (Nagle held every reply over 16 KiB for ~40 ms), and a 1 MiB READ
-	 * reply goes out in one write, not 64. */
+	 * (Nagle held every reply over 16 KiB for ~40 ms). A queued reply
+	 * goes out in slices of LOOP_WRITE_SLICE, the other connections' in
+	 * between (libevent's own default, 16 KiB, took 64 writes a MiB). */
 	if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) < 0)
 		return -errno;
-	if (bufferevent_set_max_single_write(c->bev, rec_max(srv)) < 0 ||
+	if (bufferevent_set_max_single_write(c->bev, LOOP_WRITE_SLICE) < 0 ||
 	    bufferevent_set_max_single_read(c->bev, rec_max(srv)) < 0)
 		return -EINVAL;
 	/* Input is read up to one largest fragment with its mark beyond what
