@@ -11,9 +11,9 @@
 # the next is 4), mkfs over a chunk header without -f, a store with
 # --kind. Files written after, and the whole tree's listing, read back
 # byte-exact after a restart from the configuration as the daemon left
-# it, status shows four chunks, 3 placed; with chunk 3's bytes put into
-# its region of the image, fsck.chunkfs -fn -x of the whole volume is
-# clean.
+# it (its mode kept), status shows four chunks, 3 placed; with chunk 3's
+# bytes put into its region of the image, fsck.chunkfs -fn -x of the
+# whole volume is clean.
 . "$(dirname "$0")/functions.sh"
 . "$(dirname "$0")/nbd-functions.sh"
 requires nfs-cat nfs-cp nbdkit dd cmp python3
@@ -26,6 +26,7 @@ mkdir -p "$tmp/acked"
 make_volume -s 64M -n 2
 start_server "control = $tmp/control"
 conf=$tmp/chunkfsd.conf
+chmod 640 "$conf"
 nchunks() {
 	"$CTL" -s "$tmp/control" --json status >"$tmp/status.json" || fail "status --json"
 	python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["chunks"]))' \
@@ -57,6 +58,7 @@ grep -q "holds chunk 3 of this volume; -f to overwrite" "$tmp/mkfs" || fail "mkf
 "$CTL" -s "$tmp/control" add-chunk "$uri3" >"$tmp/add" 2>&1 || fail "add-chunk $uri3: $(cat "$tmp/add")"
 grep -qx "chunk 3 added (the volume has 4 chunks)" "$tmp/add" || fail "add-chunk said: $(cat "$tmp/add")"
 grep -qx "chunk 3 = $uri3" "$conf" || fail "the configuration does not name chunk 3: $(cat "$conf")"
+[ "$(stat -c %a "$conf")" = 640 ] || fail "the configuration's mode changed: $(stat -c %a "$conf")"
 "$CTL" -s "$tmp/control" add-chunk "$uri3" >"$tmp/add" 2>&1
 [ $? = 1 ] || fail "the same export added twice"
 grep -q "header says chunk 3" "$tmp/add" || fail "second add said: $(cat "$tmp/add")"

@@ -5,7 +5,8 @@
  * there. The file is written whole to a temporary file beside it, synced,
  * renamed over it and its directory synced: a crash leaves the old file
  * or the new one. A line for chunk N already there (left by an add that
- * did not commit) is commented out in the new file. A line naming a chunk
+ * did not commit) is commented out in the new file, which keeps the old
+ * one's permissions. A line naming a chunk
  * past the volume's count is harmless: open uses places only up to it. */
 #include "config.h"
 
@@ -17,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -70,6 +72,7 @@ static int record_place(const char *path, uint32_t n, const char *where, char *w
 	FILE *in = fopen(path, "re");
 	int fd = -1, dfd = -1, ret = 0;
 	time_t now = time(NULL);
+	struct stat st;
 	struct tm tm;
 
 	if (!in) {
@@ -83,8 +86,9 @@ static int record_place(const char *path, uint32_t n, const char *where, char *w
 		snprintf(why, whylen, "recording chunk %u's place: %s: name too long", n, path);
 		return -ENAMETOOLONG;
 	}
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0) {
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	/* The new file keeps the old one's permissions. */
+	if (fd < 0 || fstat(fileno(in), &st) < 0 || fchmod(fd, st.st_mode & 07777) < 0) {
 		ret = -errno;
 		goto out;
 	}
