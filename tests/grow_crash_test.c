@@ -272,7 +272,8 @@ int main(void)
 	CHECK_EQ(fs_mkfs(image, &mo), 0);
 	CHECK_EQ(fs_mkfs_chunk(image, &co, c2path, &idx, why, sizeof(why)), 0);
 	CHECK_EQ(idx, 2);
-	CHECK_EQ(read_file(image, 0, init[0], 2 * CHUNK), 0);
+	CHECK_EQ(read_file(image, 0, init[0], CHUNK), 0);
+	CHECK_EQ(read_file(image, CHUNK, init[1], CHUNK), 0);
 	CHECK_EQ(read_file(c2path, 0, init[2], CHUNK), 0);
 	record_run();
 	CHECK(pos_a_synced <= pos_add_begins);
