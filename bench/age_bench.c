@@ -26,8 +26,11 @@
  * medium: .jpg .pdf .html .so, large: .mp4 .iso .tar.gz .qcow2 .mkv
  * .zst) and is neutral (.dat) otherwise, so a name-based placement gains
  * something and cannot be told everything. Files live in NDIRS
- * directories age/dNN. Everything is drawn from SEED: the same trace for
- * every filesystem.
+ * directories age/dNN. Everything is drawn from SEED; with --capacity the
+ * fullness that steers the replay is its own count of its files' blocks
+ * against that capacity, so that the same seed makes the same trace on
+ * every filesystem (without, the filesystem's own used count steers, read
+ * every 64 operations, and traces part once the target is reached).
  *
  * Commands (one per run, so that the script can restart the server or
  * remount and drop caches between them):
@@ -89,6 +92,7 @@ static unsigned o_ndirs = 32;
 static uint64_t o_seed = 1;
 static uint64_t o_max_file;          /* 0: capacity / 32, at most 256 MiB */
 static uint64_t o_max_ops;           /* 0: no limit */
+static uint64_t o_capacity;          /* 0: the filesystem's own counts steer */
 static unsigned o_large = 8;
 static unsigned o_large_mib = 64;
 static unsigned o_small = 2000;
@@ -898,6 +902,15 @@ static void cmd_age(void)
 	files = xmalloc(cap * sizeof(*files));
 	age_dirs();
 	fs_usage(&used, &total);
+	/* With --capacity, the replay is steered by its own count of the
+	 * bytes its files hold (in 4 KiB blocks) against that capacity: the
+	 * same seed then makes the same trace on every filesystem. Without,
+	 * by the filesystem's own used count (FSSTAT, statvfs), read every
+	 * 64 operations. */
+	if (o_capacity) {
+		total = o_capacity;
+		used = 0;
+	}
 	max_file = o_max_file ? o_max_file : total / 32;
 	if (!o_max_file && max_file > 256 * MIB)
 		max_file = 256 * MIB;
@@ -1009,7 +1022,7 @@ static void cmd_age(void)
 			since_sync = 0;
 		}
 		/* the filesystem's own count, now and then */
-		if (++since_stat >= 64) {
+		if (!o_capacity && ++since_stat >= 64) {
 			fs_usage(&est, &total);
 			since_stat = 0;
 		}
@@ -1370,6 +1383,7 @@ static void usage(int status)
 		"commands: age, probe-write, probe-read, count (--dir only)\n"
 		"options: --full F (0.80) --write-factor W (3) --sync-every N (8) --dirs N (32)\n"
 		"         --seed S (1) --max-file BYTES (capacity/32, <= 256 MiB) --max-ops N\n"
+		"         --capacity BYTES (steer by the replay's own count against it)\n"
 		"         --large N (8) --large-mib M (64) --small N (2000) --io BYTES (1 MiB)\n"
 		"         --qd N (4)\n");
 	exit(status);
@@ -1388,6 +1402,7 @@ int main(int argc, char **argv)
 		{ "seed", required_argument, NULL, 's' },
 		{ "max-file", required_argument, NULL, 'm' },
 		{ "max-ops", required_argument, NULL, 'o' },
+		{ "capacity", required_argument, NULL, 'c' },
 		{ "large", required_argument, NULL, 'L' },
 		{ "large-mib", required_argument, NULL, 'M' },
 		{ "small", required_argument, NULL, 'S' },
@@ -1419,6 +1434,7 @@ int main(int argc, char **argv)
 		case 's': o_seed = strtoull(optarg, NULL, 0); break;
 		case 'm': o_max_file = strtoull(optarg, NULL, 0); break;
 		case 'o': o_max_ops = strtoull(optarg, NULL, 0); break;
+		case 'c': o_capacity = strtoull(optarg, NULL, 0); break;
 		case 'L': o_large = (unsigned)atoi(optarg); break;
 		case 'M': o_large_mib = (unsigned)atoi(optarg); break;
 		case 'S': o_small = (unsigned)atoi(optarg); break;
