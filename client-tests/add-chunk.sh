@@ -6,8 +6,10 @@
 # Meanwhile chunk 2 is added as a new region at the image's end (the image
 # grows to three chunks) and chunk 3 on an nbdkit export whose header
 # mkfs.chunkfs --add-chunk-of wrote over NBD; the daemon records
-# "chunk 3 = URI" in its configuration file. New directories land in the
-# new chunks at once. Refused: the same export again (it holds chunk 3,
+# "chunk 3 = URI" in its configuration file (and comments out a stale
+# "chunk 2 = ..." line, left by an add that never committed, when it adds
+# the region as chunk 2). New directories land in the new chunks at once.
+# Refused: the same export again (it holds chunk 3,
 # the next is 4), mkfs over a chunk header without -f, a store with
 # --kind. Files written after, and the whole tree's listing, read back
 # byte-exact after a restart from the configuration as the daemon left
@@ -24,7 +26,9 @@ MB=1048576
 
 mkdir -p "$tmp/acked"
 make_volume -s 64M -n 2
-start_server "control = $tmp/control"
+# A place for chunk 2 left by an add that never committed: the region
+# added as chunk 2 must not be taken for it.
+start_server "control = $tmp/control" "chunk 2 = $tmp/stale-c2.img"
 conf=$tmp/chunkfsd.conf
 chmod 640 "$conf"
 nchunks() {
@@ -44,6 +48,8 @@ grep -qx "chunk 2 added (the volume has 3 chunks)" "$tmp/add" || fail "add-chunk
 [ "$(stat -c %s "$tmp/volume.img")" = $((192 * MB)) ] || fail "the image did not grow to 192 MiB"
 [ "$(chunk_field 2 online)" = True ] || fail "chunk 2 not online"
 [ "$(chunk_field 2 placed)" = False ] || fail "chunk 2 placed"
+grep -qx "# (an earlier add-chunk, not committed) chunk 2 = $tmp/stale-c2.img" "$conf" ||
+	fail "the stale place of chunk 2 is still in force: $(cat "$conf")"
 
 # Chunk 3: an nbdkit export, its header made over NBD.
 truncate -s 64M "$tmp/c3.img"

@@ -318,10 +318,11 @@ int fs_scrub_step(struct fs_volume *vol, struct fs_scrub_cursor *cur, uint32_t m
 /* grow.c: a chunk added to a volume. chunk_size 0: chunk 0's size; kind
  * and bytes_per_inode (0: 16 KiB) as for mkfs; index 0: the next one
  * (the volume's chunk count); force: fs_mkfs_chunk overwrites a chunk
- * header found there. record (fs_add_chunk, a chunk on a store of its
- * own): called under the volume lock once the chunk is checked, before
- * the new count commits, to record durably where chunk index lives (0, or
- * a negative errno and why[]: nothing is added). */
+ * header found there. record (fs_add_chunk): called under the volume lock
+ * once the chunk is checked, before the new count commits, to record
+ * durably where chunk index lives, where NULL for a region of the image
+ * (any place recorded for that index before, by an add that did not
+ * commit, is to go); 0, or a negative errno and why[]: nothing is added. */
 struct fs_chunk_opts {
 	uint64_t chunk_size;
 	enum fs_chunk_kind kind;

@@ -349,7 +349,9 @@ static int add_locked(struct fs_volume *v, const struct fs_chunk_opts *o, const 
 			snprintf(why, whylen, "writing chunk %u's header in the image: %s", k,
 				 strerror(-ret));
 	}
-	if (ret == 0 && placed && where && o->record) {
+	/* A region chunk records too (where NULL): a place named for index k
+	 * by an add that did not commit must not apply to it. */
+	if (ret == 0 && o->record && (where || !placed)) {
 		ret = o->record(o->record_ctx, k, where, why, whylen);
 		if (ret < 0 && !why[0])
 			snprintf(why, whylen, "recording where chunk %u lives: %s", k, strerror(-ret));

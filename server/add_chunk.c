@@ -6,7 +6,7 @@
  * renamed over it and its directory synced: a crash leaves the old file
  * or the new one. A line for chunk N already there (left by an add that
  * did not commit) is commented out in the new file, which keeps the old
- * one's permissions. A line naming a chunk
+ * one's permissions; a region chunk only has such a line commented out. A line naming a chunk
  * past the volume's count is harmless: open uses places only up to it. */
 #include "config.h"
 
@@ -64,7 +64,9 @@ static int write_all(int fd, const char *buf, size_t len)
 }
 
 /* The configuration at path with "chunk n = where" appended (and an
- * earlier line for n commented out), replacing it durably. */
+ * earlier line for n commented out), replacing it durably. where NULL (a
+ * region chunk): only an earlier line for n commented out, and the file
+ * left alone when it has none. */
 static int record_place(const char *path, uint32_t n, const char *where, char *why,
 			size_t whylen)
 {
@@ -80,6 +82,18 @@ static int record_place(const char *path, uint32_t n, const char *where, char *w
 		snprintf(why, whylen, "recording chunk %u's place: reading %s: %s", n, path,
 			 strerror(-ret));
 		return ret;
+	}
+	if (!where) {
+		int named = 0;
+		while (!named && fgets(line, sizeof(line), in))
+			named = names_chunk(line, n);
+		if (!named || fseek(in, 0, SEEK_SET) != 0) {
+			ret = named ? -errno : 0;
+			if (ret < 0)
+				snprintf(why, whylen, "reading %s: %s", path, strerror(-ret));
+			fclose(in);
+			return ret;
+		}
 	}
 	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.add-chunk.tmp", path) >= sizeof(tmp)) {
 		fclose(in);
@@ -101,7 +115,7 @@ static int record_place(const char *path, uint32_t n, const char *where, char *w
 	if (ret == 0 && ferror(in))
 		ret = -EIO;
 	localtime_r(&now, &tm);
-	if (ret == 0) {
+	if (ret == 0 && where) {
 		int len = snprintf(line, sizeof(line),
 				   "# chunkfsctl add-chunk, %04d-%02d-%02d %02d:%02d:%02d\n"
 				   "chunk %" PRIu32 " = %s\n",
@@ -144,7 +158,7 @@ static int record_hook(void *ctx, uint32_t index, const char *where, char *why, 
 	struct server *srv = ctx;
 	int ret = record_place(srv->config_path, index, where, why, whylen);
 
-	if (ret == 0)
+	if (ret == 0 && where)
 		log_info("add-chunk: chunk %u = %s recorded in %s", index, where,
 			 srv->config_path);
 	return ret;

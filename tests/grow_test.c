@@ -88,13 +88,18 @@ static void check_files(struct fs_volume *v, const char *when)
 	CHECK_EQ(bad, 0);
 }
 
-static int record_calls, record_fail;
+static int record_calls, record_fail, region_records;
 static uint32_t recorded_index;
 static char recorded[256];
 
 static int record(void *ctx, uint32_t index, const char *where, char *why, size_t whylen)
 {
 	CHECK(ctx == &record_calls);
+	if (!where) { /* a region chunk: nothing to record but the index */
+		region_records++;
+		recorded_index = index;
+		return 0;
+	}
 	record_calls++;
 	if (record_fail) {
 		snprintf(why, whylen, "the test refuses to record");
@@ -138,8 +143,12 @@ int main(void)
 
 	/* Chunk 2: a 2 MiB region at the image's end. */
 	co.chunk_size = 2 * MB;
+	co.record = record;
+	co.record_ctx = &record_calls;
 	CHECK_EQ(fs_add_chunk(v, &co, NULL, &idx, why, sizeof(why)), 0);
 	CHECK_EQ(idx, 2);
+	CHECK_EQ(region_records, 1); /* told, so that a stale place for 2 goes */
+	CHECK_EQ(recorded_index, 2);
 	CHECK_EQ(fs_chunk_count(v), 3);
 	CHECK_EQ(file_size(image), 4 * MB);
 	CHECK_EQ(populate(v, "c"), 2); /* the emptiest chunk takes the new directory */
