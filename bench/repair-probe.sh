@@ -9,21 +9,26 @@
 # (client-tests/lat_probe), loop on probe.dat: GETATTRs, and READs of 4 KiB
 # stepping through its first MiB. After 1 s either `chunkfsctl fsck 1 -y`
 # takes chunk 1 offline, checks and repairs it and brings it back online
-# ("repair"), or nothing happens for as long as the previous repair took
-# ("alone"); the calls that overlap that window are the run's figures.
-# Each round makes one run of each, in alternating order. Printed per loop
+# ("repair", the daemon's default repair_priority = background: the check
+# and repair at SCHED_IDLE), or the same with repair_priority = normal
+# ("normal", the before of that change), or nothing happens for as long as
+# the previous repair took ("alone"); the calls that overlap that window
+# are the run's figures. Each round makes one run of each, in rotating
+# order. Printed per loop
 # and kind: the medians over the rounds of the window's calls, median, p99,
 # max and calls over 10 ms, the worst max of any round, the repair's time;
 # then what the last repair did and the goals: max <= 10 ms during the
 # repair, p99 within 1.2x of the loop alone. Not a test.
 #
 # usage: bash bench/repair-probe.sh [--files N] [--rounds R]
-#            [--builddir DIR] [--tmp DIR] [--keep]
+#            [--builddir DIR] [--tmp DIR] [--keep] [--from DIR]
 # The build directory may also come from $BUILDDIR (default: build); it
 # needs chunkfsd, chunkfsctl, mkfs.chunkfs and client-tests/lat_probe
 # (make check TESTS=), copied before the runs. Needs gcc, python3 and about
 # 2 GB free under --tmp (default /work/tmp if /work exists, else /tmp).
-# --keep leaves the temporary directory (tree, image, each run's latencies).
+# --keep leaves the temporary directory (tree, image, each run's latencies);
+# --from DIR takes the volume (pristine.img) such a run left instead of
+# making one.
 set -u
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -34,6 +39,7 @@ builddir=${BUILDDIR:-$top/build}
 tmpbase=/tmp
 [ -d /work ] && tmpbase=/work/tmp
 keep=0
+from=
 chunk=1          # the chunk repaired: the small-file one
 min_inodes=60000 # issue 22: a full chunk holds >= 60,000 inodes
 
@@ -49,6 +55,7 @@ while [ $# -gt 0 ]; do
 	--builddir) builddir=$2; shift 2 ;;
 	--tmp) tmpbase=$2; shift 2 ;;
 	--keep) keep=1; shift ;;
+	--from) from=$2; shift 2 ;;
 	-h | --help) usage 0 ;;
 	*) echo "repair-probe: unknown option $1" >&2; usage 1 ;;
 	esac
@@ -84,13 +91,21 @@ ctl() { "$bin/chunkfsctl" -s "$tmp/ctl" "$@"; }
 # json EXPR: EXPR of the JSON document d read from stdin, printed
 json() { python3 -c "import json, sys; d = json.load(sys.stdin); print($1)"; }
 
-gcc -O2 -o "$bin/gen_tree" "$here/gen_tree.c" -lm || exit 1
-say "$files small files, a volume of 2 chunks of 1 GiB ..."
-"$bin/gen_tree" -m 0 -l 0 "$tmp/src" "$files" >"$tmp/gen_tree.out" || exit 1
-head -c 4M /dev/urandom >"$tmp/src/probe.dat" || exit 1
-"$bin/mkfs.chunkfs" -q -s 1G -n 2 -k general,small -d "$tmp/src" "$tmp/pristine.img" || exit 1
-[ "$keep" -eq 1 ] || rm -rf "$tmp/src"
+if [ -n "$from" ]; then
+	[ -f "$from/pristine.img" ] || die "no $from/pristine.img"
+	say "the volume of $from"
+	cp --sparse=always "$from/pristine.img" "$tmp/pristine.img" || exit 1
+else
+	gcc -O2 -o "$bin/gen_tree" "$here/gen_tree.c" -lm || exit 1
+	say "$files small files, a volume of 2 chunks of 1 GiB ..."
+	"$bin/gen_tree" -m 0 -l 0 "$tmp/src" "$files" >"$tmp/gen_tree.out" || exit 1
+	head -c 4M /dev/urandom >"$tmp/src/probe.dat" || exit 1
+	"$bin/mkfs.chunkfs" -q -s 1G -n 2 -k general,small -d "$tmp/src" "$tmp/pristine.img" ||
+		exit 1
+	[ "$keep" -eq 1 ] || rm -rf "$tmp/src"
+fi
 
+# start [PRIORITY]: a fresh copy of the volume served (repair_priority)
 start() {
 	rm -f "$tmp/port" "$tmp/ctl"
 	cp --sparse=always "$tmp/pristine.img" "$tmp/vol.img" || exit 1
@@ -105,6 +120,7 @@ rpcbind = no
 control = $tmp/ctl
 scrub = off
 scrub_state = none
+repair_priority = ${1:-background}
 export / clients=127.0.0.0/8 access=rw squash=none
 EOF
 	"$bin/chunkfsd" -f -c "$tmp/chunkfsd.conf" --port-file "$tmp/port" >>"$tmp/server.log" 2>&1 &
@@ -148,7 +164,7 @@ win=0
 one() {
 	local kind=$1 r=$2 t0 t1 rc=0 dir=$tmp/runs/$2.$1
 	mkdir -p "$dir"
-	start
+	if [ "$kind" = normal ]; then start normal; else start; fi
 	probe_pids=()
 	for loop in getattr read; do
 		"$bin/lat_probe" 127.0.0.1 "$port" "$loop" 600 "$dir/$loop.lat" /probe.dat \
@@ -157,7 +173,7 @@ one() {
 	done
 	sleep 1
 	t0=$(date +%s%N)
-	if [ "$kind" = repair ]; then
+	if [ "$kind" != alone ]; then
 		ctl fsck "$chunk" -y >"$dir/fsck.out" 2>&1 || rc=$?
 	else
 		sleep "$(awk -v n="$win" 'BEGIN { printf "%.3f", n / 1e9 }')"
@@ -175,15 +191,14 @@ one() {
 	[ "$kind" = alone ] || win=$((t1 - t0))
 }
 
-say "$rounds rounds of a repair run and a run alone, alternating (in $tmp)"
+say "$rounds rounds of a repair run (background, normal) and a run alone, rotating (in $tmp)"
 for r in $(seq 1 "$rounds"); do
-	if [ $((r % 2)) -eq 1 ]; then
-		one repair "$r"
-		one alone "$r"
-	else
-		one alone "$r"
-		one repair "$r"
-	fi
+	case $((r % 3)) in
+	1) order="repair normal alone" ;;
+	2) order="normal alone repair" ;;
+	0) order="alone repair normal" ;;
+	esac
+	for k in $order; do one "$k" "$r"; done
 	say "round $r done"
 done
 
@@ -191,10 +206,11 @@ median() { sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
 col() { awk -v c="$2" '{ print $c }' "$1" | median; }
 
 echo "repair-probe: chunk $chunk of 1 GiB with $used inodes, fsck $chunk -y; probes on /probe.dat in chunk 0;"
+echo "  repair: repair_priority = background (the default), normal: repair_priority = normal;"
 echo "  medians of $rounds rounds over the calls overlapping the repair (or as long, alone)"
 printf '%-8s %-7s %8s %10s %8s %8s %9s %6s %10s\n' loop run calls median_us p99_us max_us worst_max '>10ms' window_ms
 for loop in getattr read; do
-	for kind in alone repair; do
+	for kind in alone repair normal; do
 		f=$tmp/$kind.$loop
 		printf '%-8s %-7s %8s %10s %8s %8s %9s %6s %10s\n' "$loop" "$kind" "$(col "$f" 1)" \
 			"$(col "$f" 2)" "$(col "$f" 3)" "$(col "$f" 4)" \

@@ -206,11 +206,13 @@ int txn_prepare(struct fs_volume *v, struct txn *t);
 int txn_write(struct fs_volume *v, struct txn *t);
 int txn_finish(struct fs_volume *v, struct txn *t, int result);
 int txn_recover(struct fs_volume *v, struct fs_recovery_stats *st);
-/* A chunk coming back online: the last transaction's list there (no newer
- * than the volume's last commit) is rolled forward and spent, so both
- * copies of every unit agree. -EUCLEAN when the list is newer than the
- * volume (not this volume's doing: the chunk needs fsck). */
-int txn_settle_chunk(struct fs_volume *v, struct chunk *c);
+/* A chunk coming back online, still offline: the last transaction's list
+ * there (no newer than vol_txid, the volume's last commit) is rolled
+ * forward and spent, so both copies of every unit agree. -EUCLEAN when the
+ * list is newer than the volume (not this volume's doing: the chunk needs
+ * fsck). Runs without the volume lock: nothing else reads or writes an
+ * offline chunk's blocks or its list state. */
+int txn_settle_chunk(struct chunk *c, uint64_t vol_txid);
 /* A chunk about to go offline, everything committed: a transaction of its
  * own whose list there names nothing, so that nothing on it is pending and
  * a check finds both copies of every unit equal. */

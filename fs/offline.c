@@ -166,47 +166,43 @@ int fs_offline_lost_stores(struct fs_volume *v)
 }
 
 /* The chunk's header as it is on disk now (a repair may have rewritten
- * it): valid, this volume's, the same chunk with the same geometry. */
-static int reload_header(struct fs_volume *v, struct chunk *c, char *why, size_t whylen)
+ * it): valid, this volume's, the same chunk with the same geometry. Read
+ * into h (and which copy was healed, as vol_read_header says), c left as
+ * it is: called without the volume lock on an offline chunk. */
+static int reload_header(struct fs_volume *v, const struct chunk *c, struct od_chunk_header *h,
+			 int *healed, char *why, size_t whylen)
 {
-	struct od_chunk_header h;
 	char reason[160];
-	int healed = 0;
-	int ret = vol_read_header(c->store, 0, c->hdr.nblocks, &h, &healed);
+	int ret = vol_read_header(c->store, 0, c->hdr.nblocks, h, healed);
 
 	if (ret < 0) {
 		snprintf(why, whylen, "both copies of chunk %u's header are bad", c->index);
 		return ret;
 	}
-	if (memcmp(h.volume_uuid, v->uuid, 16) != 0) {
+	if (memcmp(h->volume_uuid, v->uuid, 16) != 0) {
 		snprintf(why, whylen, "chunk %u's header belongs to another volume", c->index);
 		return -EUCLEAN;
 	}
-	ret = chunk_check_header(&h, c->index, reason, sizeof(reason));
-	if (ret == 0 && h.nblocks != c->hdr.nblocks) {
-		snprintf(reason, sizeof(reason), "its size changed (%u blocks, was %u)", h.nblocks,
+	ret = chunk_check_header(h, c->index, reason, sizeof(reason));
+	if (ret == 0 && h->nblocks != c->hdr.nblocks) {
+		snprintf(reason, sizeof(reason), "its size changed (%u blocks, was %u)", h->nblocks,
 			 c->hdr.nblocks);
 		ret = -EUCLEAN;
 	}
-	if (ret == 0 && (uint64_t)h.nblocks * OD_BLOCK_SIZE > c->store->size) {
+	if (ret == 0 && (uint64_t)h->nblocks * OD_BLOCK_SIZE > c->store->size) {
 		snprintf(reason, sizeof(reason), "its store holds %llu bytes, the chunk %llu",
 			 (unsigned long long)c->store->size,
-			 (unsigned long long)h.nblocks * OD_BLOCK_SIZE);
+			 (unsigned long long)h->nblocks * OD_BLOCK_SIZE);
 		ret = -EUCLEAN;
 	}
 	if (ret < 0) {
 		snprintf(why, whylen, "chunk %u: %s", c->index, reason);
 		return ret;
 	}
-	if (h.state == OD_STATE_NEEDS_REPAIR) {
+	if (h->state == OD_STATE_NEEDS_REPAIR) {
 		snprintf(why, whylen, "chunk %u is marked as needing repair: run fsck.chunkfs -y on it",
 			 c->index);
 		return -EUCLEAN;
-	}
-	c->hdr = h;
-	if (healed) {
-		c->header_dirty = 1;
-		c->header_heal = healed - 1;
 	}
 	return 0;
 }
@@ -214,8 +210,10 @@ static int reload_header(struct fs_volume *v, struct chunk *c, char *why, size_t
 int fs_chunk_online(struct fs_volume *v, uint32_t i, fs_chunk_check_fn check, void *ctx,
 		    char *why, size_t whylen)
 {
+	struct od_chunk_header h;
 	struct chunk *c;
-	int ret;
+	uint64_t txid;
+	int healed = 0, ret;
 
 	c = lock_chunk(v, i, why, whylen);
 	if (!c) {
@@ -260,16 +258,31 @@ int fs_chunk_online(struct fs_volume *v, uint32_t i, fs_chunk_check_fn check, vo
 	ret = vol_chunk_reacquire(v, i, why, whylen);
 	if (ret < 0)
 		goto out;
-	ret = reload_header(v, c, why, whylen);
+	/* Its header read and its last transaction settled (two flushes)
+	 * without the volume lock, the chunk still offline and locked
+	 * against other processes; its header in memory replaced locked. */
+	txid = v->txid;
+	vol_unlock(v);
+	ret = reload_header(v, c, &h, &healed, why, whylen);
 	if (ret == 0) {
-		ret = txn_settle_chunk(v, c);
+		ret = txn_settle_chunk(c, txid);
 		if (ret < 0)
 			snprintf(why, whylen, "chunk %u: settling its last transaction failed: %s", i,
 				 strerror(-ret));
 	}
+	vol_lock(v);
+	if (!c->offline) {
+		ret = 0; /* brought online meanwhile */
+		goto out;
+	}
 	if (ret < 0) {
 		vol_chunk_release(v, i);
 		goto out;
+	}
+	c->hdr = h;
+	if (healed) {
+		c->header_dirty = 1;
+		c->header_heal = healed - 1;
 	}
 	/* Names cached from before may have changed in the repair. */
 	dindex_destroy(v);

@@ -882,7 +882,7 @@ int txn_empty_list(struct fs_volume *v, struct chunk *c)
 
 /* --- a chunk coming back online ------------------------------------------- */
 
-int txn_settle_chunk(struct fs_volume *v, struct chunk *c)
+int txn_settle_chunk(struct chunk *c, uint64_t vol_txid)
 {
 	uint8_t *buf = malloc((size_t)OD_BLOCK_SIZE * c->hdr.dir_unit);
 	struct dlist newest = { 0 }, *last = &newest;
@@ -896,7 +896,7 @@ int txn_settle_chunk(struct fs_volume *v, struct chunk *c)
 		goto out;
 	if ((ret = read_newest_list(c, &newest, &had)) < 0 || !last->e)
 		goto out;
-	if (last->txid > v->txid) {
+	if (last->txid > vol_txid) {
 		ret = -EUCLEAN;
 		goto out;
 	}
