@@ -9,7 +9,8 @@
 # yes repairs it. Then both copies of K's first inode-area block (its
 # directory parts, lost+found's part): the daemon's repair makes the parts
 # again where their chains expect them and every file reads back at its
-# path (issue 20). The automatic repair runs at background priority, the
+# path (issue 20). A chunk left offline shows the estimate of its check in
+# status. The automatic repair runs at background priority, the
 # manual one with repair_priority = normal at the daemon's own. No timing
 # is asserted: waits poll.
 . "$(dirname "$0")/functions.sh"
@@ -103,9 +104,16 @@ start_server "control = $tmp/control" "scrub_state = none" "repair = manual" \
 wait_for "s['repair']['offline_only'] == 1 and not s['chunks'][$K]['online']"
 python3 -c '
 import json, sys
-r = json.load(open(sys.argv[1]))["repair"]
+s = json.load(open(sys.argv[1]))
+r, k = s["repair"], int(sys.argv[2])
 assert r["mode"] == "manual" and r["started"] == 0 and r["repaired"] == 0, r
-' "$tmp/st.json" || fail "status in manual mode: $(cat "$tmp/st.json")"
+# the chunk waiting for repair shows the estimate of its check; the others none
+assert s["chunks"][k]["repair_estimate_us"] > 0, s["chunks"][k]
+assert all("repair_estimate_us" not in c for i, c in enumerate(s["chunks"]) if i != k)
+' "$tmp/st.json" "$K" || fail "status in manual mode: $(cat "$tmp/st.json")"
+"$CTL" -s "$tmp/control" status >"$tmp/st.txt" || fail "status"
+grep -q "its check would take about [0-9.]* ms (fsck.chunkfs --estimate)" "$tmp/st.txt" ||
+	fail "the status table does not show the estimate: $(cat "$tmp/st.txt")"
 grep -q "chunkfsctl fsck $K yes repairs it" "$tmp/server.log" ||
 	fail "the log does not say which command repairs chunk $K"
 "$CTL" -s "$tmp/control" fsck "$K" -y >"$tmp/out" 2>&1 || fail "fsck $K -y: $(cat "$tmp/out")"

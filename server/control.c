@@ -264,6 +264,22 @@ static void cmd_scrub(struct control *ctl, char **w, int nw, struct answer *a)
 	add(a, "ok\n");
 }
 
+/* A chunk waiting for repair (marked, or offline with a store that
+ * answers): how long its check would take, as fsck.chunkfs --estimate
+ * says from its header alone (both copies, as the daemon checks). */
+static void add_estimate(struct control *ctl, struct answer *a, uint32_t i,
+			 const struct fs_chunk_info *ci)
+{
+	struct fsck_opts o = { .mode = FSCK_CHECK_ONLY, .both_copies = 1 };
+	struct fsck_result res;
+
+	if ((ci->online && ci->state != OD_STATE_NEEDS_REPAIR) || ci->lost_store)
+		return;
+	memset(&res, 0, sizeof(res));
+	if (fsck_estimate_store(fs_chunk_store(ctl->srv->vol, i), (int)i, &o, &res) == 0)
+		add(a, " repair_estimate_us=%" PRIu64, res.usec);
+}
+
 static void cmd_status(struct control *ctl, struct answer *a)
 {
 	struct fs_volume *v = ctl->srv->vol;
@@ -316,6 +332,7 @@ static void cmd_status(struct control *ctl, struct answer *a)
 			add(a, " reason=");
 			add_value(a, ci.why_offline);
 		}
+		add_estimate(ctl, a, i, &ci);
 		pthread_mutex_lock(&ctl->lock);
 		add_check(a, &ctl->checks[i]);
 		pthread_mutex_unlock(&ctl->lock);

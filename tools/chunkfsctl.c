@@ -322,6 +322,9 @@ static void print_status(struct record *recs, int n)
 		       check, !strcmp(get(r, "root"), "yes") ? " (root)" : "");
 		if (get(r, "reason")[0])
 			printf("      offline: %s\n", get(r, "reason"));
+		if (get(r, "repair_estimate_us")[0])
+			printf("      its check would take about %.1f ms (fsck.chunkfs --estimate)\n",
+			       (double)num(r, "repair_estimate_us") / 1000);
 	}
 }
 
