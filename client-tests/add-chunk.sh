@@ -30,6 +30,8 @@ make_volume -s 64M -n 2
 # added as chunk 2 must not be taken for it.
 start_server "control = $tmp/control" "chunk 2 = $tmp/stale-c2.img"
 conf=$tmp/chunkfsd.conf
+grep -q "chunk 2 = $tmp/stale-c2.img (.*) is ignored: the volume has 2 chunks" \
+	"$tmp/server.log" || fail "no word of the stale place at start"
 chmod 640 "$conf"
 nchunks() {
 	"$CTL" -s "$tmp/control" --json status >"$tmp/status.json" || fail "status --json"

@@ -202,9 +202,13 @@ static int open_volume(struct server *srv)
 	if (why[0])
 		log_warn("volume %s: %s", srv->cfg.volume, why);
 	for (uint32_t i = 0; i < srv->cfg.nplaces; i++)
-		if (srv->cfg.places[i])
+		if (srv->cfg.places[i] && i < fs_chunk_count(srv->vol))
 			log_info("chunk %u lives on %s (%s:%d)", i, srv->cfg.places[i],
 				 srv->config_path, srv->cfg.place_lines[i]);
+		else if (srv->cfg.places[i]) /* (an add-chunk that never committed) */
+			log_warn("chunk %u = %s (%s:%d) is ignored: the volume has %u chunks", i,
+				 srv->cfg.places[i], srv->config_path, srv->cfg.place_lines[i],
+				 fs_chunk_count(srv->vol));
 	log_recovery(srv);
 	note_sparse_image(srv->cfg.volume);
 	fs_set_cache_limit(srv->vol, srv->cfg.cache_mb << 20);

@@ -26,7 +26,10 @@ struct chunk_store_ops {
 	 * stores travel at once (vol_flush): flush_begin sends it and cannot
 	 * fail, flush_end waits for the answer and says how it went. Every
 	 * begin is followed by its end, from the same thread, with no other
-	 * call on the store between them. */
+	 * call on the store between them. A store may hold a lock from begin
+	 * to end (the NBD store does): vol_flush begins its stores in chunk
+	 * order, so flushes of one volume never wait on each other in a
+	 * circle. */
 	void (*flush_begin)(struct chunk_store *st);
 	int (*flush_end)(struct chunk_store *st);
 	/* Optional: a write that the caller follows with a flush of this
