@@ -399,6 +399,9 @@ void vol_unlock(struct fs_volume *v);
 int vol_flush(struct fs_volume *v);
 /* Write every change out and make it durable (the volume lock held). */
 int vol_sync(struct fs_volume *v, int closing);
+/* The same without the lock held: only the transaction's prepare and
+ * finish take it, operations go on while it is written (fs_sync's way). */
+int vol_sync_unlocked(struct fs_volume *v);
 /* After -ENOSPC: 1 if committing made freed blocks available (retry). */
 int vol_enospc_retry(struct fs_volume *v);
 struct chunk *vol_pick_chunk(struct fs_volume *v, struct chunk *prefer, int kind_hint,

@@ -47,6 +47,11 @@ int fs_chunk_offline(struct fs_volume *v, uint32_t i, int force, char *why, size
 	struct chunk *c;
 	int ret;
 
+	/* What is uncommitted now goes first without the lock, so that the
+	 * commit below, with it, has only what came meanwhile to write (a
+	 * failure here is met again there). */
+	if (!v->rdonly)
+		(void)vol_sync_unlocked(v);
 	c = lock_chunk(v, i, why, whylen);
 	if (!c) {
 		ret = -EINVAL;
@@ -231,14 +236,14 @@ int fs_chunk_online(struct fs_volume *v, uint32_t i, fs_chunk_check_fn check, vo
 	 * touch what points into it, but a unit of theirs read while a
 	 * transaction rewrites it may fail the check where nothing is wrong.
 	 * A failure is therefore decided again with the volume locked and
-	 * the others quiet, as is a check that cannot run unlocked. */
-	ret = vol_sync(v, 0);
-	if (ret < 0) {
-		snprintf(why, whylen, "committing before the check failed: %s", strerror(-ret));
-		goto out;
-	}
+	 * the others quiet, as is a check that cannot run unlocked. (The
+	 * commit too is written without the lock.) */
 	vol_unlock(v);
-	ret = check(ctx, i, 1, why, whylen);
+	ret = vol_sync_unlocked(v);
+	if (ret < 0)
+		snprintf(why, whylen, "committing before the check failed: %s", strerror(-ret));
+	else
+		ret = check(ctx, i, 1, why, whylen);
 	vol_lock(v);
 	if (!c->offline) {
 		ret = 0; /* brought online meanwhile */

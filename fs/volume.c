@@ -516,7 +516,7 @@ int vol_sync(struct fs_volume *v, int closing)
 
 /* Operations go on while the transaction is written: only its prepare and
  * its finish hold the volume lock. */
-static int sync_once(struct fs_volume *v)
+int vol_sync_unlocked(struct fs_volume *v)
 {
 	struct txn t;
 	int ret;
@@ -553,7 +553,7 @@ int fs_sync(struct fs_volume *v)
 
 	if (v->rdonly)
 		return 0;
-	ret = sync_once(v);
+	ret = vol_sync_unlocked(v);
 	/* A chunk whose server is gone cannot commit, and must not keep the
 	 * others from it: it goes offline with its uncommitted changes, and
 	 * the rest is committed. This sync still failed: what it was to make
