@@ -8,7 +8,7 @@
 #            [--sync-every N] [--seed S] [--large N] [--large-mib M]
 #            [--small N] [--dirs N] [--no-ext4] [--no-drop-caches]
 #            [--builddir DIR] [--tmp DIR] [--keep] [--quick]
-# --quick: a 256 MiB volume of 64 MiB chunks, write factor 1, 2 x 8 MiB and
+# --quick: a 256 MiB volume of 64 MiB chunks, write factor 0.5, 2 x 8 MiB and
 # 200 small files (about 10 s; it does not wait for /work/QUIET).
 #
 # Method (bench/age_bench.c's header has the replay and its size
@@ -94,7 +94,7 @@ while [ $# -gt 0 ]; do
 	--quick)
 		# small enough for make check: a 256 MiB volume of 64 MiB chunks
 		quick=1
-		size=256M chunk_size=64M write_factor=1 large=2 large_mib=8 small=200 dirs=8
+		size=256M chunk_size=64M write_factor=0.5 large=2 large_mib=8 small=200 dirs=8
 		shift ;;
 	-h | --help) usage 0 ;;
 	*) echo "age-bench: unknown option $1" >&2; usage 2 ;;
