@@ -6,10 +6,11 @@
 # usage: bash bench/age-bench.sh [--size SIZE] [--chunk-size SIZE]
 #            [--mkfs-opts "OPTS"] [--full F] [--write-factor W]
 #            [--sync-every N] [--seed S] [--large N] [--large-mib M]
-#            [--small N] [--dirs N] [--no-ext4] [--no-drop-caches]
-#            [--builddir DIR] [--tmp DIR] [--keep] [--quick]
+#            [--small N] [--dirs N] [--rounds R] [--no-ext4]
+#            [--no-drop-caches] [--builddir DIR] [--tmp DIR] [--keep] [--quick]
 # --quick: a 256 MiB volume of 64 MiB chunks, write factor 0.5, 2 x 8 MiB and
-# 200 small files (about 10 s; it does not wait for /work/QUIET).
+# 200 small files, one read round (about 10-20 s; it does not wait for
+# /work/QUIET).
 #
 # Method (bench/age_bench.c's header has the replay and its size
 # distribution): for each filesystem, twice on a fresh image of SIZE
@@ -21,7 +22,9 @@
 #          churned until WRITE_FACTOR (3) times the capacity has been
 #          written; then the probe set, so that the filesystem ends at FULL.
 # Then the server is restarted (chunkfs) or the filesystem remounted
-# (ext4) and the page cache dropped (as root), and the probe set is read:
+# (ext4) and the page cache dropped (as root), and the probe set is read
+# (ROUNDS times, 3 by default, each after a restart or remount and a drop;
+# the table gives the medians):
 # the large files sequentially (1 MiB calls, 4 in flight through NFS;
 # read(2) through the kernel) and each small file by LOOKUP + READ (open +
 # read through the kernel), one at a time. Last the layout, offline:
@@ -39,8 +42,8 @@
 # (extents per file holding data, a run contiguous on disk counting once),
 # 1-ext (share of those files in one extent), probe-L ext (extents per
 # probe large file), free>=8M (share of the free data space in runs of at
-# least 8 MiB; chunkfs: outside its metadata zones, which data takes
-# last), seq MiB/s and small files/s (the probe reads), enospc (writes
+# least 8 MiB; chunkfs: its metadata zones included, which data takes
+# last; age_count's outside= says how much lies outside them), seq MiB/s and small files/s (the probe reads), enospc (writes
 # refused for want of space during the replay, and the fullness by the
 # filesystem's own count when the first was). A probe file the filesystem
 # had no room for is left out: the read rates then cover those written,
@@ -67,9 +70,10 @@ tmpbase=/tmp
 keep=0
 quick=0
 drop=1
+rounds=3
 
 usage() {
-	sed -n '2,47s/^# \{0,1\}//p' "$0"
+	sed -n '2,51s/^# \{0,1\}//p' "$0"
 	exit "$1"
 }
 
@@ -88,13 +92,14 @@ while [ $# -gt 0 ]; do
 	--dirs) dirs=$2; shift 2 ;;
 	--no-ext4) do_ext4=0; shift ;;
 	--no-drop-caches) drop=0; shift ;;
+	--rounds) rounds=$2; shift 2 ;;
 	--builddir) builddir=$2; shift 2 ;;
 	--tmp) tmpbase=$2; shift 2 ;;
 	--keep) keep=1; shift ;;
 	--quick)
 		# small enough for make check: a 256 MiB volume of 64 MiB chunks
 		quick=1
-		size=256M chunk_size=64M write_factor=0.5 large=2 large_mib=8 small=200 dirs=8
+		size=256M chunk_size=64M write_factor=0.5 large=2 large_mib=8 small=200 dirs=8 rounds=1
 		shift ;;
 	-h | --help) usage 0 ;;
 	*) echo "age-bench: unknown option $1" >&2; usage 2 ;;
@@ -214,11 +219,14 @@ EOF
 	# shellcheck disable=SC2086
 	"$AB" --nfs "127.0.0.1:$port" $probe_opts probe-write >>"$out" || die "chunkfs: probe-write failed"
 	stop_server
-	drop_caches
-	start_server
-	# shellcheck disable=SC2086
-	"$AB" --nfs "127.0.0.1:$port" $probe_opts probe-read >>"$out" || die "chunkfs: probe-read failed"
-	stop_server
+	for _ in $(seq 1 "$rounds"); do
+		drop_caches
+		start_server
+		# shellcheck disable=SC2086
+		"$AB" --nfs "127.0.0.1:$port" $probe_opts probe-read >>"$out" ||
+			die "chunkfs: probe-read failed"
+		stop_server
+	done
 	"$tmp/bin/age_count" "$img" >>"$out" || die "chunkfs: age_count failed"
 	say "chunkfs $state: $(tr '\n' ' ' <"$out")"
 }
@@ -270,12 +278,14 @@ run_ext4() {
 	fi
 	# shellcheck disable=SC2086
 	"$AB" --dir "$mnt" $probe_opts probe-write >>"$out" || die "ext4: probe-write failed"
-	umount "$mnt" && mounted=0
-	drop_caches
-	mount -o loop "$img" "$mnt" || die "mount ext4 failed"
-	mounted=1
-	# shellcheck disable=SC2086
-	"$AB" --dir "$mnt" $probe_opts probe-read >>"$out" || die "ext4: probe-read failed"
+	for _ in $(seq 1 "$rounds"); do
+		umount "$mnt" && mounted=0
+		drop_caches
+		mount -o loop "$img" "$mnt" || die "mount ext4 failed"
+		mounted=1
+		# shellcheck disable=SC2086
+		"$AB" --dir "$mnt" $probe_opts probe-read >>"$out" || die "ext4: probe-read failed"
+	done
 	"$AB" --dir "$mnt" count >>"$out" || die "ext4: count failed"
 	umount "$mnt" && mounted=0
 	ext4_free "$img" >>"$out"
@@ -306,10 +316,16 @@ row() { # FS STATE FILE
 		$1 == "free" { fr = kv($0, "free"); ge = kv($0, "ge8m") }
 		$1 == "probe-write" { pl = kv($0, "large"); plw = kv($0, "large_written")
 			ps = kv($0, "small"); psw = kv($0, "small_written") }
-		$1 == "read-large" { seq = kv($0, "mibps") }
-		$1 == "read-small" { sm = kv($0, "rate") }
+		$1 == "read-large" { seqv[nseq++] = kv($0, "mibps") + 0 }
+		$1 == "read-small" { smv[nsm++] = kv($0, "rate") + 0 }
 		$1 == "age" { en = kv($0, "enospc"); enp = kv($0, "first_enospc_used_pct"); used = kv($0, "used_pct") }
+		function median(a, n,   i, j, t) {
+			for (i = 1; i < n; i++)
+				for (j = i; j > 0 && a[j - 1] > a[j]; j--) { t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
+			return n == 0 ? 0 : n % 2 ? a[(n - 1) / 2] : (a[n / 2 - 1] + a[n / 2]) / 2
+		}
 		END {
+			seq = median(seqv, nseq); sm = median(smv, nsm)
 			epf = data > 0 ? ext / data : 0
 			onep = data > 0 ? 100 * one / data : 0
 			gep = fr > 0 ? 100 * ge / fr : 0
