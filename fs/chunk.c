@@ -293,24 +293,69 @@ static int in_meta_zone(const struct chunk *c, uint32_t b)
 	return off < meta_zone_end(c);
 }
 
-/* First fit from goal over the blocks data may take in this pass. */
-static int data_scan(struct chunk *c, uint32_t goal, uint32_t want, int zone, uint32_t *start,
-		     uint32_t *got)
+/* The other block of b's metadata pair (b in either half). */
+static uint32_t twin(const struct chunk *c, uint32_t b)
+{
+	return b >= c->half ? b - c->half : b + c->half;
+}
+
+/* The passes of a data allocation: outside the metadata zones; then, only
+ * when that is full, zone blocks whose twin is busy (no pair is spoiled);
+ * then zone blocks of free pairs, while more than zone_reserve(c) pairs
+ * stay free for the units that must follow the data (the extent units
+ * recording it, directory units). Before the middle pass a zone filled in
+ * block order, its pairs all spoiled by the lower half's data while the
+ * upper half's twins stayed free: a write was refused at 80% full, with
+ * 100 MiB free, for want of one extent unit. */
+enum data_pass { PASS_OUTSIDE, PASS_ORPHANS, PASS_PAIRS };
+
+static int pass_takes(const struct chunk *c, uint32_t b, enum data_pass pass)
+{
+	if (!data_usable(c, b) || block_busy(c, b))
+		return 0;
+	if (pass == PASS_OUTSIDE)
+		return !in_meta_zone(c, b);
+	if (!in_meta_zone(c, b))
+		return 0;
+	return (pass == PASS_ORPHANS) == !!block_busy(c, twin(c, b));
+}
+
+/* Pairs of the zone kept free from data: 1/32 of it (0.8% of a general
+ * chunk: 8 MiB of a 1 GiB one), at least 2. */
+static uint32_t zone_reserve(const struct chunk *c)
+{
+	uint32_t zone = meta_zone_end(c) - c->hdr.data_start;
+
+	return zone / 32 > 2 ? zone / 32 : 2;
+}
+
+static uint32_t zone_free_pairs(const struct chunk *c)
+{
+	uint32_t n = 0;
+
+	for (uint32_t b = c->hdr.data_start; b < meta_zone_end(c); b++)
+		n += !block_busy(c, b) && !block_busy(c, b + c->half);
+	return n;
+}
+
+/* First fit from goal over the blocks data may take in this pass, at most
+ * max of them. */
+static int data_scan(struct chunk *c, uint32_t goal, uint32_t want, enum data_pass pass,
+		     uint32_t *start, uint32_t *got)
 {
 	uint32_t n = c->hdr.nblocks;
 
 	for (uint32_t i = 0; i < n; i++) {
 		uint32_t b = (goal + i) % n;
 		uint32_t len = 0;
-		if (!data_usable(c, b) || in_meta_zone(c, b) != zone || block_busy(c, b))
+		if (!pass_takes(c, b, pass))
 			continue;
-		while (len < want && b + len < n && data_usable(c, b + len) &&
-		       in_meta_zone(c, b + len) == zone && !block_busy(c, b + len))
+		while (len < want && b + len < n && pass_takes(c, b + len, pass))
 			len++;
 		mark_range(c, b, len, 1);
 		*start = b;
 		*got = len;
-		if (!zone)
+		if (pass == PASS_OUTSIDE)
 			c->alloc_hint_data = b + len < n ? b + len : c->half;
 		return 0;
 	}
@@ -320,6 +365,7 @@ static int data_scan(struct chunk *c, uint32_t goal, uint32_t want, int zone, ui
 int alloc_data(struct chunk *c, uint32_t goal, uint32_t want, int allow_zone, uint32_t *start,
 	       uint32_t *got)
 {
+	uint32_t pairs, reserve;
 	int ret = chunk_load(c);
 
 	if (ret < 0)
@@ -328,10 +374,20 @@ int alloc_data(struct chunk *c, uint32_t goal, uint32_t want, int allow_zone, ui
 		return -ENOSPC;
 	if (goal == 0 || goal >= c->hdr.nblocks || !data_usable(c, goal) || in_meta_zone(c, goal))
 		goal = c->alloc_hint_data;
-	ret = data_scan(c, goal, want, 0, start, got);
-	if (ret == -ENOSPC && allow_zone)
-		ret = data_scan(c, c->hdr.data_start, want, 1, start, got);
-	return ret;
+	ret = data_scan(c, goal, want, PASS_OUTSIDE, start, got);
+	if (ret != -ENOSPC || !allow_zone)
+		return ret;
+	ret = data_scan(c, c->hdr.data_start, want, PASS_ORPHANS, start, got);
+	if (ret != -ENOSPC)
+		return ret;
+	/* Each block taken now spoils one pair (its twin goes to the
+	 * orphans' pass next time). */
+	pairs = zone_free_pairs(c);
+	reserve = zone_reserve(c);
+	if (pairs <= reserve)
+		return -ENOSPC;
+	return data_scan(c, c->hdr.data_start, want < pairs - reserve ? want : pairs - reserve,
+			 PASS_PAIRS, start, got);
 }
 
 int alloc_meta(struct chunk *c, uint32_t units, uint32_t *start)
