@@ -409,16 +409,15 @@ static int data_io(struct fs_volume *v, uint32_t chunk, uint32_t pblk, uint32_t 
 	return store_pread(c->store, buf, len, off);
 }
 
-/* Copy file bytes [off, off + len) in or out of mapped blocks; holes read as
- * zeros, and a write never meets one (chain_alloc ran first). */
-int chain_rw(struct fs_volume *v, struct fchain *fc, uint64_t off, size_t len, uint8_t *buf,
-	     int write)
+/* Walk file bytes [off, off + len): fn gets each piece that lies in one run
+ * of blocks of one chunk (pblk 0: a hole), in order. */
+int chain_walk(const struct fchain *fc, uint64_t off, size_t len, chain_piece_fn fn, void *ctx)
 {
 	while (len) {
 		uint64_t lblk = off >> OD_BLOCK_SHIFT, run;
 		uint32_t inoff = (uint32_t)(off & (OD_BLOCK_SIZE - 1));
 		uint32_t si = seg_for(fc, lblk);
-		struct seg *s = &fc->s[si];
+		const struct seg *s = &fc->s[si];
 		uint32_t p = seg_map(s, lblk, &run);
 		uint64_t span;
 
@@ -428,19 +427,45 @@ int chain_rw(struct fs_volume *v, struct fchain *fc, uint64_t off, size_t len, u
 		span = run >= (UINT64_MAX >> OD_BLOCK_SHIFT) ? UINT64_MAX
 							     : run * OD_BLOCK_SIZE - inoff;
 		size_t n = len < span ? len : (size_t)span;
-		int ret;
+		int ret = fn(ctx, s->r.loc.chunk, p, inoff, n);
 
-		if (p == 0 && write)
-			return -EUCLEAN;
-		if (p == 0)
-			memset(buf, 0, n);
-		else if ((ret = data_io(v, s->r.loc.chunk, p, inoff, buf, n, write)) < 0)
+		if (ret < 0)
 			return ret;
-		buf += n;
 		off += n;
 		len -= n;
 	}
 	return 0;
+}
+
+struct rw_walk {
+	struct fs_volume *v;
+	uint8_t *buf;
+	int write;
+};
+
+static int rw_piece(void *arg, uint32_t chunk, uint32_t pblk, uint32_t inoff, size_t n)
+{
+	struct rw_walk *w = arg;
+	int ret = 0;
+
+	if (pblk == 0 && w->write)
+		return -EUCLEAN;
+	if (pblk == 0)
+		memset(w->buf, 0, n);
+	else
+		ret = data_io(w->v, chunk, pblk, inoff, w->buf, n, w->write);
+	w->buf += n;
+	return ret;
+}
+
+/* Copy file bytes [off, off + len) in or out of mapped blocks; holes read as
+ * zeros, and a write never meets one (chain_alloc ran first). */
+int chain_rw(struct fs_volume *v, struct fchain *fc, uint64_t off, size_t len, uint8_t *buf,
+	     int write)
+{
+	struct rw_walk w = { v, buf, write };
+
+	return chain_walk(fc, off, len, rw_piece, &w);
 }
 
 /* Free every block at or after lblk, and continuations that become empty. */

@@ -50,6 +50,10 @@ int chain_free_gone(struct fs_volume *v, struct fchain *fc);
 /* Map [lblk, lblk + n) to blocks, allocating what is missing (in other
  * chunks, by new continuations, when the file's last chunk is full). */
 int chain_alloc(struct fs_volume *v, struct fchain *fc, uint64_t lblk, uint64_t n);
+/* Walk file bytes [off, off + len): fn gets each piece lying in one run of
+ * blocks of one chunk (pblk 0: a hole), in order; a negative return stops. */
+typedef int (*chain_piece_fn)(void *ctx, uint32_t chunk, uint32_t pblk, uint32_t inoff, size_t n);
+int chain_walk(const struct fchain *fc, uint64_t off, size_t len, chain_piece_fn fn, void *ctx);
 /* Copy file bytes [off, off + len) in or out of mapped blocks. */
 int chain_rw(struct fs_volume *v, struct fchain *fc, uint64_t off, size_t len, uint8_t *buf,
 	     int write);

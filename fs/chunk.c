@@ -62,6 +62,7 @@ void chunk_thaw_frees(struct chunk *c, int committed)
 		return;
 	if (committed) {
 		c->free_outside += c->frozen_outside;
+		vol_blocks_reusable(c->vol);
 	} else {
 		for (size_t i = 0; i < bytes; i++)
 			c->reserved[i] |= c->frozen[i];
@@ -178,6 +179,8 @@ static int load_free_lists(struct chunk *c)
 
 void chunk_unload(struct chunk *c)
 {
+	if (c->loaded)
+		vol_blocks_reusable(c->vol); /* its frees are forgotten */
 	free(c->bitmap);
 	free(c->reserved);
 	free(c->frozen);

@@ -198,27 +198,41 @@ static int data_inode(struct fs_volume *v, const struct fs_cred *cred, struct fs
 	return data_perm_check(cred, &r->ino, mask);
 }
 
+/* Data blocks are read without the volume lock (read_unlocked.c), unless
+ * the thread holds it for a nowait section or the blocks may have been
+ * reused meanwhile: then the read is made again with the lock held. */
 int fs_read(struct fs_volume *v, const struct fs_cred *cred, struct fs_ino id, uint64_t offset,
 	    size_t len, void *buf, size_t *nread, int *eof)
 {
+	int may_unlock = !vol_nowait(v);
+	uint64_t size;
 	struct iref r;
+	size_t n;
 	int ret;
 
+again:
 	vol_lock(v);
 	ret = data_inode(v, cred, id, 4, &r);
 	if (ret < 0)
 		goto out;
-	if (offset >= r.ino.size)
-		len = 0;
-	else if (len > r.ino.size - offset)
-		len = (size_t)(r.ino.size - offset);
-	ret = len ? file_read(v, &r, offset, len, buf) : 0;
-	if (ret == 0) {
-		*nread = len;
-		*eof = offset + len >= r.ino.size;
+	size = r.ino.size;
+	n = offset >= size ? 0 : len > size - offset ? (size_t)(size - offset) : len;
+	if (n && may_unlock && !(r.ino.flags & OD_INF_INLINE)) {
+		ret = file_read_unlocked(v, &r, offset, n, buf); /* unlocks */
+		if (ret == -ESTALE) {
+			may_unlock = 0;
+			goto again;
+		}
+		goto done;
 	}
+	ret = n ? file_read(v, &r, offset, n, buf) : 0;
 out:
 	vol_unlock(v);
+done:
+	if (ret == 0) {
+		*nread = n;
+		*eof = offset + n >= size;
+	}
 	return ret;
 }
 

@@ -66,6 +66,7 @@ struct chunk {
 	char *place;                  /* its own store's name (path, NBD URI); NULL: the image's */
 	char why_offline[160];        /* while offline: the reason, "" when none is known */
 	int lost_store;               /* offline because its store lost its server: the errno */
+	uint32_t pins;                /* reads using its store without the lock (pin.c) */
 
 	/* Allocation state, loaded on first use. */
 	int loaded;
@@ -145,10 +146,11 @@ struct fs_volume {
 	pthread_mutex_t commit_lock;
 	pthread_cond_t commit_cond;
 
-	/* The chunk (index + 1) whose window the scrub reads without the
-	 * lock, and its end signalled (on lock): its store stays open. */
-	uint32_t scrub_reading;
-	pthread_cond_t scrub_cond;
+	/* Reads without the lock (pin.c): a pin's end is signalled on
+	 * pin_cond; reuse_gen moves when freed blocks become reusable. */
+	pthread_mutex_t pin_lock;
+	pthread_cond_t pin_cond;
+	uint64_t reuse_gen;
 };
 
 /* A loaded inode: where it lives and its decoded form. */
@@ -382,6 +384,24 @@ int file_read(struct fs_volume *v, const struct iref *r, uint64_t off, size_t le
 
 /* namei.c */
 int name_check(const char *name, size_t *len);
+
+/* pin.c: a chunk pinned (the volume locked) keeps its store until unpinned
+ * (from any thread); a reopen waits, locked, for its chunk to be unpinned.
+ * vol_reuse_gen moves (vol_blocks_reusable) when freed blocks may be
+ * allocated again. */
+void chunk_pin(struct chunk *c);
+void chunk_unpin(struct chunk *c);
+void chunk_wait_unpinned(struct chunk *c);
+void vol_blocks_reusable(struct fs_volume *v);
+uint64_t vol_reuse_gen(const struct fs_volume *v);
+
+/* read_unlocked.c: read file bytes [off, off + len) of r (not inline): the
+ * blocks are found under the volume lock, which this releases for the
+ * reads themselves. Returns with the lock released: 0, a negative errno,
+ * or -ESTALE when blocks may have been reused meanwhile (read again,
+ * locked). */
+int file_read_unlocked(struct fs_volume *v, const struct iref *r, uint64_t off, size_t len,
+		       void *buf);
 
 /* nowait.c: inside fs_nowait_begin/end on this thread, vol_nowait(v) is
  * true: the lock is held already, and what would wait returns

@@ -331,9 +331,8 @@ int fs_chunk_reopen(struct fs_volume *v, uint32_t i, char *why, size_t whylen)
 		return ret;
 	}
 	old = NULL;
-	/* (The scrub's window read of it, begun while it served, ends first.) */
-	while (v->scrub_reading == i + 1)
-		pthread_cond_wait(&v->scrub_cond, &v->lock);
+	/* (Reads of it begun without the lock while it served end first.) */
+	chunk_wait_unpinned(c);
 	if (c->offline) {
 		old = c->store;
 		c->store = st;

@@ -431,15 +431,14 @@ static void read_window(struct scrub *s, const struct fs_scrub_cursor *cur)
 	len = span - cur->block < SCRUB_WINDOW ? span - cur->block : SCRUB_WINDOW;
 	st = c->store;
 	half = c->half;
-	v->scrub_reading = cur->chunk + 1;
+	chunk_pin(c);
 	vol_unlock(v);
 	r0 = store_pread(st, s->win[0], (size_t)len * OD_BLOCK_SIZE,
 			 (uint64_t)cur->block * OD_BLOCK_SIZE);
 	r1 = store_pread(st, s->win[1], (size_t)len * OD_BLOCK_SIZE,
 			 ((uint64_t)cur->block + half) * OD_BLOCK_SIZE);
+	chunk_unpin(c);
 	vol_lock(v);
-	v->scrub_reading = 0;
-	pthread_cond_broadcast(&v->scrub_cond);
 	if (r0 < 0 || r1 < 0) {
 		s->direct = 1;
 		return;

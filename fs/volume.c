@@ -279,7 +279,8 @@ static void vol_free(struct fs_volume *v)
 	if (v->fd >= 0)
 		close(v->fd);
 	pthread_cond_destroy(&v->commit_cond);
-	pthread_cond_destroy(&v->scrub_cond);
+	pthread_cond_destroy(&v->pin_cond);
+	pthread_mutex_destroy(&v->pin_lock);
 	pthread_mutex_destroy(&v->commit_lock);
 	pthread_mutex_destroy(&v->lock);
 	free(v);
@@ -294,7 +295,8 @@ static struct fs_volume *vol_alloc(int flags)
 	pthread_mutex_init(&v->lock, NULL);
 	pthread_mutex_init(&v->commit_lock, NULL);
 	pthread_cond_init(&v->commit_cond, NULL);
-	pthread_cond_init(&v->scrub_cond, NULL);
+	pthread_mutex_init(&v->pin_lock, NULL);
+	pthread_cond_init(&v->pin_cond, NULL);
 	v->fd = -1;
 	v->rdonly = !!(flags & FS_OPEN_RDONLY);
 	return v;
