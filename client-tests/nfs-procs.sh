@@ -34,9 +34,17 @@ start_ro_server() {
 }
 
 make_volume -n 4 -s 16M
-start_server
+start_server "control = $tmp/control"
 "$procs" 127.0.0.1 "$port" rw || fail "nfs_procs on the read-write export"
 kill -0 "$server_pid" || fail "the server died"
+# Its COMMITs and stable WRITEs were observed by the learned predictor
+# (the exact rules: tests/vol_predict_test): status shows it.
+"$builddir/chunkfsctl" -s "$tmp/control" --json status >"$tmp/status.json" || fail "status --json"
+obs=$(sed -n 's/.*"predictor": {"observed": \([0-9]*\), "entries": \([0-9]*\),.*/\1 \2/p' "$tmp/status.json")
+set -- $obs
+[ "${1:-0}" -ge 1 ] && [ "${2:-0}" -ge 2 ] || fail "predictor after COMMITs: '$obs': $(cat "$tmp/status.json")"
+"$builddir/chunkfsctl" -s "$tmp/control" status | grep -q "^predictor: $1 files observed as made durable, $2 entries" ||
+	fail "predictor line in the status table"
 stop_server
 
 start_ro_server

@@ -767,13 +767,56 @@ static int move_for_inline(struct fs_volume *v, struct iref *r, const struct dir
  * when the entry's slack holds it, else by moving the entry to where it
  * fits. -EAGAIN: not embedded in a directory unit, linked twice, or too
  * large for any entry. */
+/* The entry of unit b whose embedded inode is at ino_off: 0 with its
+ * offset and header, -ENOENT when none is, -EUCLEAN for a broken unit. */
+static int embedded_entry(const struct chunk *c, const struct buf *b, uint32_t ino_off,
+			  uint32_t *off_out, struct od_dirent *de)
+{
+	for (uint32_t off = OD_MB_HEADER_SIZE; off < unit_bytes(c);) {
+		if (entry_at(b, off, de) < 0)
+			return -EUCLEAN;
+		if (de->kind == OD_DE_EMBEDDED &&
+		    off + OD_DIRENT_HEADER + od_align8(de->name_len) == ino_off) {
+			*off_out = off;
+			return 0;
+		}
+		off += de->rec_len;
+	}
+	return -ENOENT;
+}
+
+int dir_embedded_name(struct fs_volume *v, const struct iref *r, char *name, size_t *len)
+{
+	struct chunk *c = vol_chunk(v, r->loc.chunk);
+	struct od_dirent de;
+	struct buf *b;
+	uint32_t off;
+	int ret;
+
+	if (r->loc.block < c->hdr.data_start)
+		return -ENOENT; /* an inode-area slot: no name of its own */
+	ret = buf_read(c, r->loc.block, c->hdr.dir_unit, &b);
+	if (ret < 0)
+		return ret;
+	ret = embedded_entry(c, b, r->loc.off, &off, &de);
+	if (ret == 0) {
+		memcpy(name, b->data + off + OD_DIRENT_HEADER, de.name_len);
+		name[de.name_len] = '\0';
+		*len = de.name_len;
+	}
+	buf_put(b);
+	return ret;
+}
+
 int dir_set_inline(struct fs_volume *v, struct iref *r, const void *data, uint32_t len)
 {
 	struct chunk *c = vol_chunk(v, r->loc.chunk);
 	char name[FS_NAME_MAX + 1];
 	struct od_mb_header h;
+	struct od_dirent de;
 	struct dirpos pos;
 	struct buf *b;
+	uint32_t off;
 	int ret;
 
 	if (r->loc.block < c->hdr.data_start)
@@ -781,35 +824,21 @@ int dir_set_inline(struct fs_volume *v, struct iref *r, const void *data, uint32
 	ret = buf_read(c, r->loc.block, c->hdr.dir_unit, &b);
 	if (ret < 0)
 		return ret;
-	ret = -ENOENT;
-	for (uint32_t off = OD_MB_HEADER_SIZE; off < unit_bytes(c);) {
-		struct od_dirent de;
-		uint32_t ino_off;
-		if (entry_at(b, off, &de) < 0) {
-			ret = -EUCLEAN;
-			break;
-		}
-		ino_off = off + OD_DIRENT_HEADER + od_align8(de.name_len);
-		if (de.kind == OD_DE_EMBEDDED && ino_off == r->loc.off) {
-			if (ino_off + OD_INODE_SIZE + od_align8(len) <= off + de.rec_len) {
-				memcpy(b->data + ino_off + OD_INODE_SIZE, data, len);
-				buf_dirty(b);
-				r->ino.flags = (r->ino.flags | OD_INF_INLINE) & ~OD_INF_FRESH;
-				r->ino.inline_len = len;
-				r->ino.size = len;
-				ret = 0;
-				break;
-			}
-			pos.unit = r->loc;
-			pos.unit.off = 0;
-			pos.off = off;
-			pos.de = de;
-			memcpy(name, b->data + off + OD_DIRENT_HEADER, de.name_len);
-			name[de.name_len] = '\0';
-			ret = -EAGAIN;
-			break;
-		}
-		off += de.rec_len;
+	ret = embedded_entry(c, b, r->loc.off, &off, &de);
+	if (ret == 0 && r->loc.off + OD_INODE_SIZE + od_align8(len) <= off + de.rec_len) {
+		memcpy(b->data + r->loc.off + OD_INODE_SIZE, data, len);
+		buf_dirty(b);
+		r->ino.flags = (r->ino.flags | OD_INF_INLINE) & ~OD_INF_FRESH;
+		r->ino.inline_len = len;
+		r->ino.size = len;
+	} else if (ret == 0) {
+		pos.unit = r->loc;
+		pos.unit.off = 0;
+		pos.off = off;
+		pos.de = de;
+		memcpy(name, b->data + off + OD_DIRENT_HEADER, de.name_len);
+		name[de.name_len] = '\0';
+		ret = -EAGAIN;
 	}
 	od_get_mb_header(b->data, &h);
 	buf_put(b);

@@ -268,8 +268,10 @@ int fs_write(struct fs_volume *v, const struct fs_cred *cred, struct fs_ino id, 
 	}
 	if (ret < 0)
 		goto out;
-	if (ret == 0 && stable != FS_UNSTABLE)
+	if (ret == 0 && stable != FS_UNSTABLE) {
+		vol_pred_observe(v, &r);
 		ret = vol_sync(v, 0);
+	}
 	if (ret == 0 && post)
 		ino_to_attr(&r.ino, post);
 out:
@@ -284,8 +286,10 @@ int fs_commit(struct fs_volume *v, struct fs_ino id)
 
 	vol_lock(v);
 	ret = ino_get(v, id, &r);
-	if (ret == 0)
+	if (ret == 0) {
+		vol_pred_observe(v, &r);
 		ret = vol_sync(v, 0);
+	}
 	vol_unlock(v);
 	return ret;
 }

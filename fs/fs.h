@@ -217,6 +217,27 @@ void fs_volume_secret(struct fs_volume *vol, uint8_t secret[32]);
 int fs_nowait_begin(struct fs_volume *vol);
 int fs_nowait_end(struct fs_volume *vol);
 
+/* vol_predict.c: what the learned size predictor has seen (in memory, since
+ * the volume was opened): files observed, table entries in use and
+ * replaced, new files it placed, and the most sampled name suffixes with
+ * their median size class (0 empty, b: [2^(b-1), 2^b) bytes) and share of
+ * files of 1 MiB or more. */
+#define FS_PRED_TOP 8
+struct fs_predictor_info {
+	uint64_t observed, evicted, answered;
+	uint32_t entries;
+	uint32_t ntop;
+	char top_suffix[FS_PRED_TOP][16];
+	uint32_t top_samples[FS_PRED_TOP];
+	uint32_t top_median_class[FS_PRED_TOP];
+	uint32_t top_large_permille[FS_PRED_TOP];
+};
+int fs_predictor_info(struct fs_volume *vol, struct fs_predictor_info *out);
+/* A client made this file durable (a server's COMMIT or stable WRITE that
+ * its group commit, not fs_commit, makes so): the predictor learns its
+ * size. fs_commit and stable fs_writes observe by themselves. */
+void fs_observe(struct fs_volume *vol, struct fs_ino ino);
+
 /* offline.c: one chunk out of service while the volume serves the rest. */
 struct fs_chunk_info {
 	uint32_t index;

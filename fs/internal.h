@@ -151,6 +151,11 @@ struct fs_volume {
 	pthread_mutex_t pin_lock;
 	pthread_cond_t pin_cond;
 	uint64_t reuse_gen;
+
+	/* The learned size predictor (vol_predict.c), and how many new
+	 * files it placed (it had enough samples). */
+	struct vol_pred *pred;
+	uint64_t pred_answered;
 };
 
 /* A loaded inode: where it lives and its decoded form. */
@@ -346,6 +351,9 @@ int dir_walk(struct fs_volume *v, const struct iref *dir, uint64_t from_cookie, 
 	     void *ctx);
 uint64_t dir_cookie(uint32_t part, uint32_t unit_seq, uint32_t off);
 int dir_read_inline(struct fs_volume *v, const struct iref *r, void *buf, uint32_t len);
+/* The name of the entry embedding r's inode (name: FS_NAME_MAX + 1 bytes);
+ * -ENOENT for an inode in a slot. */
+int dir_embedded_name(struct fs_volume *v, const struct iref *r, char *name, size_t *len);
 int dir_set_inline(struct fs_volume *v, struct iref *r, const void *data, uint32_t len);
 
 /* attr.c: permission checks; mask is a combination of 4 (r), 2 (w), 1 (x). */
@@ -384,6 +392,15 @@ int file_read(struct fs_volume *v, const struct iref *r, uint64_t off, size_t le
 
 /* namei.c */
 int name_check(const char *name, size_t *len);
+
+/* vol_predict.c: the volume's predictor made and freed; a file observed as
+ * it is made durable; the kind of chunk a new file of this name, owner
+ * and mode goes to (table_kind, the name table's, while it cannot say). */
+int vol_pred_new(struct fs_volume *v);
+void vol_pred_free(struct fs_volume *v);
+void vol_pred_observe(struct fs_volume *v, const struct iref *r);
+int vol_pred_kind(struct fs_volume *v, const char *name, size_t len, uint32_t uid, uint32_t mode,
+		  int table_kind);
 
 /* pin.c: a chunk pinned (the volume locked) keeps its store until unpinned
  * (from any thread); a reopen waits, locked, for its chunk to be unpinned.

@@ -192,6 +192,11 @@ static int make_entry(struct fs_volume *v, const struct fs_cred *cred, struct ir
 {
 	int hint = name_kind_hint(name, len);
 	uint8_t *tried = calloc(v->nchunks, 1);
+
+	/* What this volume's files of this name, owner and mode grew to
+	 * says more than the table, once it has seen enough of them. */
+	if (S_ISREG(no->mode))
+		hint = vol_pred_kind(v, name, len, cred ? cred->uid : 0, no->mode, hint);
 	int ret = -ENOSPC;
 
 	if (!tried)

@@ -86,7 +86,8 @@ static const struct pred_entry *find(const struct predictor *p, uint64_t key)
 
 /* The entry of key, made (in a free slot, or over the least sampled of
  * its probe slots) when there is none. */
-static struct pred_entry *get(struct predictor *p, uint64_t key)
+static struct pred_entry *get(struct predictor *p, const char *suffix, int specific,
+			      uint64_t key)
 {
 	struct pred_entry *victim = NULL;
 
@@ -105,6 +106,8 @@ static struct pred_entry *get(struct predictor *p, uint64_t key)
 		p->evicted++;
 	memset(victim, 0, sizeof(*victim));
 	victim->key = key;
+	victim->specific = (uint8_t)(specific != 0);
+	memcpy(victim->suffix, suffix, strlen(suffix) + 1);
 	return victim;
 }
 
@@ -121,16 +124,34 @@ static void add(struct pred_entry *e, uint32_t cls)
 	}
 }
 
+void pred_add(struct predictor *p, const char *suffix, uint32_t uid, uint32_t mode, uint32_t cls)
+{
+	for (int specific = 0; specific < 2; specific++)
+		add(get(p, suffix, specific, entry_key(suffix, specific, uid, mode)), cls);
+	p->observed++;
+}
+
+void pred_remove(struct predictor *p, const char *suffix, uint32_t uid, uint32_t mode,
+		 uint32_t cls)
+{
+	for (int specific = 0; specific < 2; specific++) {
+		struct pred_entry *e = (struct pred_entry *)find(p, entry_key(suffix, specific, uid,
+									      mode));
+		/* (halved or replaced since: nothing to take back) */
+		if (e && e->hist[cls]) {
+			e->hist[cls]--;
+			e->samples--;
+		}
+	}
+}
+
 void pred_observe(struct predictor *p, const char *name, size_t len, uint32_t uid, uint32_t mode,
 		  uint64_t size)
 {
 	char suffix[PRED_SUFFIX_MAX + 1];
-	uint32_t cls = pred_class(size);
 
 	pred_suffix(name, len, suffix);
-	add(get(p, entry_key(suffix, 0, uid, mode)), cls);
-	add(get(p, entry_key(suffix, 1, uid, mode)), cls);
-	p->observed++;
+	pred_add(p, suffix, uid, mode, pred_class(size));
 }
 
 static void expect_from(const struct pred_entry *e, int specific, struct pred_expect *out)
@@ -189,4 +210,31 @@ uint32_t pred_entries(const struct predictor *p)
 	for (uint32_t i = 0; i < PRED_SLOTS; i++)
 		n += p->slot[i].key != 0;
 	return n;
+}
+
+uint32_t pred_top(const struct predictor *p, struct pred_expect *out,
+		  char (*suffix)[PRED_SUFFIX_MAX + 1], uint32_t n)
+{
+	uint32_t got = 0;
+
+	for (uint32_t i = 0; i < PRED_SLOTS; i++) {
+		const struct pred_entry *e = &p->slot[i];
+		uint32_t at;
+
+		if (!e->key || e->specific || !e->samples)
+			continue;
+		/* insertion into the sorted few */
+		for (at = got; at > 0 && out[at - 1].samples < e->samples; at--)
+			if (at < n) {
+				out[at] = out[at - 1];
+				memcpy(suffix[at], suffix[at - 1], sizeof(suffix[at]));
+			}
+		if (at >= n)
+			continue;
+		expect_from(e, 0, &out[at]);
+		memcpy(suffix[at], e->suffix, sizeof(suffix[at]));
+		if (got < n)
+			got++;
+	}
+	return got;
 }

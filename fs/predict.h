@@ -26,6 +26,8 @@ struct pred_entry {
 	uint64_t key;             /* 0: a free slot */
 	uint32_t samples;         /* sum of hist[] */
 	uint16_t hist[PRED_CLASSES];
+	uint8_t specific;         /* the suffix+owner+mode entry */
+	char suffix[PRED_SUFFIX_MAX + 1];
 };
 
 struct predictor {
@@ -53,6 +55,12 @@ void pred_suffix(const char *name, size_t len, char *out);
 /* A file of this name, owner and mode (permission bits) had size. */
 void pred_observe(struct predictor *p, const char *name, size_t len, uint32_t uid, uint32_t mode,
 		  uint64_t size);
+/* The same by suffix (as pred_suffix gives it) and size class; and one
+ * sample taken back (a file observed again with another size, owner or
+ * name: its earlier sample goes). */
+void pred_add(struct predictor *p, const char *suffix, uint32_t uid, uint32_t mode, uint32_t cls);
+void pred_remove(struct predictor *p, const char *suffix, uint32_t uid, uint32_t mode,
+		 uint32_t cls);
 /* The expectation for a new file: 0 and *out, or -ENOENT when neither
  * entry has PRED_MIN_SAMPLES samples. */
 int pred_lookup(const struct predictor *p, const char *name, size_t len, uint32_t uid,
@@ -63,5 +71,10 @@ int pred_large(const struct predictor *p, const char *name, size_t len, uint32_t
 	       uint32_t mode);
 /* Entries in use. */
 uint32_t pred_entries(const struct predictor *p);
+/* The suffix entries with the most samples, most first: up to n of them
+ * into out (their expectations) and suffix[i] (their suffixes); returns
+ * how many. */
+uint32_t pred_top(const struct predictor *p, struct pred_expect *out,
+		  char (*suffix)[PRED_SUFFIX_MAX + 1], uint32_t n);
 
 #endif

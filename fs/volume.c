@@ -283,6 +283,7 @@ static void vol_free(struct fs_volume *v)
 	pthread_mutex_destroy(&v->pin_lock);
 	pthread_mutex_destroy(&v->commit_lock);
 	pthread_mutex_destroy(&v->lock);
+	vol_pred_free(v);
 	free(v);
 }
 
@@ -292,6 +293,10 @@ static struct fs_volume *vol_alloc(int flags)
 
 	if (!v)
 		return NULL;
+	if (vol_pred_new(v) < 0) {
+		free(v);
+		return NULL;
+	}
 	pthread_mutex_init(&v->lock, NULL);
 	pthread_mutex_init(&v->commit_lock, NULL);
 	pthread_cond_init(&v->commit_cond, NULL);

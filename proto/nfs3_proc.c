@@ -576,8 +576,10 @@ void nfs3_proc_write(struct nfs_ctx *ctx, WRITE3args *args, WRITE3res *res)
 		/* DATA_SYNC data is made durable with all its metadata. */
 		ok->committed = how == FS_UNSTABLE ? UNSTABLE : FILE_SYNC;
 		memcpy(ok->verf, ctx->write_verf, NFS3_WRITEVERFSIZE);
-		if (how != FS_UNSTABLE)
+		if (how != FS_UNSTABLE) {
 			ctx->needs_sync = 1;
+			fs_observe(ctx->vol, ino); /* the learned size predictor */
+		}
 	} else {
 		wcc_end(ctx, ino, &wcc);
 		res->WRITE3res_u.resfail.file_wcc = wcc;
@@ -1171,8 +1173,10 @@ void nfs3_proc_commit(struct nfs_ctx *ctx, COMMIT3args *args, COMMIT3res *res)
 	/* The dispatcher's group commit makes the whole volume durable:
 	 * offset and count do not narrow it. */
 	ret = wcc_begin(ctx, &args->file, &ino, &wcc, NULL);
-	if (ret == 0)
+	if (ret == 0) {
 		ctx->needs_sync = 1;
+		fs_observe(ctx->vol, ino); /* the learned size predictor */
+	}
 	wcc_end(ctx, ino, &wcc);
 	res->status = nfs3_status(ret);
 	if (ret == 0) {

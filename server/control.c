@@ -280,6 +280,26 @@ static void add_estimate(struct control *ctl, struct answer *a, uint32_t i,
 		add(a, " repair_estimate_us=%" PRIu64, res.usec);
 }
 
+/* What the learned size predictor has seen: top lists the most sampled
+ * suffixes as suffix:samples:median_class:large_permille, comma-separated
+ * ("-" for files without a suffix). */
+static void add_predictor(struct fs_volume *v, struct answer *a)
+{
+	struct fs_predictor_info pi;
+
+	if (fs_predictor_info(v, &pi) < 0)
+		return;
+	add(a, "predictor observed=%" PRIu64 " entries=%u evicted=%" PRIu64 " placed=%" PRIu64
+	       " top=",
+	    pi.observed, pi.entries, pi.evicted, pi.answered);
+	for (uint32_t i = 0; i < pi.ntop; i++)
+		add(a, "%s%s:%u:%u:%u", i ? "," : "", pi.top_suffix[i][0] ? pi.top_suffix[i] : "-",
+		    pi.top_samples[i], pi.top_median_class[i], pi.top_large_permille[i]);
+	if (!pi.ntop)
+		add(a, "-");
+	add(a, "\n");
+}
+
 static void cmd_status(struct control *ctl, struct answer *a)
 {
 	struct fs_volume *v = ctl->srv->vol;
@@ -312,6 +332,7 @@ static void cmd_status(struct control *ctl, struct answer *a)
 	    ctl->repair_last_chunk);
 	add(a, "stores lost=%" PRIu64 " back=%" PRIu64 " nbd_timeout=%d\n", ctl->stores_lost,
 	    ctl->stores_back, ctl->srv->cfg.nbd_timeout);
+	add_predictor(v, a);
 	for (uint32_t i = 0; i < n; i++) {
 		struct fs_chunk_info ci;
 		if (fs_chunk_info(v, i, &ci) < 0)

@@ -173,7 +173,8 @@ static void print_json(struct record *recs, int n, int ok, const char *error)
 	for (int i = 0; i < n; i++)
 		if (!strcmp(recs[i].type, "volume") || !strcmp(recs[i].type, "server") ||
 		    !strcmp(recs[i].type, "connections") || !strcmp(recs[i].type, "scrub") ||
-		    !strcmp(recs[i].type, "repair") || !strcmp(recs[i].type, "stores")) {
+		    !strcmp(recs[i].type, "repair") || !strcmp(recs[i].type, "stores") ||
+		    !strcmp(recs[i].type, "predictor")) {
 			printf(", ");
 			json_string(recs[i].type);
 			printf(": ");
@@ -246,12 +247,45 @@ static void print_scrub(const struct record *r)
 	       num(r, "backoff") ? " (halved: calls queued)" : "");
 }
 
+/* The predictor's line: its counts, then per suffix (suffix:samples:
+ * median size class:permille of 1 MiB or more) what its files grew to. */
+static void print_predictor(const struct record *r)
+{
+	static const char *unit[] = { "B", "KiB", "MiB", "GiB", "TiB" };
+	char top[512];
+	char *save = NULL;
+
+	printf("predictor: %llu files observed as made durable, %llu entries (%llu replaced), "
+	       "%llu new files placed by what it learned\n",
+	       num(r, "observed"), num(r, "entries"), num(r, "evicted"), num(r, "placed"));
+	snprintf(top, sizeof(top), "%s", get(r, "top"));
+	for (char *t = strtok_r(top, ",", &save); t && strcmp(t, "-"); t = strtok_r(NULL, ",", &save)) {
+		char suffix[32];
+		unsigned samples, cls, permille;
+		if (sscanf(t, "%31[^:]:%u:%u:%u", suffix, &samples, &cls, &permille) != 4)
+			continue;
+		/* class c: sizes below 2^c bytes (0: empty) */
+		unsigned e = cls, u = e / 10 < 4 ? e / 10 : 4;
+		if (cls == 0)
+			printf("  %s%s: %u files, half of them empty", strcmp(suffix, "-") ? "." : "",
+			       suffix, samples);
+		else
+			printf("  %s%s: %u files, half of them under %llu %s",
+			       strcmp(suffix, "-") ? "." : "", suffix, samples,
+			       1ull << (e - 10 * u), unit[u]);
+		printf(", %u.%u%% of 1 MiB or more\n", permille / 10, permille % 10);
+	}
+	putchar('\n');
+}
+
 static void print_status(struct record *recs, int n)
 {
 	for (int i = 0; i < n; i++) {
 		struct record *r = &recs[i];
 		if (!strcmp(r->type, "scrub"))
 			print_scrub(r);
+		if (!strcmp(r->type, "predictor"))
+			print_predictor(r);
 		if (!strcmp(r->type, "volume"))
 			printf("volume %s: %llu chunks, %llu online, last transaction %llu "
 			       "(%llu committed since start, %llu of them with lists and first "

@@ -1,0 +1,118 @@
+/* The volume's learned predictor (fs/predict.c) at work: a regular file
+ * is observed when a client makes it durable (COMMIT, a stable WRITE),
+ * with the name of the entry that embeds it, its owner, permission bits
+ * and size; a file observed again moves its one sample (a small table of
+ * recently observed numbers remembers where it went) instead of adding
+ * one per commit. A new regular file asks it before the name table
+ * (fs/name_table.c), which answers while it has too few samples. Kept in
+ * memory for the life of the open volume (doc/design.md says how it would
+ * persist). Everything here runs under the volume lock. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "fs/internal.h"
+#include "fs/predict.h"
+
+#define RECENT 1024u /* recently observed files, by stable number */
+
+struct pred_recent {
+	uint64_t stable;              /* 0: none */
+	uint32_t generation;          /* (a number is used again after a remove) */
+	uint32_t uid, mode, cls;
+	char suffix[PRED_SUFFIX_MAX + 1];
+};
+
+struct vol_pred {
+	struct predictor p;
+	struct pred_recent recent[RECENT];
+};
+
+int vol_pred_new(struct fs_volume *v)
+{
+	v->pred = calloc(1, sizeof(*v->pred));
+	if (!v->pred)
+		return -ENOMEM;
+	pred_init(&v->pred->p);
+	return 0;
+}
+
+void vol_pred_free(struct fs_volume *v)
+{
+	free(v->pred);
+	v->pred = NULL;
+}
+
+void vol_pred_observe(struct fs_volume *v, const struct iref *r)
+{
+	char name[FS_NAME_MAX + 1], suffix[PRED_SUFFIX_MAX + 1];
+	struct pred_recent *seen;
+	uint32_t cls, mode;
+	size_t len;
+
+	if (!v->pred || !S_ISREG(r->ino.mode) || dir_embedded_name(v, r, name, &len) < 0)
+		return; /* (a hard-linked or moved file has no one name) */
+	pred_suffix(name, len, suffix);
+	cls = pred_class(r->ino.size);
+	mode = r->ino.mode & 07777;
+	seen = &v->pred->recent[r->ino.stable % RECENT];
+	if (seen->stable == r->ino.stable && seen->generation == r->ino.generation) {
+		if (seen->cls == cls && seen->uid == r->ino.uid && seen->mode == mode &&
+		    strcmp(seen->suffix, suffix) == 0)
+			return;
+		pred_remove(&v->pred->p, seen->suffix, seen->uid, seen->mode, seen->cls);
+	}
+	pred_add(&v->pred->p, suffix, r->ino.uid, mode, cls);
+	seen->stable = r->ino.stable;
+	seen->generation = r->ino.generation;
+	seen->uid = r->ino.uid;
+	seen->mode = mode;
+	seen->cls = cls;
+	memcpy(seen->suffix, suffix, sizeof(seen->suffix));
+}
+
+void fs_observe(struct fs_volume *v, struct fs_ino id)
+{
+	struct iref r;
+
+	vol_lock(v);
+	if (ino_get(v, id, &r) == 0)
+		vol_pred_observe(v, &r);
+	vol_unlock(v);
+}
+
+int vol_pred_kind(struct fs_volume *v, const char *name, size_t len, uint32_t uid, uint32_t mode,
+		  int table_kind)
+{
+	int large = v->pred ? pred_large(&v->pred->p, name, len, uid, mode & 07777) : -ENOENT;
+
+	if (large < 0)
+		return table_kind;
+	v->pred_answered++;
+	return large ? FS_KIND_LARGE : FS_KIND_SMALL;
+}
+
+int fs_predictor_info(struct fs_volume *v, struct fs_predictor_info *out)
+{
+	struct pred_expect top[FS_PRED_TOP];
+
+	memset(out, 0, sizeof(*out));
+	vol_lock(v);
+	if (v->pred) {
+		out->observed = v->pred->p.observed;
+		out->evicted = v->pred->p.evicted;
+		out->entries = pred_entries(&v->pred->p);
+		out->answered = v->pred_answered;
+		out->ntop = pred_top(&v->pred->p, top, out->top_suffix, FS_PRED_TOP);
+		for (uint32_t i = 0; i < out->ntop; i++) {
+			out->top_samples[i] = top[i].samples;
+			out->top_median_class[i] = top[i].median_class;
+			out->top_large_permille[i] = top[i].large_permille;
+		}
+	}
+	vol_unlock(v);
+	return 0;
+}
