@@ -35,6 +35,7 @@
 #include "server/log.h"
 #include "server/ratelog.h"
 #include "server/recbuf.h"
+#include "server/replybuf.h"
 #include "server/request.h"
 #include "server/server.h"
 
@@ -230,14 +231,18 @@ static void conn_kill(struct conn *c)
  * busy machine down to 32 (doc/design.md, the fair queue). */
 #define LOOP_WRITE_SLICE (32u << 10)
 
-static int queue_reply(struct conn *c, const uint8_t *buf, size_t len)
+/* Queue len bytes of a reply: copied, or with base (the buffer they lie
+ * in, a replybuf.c buffer) by reference, base given back once sent. */
+static int queue_reply(struct conn *c, const uint8_t *buf, size_t len, uint8_t *base)
 {
 	int cap = c->srv->cfg.max_conn_requests;
 
 	/* Each entry is a request still inside its connection's limit. */
 	if (c->npend >= cap)
 		return -EOVERFLOW;
-	if (bufferevent_write(c->bev, buf, len) < 0)
+	if (base ? evbuffer_add_reference(bufferevent_get_output(c->bev), buf, len,
+					  replybuf_sent, base) < 0
+		 : bufferevent_write(c->bev, buf, len) < 0)
 		return -ENOMEM;
 	c->pend[(c->pend_head + c->npend) % cap] = len;
 	c->npend++;
@@ -252,7 +257,9 @@ static int queue_reply(struct conn *c, const uint8_t *buf, size_t len)
  * call into a bufferevent while holding either of those. A worker holds
  * one bufferevent's lock at a time and releases its request's place
  * (which may resume other connections) only after unlocking it. */
-static void conn_reply(struct conn *c, const uint8_t *buf, size_t len, int direct)
+/* take: the worker's buffer holding buf, which a large reply's queued
+ * part keeps (by reference, no copy) when another can take its place. */
+static void reply_to(struct conn *c, const uint8_t *buf, size_t len, int direct, uint8_t **take)
 {
 	int dead, ret = 0;
 
@@ -287,8 +294,18 @@ static void conn_reply(struct conn *c, const uint8_t *buf, size_t len, int direc
 		}
 		/* An error other than a full socket is the loop's to see. */
 	}
-	if (len)
-		ret = queue_reply(c, buf, len);
+	if (len) {
+		uint8_t *base = NULL, *fresh;
+		if (take && len >= DIRECT_SEND_MIN && (fresh = replybuf_get()) != NULL) {
+			base = *take;
+			*take = fresh;
+		}
+		ret = queue_reply(c, buf, len, base);
+		if (ret < 0 && base) {
+			replybuf_put(*take);
+			*take = base; /* (still the worker's) */
+		}
+	}
 	bufferevent_unlock(c->bev);
 	if (ret < 0) {
 		ratelog_msg(&log_no_memory, "%s:%u: cannot queue a reply of %zu bytes: %s: closing",
@@ -297,6 +314,16 @@ static void conn_reply(struct conn *c, const uint8_t *buf, size_t len, int direc
 	}
 	if (!len || ret < 0)
 		conn_done(c);
+}
+
+static void conn_reply(struct conn *c, const uint8_t *buf, size_t len, int direct)
+{
+	reply_to(c, buf, len, direct, NULL);
+}
+
+static void conn_reply_take(struct conn *c, uint8_t **take, size_t len)
+{
+	reply_to(c, *take, len, 0, take);
 }
 
 static int over_limits(struct server *srv, struct conn *c)
@@ -396,6 +423,7 @@ static void conn_done(struct conn *c)
 /* The request pipeline's way back to a connection. */
 static const struct conn_ops conn_ops = {
 	.reply = conn_reply,
+	.reply_take = conn_reply_take,
 	.done = conn_done,
 	.kill = conn_kill,
 	.hold = conn_hold,

@@ -55,8 +55,9 @@ static void reply_committed(struct server *srv, struct conn *c, const struct com
 }
 
 /* A worker runs the request, its reply built in the worker's buffer. */
-static void run_on_worker(struct server *srv, struct job *j, uint8_t *out, size_t cap)
+static void run_on_worker(struct server *srv, struct job *j, uint8_t **outp, size_t cap)
 {
+	uint8_t *out = *outp;
 	struct request *rq = (struct request *)((char *)j - offsetof(struct request, job));
 	struct conn *c = rq->conn;
 	struct commit_call cc;
@@ -74,7 +75,7 @@ static void run_on_worker(struct server *srv, struct job *j, uint8_t *out, size_
 		commit_reply(srv, c, out, len, cap, &cc, reply_committed);
 		c = NULL;
 	} else if (ret == 0) {
-		c->ops->reply(c, out, len, 0); /* done once it has left */
+		c->ops->reply_take(c, outp, len); /* done once it has left */
 	} else {
 		if (ret < 0)
 			c->ops->kill(c);

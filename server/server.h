@@ -33,6 +33,10 @@ struct conn_ops {
 	 * commit or one the loop answered): the request's place in the
 	 * limits is released when the reply has left for the socket. */
 	void (*reply)(struct conn *c, const uint8_t *buf, size_t len, int direct);
+	/* The same for a reply built in a worker's buffer *take: the
+	 * connection may keep that buffer rather than copy what it queues,
+	 * and then leaves another in *take (replybuf.c). */
+	void (*reply_take)(struct conn *c, uint8_t **take, size_t len);
 	/* A request that has no reply: its place in the limits is released. */
 	void (*done)(struct conn *c);
 	/* Close c (any thread; the loop's thread closes it). */

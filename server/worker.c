@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "server/log.h"
+#include "server/replybuf.h"
 #include "server/server.h"
 #include "server/worker.h"
 
@@ -23,7 +24,7 @@ static void *worker_main(void *arg)
 {
 	struct server *srv = arg;
 	size_t size = srv->scratch_size;
-	uint8_t *scratch = malloc(size);
+	uint8_t *scratch = replybuf_get();
 	struct fairq_flow *ran = NULL; /* the client of the job just run */
 	uint64_t ran_bytes = 0;
 
@@ -50,9 +51,9 @@ static void *worker_main(void *arg)
 		ran = it->flow;
 		ran_bytes = it->bytes;
 		j = (struct job *)((char *)it - offsetof(struct job, fq));
-		j->run(srv, j, scratch, size); /* j may be gone */
+		j->run(srv, j, &scratch, size); /* j may be gone */
 	}
-	free(scratch);
+	replybuf_put(scratch);
 	return NULL;
 }
 
@@ -97,6 +98,7 @@ int workers_start(struct server *srv, size_t scratch_size)
 		log_warn("fair_queue = no: the workers take calls first come, first served "
 			 "(for tests and benchmarks)");
 	srv->scratch_size = scratch_size;
+	replybufs_init(scratch_size, 2 * (unsigned)srv->cfg.workers);
 	srv->threads = calloc((size_t)srv->cfg.workers, sizeof(*srv->threads));
 	if (!srv->threads) {
 		fairq_destroy(&srv->fq);

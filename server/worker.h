@@ -18,7 +18,9 @@ struct server;
  * by the submitter, is what the job will move: its weight in the fair
  * queue and its share of its client's byte budget. */
 struct job {
-	void (*run)(struct server *srv, struct job *j, uint8_t *scratch, size_t size);
+	/* scratch: the worker's buffer of size bytes; run may hand it on
+	 * (replybuf.c) and leave another in its place. */
+	void (*run)(struct server *srv, struct job *j, uint8_t **scratch, size_t size);
 	struct fairq_item fq;
 };
 
