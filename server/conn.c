@@ -65,6 +65,7 @@ static void trim_cb(evutil_socket_t fd, short what, void *arg)
 
 	srv->trim_pending = 0;
 	rec_spares_free(srv);
+	replybufs_trim();
 #ifdef __GLIBC__
 	malloc_trim(0);
 #endif
@@ -296,7 +297,10 @@ static void reply_to(struct conn *c, const uint8_t *buf, size_t len, int direct,
 	}
 	if (len) {
 		uint8_t *base = NULL, *fresh;
-		if (take && len >= DIRECT_SEND_MIN && (fresh = replybuf_get()) != NULL) {
+		/* (only for a reply of at least half the buffer: the queue's
+		 * byte limit counts replies, and so holds at most twice its
+		 * bytes in buffers) */
+		if (take && len >= c->srv->scratch_size / 2 && (fresh = replybuf_get()) != NULL) {
 			base = *take;
 			*take = fresh;
 		}

@@ -6,7 +6,9 @@
  * faults). Now the connection takes the buffer itself, by reference, and
  * the worker takes another from here; when the loop has sent the last
  * byte, libevent gives the buffer back (replybuf_sent). Idle buffers are
- * kept, up to a bound, so that they stay mapped and are reused. */
+ * kept, up to a bound, so that they stay mapped and are reused; the
+ * server's heap trim (conn.c, after connections holding much were freed)
+ * frees them too. */
 #include "config.h"
 
 #include <pthread.h>
@@ -61,11 +63,18 @@ void replybuf_sent(const void *data, size_t len, void *base)
 	replybuf_put(base);
 }
 
-void replybufs_free(void)
+void replybufs_trim(void)
 {
 	pthread_mutex_lock(&pool_lock);
 	while (nidle)
 		free(idle[--nidle]);
+	pthread_mutex_unlock(&pool_lock);
+}
+
+void replybufs_free(void)
+{
+	replybufs_trim();
+	pthread_mutex_lock(&pool_lock);
 	free(idle);
 	idle = NULL;
 	keep_max = 0;

@@ -14,7 +14,9 @@ uint8_t *replybuf_get(void);
 void replybuf_put(uint8_t *buf);
 /* libevent's cleanup for a buffer added by reference: base is the buffer. */
 void replybuf_sent(const void *data, size_t len, void *base);
-/* The idle buffers freed (at exit). */
+/* The idle buffers freed (replybufs_trim), and the pool with them (at
+ * exit: a buffer given back later is freed). */
+void replybufs_trim(void);
 void replybufs_free(void);
 
 #endif

@@ -125,6 +125,7 @@ void workers_stop(struct server *srv)
 		pthread_join(srv->threads[i], NULL);
 	free(srv->threads);
 	srv->threads = NULL;
+	replybufs_free(); /* (a reply still queued frees its buffer when it goes) */
 	srv->nthreads = 0;
 	/* Every queued job ran, and none is taken from now (workers_submit). */
 	pthread_mutex_lock(&srv->qlock);
