@@ -895,7 +895,19 @@ void nfs3_proc_link(struct nfs_ctx *ctx, LINK3args *args, LINK3res *res)
 /* --- READDIR and READDIRPLUS --------------------------------------------- */
 
 /* A listing being built: entries are appended while they fit the budgets;
- * the first that does not stops fs_readdir, and is the next call's first. */
+ * the first that does not stops fs_readdir, and is the next call's first.
+ * fs_readdir holds the volume lock while it lists: it is called for at
+ * most RD_BATCH entries at a time, each call resuming at the cookie of
+ * the last entry taken, so that other calls get the volume in between;
+ * and the READDIRPLUS handles (an HMAC each) are made after, unlocked. */
+#define RD_BATCH 64
+
+/* A READDIRPLUS entry, with the number its handle is made from. */
+struct rd_plus {
+	entryplus3 e;
+	struct fs_ino ino;
+};
+
 struct rd_state {
 	struct nfs_ctx *ctx;
 	int plus;
@@ -904,7 +916,10 @@ struct rd_state {
 	size_t dirroom; /* READDIRPLUS: dircount bytes left */
 	entry3 **tail;
 	entryplus3 **ptail;
+	entryplus3 **phead;
 	uint32_t n;
+	uint32_t batch_left; /* entries this fs_readdir call may still take */
+	uint64_t last_cookie;
 	int err;
 	/* Listing the export's root: its ".." entry is the root itself. */
 	int at_export_root;
@@ -928,7 +943,7 @@ static int rd_add(void *arg, const struct fs_dirent *dent)
 	size_t size = 4 + dsize + (st->plus ? XDR_POST_OP_ATTR + XDR_POST_OP_FH : 0);
 	char *name;
 
-	if (size > st->room || (st->plus && dsize > st->dirroom))
+	if (size > st->room || (st->plus && dsize > st->dirroom) || !st->batch_left)
 		return 1;
 	if (st->at_export_root && d->name_len == 2 && !memcmp(d->name, "..", 2)) {
 		top = *d;
@@ -941,22 +956,18 @@ static int rd_add(void *arg, const struct fs_dirent *dent)
 	if (!name)
 		goto nomem;
 	if (st->plus) {
-		entryplus3 *e = arena_alloc(ar, sizeof(*e));
-		int ret;
+		struct rd_plus *rp = arena_alloc(ar, sizeof(*rp));
+		entryplus3 *e = &rp->e;
 
-		if (!e)
+		if (!rp)
 			goto nomem;
-		memset(e, 0, sizeof(*e));
+		memset(rp, 0, sizeof(*rp));
+		rp->ino = d->ino; /* its handle: rd_handles, unlocked */
 		e->fileid = d->fileid;
 		e->name = name;
 		e->cookie = d->cookie;
 		e->name_attributes.attributes_follow = TRUE;
 		fill_fattr(&d->attr, st->fsid, &e->name_attributes.post_op_attr_u.attributes);
-		ret = nfs3_ino_to_fh(st->ctx, d->ino, &e->name_handle.post_op_fh3_u.handle);
-		if (ret < 0) {
-			st->err = ret;
-			return 1;
-		}
 		e->name_handle.handle_follows = TRUE;
 		*st->ptail = e;
 		st->ptail = &e->nextentry;
@@ -975,10 +986,24 @@ static int rd_add(void *arg, const struct fs_dirent *dent)
 	}
 	st->room -= size;
 	st->n++;
+	st->batch_left--;
+	st->last_cookie = d->cookie;
 	return 0;
 nomem:
 	st->err = -ENOMEM;
 	return 1;
+}
+
+/* The READDIRPLUS entries' handles, made without the volume lock. */
+static int rd_handles(struct nfs_ctx *ctx, struct rd_state *st)
+{
+	for (entryplus3 *e = *st->phead; e; e = e->nextentry) {
+		struct rd_plus *rp = (struct rd_plus *)e;
+		int ret = nfs3_ino_to_fh(ctx, rp->ino, &e->name_handle.post_op_fh3_u.handle);
+		if (ret < 0)
+			return ret;
+	}
+	return 0;
 }
 
 /* Lists dir from cookie into st within count bytes of reply; the new
@@ -1001,9 +1026,17 @@ static nfsstat3 rd_list(struct nfs_ctx *ctx, struct fs_ino dir, cookie3 cookie, 
 		st->at_export_root = 1;
 		st->self = dir;
 	}
-	ret = fs_readdir(ctx->vol, &ctx->cred, dir, cookie, &verf, st->plus, rd_add, st, &end);
+	st->last_cookie = cookie;
+	do {
+		st->batch_left = RD_BATCH;
+		ret = fs_readdir(ctx->vol, &ctx->cred, dir, st->last_cookie, &verf, st->plus,
+				 rd_add, st, &end);
+		/* (a batch used up, nothing else stopping it: on from there) */
+	} while (ret == 0 && !end && !st->err && st->batch_left == 0);
 	if (ret == 0 && st->err)
 		ret = st->err;
+	if (ret == 0 && st->plus)
+		ret = rd_handles(ctx, st);
 	if (ret < 0)
 		return nfs3_status(ret);
 	if (count < XDR_READDIR_FIXED || (st->n == 0 && !end))
@@ -1056,6 +1089,7 @@ void nfs3_proc_readdirplus(struct nfs_ctx *ctx, READDIRPLUS3args *args, READDIRP
 	}
 	memset(&ok, 0, sizeof(ok));
 	st.ptail = &list;
+	st.phead = &list;
 	st.dirroom = args->dircount;
 	res->status = rd_list(ctx, dir, args->cookie, args->cookieverf, args->maxcount, &st,
 			      ok.cookieverf, &ok.reply.eof);
