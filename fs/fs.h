@@ -260,6 +260,7 @@ struct fs_chunk_info {
 	int lost_store;            /* offline because its store lost its server (the
 				    * negative errno: closed, or -ETIMEDOUT), 0 else */
 	char why_offline[160];     /* offline: why, when known ("" else) */
+	int draining;              /* being evacuated: nothing new is placed in it */
 };
 uint32_t fs_chunk_count(struct fs_volume *vol);
 int fs_chunk_info(struct fs_volume *vol, uint32_t chunk, struct fs_chunk_info *out);
@@ -367,6 +368,15 @@ int fs_mkfs_chunk(const char *volume, const struct fs_chunk_opts *o, const char 
  * may use the chunk at once. 0, or a negative errno and why[]. */
 int fs_add_chunk(struct fs_volume *vol, const struct fs_chunk_opts *o, const char *where,
 		 uint32_t *index, char *why, size_t whylen);
+/* evacuate.c: chunk i starts (on) or stops (off) draining, the first step
+ * of an evacuation: from then on no new object, directory part,
+ * continuation or data extent is placed in it (a file whose last segment
+ * is there continues in another chunk; filling a hole inside that segment
+ * is refused with -ENOSPC). The flag is in the chunk's header, committed
+ * before this returns, so a restart keeps it. Refused for chunk 0 (it
+ * names the volume), an offline chunk, a read-only volume. 0 (also when
+ * the chunk already was so), or a negative errno and why[]. */
+int fs_chunk_drain(struct fs_volume *vol, uint32_t chunk, int on, char *why, size_t whylen);
 /* place.c: is any chunk placed outside the image (on its own store)?
  * Chunk i's place (its store's name), or NULL for a region of the image
  * (or no chunk i); the string lives as long as the volume. Both without

@@ -169,6 +169,12 @@ static inline struct chunk *vol_chunk(struct fs_volume *v, uint32_t i)
 	return i < v->nchunks ? &v->chunks[i] : NULL;
 }
 
+/* Being evacuated: nothing new is placed in c (OD_CHF_DRAINING). */
+static inline int chunk_draining(const struct chunk *c)
+{
+	return (c->hdr.flags & OD_CHF_DRAINING) != 0;
+}
+
 static inline uint32_t chunk_mirror(const struct chunk *c, uint32_t block)
 {
 	return block + c->half;
