@@ -11,7 +11,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "fs/internal.h"
+#include <sys/stat.h>
+
+#include "fs/evac.h"
 
 int fs_chunk_drain(struct fs_volume *v, uint32_t i, int on, char *why, size_t whylen)
 {
@@ -59,6 +61,119 @@ int fs_chunk_drain(struct fs_volume *v, uint32_t i, int on, char *why, size_t wh
 			 strerror(-ret));
 	}
 out:
+	vol_unlock(v);
+	return ret;
+}
+
+static struct od_loc slot_at(const struct chunk *c, uint32_t slot)
+{
+	struct od_loc loc = {
+		.chunk = c->index,
+		.block = c->hdr.itable_start + slot / OD_ISLOTS_PER_BLOCK,
+		.off = (uint16_t)(OD_MB_HEADER_SIZE + (slot % OD_ISLOTS_PER_BLOCK) * OD_INODE_SIZE),
+	};
+	return loc;
+}
+
+static int is_file_cont(const struct od_inode *ino)
+{
+	return ino->mode != 0 && (ino->flags & OD_INF_CONT) && S_ISREG(ino->mode);
+}
+
+/* The counts of info, the volume locked. */
+static int fill_info(struct chunk *c, struct fs_evac_info *info)
+{
+	struct fs_volume *v = c->vol;
+	int ret = chunk_load(c);
+
+	memset(info, 0, sizeof(*info));
+	info->chunk = c->index;
+	info->draining = chunk_draining(c);
+	info->conts_moved = c->evac_conts;
+	info->blocks_moved = c->evac_blocks;
+	info->inodes_homed = c->hdr.used_inodes;
+	info->blocks_used = (uint64_t)c->hdr.nblocks - 2ull * c->hdr.data_start -
+			    c->hdr.free_blocks;
+	for (uint32_t s = 0; ret == 0 && s < c->hdr.islot_watermark; s++) {
+		struct iref r;
+		ret = ino_read(v, slot_at(c, s), &r);
+		if (ret < 0 || r.ino.mode == 0)
+			continue;
+		if (is_file_cont(&r.ino))
+			info->conts_left++;
+		else
+			info->slots_left++;
+	}
+	return ret;
+}
+
+/* The chunk a move out of k goes to: one with data room outside its
+ * metadata zone, else any with room; never a draining one. */
+static struct chunk *pick_target(struct fs_volume *v, struct chunk *k)
+{
+	struct chunk *t = vol_pick_data_chunk(v, k);
+
+	return t ? t : vol_pick_chunk(v, NULL, FS_KIND_LARGE, 0, NULL);
+}
+
+int fs_evac_step(struct fs_volume *v, uint32_t i, struct fs_evac_info *info)
+{
+	struct evac_moved m = { 0 };
+	struct chunk *c;
+	uint32_t n, s;
+	int ret = 0, moved = 0;
+
+	vol_lock(v);
+	c = vol_chunk(v, i);
+	if (!c || !chunk_draining(c) || v->rdonly) {
+		ret = !c || !chunk_draining(c) ? -EINVAL : -EROFS;
+		goto out;
+	}
+	if (c->offline) {
+		ret = -EIO;
+		goto out;
+	}
+	ret = chunk_load(c);
+	/* From the cursor on, wrapping once: the first continuation found
+	 * moves. A crash or a failed step only means this scan is repeated. */
+	n = c->hdr.islot_watermark;
+	s = c->evac_slot < n ? c->evac_slot : 0;
+	for (uint32_t k = 0; ret == 0 && k < n && !moved; k++, s = (s + 1) % n) {
+		struct chunk *t;
+		struct iref r;
+		ret = ino_read(v, slot_at(c, s), &r);
+		if (ret < 0 || !is_file_cont(&r.ino))
+			continue;
+		t = pick_target(v, c);
+		if (!t) {
+			ret = -ENOSPC;
+			break;
+		}
+		ret = evac_move_cont(v, &r, t, &m);
+		if (ret == 0)
+			ret = vol_sync(v, 0);
+		if (ret == 0) {
+			moved = 1;
+			c->evac_slot = s + 1;
+			c->evac_conts += m.conts;
+			c->evac_blocks += m.blocks;
+		}
+	}
+	if (ret == 0 && info)
+		ret = fill_info(c, info);
+out:
+	vol_unlock(v);
+	return ret < 0 ? ret : moved;
+}
+
+int fs_evac_info(struct fs_volume *v, uint32_t i, struct fs_evac_info *info)
+{
+	struct chunk *c;
+	int ret;
+
+	vol_lock(v);
+	c = vol_chunk(v, i);
+	ret = !c ? -EINVAL : c->offline ? -EIO : fill_info(c, info);
 	vol_unlock(v);
 	return ret;
 }

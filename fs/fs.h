@@ -377,6 +377,29 @@ int fs_add_chunk(struct fs_volume *vol, const struct fs_chunk_opts *o, const cha
  * names the volume), an offline chunk, a read-only volume. 0 (also when
  * the chunk already was so), or a negative errno and why[]. */
 int fs_chunk_drain(struct fs_volume *vol, uint32_t chunk, int on, char *why, size_t whylen);
+/* What an evacuation has done and what is left in the chunk. */
+struct fs_evac_info {
+	uint32_t chunk;
+	int draining;
+	uint64_t conts_moved;      /* file continuations carried out since open */
+	uint64_t blocks_moved;     /* data blocks copied out since open */
+	uint32_t conts_left;       /* file continuations still in the chunk */
+	uint32_t slots_left;       /* other inodes in its inode area (directory
+				    * parts, inodes whose first link went) */
+	uint32_t inodes_homed;     /* numbers homed in it (its map's used entries) */
+	uint64_t blocks_used;      /* blocks in use besides the fixed metadata */
+};
+/* One step of chunk i's evacuation (draining first: -EINVAL otherwise):
+ * one object of it moved into another chunk and committed before this
+ * returns. Built so far: file continuations (a continuation's data copied
+ * into another chunk, the chain relinked, the chunk's blocks and slot
+ * freed); inodes, directory parts and heads stay (stable numbers name
+ * their home chunk's map: the foster map of doc/design.md is not built).
+ * 1: one moved; 0: nothing left that this build moves; or a negative errno
+ * (-ENOSPC: no other chunk has room), the volume as before the step. */
+int fs_evac_step(struct fs_volume *vol, uint32_t chunk, struct fs_evac_info *info);
+/* What is left in chunk i (a scan of its inode area) and what steps moved. */
+int fs_evac_info(struct fs_volume *vol, uint32_t chunk, struct fs_evac_info *info);
 /* place.c: is any chunk placed outside the image (on its own store)?
  * Chunk i's place (its store's name), or NULL for a region of the image
  * (or no chunk i); the string lives as long as the volume. Both without

@@ -101,6 +101,11 @@ struct chunk {
 	/* The scrub's record of this chunk since open (scrub.c). */
 	uint64_t scrub_units, scrub_bad, scrub_healed, scrub_both_bad;
 	int64_t scrub_last;           /* time(2) a pass over it last completed, or 0 */
+
+	/* Evacuation (evacuate.c): the next inode-area slot a step looks at,
+	 * and what steps carried out since open. */
+	uint32_t evac_slot;
+	uint64_t evac_conts, evac_blocks;
 };
 
 #define TXN_SPARE_PER_SIZE 64 /* spare copy buffers kept per unit size */

@@ -64,6 +64,119 @@ static void check_bytes(struct fs_volume *v, struct fs_ino f, size_t len, unsign
 	CHECK(memcmp(want, got, len) == 0);
 }
 
+/* The same for files too large for check_bytes's buffers. */
+static void check_bytes_n(struct fs_volume *v, struct fs_ino f, size_t len, unsigned seed,
+			  uint8_t *want)
+{
+	uint8_t *got = malloc(len);
+	size_t n = 0;
+	int eof = 0;
+
+	CHECK(got != NULL);
+	if (!got)
+		return;
+	fill(want, len, seed);
+	CHECK_EQ(fs_read(v, NULL, f, 0, len, got, &n, &eof), 0);
+	CHECK_EQ(n, len);
+	CHECK(memcmp(want, got, len) == 0);
+	free(got);
+}
+
+/* Continuations carried out of a draining chunk: files written across
+ * chunk 1's end continue in another chunk C; C drains and steps until
+ * nothing is left to move; the files keep their handles (number and
+ * generation), sizes and bytes, none of their blocks is in C any more, and
+ * the volume checks clean before and after a reopen. */
+static void moves(void)
+{
+	struct fs_mkfs_opts mo = { .chunk_size = 2 * MB, .chunk_count = 4, .force = 1 };
+	struct fsck_opts fo = { .force = 1, .cross = 1, .both_copies = 1 };
+	struct fsck_result res;
+	struct fs_evac_info ei;
+	struct fs_volume *v;
+	struct fs_ino root, d, dk = { 0 }, f[3];
+	struct fs_attr a;
+	static uint8_t buf[3 * MB];
+	static const size_t len[3] = { 1536 * 1024, 1024 * 1024 + 777, 700 * 1024 };
+	struct ext_count ec;
+	char name[32], why[256];
+	uint32_t cc = 0;
+	int steps = 0, ret;
+
+	CHECK_EQ(fs_mkfs(image, &mo), 0);
+	CHECK_EQ(fs_open(image, 0, &v), 0);
+	CHECK_EQ(fs_root(v, &root), 0);
+	for (int i = 0; i < 8 && !dk.num; i++) {
+		snprintf(name, sizeof(name), "m%d", i);
+		CHECK_EQ(fs_mkdir(v, NULL, root, name, 0755, &d, NULL), 0);
+		if ((d.num >> 32) == 1)
+			dk = d;
+	}
+	CHECK(dk.num != 0);
+	for (int i = 0; i < 3; i++) {
+		snprintf(name, sizeof(name), "s%d", i);
+		CHECK_EQ(fs_create(v, NULL, dk, name, 0644, FS_CREATE_GUARDED, 0, &f[i], NULL), 0);
+		fill(buf, len[i], (unsigned)(200 + i));
+		for (size_t off = 0; off < len[i]; off += 128 * 1024) {
+			size_t n = len[i] - off < 128 * 1024 ? len[i] - off : 128 * 1024;
+			CHECK_EQ(fs_write(v, NULL, f[i], off, n, buf + off, FS_FILE_SYNC, NULL), 0);
+		}
+	}
+	/* Where the files continue past chunk 1: the chunk most of it is in. */
+	{
+		uint32_t most = 0;
+		for (uint32_t c = 2; c < 4; c++) {
+			uint32_t in = 0;
+			for (int i = 0; i < 3; i++)
+				in += extents_of(v, f[i]).in[c];
+			if (in > most) {
+				most = in;
+				cc = c;
+			}
+		}
+		CHECK(most > 0);
+	}
+	printf("# continuations land in chunk %u\n", cc);
+	CHECK_EQ(fs_evac_step(v, cc, &ei), -EINVAL); /* not draining */
+	CHECK_EQ(fs_chunk_drain(v, cc, 1, why, sizeof(why)), 0);
+	CHECK_EQ(fs_evac_info(v, cc, &ei), 0);
+	CHECK(ei.conts_left > 0);
+	CHECK_EQ(ei.conts_moved, 0);
+	while ((ret = fs_evac_step(v, cc, &ei)) == 1 && steps < 100)
+		steps++;
+	CHECK_EQ(ret, 0);
+	printf("# %d steps moved %llu continuations, %llu blocks\n", steps,
+	       (unsigned long long)ei.conts_moved, (unsigned long long)ei.blocks_moved);
+	CHECK(steps > 0);
+	CHECK_EQ(ei.conts_moved, (uint64_t)steps);
+	CHECK_EQ(ei.conts_left, 0);
+	CHECK(ei.blocks_moved > 0);
+	for (int i = 0; i < 3; i++) {
+		ec = extents_of(v, f[i]);
+		CHECK_EQ(ec.in[cc], 0);
+		CHECK_EQ(fs_getattr(v, f[i], &a), 0);
+		CHECK_EQ(a.size, len[i]);
+		CHECK_EQ(a.gen, f[i].gen);
+		check_bytes_n(v, f[i], len[i], (unsigned)(200 + i), buf);
+	}
+	CHECK_EQ(fs_close(v), 0);
+	CHECK_EQ(fsck_volume_path(image, -1, &fo, &res), 0);
+	CHECK_EQ(res.problems, 0);
+	CHECK_EQ(fs_open(image, 0, &v), 0);
+	for (int i = 0; i < 3; i++) {
+		snprintf(name, sizeof(name), "s%d", i);
+		CHECK_EQ(fs_lookup(v, NULL, dk, name, &d, NULL), 0);
+		CHECK_EQ(d.num, f[i].num);
+		CHECK_EQ(d.gen, f[i].gen);
+		check_bytes_n(v, f[i], len[i], (unsigned)(200 + i), buf);
+	}
+	CHECK_EQ(fs_evac_info(v, cc, &ei), 0);
+	CHECK_EQ(ei.draining, 1);
+	CHECK_EQ(ei.conts_left, 0);
+	CHECK_EQ(fs_close(v), 0);
+	unlink(image);
+}
+
 int main(void)
 {
 	const char *tmp = getenv("TMPDIR");
@@ -159,5 +272,7 @@ int main(void)
 	CHECK_EQ(res.problems, 0);
 	CHECK_EQ(res.exit_code, 0);
 	unlink(image);
+
+	moves();
 	return test_done("evac_test");
 }
