@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <sys/stat.h>
@@ -108,12 +109,33 @@ static int fill_info(struct chunk *c, struct fs_evac_info *info)
 }
 
 /* The chunk a move out of k goes to: one with data room outside its
- * metadata zone, else any with room; never a draining one. */
-static struct chunk *pick_target(struct fs_volume *v, struct chunk *k)
+ * metadata zone, else any with room, skipping those tried[]; never a
+ * draining one. */
+static struct chunk *pick_target(struct fs_volume *v, struct chunk *k, const uint8_t *tried)
 {
 	struct chunk *t = vol_pick_data_chunk(v, k);
 
-	return t ? t : vol_pick_chunk(v, NULL, FS_KIND_LARGE, 0, NULL);
+	if (t && !tried[t->index])
+		return t;
+	return vol_pick_chunk(v, NULL, FS_KIND_LARGE, 0, tried);
+}
+
+/* cont moved into the first chunk that has room for it. */
+static int move_cont(struct fs_volume *v, struct chunk *k, const struct iref *cont,
+		     struct evac_moved *m)
+{
+	uint8_t *tried = calloc(v->nchunks, 1);
+	int ret = tried ? -ENOSPC : -ENOMEM;
+
+	while (ret == -ENOSPC) {
+		struct chunk *t = pick_target(v, k, tried);
+		if (!t)
+			break;
+		tried[t->index] = 1;
+		ret = evac_move_cont(v, cont, t, m);
+	}
+	free(tried);
+	return ret;
 }
 
 int fs_evac_step(struct fs_volume *v, uint32_t i, struct fs_evac_info *info)
@@ -139,17 +161,11 @@ int fs_evac_step(struct fs_volume *v, uint32_t i, struct fs_evac_info *info)
 	n = c->hdr.islot_watermark;
 	s = c->evac_slot < n ? c->evac_slot : 0;
 	for (uint32_t k = 0; ret == 0 && k < n && !moved; k++, s = (s + 1) % n) {
-		struct chunk *t;
 		struct iref r;
 		ret = ino_read(v, slot_at(c, s), &r);
 		if (ret < 0 || !is_file_cont(&r.ino))
 			continue;
-		t = pick_target(v, c);
-		if (!t) {
-			ret = -ENOSPC;
-			break;
-		}
-		ret = evac_move_cont(v, &r, t, &m);
+		ret = move_cont(v, c, &r, &m);
 		if (ret == 0)
 			ret = vol_sync(v, 0);
 		if (ret == 0) {
