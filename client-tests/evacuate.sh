@@ -106,6 +106,10 @@ for f in a b c; do
 	nfs-cat "${url}big/$f$q" 2>/dev/null | cmp -s - "$tmp/$f" || fail "$f does not read back"
 done
 stop_server
+# fsck knows the flag: a note, no problem.
+fsck_run 0 -f -n -x "$tmp/volume.img"
+out_has "chunk $k: the chunk is draining (being evacuated)"
+out_has " 0 problems"
 
 # A restart: the chunk still drains, its evacuation shown again.
 start_server "control = $tmp/control" "evacuate_rate_mb = 2"
