@@ -108,17 +108,75 @@ static int loc_eq(struct od_loc a, struct od_loc b)
 	return a.chunk == b.chunk && a.block == b.block && a.off == b.off;
 }
 
+/* el split at file block L: what lies below it into lo, the rest into hi
+ * (an extent across L cut in two). */
+static int split_at(const struct extlist *el, uint64_t L, struct extlist *lo, struct extlist *hi)
+{
+	int ret = 0;
+
+	memset(lo, 0, sizeof(*lo));
+	memset(hi, 0, sizeof(*hi));
+	for (uint32_t i = 0; i < el->n && ret == 0; i++) {
+		const struct od_extent *e = &el->e[i];
+		if (e->lblk + e->len <= L) {
+			ret = push_ext(lo, e->lblk, e->pblk, e->len);
+		} else if (e->lblk >= L) {
+			ret = push_ext(hi, e->lblk, e->pblk, e->len);
+		} else {
+			uint32_t k = (uint32_t)(L - e->lblk);
+			ret = push_ext(lo, e->lblk, e->pblk, k);
+			if (ret == 0)
+				ret = push_ext(hi, L, e->pblk + k, e->len - k);
+		}
+	}
+	if (ret < 0) {
+		ext_release(lo);
+		ext_release(hi);
+	}
+	return ret;
+}
+
+/* Where the first max_blocks mapped blocks of el end: the file block after
+ * them, or UINT64_MAX when el maps no more than that. */
+static uint64_t piece_end(const struct extlist *el, uint32_t max_blocks)
+{
+	uint64_t left = max_blocks;
+
+	for (uint32_t i = 0; i < el->n; i++) {
+		if (el->e[i].len > left)
+			return el->e[i].lblk + left;
+		left -= el->e[i].len;
+	}
+	return UINT64_MAX;
+}
+
+/* A new segment at position si of the chain (the ones from si on move up). */
+static int seg_insert_at(struct fchain *fc, uint32_t si, const struct seg *ns)
+{
+	struct seg *p = realloc(fc->s, (fc->n + 1) * sizeof(*p));
+
+	if (!p)
+		return -ENOMEM;
+	fc->s = p;
+	memmove(&p[si + 1], &p[si], (fc->n - si) * sizeof(*p));
+	p[si] = *ns;
+	fc->n++;
+	fc->n_orig++; /* not chain_undo's to give back */
+	return 0;
+}
+
 int evac_move_cont(struct fs_volume *v, const struct iref *cont, struct chunk *t,
-		   struct evac_moved *m)
+		   uint32_t max_blocks, struct evac_moved *m)
 {
 	struct chunk *k = vol_chunk(v, cont->loc.chunk);
+	struct extlist mv = { 0 }, rest = { 0 }, nel = { 0 };
+	struct od_loc new_loc = { .chunk = OD_LOC_NONE };
 	struct iref head, old;
 	struct fchain fc;
-	struct extlist nel;
 	struct seg *s;
 	uint32_t si;
-	uint64_t blocks = 0;
-	int ret;
+	uint64_t blocks = 0, L;
+	int ret, whole, head_dirty;
 
 	ret = ino_get_stable(v, cont->ino.head_stable, &head);
 	if (ret < 0)
@@ -134,58 +192,114 @@ int evac_move_cont(struct fs_volume *v, const struct iref *cont, struct chunk *t
 	}
 	s = &fc.s[si];
 	old = s->r;
-	ret = copy_extents(v, k, &s->el, t, &nel, &blocks);
+	if (!t) {
+		/* The chunk of the segment before, when it may take data:
+		 * the piece then extends that segment (no new continuation). */
+		struct chunk *p = vol_chunk(v, fc.s[si - 1].r.loc.chunk);
+		t = p;
+		if (p == k || p->offline || chunk_draining(p) || chunk_load(p) < 0 ||
+		    chunk_free_blocks(p) < 2 * max_blocks) {
+			ret = -ENOSPC;
+			goto out;
+		}
+	}
+	/* The piece: the segment's first max_blocks mapped blocks, or all of
+	 * it (and the segment goes). */
+	L = piece_end(&s->el, max_blocks);
+	whole = L == UINT64_MAX;
+	ret = split_at(&s->el, L, &mv, &rest);
+	if (ret == 0)
+		ret = copy_extents(v, k, &mv, t, &nel, &blocks);
 	if (ret < 0)
 		goto out;
-	/* The new continuation: the same inode in a slot of t, no extent
-	 * units yet (chain_store gives it those its list needs). */
-	memset(&s->r.loc, 0, sizeof(s->r.loc));
-	ret = slot_alloc(t, &s->r.loc);
-	if (ret < 0) {
-		s->r = old;
-		for (uint32_t i = 0; i < nel.n; i++)
-			free_blocks(t, nel.e[i].pblk, nel.e[i].len);
-		ext_release(&nel);
-		goto out;
+	/* Into the previous segment when it is in t (its range grows up to
+	 * L), else into a new continuation of t in front of this one; an
+	 * empty segment just goes. */
+	if (nel.n == 0) {
+		/* nothing to carry */
+	} else if (fc.s[si - 1].r.loc.chunk == t->index) {
+		struct seg *p = &fc.s[si - 1];
+		for (uint32_t i = 0; i < nel.n && ret == 0; i++)
+			ret = push_ext(&p->el, nel.e[i].lblk, nel.e[i].pblk, nel.e[i].len);
+		p->r.ino.blocks += blocks;
+		p->dirty = 1;
+	} else {
+		struct seg ns;
+		memset(&ns, 0, sizeof(ns));
+		ret = slot_alloc(t, &new_loc);
+		if (ret < 0) {
+			new_loc.chunk = OD_LOC_NONE;
+		} else {
+			ns.r.loc = new_loc;
+			ns.r.ino = old.ino;
+			ns.r.ino.ext_block = 0;
+			ns.r.ino.nextents = 0;
+			ns.r.ino.blocks = blocks;
+			ns.r.ino.next = old.loc;
+			ns.dirty = 1;
+			for (uint32_t i = 0; i < nel.n && ret == 0; i++)
+				ret = push_ext(&ns.el, nel.e[i].lblk, nel.e[i].pblk, nel.e[i].len);
+			if (ret == 0)
+				ret = seg_insert_at(&fc, si, &ns);
+			if (ret < 0) {
+				ext_release(&ns.el);
+			} else {
+				fc.s[si - 1].r.ino.next = new_loc;
+				fc.s[si - 1].dirty = 1;
+				si++;
+			}
+		}
 	}
-	s->r.ino.ext_block = 0;
-	s->r.ino.nextents = 0;
-	ext_release(&s->el);
-	s->el = nel;
-	s->dirty = 1;
-	fc.s[si - 1].r.ino.next = s->r.loc;
-	fc.s[si - 1].dirty = 1;
-	if (si - 1 == 0)
-		head.ino.next = s->r.loc;
+	if (ret < 0)
+		goto undo;
+	s = &fc.s[si];
+	if (whole) {
+		/* This segment goes: the one before it points past it, and
+		 * chain_store never sees it. */
+		fc.s[si - 1].r.ino.next = s->r.ino.next;
+		fc.s[si - 1].dirty = 1;
+		ext_release(&s->el);
+		memmove(&fc.s[si], &fc.s[si + 1], (fc.n - si - 1) * sizeof(fc.s[0]));
+		fc.n--;
+		fc.n_orig--;
+	} else {
+		ext_release(&s->el);
+		s->el = rest;
+		memset(&rest, 0, sizeof(rest));
+		s->r.ino.cont_start = L;
+		s->r.ino.blocks -= blocks;
+		s->dirty = 1;
+	}
+	head_dirty = fc.s[0].dirty;
 	ret = chain_store(v, &fc, &head);
-	if (ret == 0 && si - 1 == 0)
+	if (ret < 0)
+		goto undo; /* chain_store secures every extent unit first: nothing changed */
+	if (head_dirty)
 		ret = ino_write(v, &head);
-	if (ret < 0) {
-		/* Nothing of the chain changed (chain_store secures every
-		 * extent unit before it writes): give back what t took. */
-		for (uint32_t i = 0; i < s->el.n; i++)
-			free_blocks(t, s->el.e[i].pblk, s->el.e[i].len);
-		slot_free(v, s->r.loc);
-		goto out;
-	}
-	/* K's side: its data blocks, extent units and slot. */
-	{
-		struct extlist oel, none = { 0 };
-		ret = ext_load(v, &old, &oel);
-		if (ret < 0)
-			goto out;
-		for (uint32_t i = 0; i < oel.n; i++)
-			free_blocks(k, oel.e[i].pblk, oel.e[i].len);
-		ext_release(&oel);
+	/* K's side: the blocks copied, and a segment that went whole, its
+	 * extent units and slot. */
+	for (uint32_t i = 0; i < mv.n; i++)
+		free_blocks(k, mv.e[i].pblk, mv.e[i].len);
+	if (ret == 0 && whole) {
+		struct extlist none = { 0 };
 		ret = ext_store(v, &old, &none);
 		if (ret == 0)
 			ret = slot_free(v, old.loc);
 	}
 	if (ret == 0) {
-		m->conts++;
+		m->conts += whole;
 		m->blocks += blocks;
 	}
+	goto out;
+undo:
+	for (uint32_t i = 0; i < nel.n; i++)
+		free_blocks(t, nel.e[i].pblk, nel.e[i].len);
+	if (new_loc.chunk != OD_LOC_NONE)
+		slot_free(v, new_loc);
 out:
+	ext_release(&mv);
+	ext_release(&rest);
+	ext_release(&nel);
 	chain_release(&fc);
 	return ret;
 }

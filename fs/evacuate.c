@@ -66,6 +66,10 @@ out:
 	return ret;
 }
 
+/* The most data a step copies (2 MiB): the volume lock is held while it
+ * does, so a large continuation moves in pieces, one step each. */
+#define EVAC_STEP_BLOCKS 512u
+
 static struct od_loc slot_at(const struct chunk *c, uint32_t slot)
 {
 	struct od_loc loc = {
@@ -120,25 +124,27 @@ static struct chunk *pick_target(struct fs_volume *v, struct chunk *k, const uin
 	return vol_pick_chunk(v, NULL, FS_KIND_LARGE, 0, tried);
 }
 
-/* cont moved into the first chunk that has room for it. */
+/* A piece of cont moved into the chunk of the segment before it, else the
+ * first chunk that has room. */
 static int move_cont(struct fs_volume *v, struct chunk *k, const struct iref *cont,
-		     struct evac_moved *m)
+		     uint32_t max_blocks, struct evac_moved *m)
 {
 	uint8_t *tried = calloc(v->nchunks, 1);
-	int ret = tried ? -ENOSPC : -ENOMEM;
+	int ret = tried ? evac_move_cont(v, cont, NULL, max_blocks, m) : -ENOMEM;
 
 	while (ret == -ENOSPC) {
 		struct chunk *t = pick_target(v, k, tried);
 		if (!t)
 			break;
 		tried[t->index] = 1;
-		ret = evac_move_cont(v, cont, t, m);
+		ret = evac_move_cont(v, cont, t, max_blocks, m);
 	}
 	free(tried);
 	return ret;
 }
 
-int fs_evac_step(struct fs_volume *v, uint32_t i, struct fs_evac_info *info)
+int fs_evac_step(struct fs_volume *v, uint32_t i, uint32_t max_blocks,
+		 struct fs_evac_info *info)
 {
 	struct evac_moved m = { 0 };
 	struct chunk *c;
@@ -157,7 +163,8 @@ int fs_evac_step(struct fs_volume *v, uint32_t i, struct fs_evac_info *info)
 	}
 	ret = chunk_load(c);
 	/* From the cursor on, wrapping once: the first continuation found
-	 * moves. A crash or a failed step only means this scan is repeated. */
+	 * moves, a piece of it. A crash or a failed step only means this scan
+	 * is repeated. */
 	n = c->hdr.islot_watermark;
 	s = c->evac_slot < n ? c->evac_slot : 0;
 	for (uint32_t k = 0; ret == 0 && k < n && !moved; k++, s = (s + 1) % n) {
@@ -165,21 +172,28 @@ int fs_evac_step(struct fs_volume *v, uint32_t i, struct fs_evac_info *info)
 		ret = ino_read(v, slot_at(c, s), &r);
 		if (ret < 0 || !is_file_cont(&r.ino))
 			continue;
-		ret = move_cont(v, c, &r, &m);
-		if (ret == 0)
-			ret = vol_sync(v, 0);
+		ret = move_cont(v, c, &r, max_blocks ? max_blocks : EVAC_STEP_BLOCKS, &m);
 		if (ret == 0) {
 			moved = 1;
-			c->evac_slot = s + 1;
+			c->evac_slot = m.conts ? s + 1 : s; /* the rest of it next */
 			c->evac_conts += m.conts;
 			c->evac_blocks += m.blocks;
 		}
 	}
-	if (ret == 0 && info)
+	vol_unlock(v);
+	/* Committed as fs_sync commits (only the transaction's prepare and
+	 * finish hold the lock), together with whatever clients changed. */
+	if (ret == 0 && moved)
+		ret = fs_sync(v);
+	if (ret == 0 && info) {
+		vol_lock(v);
 		ret = fill_info(c, info);
+		vol_unlock(v);
+	}
+	return ret < 0 ? ret : moved;
 out:
 	vol_unlock(v);
-	return ret < 0 ? ret : moved;
+	return ret;
 }
 
 int fs_evac_info(struct fs_volume *v, uint32_t i, struct fs_evac_info *info)

@@ -390,14 +390,18 @@ struct fs_evac_info {
 	uint64_t blocks_used;      /* blocks in use besides the fixed metadata */
 };
 /* One step of chunk i's evacuation (draining first: -EINVAL otherwise):
- * one object of it moved into another chunk and committed before this
- * returns. Built so far: file continuations (a continuation's data copied
- * into another chunk, the chain relinked, the chunk's blocks and slot
- * freed); inodes, directory parts and heads stay (stable numbers name
- * their home chunk's map: the foster map of doc/design.md is not built).
- * 1: one moved; 0: nothing left that this build moves; or a negative errno
- * (-ENOSPC: no other chunk has room), the volume as before the step. */
-int fs_evac_step(struct fs_volume *vol, uint32_t chunk, struct fs_evac_info *info);
+ * a piece of one object moved into another chunk, committed before this
+ * returns. Built so far: file continuations, at most max_blocks of data a
+ * step (0: 2 MiB; the volume lock is held while it is copied): the data
+ * copied into another chunk and mapped there by the segment before (or a
+ * new continuation in front), the chunk's blocks freed, and its
+ * continuation with them once empty. Inodes, directory parts and heads
+ * stay (stable numbers name their home chunk's map: the foster map of
+ * doc/design.md is not built). 1: something moved; 0: nothing left that
+ * this build moves; or a negative errno (-ENOSPC: no other chunk has
+ * room), the volume as before the step. info (may be NULL): afterwards. */
+int fs_evac_step(struct fs_volume *vol, uint32_t chunk, uint32_t max_blocks,
+		 struct fs_evac_info *info);
 /* What is left in chunk i (a scan of its inode area) and what steps moved. */
 int fs_evac_info(struct fs_volume *vol, uint32_t chunk, struct fs_evac_info *info);
 /* place.c: is any chunk placed outside the image (on its own store)?

@@ -101,7 +101,7 @@ static void step(struct evacuator *e)
 	int chunk = e->chunk, ret;
 
 	pthread_mutex_unlock(&e->lock);
-	ret = fs_evac_step(e->srv->vol, (uint32_t)chunk, &info);
+	ret = fs_evac_step(e->srv->vol, (uint32_t)chunk, 0, &info);
 	pthread_mutex_lock(&e->lock);
 	t = monotonic_ms();
 	if (e->chunk != chunk || e->run != EVAC_RUNNING)

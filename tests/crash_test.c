@@ -598,7 +598,7 @@ static int do_evac_step(struct wl *w, uint32_t k)
 
 	if (w->err)
 		return 0;
-	ret = fs_evac_step(w->v, k, NULL);
+	ret = fs_evac_step(w->v, k, 16, NULL); /* 64 KiB pieces */
 	if (ret < 0)
 		op_failed(w, "evacuation step", "", ret);
 	else if (ret == 1)

@@ -1,5 +1,6 @@
-/* Evacuating a chunk (fs/evacuate.c), the layer built so far: draining. A
- * volume of three 2 MiB chunks with a directory and a file in chunk 1;
+/* Evacuating a chunk (fs/evacuate.c), the layers built so far: draining
+ * and continuation moves (moves() below). A volume of three 2 MiB chunks
+ * with a directory and a file in chunk 1;
  * chunk 1 starts draining: the file's appended data lands in other chunks
  * (a continuation), and no new file, directory or data block lands in
  * chunk 1, nor after a reopen (the flag is in the header); chunk 0 and a
@@ -84,20 +85,22 @@ static void check_bytes_n(struct fs_volume *v, struct fs_ino f, size_t len, unsi
 
 /* Continuations carried out of a draining chunk: files written across
  * chunk 1's end continue in another chunk C; C drains and steps until
- * nothing is left to move; the files keep their handles (number and
- * generation), sizes and bytes, none of their blocks is in C any more, and
- * the volume checks clean before and after a reopen. */
+ * nothing is left to move (2 MiB a step: the first piece of a continuation
+ * goes into a new continuation elsewhere, the next ones extend it); the
+ * files keep their handles (number and generation), sizes and bytes, none
+ * of their blocks is in C any more, and the volume checks clean before and
+ * after a reopen. */
 static void moves(void)
 {
-	struct fs_mkfs_opts mo = { .chunk_size = 2 * MB, .chunk_count = 4, .force = 1 };
+	struct fs_mkfs_opts mo = { .chunk_size = 8 * MB, .chunk_count = 4, .force = 1 };
 	struct fsck_opts fo = { .force = 1, .cross = 1, .both_copies = 1 };
 	struct fsck_result res;
 	struct fs_evac_info ei;
 	struct fs_volume *v;
 	struct fs_ino root, d, dk = { 0 }, f[3];
 	struct fs_attr a;
-	static uint8_t buf[3 * MB];
-	static const size_t len[3] = { 1536 * 1024, 1024 * 1024 + 777, 700 * 1024 };
+	static uint8_t buf[12 * MB];
+	static const size_t len[3] = { 12 * MB, 4 * MB + 777, 2 * MB + 5 };
 	struct ext_count ec;
 	char name[32], why[256];
 	uint32_t cc = 0;
@@ -117,8 +120,8 @@ static void moves(void)
 		snprintf(name, sizeof(name), "s%d", i);
 		CHECK_EQ(fs_create(v, NULL, dk, name, 0644, FS_CREATE_GUARDED, 0, &f[i], NULL), 0);
 		fill(buf, len[i], (unsigned)(200 + i));
-		for (size_t off = 0; off < len[i]; off += 128 * 1024) {
-			size_t n = len[i] - off < 128 * 1024 ? len[i] - off : 128 * 1024;
+		for (size_t off = 0; off < len[i]; off += 1024 * 1024) {
+			size_t n = len[i] - off < 1024 * 1024 ? len[i] - off : 1024 * 1024;
 			CHECK_EQ(fs_write(v, NULL, f[i], off, n, buf + off, FS_FILE_SYNC, NULL), 0);
 		}
 	}
@@ -137,18 +140,19 @@ static void moves(void)
 		CHECK(most > 0);
 	}
 	printf("# continuations land in chunk %u\n", cc);
-	CHECK_EQ(fs_evac_step(v, cc, &ei), -EINVAL); /* not draining */
+	CHECK_EQ(fs_evac_step(v, cc, 0, &ei), -EINVAL); /* not draining */
 	CHECK_EQ(fs_chunk_drain(v, cc, 1, why, sizeof(why)), 0);
 	CHECK_EQ(fs_evac_info(v, cc, &ei), 0);
 	CHECK(ei.conts_left > 0);
 	CHECK_EQ(ei.conts_moved, 0);
-	while ((ret = fs_evac_step(v, cc, &ei)) == 1 && steps < 100)
+	while ((ret = fs_evac_step(v, cc, 0, &ei)) == 1 && steps < 100)
 		steps++;
 	CHECK_EQ(ret, 0);
 	printf("# %d steps moved %llu continuations, %llu blocks\n", steps,
 	       (unsigned long long)ei.conts_moved, (unsigned long long)ei.blocks_moved);
-	CHECK(steps > 0);
-	CHECK_EQ(ei.conts_moved, (uint64_t)steps);
+	/* A continuation moves 2 MiB a step: more steps than continuations. */
+	CHECK(steps > (int)ei.conts_moved);
+	CHECK(ei.conts_moved > 0);
 	CHECK_EQ(ei.conts_left, 0);
 	CHECK(ei.blocks_moved > 0);
 	for (int i = 0; i < 3; i++) {
