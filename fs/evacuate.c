@@ -173,6 +173,13 @@ int fs_evac_step(struct fs_volume *v, uint32_t i, uint32_t max_blocks,
 		if (ret < 0 || !is_file_cont(&r.ino))
 			continue;
 		ret = move_cont(v, c, &r, max_blocks ? max_blocks : EVAC_STEP_BLOCKS, &m);
+		if (ret == -EIO || ret == -EUCLEAN || ret == -ESTALE) {
+			/* Its head cannot be read now (its chunk offline or
+			 * damaged: fsck's): it stays, counted as left, and the
+			 * scan goes on to the next. */
+			ret = 0;
+			continue;
+		}
 		if (ret == 0) {
 			moved = 1;
 			c->evac_slot = m.conts ? s + 1 : s; /* the rest of it next */

@@ -86,7 +86,8 @@ static void check_bytes_n(struct fs_volume *v, struct fs_ino f, size_t len, unsi
 /* Continuations carried out of a draining chunk: files written across
  * chunk 1's end continue in another chunk C; C drains and steps until
  * nothing is left to move (2 MiB a step: the first piece of a continuation
- * goes into a new continuation elsewhere, the next ones extend it); the
+ * goes into a new continuation elsewhere, the next ones extend it; while
+ * the files' heads are offline nothing moves and the step says so); the
  * files keep their handles (number and generation), sizes and bytes, none
  * of their blocks is in C any more, and the volume checks clean before and
  * after a reopen. */
@@ -145,6 +146,17 @@ static void moves(void)
 	CHECK_EQ(fs_evac_info(v, cc, &ei), 0);
 	CHECK(ei.conts_left > 0);
 	CHECK_EQ(ei.conts_moved, 0);
+	/* The files' heads (chunk 1) offline: no continuation can move, the
+	 * step says nothing is left that it moves, and they stay counted. */
+	{
+		struct fsck_gate gate = { .image = image };
+		uint32_t left = ei.conts_left;
+		CHECK_EQ(fs_chunk_offline(v, 1, 0, why, sizeof(why)), 0);
+		CHECK_EQ(fs_evac_step(v, cc, 0, &ei), 0);
+		CHECK_EQ(ei.conts_left, left);
+		CHECK_EQ(ei.conts_moved, 0);
+		CHECK_EQ(fs_chunk_online(v, 1, fsck_gate_chunk, &gate, why, sizeof(why)), 0);
+	}
 	while ((ret = fs_evac_step(v, cc, 0, &ei)) == 1 && steps < 100)
 		steps++;
 	CHECK_EQ(ret, 0);
