@@ -614,6 +614,9 @@ int fs_statfs(struct fs_volume *v, struct fs_statfs *out)
 		if (c->offline)
 			continue;
 		out->chunks_online++;
+		/* A draining chunk's free room takes nothing new: not free. */
+		if (chunk_draining(c))
+			continue;
 		out->free_blocks += c->hdr.free_blocks;
 		out->free_inodes += c->hdr.max_inodes - c->hdr.used_inodes;
 	}

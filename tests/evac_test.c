@@ -3,7 +3,8 @@
  * with a directory and a file in chunk 1;
  * chunk 1 starts draining: the file's appended data lands in other chunks
  * (a continuation), and no new file, directory or data block lands in
- * chunk 1, nor after a reopen (the flag is in the header); chunk 0 and a
+ * chunk 1, nor after a reopen (the flag is in the header), and its free
+ * room leaves statfs's free counts; chunk 0 and a
  * chunk past the count are refused; once draining stops, chunk 1 takes new
  * files again. Every file reads back and the volume checks clean with
  * cross-chunk references confirmed. */
@@ -200,6 +201,7 @@ int main(void)
 	struct fsck_opts fo = { .force = 1, .cross = 1, .both_copies = 1 };
 	struct fsck_result res;
 	struct fs_chunk_info ci;
+	struct fs_statfs sf0, sf1;
 	struct fs_volume *v;
 	struct fs_ino root, d[6], dk = { 0 }, big, f;
 	static uint8_t buf[256 * 1024];
@@ -233,7 +235,13 @@ int main(void)
 	CHECK_EQ(fs_chunk_drain(v, 3, 1, why, sizeof(why)), -EINVAL);
 	CHECK_EQ(fs_chunk_info(v, 1, &ci), 0);
 	CHECK_EQ(ci.draining, 0);
+	CHECK_EQ(fs_statfs(v, &sf0), 0);
 	CHECK_EQ(fs_chunk_drain(v, 1, 1, why, sizeof(why)), 0);
+	/* Its free room is no longer free to the clients (statfs). */
+	CHECK_EQ(fs_statfs(v, &sf1), 0);
+	CHECK_EQ(sf1.free_blocks, sf0.free_blocks - ci.free_blocks);
+	CHECK_EQ(sf1.free_inodes, sf0.free_inodes - (ci.max_inodes - ci.used_inodes));
+	CHECK_EQ(sf1.total_blocks, sf0.total_blocks);
 	CHECK_EQ(fs_chunk_drain(v, 1, 1, why, sizeof(why)), 0); /* already */
 	CHECK_EQ(fs_chunk_info(v, 1, &ci), 0);
 	CHECK_EQ(ci.draining, 1);
