@@ -3,8 +3,11 @@
  * nothing new lands in K while it empties. Keeps: a draining chunk is never
  * chosen for a new object, directory part, continuation or data extent
  * (vol_chunk_has_room, vol_pick_data_chunk, chain_alloc); what is already
- * there stays reachable and may change. The moves themselves and retiring
- * are not built yet (doc/design.md, "Evacuating a chunk"). */
+ * there stays reachable and may change. The steps: a draining chunk's
+ * file continuations carried out a piece at a time (fs/evac_move.c), and
+ * the counts of what is left. Not built: the foster map, moving inodes,
+ * directory parts and heads, retiring (doc/design.md, "Evacuating a
+ * chunk"). */
 #include "config.h"
 
 #include <errno.h>

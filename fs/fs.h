@@ -371,8 +371,8 @@ int fs_add_chunk(struct fs_volume *vol, const struct fs_chunk_opts *o, const cha
 /* evacuate.c: chunk i starts (on) or stops (off) draining, the first step
  * of an evacuation: from then on no new object, directory part,
  * continuation or data extent is placed in it (a file whose last segment
- * is there continues in another chunk; filling a hole inside that segment
- * is refused with -ENOSPC). The flag is in the chunk's header, committed
+ * is there continues in another chunk; only a hole inside a segment there
+ * is filled there, a segment mapping its own chunk's blocks). The flag is in the chunk's header, committed
  * before this returns, so a restart keeps it. Refused for chunk 0 (it
  * names the volume), an offline chunk, a read-only volume. 0 (also when
  * the chunk already was so), or a negative errno and why[]. */

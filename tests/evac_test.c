@@ -1,10 +1,10 @@
 /* Evacuating a chunk (fs/evacuate.c), the layers built so far: draining
  * and continuation moves (moves() below). A volume of three 2 MiB chunks
- * with a directory and a file in chunk 1;
- * chunk 1 starts draining: the file's appended data lands in other chunks
- * (a continuation), and no new file, directory or data block lands in
- * chunk 1, nor after a reopen (the flag is in the header), and its free
- * room leaves statfs's free counts; chunk 0 and a
+ * with a directory and a file in chunk 1; chunk 1 starts draining: a hole
+ * inside the file's segment there is filled there, its appended data
+ * lands in other chunks (a continuation), and no new file, directory or
+ * data block lands in chunk 1, nor after a reopen (the flag is in the
+ * header), and its free room leaves statfs's free counts; chunk 0 and a
  * chunk past the count are refused; once draining stops, chunk 1 takes new
  * files again. Every file reads back and the volume checks clean with
  * cross-chunk references confirmed. */
@@ -226,7 +226,9 @@ int main(void)
 	CHECK_EQ(fs_create(v, NULL, dk, "big", 0644, FS_CREATE_GUARDED, 0, &big, NULL), 0);
 	CHECK_EQ(big.num >> 32, 1);
 	fill(buf, sizeof(buf), 1);
-	CHECK_EQ(fs_write(v, NULL, big, 0, 16384, buf, FS_FILE_SYNC, NULL), 0);
+	/* Blocks 0-2 and 4, block 3 a hole. */
+	CHECK_EQ(fs_write(v, NULL, big, 0, 12288, buf, FS_FILE_SYNC, NULL), 0);
+	CHECK_EQ(fs_write(v, NULL, big, 16384, 4096, buf + 16384, FS_FILE_SYNC, NULL), 0);
 	ec = extents_of(v, big);
 	CHECK_EQ(ec.in[1], 4);
 
@@ -246,13 +248,17 @@ int main(void)
 	CHECK_EQ(fs_chunk_info(v, 1, &ci), 0);
 	CHECK_EQ(ci.draining, 1);
 
+	/* The hole inside its segment in chunk 1 can only be filled there. */
+	CHECK_EQ(fs_write(v, NULL, big, 12288, 4096, buf + 12288, FS_FILE_SYNC, NULL), 0);
+	ec = extents_of(v, big);
+	CHECK_EQ(ec.in[1], 5);
 	/* The file grows: its new blocks go to another chunk. */
-	CHECK_EQ(fs_write(v, NULL, big, 16384, sizeof(buf) - 16384, buf + 16384, FS_FILE_SYNC,
+	CHECK_EQ(fs_write(v, NULL, big, 20480, sizeof(buf) - 20480, buf + 20480, FS_FILE_SYNC,
 			  NULL),
 		 0);
 	ec = extents_of(v, big);
-	CHECK_EQ(ec.in[1], 4);
-	CHECK_EQ(ec.in[0] + ec.in[2], sizeof(buf) / 4096 - 4);
+	CHECK_EQ(ec.in[1], 5);
+	CHECK_EQ(ec.in[0] + ec.in[2], sizeof(buf) / 4096 - 5);
 	check_bytes(v, big, sizeof(buf), 1);
 	/* New files in a directory of chunk 1, and new directories: elsewhere. */
 	for (int i = 0; i < 12; i++) {
