@@ -348,13 +348,24 @@ int chain_alloc(struct fs_volume *v, struct fchain *fc, uint64_t lblk, uint64_t 
 		 * zone, it continues in a chunk with such room (free_outside
 		 * counts only blocks that can be taken now); the zone is taken
 		 * for data only when no chunk has any left. */
-		ret = alloc_data(c, goal, (uint32_t)limit, 0, &start, &got);
+		/* A draining chunk takes no new data: the file continues
+		 * elsewhere. But a hole inside its segment there can only be
+		 * filled there (a segment maps blocks of its own chunk): it is,
+		 * and the evacuation carries it out later. */
+		ret = chunk_draining(c) ? -ENOSPC
+					: alloc_data(c, goal, (uint32_t)limit, 0, &start, &got);
+		if (ret == -ENOSPC && chunk_draining(c) &&
+		    (si != fc->n - 1 || lblk < seg_last_lblk(s))) {
+			ret = alloc_data(c, goal, (uint32_t)limit, 0, &start, &got);
+			if (ret == -ENOSPC)
+				ret = alloc_data(c, goal, (uint32_t)limit, 1, &start, &got);
+		}
 		if (ret == -ENOSPC && si == fc->n - 1 && !seg_new_empty(fc, si)) {
 			struct chunk *next = vol_pick_data_chunk(v, c);
 			if (next && chain_extend(v, fc, lblk, next) == 0)
 				continue;
 		}
-		if (ret == -ENOSPC)
+		if (ret == -ENOSPC && !chunk_draining(c))
 			ret = alloc_data(c, goal, (uint32_t)limit, 1, &start, &got);
 		if (ret == -ENOSPC && si == fc->n - 1) {
 			/* Really full: any chunk not tried yet, with the empty

@@ -1,7 +1,7 @@
 /* A regular file's chain of continuation inodes as one operation holds it
  * (fs/chain.c): its segments, each an inode with its extent list, what the
- * operation allocated and what it lets go of. Private to fs/chain.c and
- * fs/file.c. */
+ * operation allocated and what it lets go of. Private to fs/chain.c,
+ * fs/file.c and fs/evac_move.c. */
 #ifndef CHUNKFS_FS_CHAIN_H
 #define CHUNKFS_FS_CHAIN_H
 

@@ -260,6 +260,7 @@ struct fs_chunk_info {
 	int lost_store;            /* offline because its store lost its server (the
 				    * negative errno: closed, or -ETIMEDOUT), 0 else */
 	char why_offline[160];     /* offline: why, when known ("" else) */
+	int draining;              /* being evacuated: nothing new is placed in it */
 };
 uint32_t fs_chunk_count(struct fs_volume *vol);
 int fs_chunk_info(struct fs_volume *vol, uint32_t chunk, struct fs_chunk_info *out);
@@ -367,6 +368,42 @@ int fs_mkfs_chunk(const char *volume, const struct fs_chunk_opts *o, const char 
  * may use the chunk at once. 0, or a negative errno and why[]. */
 int fs_add_chunk(struct fs_volume *vol, const struct fs_chunk_opts *o, const char *where,
 		 uint32_t *index, char *why, size_t whylen);
+/* evacuate.c: chunk i starts (on) or stops (off) draining, the first step
+ * of an evacuation: from then on no new object, directory part,
+ * continuation or data extent is placed in it (a file whose last segment
+ * is there continues in another chunk; only a hole inside a segment there
+ * is filled there, a segment mapping its own chunk's blocks). The flag is in the chunk's header, committed
+ * before this returns, so a restart keeps it. Refused for chunk 0 (it
+ * names the volume), an offline chunk, a read-only volume. 0 (also when
+ * the chunk already was so), or a negative errno and why[]. */
+int fs_chunk_drain(struct fs_volume *vol, uint32_t chunk, int on, char *why, size_t whylen);
+/* What an evacuation has done and what is left in the chunk. */
+struct fs_evac_info {
+	uint32_t chunk;
+	int draining;
+	uint64_t conts_moved;      /* file continuations carried out since open */
+	uint64_t blocks_moved;     /* data blocks copied out since open */
+	uint32_t conts_left;       /* file continuations still in the chunk */
+	uint32_t slots_left;       /* other inodes in its inode area (directory
+				    * parts, inodes whose first link went) */
+	uint32_t inodes_homed;     /* numbers homed in it (its map's used entries) */
+	uint64_t blocks_used;      /* blocks in use besides the fixed metadata */
+};
+/* One step of chunk i's evacuation (draining first: -EINVAL otherwise):
+ * a piece of one object moved into another chunk, committed before this
+ * returns. Built so far: file continuations, at most max_blocks of data a
+ * step (0: 2 MiB; the volume lock is held while it is copied): the data
+ * copied into another chunk and mapped there by the segment before (or a
+ * new continuation in front), the chunk's blocks freed, and its
+ * continuation with them once empty. Inodes, directory parts and heads
+ * stay (stable numbers name their home chunk's map: the foster map of
+ * doc/design.md is not built). 1: something moved; 0: nothing left that
+ * this build moves; or a negative errno (-ENOSPC: no other chunk has
+ * room), the volume as before the step. info (may be NULL): afterwards. */
+int fs_evac_step(struct fs_volume *vol, uint32_t chunk, uint32_t max_blocks,
+		 struct fs_evac_info *info);
+/* What is left in chunk i (a scan of its inode area) and what steps moved. */
+int fs_evac_info(struct fs_volume *vol, uint32_t chunk, struct fs_evac_info *info);
 /* place.c: is any chunk placed outside the image (on its own store)?
  * Chunk i's place (its store's name), or NULL for a region of the image
  * (or no chunk i); the string lives as long as the volume. Both without

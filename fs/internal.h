@@ -101,6 +101,11 @@ struct chunk {
 	/* The scrub's record of this chunk since open (scrub.c). */
 	uint64_t scrub_units, scrub_bad, scrub_healed, scrub_both_bad;
 	int64_t scrub_last;           /* time(2) a pass over it last completed, or 0 */
+
+	/* Evacuation (evacuate.c): the next inode-area slot a step looks at,
+	 * and what steps carried out since open. */
+	uint32_t evac_slot;
+	uint64_t evac_conts, evac_blocks;
 };
 
 #define TXN_SPARE_PER_SIZE 64 /* spare copy buffers kept per unit size */
@@ -167,6 +172,12 @@ struct iref {
 static inline struct chunk *vol_chunk(struct fs_volume *v, uint32_t i)
 {
 	return i < v->nchunks ? &v->chunks[i] : NULL;
+}
+
+/* Being evacuated: nothing new is placed in c (OD_CHF_DRAINING). */
+static inline int chunk_draining(const struct chunk *c)
+{
+	return (c->hdr.flags & OD_CHF_DRAINING) != 0;
 }
 
 static inline uint32_t chunk_mirror(const struct chunk *c, uint32_t block)

@@ -397,6 +397,7 @@ int fs_chunk_info(struct fs_volume *v, uint32_t i, struct fs_chunk_info *out)
 	out->scrub_last = c->scrub_last;
 	out->holds_root = holds_root(v, i);
 	out->placed = c->place != NULL;
+	out->draining = chunk_draining(c);
 	out->lost_store = c->offline ? c->lost_store : 0;
 	if (c->offline)
 		snprintf(out->why_offline, sizeof(out->why_offline), "%s", c->why_offline);

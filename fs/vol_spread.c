@@ -64,7 +64,7 @@ static uint32_t average_load(struct fs_volume *v, int kind_hint, int r)
 
 	for (uint32_t i = 0; i < v->nchunks; i++) {
 		struct chunk *c = &v->chunks[i];
-		if (c->offline || kind_rank(c, kind_hint) != r)
+		if (c->offline || chunk_draining(c) || kind_rank(c, kind_hint) != r)
 			continue;
 		sum += vol_chunk_load(c);
 		n++;

@@ -614,6 +614,9 @@ int fs_statfs(struct fs_volume *v, struct fs_statfs *out)
 		if (c->offline)
 			continue;
 		out->chunks_online++;
+		/* A draining chunk's free room takes nothing new: not free. */
+		if (chunk_draining(c))
+			continue;
 		out->free_blocks += c->hdr.free_blocks;
 		out->free_inodes += c->hdr.max_inodes - c->hdr.used_inodes;
 	}
@@ -662,7 +665,7 @@ void fs_volume_secret(struct fs_volume *v, uint8_t secret[32])
 
 int vol_chunk_has_room(struct chunk *c, int need_inode)
 {
-	if (c->offline)
+	if (c->offline || chunk_draining(c))
 		return 0;
 	if (c->hdr.free_blocks < 2 * c->hdr.dir_unit + 2)
 		return 0;
@@ -702,7 +705,8 @@ struct chunk *vol_pick_data_chunk(struct fs_volume *v, struct chunk *except)
 
 	for (uint32_t i = 0; i < v->nchunks; i++) {
 		struct chunk *c = &v->chunks[i];
-		if (c == except || c->offline || chunk_load(c) < 0 || c->free_outside == 0)
+		if (c == except || c->offline || chunk_draining(c) || chunk_load(c) < 0 ||
+		    c->free_outside == 0)
 			continue;
 		int large = c->hdr.kind == FS_KIND_LARGE;
 		int best_large = best && best->hdr.kind == FS_KIND_LARGE;

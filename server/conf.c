@@ -35,6 +35,7 @@ void config_defaults(struct config *cfg)
 	cfg->loop_poll_us = 50;
 	snprintf(cfg->control, sizeof(cfg->control), "/run/chunkfs/control");
 	cfg->scrub_rate_mb = 2;
+	cfg->evacuate_rate_mb = 16;
 	snprintf(cfg->scrub_state, sizeof(cfg->scrub_state), "/var/lib/chunkfs/scrub.cursor");
 	cfg->log_level = LOG_LVL_INFO;
 }
@@ -258,6 +259,7 @@ static const char *const key_wants[][2] = {
 	{ "repair", "auto or manual" },
 	{ "repair_priority", "background or normal" },
 	{ "scrub_rate_mb", "1-4096 (MiB of metadata read per second)" },
+	{ "evacuate_rate_mb", "1-4096 (MiB of file data copied per second)" },
 	{ "scrub_state", "a file path, or none" },
 };
 
@@ -383,6 +385,10 @@ static int parse_key(const char *k, const char *v, struct config *cfg, char *err
 		if (parse_uint(v, 4096, &n) < 0 || n < 1)
 			goto bad;
 		cfg->scrub_rate_mb = (uint32_t)n;
+	} else if (!strcmp(k, "evacuate_rate_mb")) {
+		if (parse_uint(v, 4096, &n) < 0 || n < 1)
+			goto bad;
+		cfg->evacuate_rate_mb = (uint32_t)n;
 	} else if (!strcmp(k, "scrub_state")) {
 		if (strlen(v) >= sizeof(cfg->scrub_state) || !*v)
 			goto bad;

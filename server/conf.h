@@ -78,6 +78,7 @@ struct config {
 				     * at the control thread's priority, not in the
 				     * background (background.h) */
 	uint32_t scrub_rate_mb; /* MiB of metadata the scrub reads per second, at most */
+	uint32_t evacuate_rate_mb; /* MiB of file data an evacuation copies per second, at most */
 	char scrub_state[4096]; /* the scrub's cursor file ("": none kept) */
 	struct export *exports;
 	int nexports;

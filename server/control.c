@@ -4,6 +4,7 @@
  *   status | offline N [force] | online N | fsck N [yes]
  *   | scrub start [N] | scrub pause | scrub resume | scrub status
  *   | add-chunk [size=BYTES] [kind=KIND] [bpi=BYTES] [WHERE]
+ *   | evacuate N [pause|resume|cancel] | evacuate status
  * and an answer of lines "key=value ...", the last one "ok" or
  * "error MESSAGE". The loop owns the sockets; commands run one at a time
  * on the control thread (they wait for the volume lock, and fsck takes
@@ -36,6 +37,7 @@
 #include "server/add_chunk.h"
 #include "server/background.h"
 #include "server/control.h"
+#include "server/evac.h"
 #include "server/log.h"
 #include "server/scrub.h"
 #include "server/server.h"
@@ -226,6 +228,72 @@ static void add_scrub(struct control *ctl, struct answer *a)
 
 static int parse_index(const char *s, uint32_t n, uint32_t *out);
 
+/* The evacuation's line: which chunk, how far, how fast, what is left. */
+static void add_evac(struct control *ctl, struct answer *a)
+{
+	struct evac_status st;
+
+	if (!ctl->srv->evac)
+		return;
+	evac_get_status(ctl->srv->evac, &st);
+	add(a,
+	    "evacuate state=%s chunk=%d conts_left=%u slots_left=%u inodes_homed=%u"
+	    " blocks_used=%" PRIu64 " conts_moved=%" PRIu64 " blocks_moved=%" PRIu64
+	    " steps=%" PRIu64 " mb_per_s=%.1f conts_per_s=%.1f rate_mb=%u started=%" PRId64,
+	    evac_run_name(st.run), st.chunk, st.info.conts_left, st.info.slots_left,
+	    st.info.inodes_homed, st.info.blocks_used, st.info.conts_moved, st.info.blocks_moved,
+	    st.steps, st.mb_per_s, st.conts_per_s, st.rate_mb, st.started);
+	if (st.error[0]) {
+		add(a, " error=");
+		add_value(a, st.error);
+	}
+	add(a, "\n");
+}
+
+static void cmd_evacuate(struct control *ctl, char **w, int nw, struct answer *a)
+{
+	struct evacuator *e = ctl->srv->evac;
+	uint32_t n = fs_chunk_count(ctl->srv->vol), i;
+	char why[256] = "";
+	int ret;
+
+	if (!e) {
+		add(a, "error evacuation is not running in this daemon\n");
+		return;
+	}
+	if (nw == 2 && !strcmp(w[1], "status")) {
+		add_evac(ctl, a);
+		add(a, "ok\n");
+		return;
+	}
+	if (nw < 2 || nw > 3) {
+		add(a, "error usage: evacuate N [pause|resume|cancel] | evacuate status\n");
+		return;
+	}
+	if (parse_index(w[1], n, &i) < 0) {
+		add(a, "error no chunk '%s': the volume has chunks 0 to %u\n", w[1], n - 1);
+		return;
+	}
+	if (nw == 2)
+		ret = evac_begin(e, i, why, sizeof(why));
+	else if (!strcmp(w[2], "pause"))
+		ret = evac_pause(e, i, why, sizeof(why));
+	else if (!strcmp(w[2], "resume"))
+		ret = evac_resume(e, i, why, sizeof(why));
+	else if (!strcmp(w[2], "cancel"))
+		ret = evac_cancel(e, i, why, sizeof(why));
+	else {
+		add(a, "error usage: evacuate N [pause|resume|cancel] | evacuate status\n");
+		return;
+	}
+	if (ret < 0) {
+		add(a, "error %s\n", why[0] ? why : strerror(-ret));
+		return;
+	}
+	add_evac(ctl, a);
+	add(a, "ok\n");
+}
+
 static void cmd_scrub(struct control *ctl, char **w, int nw, struct answer *a)
 {
 	struct scrubber *s = ctl->srv->scrub;
@@ -324,6 +392,7 @@ static void cmd_status(struct control *ctl, struct answer *a)
 	    __atomic_load_n(&ctl->srv->calls_workers, __ATOMIC_RELAXED));
 	add_connections(a, ctl->srv);
 	add_scrub(ctl, a);
+	add_evac(ctl, a);
 	add(a,
 	    "repair mode=%s started=%" PRIu64 " repaired=%" PRIu64 " failed=%" PRIu64
 	    " offline_only=%" PRIu64 " last_chunk=%" PRId64 "\n",
@@ -347,8 +416,8 @@ static void cmd_status(struct control *ctl, struct answer *a)
 		    ci.free_blocks, ci.max_inodes, ci.used_inodes, ci.healed, ci.unreadable,
 		    ci.holds_root ? "yes" : "no", ci.offline_since, ci.scrub_units, ci.scrub_bad,
 		    ci.scrub_healed, ci.scrub_both_bad, ci.scrub_last);
-		add(a, " placed=%s store_lost=%s", ci.placed ? "yes" : "no",
-		    ci.lost_store ? "yes" : "no");
+		add(a, " placed=%s store_lost=%s draining=%s", ci.placed ? "yes" : "no",
+		    ci.lost_store ? "yes" : "no", ci.draining ? "yes" : "no");
 		if (ci.why_offline[0]) {
 			add(a, " reason=");
 			add_value(a, ci.why_offline);
@@ -581,10 +650,12 @@ static void run_command(struct control *ctl, const char *line, struct answer *a)
 		cmd_scrub(ctl, w, nw, a);
 	} else if (!strcmp(w[0], "add-chunk")) {
 		cmd_add_chunk(ctl, w, nw, a);
+	} else if (!strcmp(w[0], "evacuate")) {
+		cmd_evacuate(ctl, w, nw, a);
 	} else {
 		add(a, "error unknown command (status, offline N [force], online N, fsck N [yes], "
 		       "scrub start [N]|pause|resume|status, add-chunk [size=B] [kind=K] [bpi=B] "
-		       "[WHERE])\n");
+		       "[WHERE], evacuate N [pause|resume|cancel]|status)\n");
 	}
 }
 

@@ -26,6 +26,7 @@
 #include "server/reload.h"
 #include "server/request.h"
 #include "server/scrub.h"
+#include "server/evac.h"
 #include "server/server.h"
 #include "server/worker.h"
 
@@ -423,6 +424,10 @@ static int start_service(struct daemon *d, const char *port_file)
 		log_error("cannot start the scrub's thread: %s", strerror(-ret));
 		return ret;
 	}
+	if ((ret = evac_start(srv, &srv->evac)) < 0) {
+		log_error("cannot start the evacuation's thread: %s", strerror(-ret));
+		return ret;
+	}
 	if ((ret = add_signals(d)) < 0 || (ret = control_start(srv, &d->control)) < 0)
 		return ret;
 	mountd_register(srv);
@@ -453,6 +458,8 @@ static int stop_service(struct daemon *d, int ret)
 	control_stop(d->control);
 	scrub_stop(srv->scrub);
 	srv->scrub = NULL;
+	evac_stop(srv->evac);
+	srv->evac = NULL;
 	if (srv->threads)
 		workers_stop(srv);
 	mountd_unregister(srv);

@@ -169,6 +169,8 @@ struct server {
 
 	/* the scrub's scheduler (scrub.c), NULL until it starts */
 	struct scrubber *scrub;
+	/* evacuation's scheduler (evac.c), NULL until it starts */
+	struct evacuator *evac;
 
 	/* MOUNT's list of mounts, for DUMP */
 	pthread_mutex_t mlock;

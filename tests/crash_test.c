@@ -575,6 +575,107 @@ static void wl_turns(struct wl *w)
 	do_sync(w);
 }
 
+/* Draining chunk k (a commit: a durability point). */
+static void do_drain(struct wl *w, uint32_t k)
+{
+	char why[256];
+	int ret;
+
+	if (w->err)
+		return;
+	ret = fs_chunk_drain(w->v, k, 1, why, sizeof(why));
+	if (ret < 0)
+		op_failed(w, "drain", why, ret);
+	else
+		w->checkpoint(w);
+}
+
+/* One evacuation step of chunk k: 1 when it moved something (committed:
+ * a durability point), 0 when nothing is left to move. */
+static int do_evac_step(struct wl *w, uint32_t k)
+{
+	int ret;
+
+	if (w->err)
+		return 0;
+	ret = fs_evac_step(w->v, k, 16, NULL); /* 64 KiB pieces */
+	if (ret < 0)
+		op_failed(w, "evacuation step", "", ret);
+	else if (ret == 1)
+		w->checkpoint(w);
+	return ret > 0;
+}
+
+/* (f) Evacuation steps among client operations: files grown across
+ * chunks in FILE_SYNC pieces leave continuations in several chunks; the
+ * chunk holding most of them drains, and its continuations move out one
+ * step (one transaction) at a time, while the files are overwritten across
+ * their segments, grown (never into the draining chunk), cut, and small
+ * files come and go. */
+static void wl_evac(struct wl *w)
+{
+	static const char *const name[] = { "/big/a.bin", "/big/b.bin", "/c.bin" };
+	struct fs_evac_info ei;
+	uint64_t moved = 0;
+	unsigned i = 0;
+	char p[64];
+
+	do_mkdir(w, "/big", 0755);
+	do_sync(w);
+	for (int f = 0; f < 3; f++)
+		do_create(w, name[f], 0644);
+	do_sync(w);
+	for (unsigned j = 0; j < 7; j++)
+		for (int f = 0; f < 3; f++)
+			do_write(w, name[f], (uint64_t)j * 64 * KiB, 64 * KiB, 1 + (unsigned)f,
+				 FS_FILE_SYNC);
+	/* Twice: the chunk (not yet draining) holding most continuations. */
+	for (int round = 0; round < 2 && !w->err; round++) {
+		uint32_t k = 0, most = 0;
+		for (uint32_t c = 1; c < fs_chunk_count(w->v); c++)
+			if (fs_evac_info(w->v, c, &ei) == 0 && !ei.draining &&
+			    ei.conts_left > most) {
+				most = ei.conts_left;
+				k = c;
+			}
+		if (!k)
+			break;
+		do_drain(w, k);
+		for (; !w->err && do_evac_step(w, k); i++) {
+			switch (i % 4) {
+			case 0:
+				do_write(w, name[i % 3], 300 * KiB + i * 1000, 100 * KiB, 10 + i,
+					 FS_FILE_SYNC);
+				break;
+			case 1:
+				snprintf(p, sizeof(p), "/big/s%u", i);
+				do_put(w, p, 0644, 3000 + i * 100, 40 + i, FS_UNSTABLE);
+				do_sync(w);
+				break;
+			case 2:
+				do_write(w, name[(i + 1) % 3], 448 * KiB, 32 * KiB, 20 + i,
+					 FS_DATA_SYNC);
+				break;
+			default:
+				do_trunc(w, name[(i + 2) % 3], 400 * KiB + i);
+				do_sync(w);
+				break;
+			}
+		}
+		if (!w->err && (fs_evac_info(w->v, k, &ei) < 0 || ei.conts_left != 0))
+			op_failed(w, "continuations left after the last step", "", -EEXIST);
+		moved += ei.conts_moved;
+	}
+	if (!w->err && moved < 2)
+		op_failed(w, "fewer than two continuations moved", "", -ENOENT);
+	if (!w->err)
+		printf("crash: evac: %llu continuations moved, %u client operations between "
+		       "steps\n", (unsigned long long)moved, i);
+	do_write(w, "/c.bin", 600 * KiB, 64 * KiB, 60, FS_FILE_SYNC);
+	do_unlink(w, "/big/b.bin");
+	do_sync(w);
+}
+
 /* Each on its own mkfs image of nchunks 1 MiB chunks; spill's sparse
  * inodes (32 a chunk) make chunk 0 run out of them part way. */
 struct workload {
@@ -590,6 +691,7 @@ static const struct workload workloads[] = {
 	{ "spill", wl_spill, 4, 32768 },
 	{ "inline", wl_inline, 4, 4096 },
 	{ "turns", wl_turns, 2, 4096 },
+	{ "evac", wl_evac, 6, 4096 },
 };
 
 /* --- recording ------------------------------------------------------------ */

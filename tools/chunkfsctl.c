@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #define DEFAULT_SOCKET "/run/chunkfs/control"
-#define MAX_FIELDS 32
+#define MAX_FIELDS 48
 
 static const char *progname = "chunkfsctl";
 
@@ -51,6 +51,13 @@ static void usage(FILE *f)
 		"  add-chunk WHERE    add the chunk on its own store WHERE (a path or NBD URI)\n"
 		"                     whose header mkfs.chunkfs --add-chunk-of made; the daemon\n"
 		"                     records 'chunk N = WHERE' in its configuration file\n"
+		"  evacuate N         chunk N drains (nothing new lands in it) and what it holds\n"
+		"                     moves to other chunks in the background (this build moves\n"
+		"                     file continuations only)\n"
+		"  evacuate N pause|resume|cancel\n"
+		"                     hold the moves, go on, or stop (N takes new objects again;\n"
+		"                     what moved stays moved)\n"
+		"  evacuate status    the evacuation's progress\n"
 		"\n"
 		"  -s SOCKET   the daemon's control socket (default $CHUNKFS_CONTROL or %s)\n"
 		"  --json      print JSON instead of tables\n"
@@ -173,6 +180,7 @@ static void print_json(struct record *recs, int n, int ok, const char *error)
 	for (int i = 0; i < n; i++)
 		if (!strcmp(recs[i].type, "volume") || !strcmp(recs[i].type, "server") ||
 		    !strcmp(recs[i].type, "connections") || !strcmp(recs[i].type, "scrub") ||
+		    !strcmp(recs[i].type, "evacuate") ||
 		    !strcmp(recs[i].type, "repair") || !strcmp(recs[i].type, "stores") ||
 		    !strcmp(recs[i].type, "predictor")) {
 			printf(", ");
@@ -278,6 +286,22 @@ static void print_predictor(const struct record *r)
 	putchar('\n');
 }
 
+static void print_evac(const struct record *r)
+{
+	if (!strcmp(get(r, "state"), "off")) {
+		printf("evacuate: off\n\n");
+		return;
+	}
+	printf("evacuate: chunk %s %s%s%s; moved %s continuations (%.1f MiB) in %s steps, "
+	       "%s MiB/s and %s continuations/s (cap %s MiB/s); left: %s continuations, %s other "
+	       "inodes in its slots, %s numbers homed there, %.1f MiB in use\n\n",
+	       get(r, "chunk"), get(r, "state"), get(r, "error")[0] ? ": " : "", get(r, "error"),
+	       get(r, "conts_moved"), (double)num(r, "blocks_moved") * 4096 / 1048576.0,
+	       get(r, "steps"), get(r, "mb_per_s"), get(r, "conts_per_s"), get(r, "rate_mb"),
+	       get(r, "conts_left"), get(r, "slots_left"), get(r, "inodes_homed"),
+	       (double)num(r, "blocks_used") * 4096 / 1048576.0);
+}
+
 static void print_status(struct record *recs, int n)
 {
 	for (int i = 0; i < n; i++) {
@@ -286,6 +310,8 @@ static void print_status(struct record *recs, int n)
 			print_scrub(r);
 		if (!strcmp(r->type, "predictor"))
 			print_predictor(r);
+		if (!strcmp(r->type, "evacuate"))
+			print_evac(r);
 		if (!strcmp(r->type, "volume"))
 			printf("volume %s: %llu chunks, %llu online, last transaction %llu "
 			       "(%llu committed since start, %llu of them with lists and first "
@@ -354,6 +380,8 @@ static void print_status(struct record *recs, int n)
 		       !strcmp(get(r, "online"), "yes") ? "online" : "OFFLINE", get(r, "kind"),
 		       get(r, "state"), blocks, inodes, get(r, "healed"), get(r, "unreadable"), scrub,
 		       check, !strcmp(get(r, "root"), "yes") ? " (root)" : "");
+		if (!strcmp(get(r, "draining"), "yes"))
+			printf("      draining: nothing new is placed in it (evacuate)\n");
 		if (get(r, "reason")[0])
 			printf("      offline: %s\n", get(r, "reason"));
 		if (get(r, "repair_estimate_us")[0])
@@ -380,6 +408,8 @@ static void print_text(struct record *recs, int n)
 			       get(r, "index"), (double)num(r, "check_us") / 1000, get(r, "priority"));
 		else if (!strcmp(r->type, "scrub"))
 			print_scrub(r);
+		else if (!strcmp(r->type, "evacuate"))
+			print_evac(r);
 	}
 }
 
@@ -579,6 +609,15 @@ int main(int argc, char **argv)
 				snprintf(cmd, sizeof(cmd), "scrub start %d", parse_chunk_arg(words[2]));
 			else
 				snprintf(cmd, sizeof(cmd), "scrub %s", words[1]);
+		} else if (nw == 2 && !strcmp(words[0], "evacuate") && !strcmp(words[1], "status") &&
+			   !force && !yes) {
+			snprintf(cmd, sizeof(cmd), "evacuate status");
+		} else if ((nw == 2 || nw == 3) && !strcmp(words[0], "evacuate") && !force && !yes &&
+			   parse_chunk_arg(words[1]) >= 0 &&
+			   (nw == 2 || !strcmp(words[2], "pause") || !strcmp(words[2], "resume") ||
+			    !strcmp(words[2], "cancel"))) {
+			snprintf(cmd, sizeof(cmd), "evacuate %d%s%s", parse_chunk_arg(words[1]),
+				 nw == 3 ? " " : "", nw == 3 ? words[2] : "");
 		} else if (nw == 2 && parse_chunk_arg(words[1]) >= 0 &&
 			   ((!strcmp(words[0], "offline") && !yes) ||
 			    (!strcmp(words[0], "online") && !yes && !force) ||

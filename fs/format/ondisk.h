@@ -71,6 +71,11 @@ enum od_chunk_kind {
 /* od_chunk_header.flags */
 #define OD_CHF_BITMAP_UNINIT 0x1u /* bitmap not written yet: derive from geometry */
 #define OD_CHF_SINGLE_COPY 0x2u   /* benchmark mode: mirrors not written */
+/* Being evacuated (chunkfsctl evacuate): no new object, directory part,
+ * continuation or data extent is placed here; what is here stays reachable
+ * and may still change (an entry for a new link of an inode here, an
+ * extent unit). A build that ignores the bit merely keeps allocating. */
+#define OD_CHF_DRAINING 0x4u
 
 /* Feature flags: a reader refuses unknown incompat bits, opens read-only
  * with unknown ro_compat bits, ignores unknown compat bits. */

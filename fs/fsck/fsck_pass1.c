@@ -228,6 +228,10 @@ static int check_header(struct fsck_ctx *c, uint32_t expect)
 	if (c->hdr.state == OD_STATE_NEEDS_REPAIR)
 		fsck_note(c, "the chunk is marked needs-repair%s",
 			  c->o->both_copies ? "" : ": both copies of every unit are read");
+	/* Draining (chunkfsctl evacuate) changes nothing a check looks at:
+	 * what the chunk holds is checked as always. */
+	if (c->hdr.flags & OD_CHF_DRAINING)
+		fsck_note(c, "the chunk is draining (being evacuated): nothing new is placed in it");
 	c->clean_skip = !c->o->force && c->hdr.state == OD_STATE_CLEAN && !c->lists_present &&
 			!u->heal[0] && !u->heal[1] && c->res.problems == 0;
 	return 0;

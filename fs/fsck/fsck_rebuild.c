@@ -70,7 +70,9 @@ int fsck_header_rebuild(struct fsck_ctx *c, uint32_t index, struct od_chunk_head
 	h.map_watermark = n < h.max_inodes ? n : h.max_inodes;
 	n = last_valid(c, h.itable_start, h.itable_blocks, OD_MB_ITABLE, buf) * OD_ISLOTS_PER_BLOCK;
 	h.islot_watermark = n < h.islots ? n : h.islots;
-	h.flags &= ~OD_CHF_BITMAP_UNINIT;
+	/* The donor's evacuation is not this chunk's: a header made again
+	 * does not drain (an evacuation of this chunk is started again). */
+	h.flags &= ~(OD_CHF_BITMAP_UNINIT | OD_CHF_DRAINING);
 	if (!last_valid(c, h.bitmap_start, h.bitmap_blocks, OD_MB_BITMAP, buf))
 		h.flags |= OD_CHF_BITMAP_UNINIT;
 	free(buf);

@@ -1,0 +1,142 @@
+#!/bin/bash
+# evac-bench.sh: issue 23's evacuation benchmark, as far as evacuation is
+# built (file continuations move; inodes do not). A volume of four chunks
+# of --chunk-size is filled through NFS (nfs-cp) with --files (10) files of a
+# quarter chunk each, so that data spills from chunk to chunk and the
+# chunks past 0 hold continuations. Then chunk 1 is evacuated with
+# evacuate_rate_mb = --rate (4096: uncapped in effect) while one client
+# (client-tests/lat_probe, one call in flight) reads 4 KiB at a time from
+# a small file; the same client runs --seconds alone first. Printed: what
+# moved (MiB, continuations, steps), the time from `chunkfsctl evacuate 1`
+# to state done (the daemon's log lines), MiB/s, continuations/s, and the
+# client's median and p99 alone and over the turns that began during the
+# evacuation.
+# Not a test: it prints figures.
+#
+# usage: bash bench/evac-bench.sh [--chunk-size S] [--files N] [--rate MB]
+#            [--seconds S] [--builddir DIR] [--tmp DIR]
+# Needs chunkfsd, chunkfsctl, mkfs.chunkfs and client-tests/lat_probe in
+# the build directory ($BUILDDIR, default build), nfs-cp and python3, and
+# about 4 chunks of space under --tmp (default /work/tmp if /work exists).
+set -u
+
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/.." && pwd)
+chunk_size=256M
+files=
+rate=4096
+seconds=10
+builddir=${BUILDDIR:-$top/build}
+tmpbase=/tmp
+[ -d /work ] && tmpbase=/work/tmp
+
+usage() {
+	sed -n '2,23s/^# \{0,1\}//p' "$0"
+	exit "$1"
+}
+
+while [ $# -gt 0 ]; do
+	case $1 in
+	--chunk-size) chunk_size=$2; shift 2 ;;
+	--files) files=$2; shift 2 ;;
+	--rate) rate=$2; shift 2 ;;
+	--seconds) seconds=$2; shift 2 ;;
+	--builddir) builddir=$2; shift 2 ;;
+	--tmp) tmpbase=$2; shift 2 ;;
+	-h|--help) usage 0 ;;
+	*) usage 2 ;;
+	esac
+done
+for p in chunkfsd chunkfsctl mkfs.chunkfs client-tests/lat_probe; do
+	[ -x "$builddir/$p" ] || { echo "evac-bench: $builddir/$p is missing" >&2; exit 2; }
+done
+command -v nfs-cp >/dev/null || { echo "evac-bench: nfs-cp is missing" >&2; exit 2; }
+bytes=$(numfmt --from=iec "$chunk_size") || exit 2
+[ -n "$files" ] || files=10 # 2.5 chunks' worth: chunk 1 fits in the other three
+mkdir -p "$tmpbase"
+tmp=$(mktemp -d "$tmpbase/evac-bench.XXXXXX")
+pid=
+cleanup() {
+	[ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+	rm -rf "$tmp"
+}
+trap cleanup EXIT INT TERM
+ctl() { "$builddir/chunkfsctl" -s "$tmp/control" "$@"; }
+field() { # field RECORD KEY
+	ctl --json status | python3 -c '
+import json, sys
+print(json.load(sys.stdin)[sys.argv[1]].get(sys.argv[2], ""))' "$1" "$2"
+}
+
+mkdir -p "$tmp/src/big" "$tmp/src/probe"
+head -c 65536 /dev/urandom >"$tmp/src/probe/small"
+"$builddir/mkfs.chunkfs" -q -s "$chunk_size" -n 4 -d "$tmp/src" "$tmp/volume.img" || exit 1
+cat >"$tmp/chunkfsd.conf" <<CONF
+volume = $tmp/volume.img
+listen = 127.0.0.1
+port = 0
+rpcbind = no
+control = $tmp/control
+evacuate_rate_mb = $rate
+export / clients=127.0.0.0/8 access=rw squash=none
+CONF
+"$builddir/chunkfsd" -f -c "$tmp/chunkfsd.conf" --port-file "$tmp/port" >"$tmp/server.log" 2>&1 &
+pid=$!
+for _ in $(seq 1 100); do [ -s "$tmp/port" ] && break; sleep 0.05; done
+port=$(cat "$tmp/port")
+q="?version=3&nfsport=$port&mountport=$port"
+each=$((bytes / 4))
+head -c "$each" /dev/urandom >"$tmp/data"
+t0=$(date +%s.%N)
+for i in $(seq 1 "$files"); do
+	nfs-cp "$tmp/data" "nfs://127.0.0.1/big/f$i$q" >/dev/null 2>&1 ||
+		{ echo "evac-bench: nfs-cp f$i failed (full?)" >&2; break; }
+done
+t1=$(date +%s.%N)
+echo "filled: $files files of $((each >> 20)) MiB in $(echo "$t1 - $t0" | bc) s"
+"$builddir/client-tests/lat_probe" 127.0.0.1 "$port" read "$seconds" "$tmp/lat0" /probe/small \
+	>"$tmp/alone" || exit 1
+"$builddir/client-tests/lat_probe" 127.0.0.1 "$port" read 3600 "$tmp/lat1" /probe/small \
+	>"$tmp/during" &
+probe=$!
+sleep 1
+t0=$(date +%s.%N)
+ctl evacuate 1 >/dev/null || { echo "evac-bench: evacuate 1 refused" >&2; exit 1; }
+while [ "$(field evacuate state)" = running ]; do sleep 0.2; done
+t1=$(date +%s.%N)
+sleep 1
+kill -TERM "$probe"
+wait "$probe"
+state=$(field evacuate state)
+blocks=$(field evacuate blocks_moved)
+conts=$(field evacuate conts_moved)
+steps=$(field evacuate steps)
+left=$(field evacuate conts_left)
+# The daemon's own span: its log lines at the start and at the end.
+secs=$(python3 - "$tmp/server.log" <<'PY'
+import sys, datetime
+t = {}
+for line in open(sys.argv[1]):
+    if "evacuate: chunk 1 drains" in line:
+        t["a"] = line.split()[0]
+    elif "evacuate: chunk 1: " in line and "moved" in line:
+        t["b"] = line.split()[0]
+f = lambda s: datetime.datetime.strptime(s.rstrip("Z"), "%Y-%m-%dT%H:%M:%S.%f")
+print("%.3f" % (f(t["b"]) - f(t["a"])).total_seconds() if len(t) == 2 else "0")
+PY
+)
+echo "evacuate 1 ($state, cap $rate MiB/s): $((blocks * 4096 >> 20)) MiB and $conts continuations in $steps steps, $secs s: $(echo "scale=1; $blocks * 4096 / 1048576 / $secs" | bc) MiB/s, $(echo "scale=2; $conts / $secs" | bc) continuations/s; $left continuations left"
+echo "client alone:  $(cat "$tmp/alone")"
+# The turns that began between evacuate and done.
+python3 - "$tmp/lat1" "$t0" "$t1" <<'PY'
+import sys
+lo, hi = float(sys.argv[2]) * 1e9, float(sys.argv[3]) * 1e9
+us = sorted(int(l.split()[1]) for l in open(sys.argv[1]) if lo <= int(l.split()[0]) <= hi)
+if us:
+    p99 = us[max(0, -(-99 * len(us) // 100) - 1)]
+    print("client during: read: %d turns, median %d us, p99 %d us, max %d us, %d over 10 ms"
+          % (len(us), us[len(us) // 2], p99, us[-1], sum(u > 10000 for u in us)))
+else:
+    print("client during: no turn began during the evacuation")
+PY
+ctl status | grep '^evacuate:'

@@ -1,0 +1,219 @@
+/* Evacuating a chunk (chunkfsctl evacuate K): the draining flag in K's
+ * header (OD_CHF_DRAINING), which every chunk picker honours so that
+ * nothing new lands in K while it empties. Keeps: a draining chunk is never
+ * chosen for a new object, directory part, continuation or data extent
+ * (vol_chunk_has_room, vol_pick_data_chunk, chain_alloc); what is already
+ * there stays reachable and may change. The steps: a draining chunk's
+ * file continuations carried out a piece at a time (fs/evac_move.c), and
+ * the counts of what is left. Not built: the foster map, moving inodes,
+ * directory parts and heads, retiring (doc/design.md, "Evacuating a
+ * chunk"). */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sys/stat.h>
+
+#include "fs/evac.h"
+
+int fs_chunk_drain(struct fs_volume *v, uint32_t i, int on, char *why, size_t whylen)
+{
+	struct chunk *c;
+	uint32_t old;
+	int ret;
+
+	vol_lock(v);
+	c = vol_chunk(v, i);
+	if (!c) {
+		snprintf(why, whylen, "no chunk %u (the volume has %u)", i, v->nchunks);
+		ret = -EINVAL;
+		goto out;
+	}
+	if (i == 0) {
+		snprintf(why, whylen, "chunk 0 names the volume (its count, root and secret): "
+				      "it cannot be evacuated");
+		ret = -EINVAL;
+		goto out;
+	}
+	if (v->rdonly) {
+		snprintf(why, whylen, "the volume is open read-only");
+		ret = -EROFS;
+		goto out;
+	}
+	if (c->offline) {
+		snprintf(why, whylen, "chunk %u is offline", i);
+		ret = -EIO;
+		goto out;
+	}
+	if (!!chunk_draining(c) == !!on) {
+		ret = 0; /* already */
+		goto out;
+	}
+	/* The flag goes in a transaction of its own, so that once the call
+	 * has returned a restart goes on excluding the chunk. */
+	old = c->hdr.flags;
+	c->hdr.flags = on ? old | OD_CHF_DRAINING : old & ~OD_CHF_DRAINING;
+	c->header_dirty = 1;
+	ret = vol_sync(v, 0);
+	if (ret < 0) {
+		c->hdr.flags = old;
+		c->header_dirty = 1;
+		snprintf(why, whylen, "committing the chunk's header failed: %s",
+			 strerror(-ret));
+	}
+out:
+	vol_unlock(v);
+	return ret;
+}
+
+/* The most data a step copies (2 MiB): the volume lock is held while it
+ * does, so a large continuation moves in pieces, one step each. */
+#define EVAC_STEP_BLOCKS 512u
+
+static struct od_loc slot_at(const struct chunk *c, uint32_t slot)
+{
+	struct od_loc loc = {
+		.chunk = c->index,
+		.block = c->hdr.itable_start + slot / OD_ISLOTS_PER_BLOCK,
+		.off = (uint16_t)(OD_MB_HEADER_SIZE + (slot % OD_ISLOTS_PER_BLOCK) * OD_INODE_SIZE),
+	};
+	return loc;
+}
+
+static int is_file_cont(const struct od_inode *ino)
+{
+	return ino->mode != 0 && (ino->flags & OD_INF_CONT) && S_ISREG(ino->mode);
+}
+
+/* The counts of info, the volume locked. */
+static int fill_info(struct chunk *c, struct fs_evac_info *info)
+{
+	struct fs_volume *v = c->vol;
+	int ret = chunk_load(c);
+
+	memset(info, 0, sizeof(*info));
+	info->chunk = c->index;
+	info->draining = chunk_draining(c);
+	info->conts_moved = c->evac_conts;
+	info->blocks_moved = c->evac_blocks;
+	info->inodes_homed = c->hdr.used_inodes;
+	info->blocks_used = (uint64_t)c->hdr.nblocks - 2ull * c->hdr.data_start -
+			    c->hdr.free_blocks;
+	for (uint32_t s = 0; ret == 0 && s < c->hdr.islot_watermark; s++) {
+		struct iref r;
+		ret = ino_read(v, slot_at(c, s), &r);
+		if (ret < 0 || r.ino.mode == 0)
+			continue;
+		if (is_file_cont(&r.ino))
+			info->conts_left++;
+		else
+			info->slots_left++;
+	}
+	return ret;
+}
+
+/* The chunk a move out of k goes to: one with data room outside its
+ * metadata zone, else any with room, skipping those tried[]; never a
+ * draining one. */
+static struct chunk *pick_target(struct fs_volume *v, struct chunk *k, const uint8_t *tried)
+{
+	struct chunk *t = vol_pick_data_chunk(v, k);
+
+	if (t && !tried[t->index])
+		return t;
+	return vol_pick_chunk(v, NULL, FS_KIND_LARGE, 0, tried);
+}
+
+/* A piece of cont moved into the chunk of the segment before it, else the
+ * first chunk that has room. */
+static int move_cont(struct fs_volume *v, struct chunk *k, const struct iref *cont,
+		     uint32_t max_blocks, struct evac_moved *m)
+{
+	uint8_t *tried = calloc(v->nchunks, 1);
+	int ret = tried ? evac_move_cont(v, cont, NULL, max_blocks, m) : -ENOMEM;
+
+	while (ret == -ENOSPC) {
+		struct chunk *t = pick_target(v, k, tried);
+		if (!t)
+			break;
+		tried[t->index] = 1;
+		ret = evac_move_cont(v, cont, t, max_blocks, m);
+	}
+	free(tried);
+	return ret;
+}
+
+int fs_evac_step(struct fs_volume *v, uint32_t i, uint32_t max_blocks,
+		 struct fs_evac_info *info)
+{
+	struct evac_moved m = { 0 };
+	struct chunk *c;
+	uint32_t n, s;
+	int ret = 0, moved = 0;
+
+	vol_lock(v);
+	c = vol_chunk(v, i);
+	if (!c || !chunk_draining(c) || v->rdonly) {
+		ret = !c || !chunk_draining(c) ? -EINVAL : -EROFS;
+		goto out;
+	}
+	if (c->offline) {
+		ret = -EIO;
+		goto out;
+	}
+	ret = chunk_load(c);
+	/* From the cursor on, wrapping once: the first continuation found
+	 * moves, a piece of it. A crash or a failed step only means this scan
+	 * is repeated. */
+	n = c->hdr.islot_watermark;
+	s = c->evac_slot < n ? c->evac_slot : 0;
+	for (uint32_t k = 0; ret == 0 && k < n && !moved; k++, s = (s + 1) % n) {
+		struct iref r;
+		ret = ino_read(v, slot_at(c, s), &r);
+		if (ret < 0 || !is_file_cont(&r.ino))
+			continue;
+		ret = move_cont(v, c, &r, max_blocks ? max_blocks : EVAC_STEP_BLOCKS, &m);
+		if (ret == -EIO || ret == -EUCLEAN || ret == -ESTALE) {
+			/* Its head cannot be read now (its chunk offline or
+			 * damaged: fsck's): it stays, counted as left, and the
+			 * scan goes on to the next. */
+			ret = 0;
+			continue;
+		}
+		if (ret == 0) {
+			moved = 1;
+			c->evac_slot = m.conts ? s + 1 : s; /* the rest of it next */
+			c->evac_conts += m.conts;
+			c->evac_blocks += m.blocks;
+		}
+	}
+	vol_unlock(v);
+	/* Committed as fs_sync commits (only the transaction's prepare and
+	 * finish hold the lock), together with whatever clients changed. */
+	if (ret == 0 && moved)
+		ret = fs_sync(v);
+	if (ret == 0 && info) {
+		vol_lock(v);
+		ret = fill_info(c, info);
+		vol_unlock(v);
+	}
+	return ret < 0 ? ret : moved;
+out:
+	vol_unlock(v);
+	return ret;
+}
+
+int fs_evac_info(struct fs_volume *v, uint32_t i, struct fs_evac_info *info)
+{
+	struct chunk *c;
+	int ret;
+
+	vol_lock(v);
+	c = vol_chunk(v, i);
+	ret = !c ? -EINVAL : c->offline ? -EIO : fill_info(c, info);
+	vol_unlock(v);
+	return ret;
+}

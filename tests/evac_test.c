@@ -1,0 +1,308 @@
+/* Evacuating a chunk (fs/evacuate.c), the layers built so far: draining
+ * and continuation moves (moves() below). A volume of three 2 MiB chunks
+ * with a directory and a file in chunk 1; chunk 1 starts draining: a hole
+ * inside the file's segment there is filled there, its appended data
+ * lands in other chunks (a continuation), and no new file, directory or
+ * data block lands in chunk 1, nor after a reopen (the flag is in the
+ * header), and its free room leaves statfs's free counts; chunk 0 and a
+ * chunk past the count are refused; once draining stops, chunk 1 takes new
+ * files again. Every file reads back and the volume checks clean with
+ * cross-chunk references confirmed. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fs/fs.h"
+#include "fs/fsck/fsck.h"
+#include "fs/layout.h"
+#include "tap.h"
+
+#define MB (1u << 20)
+
+static char image[200];
+
+static void fill(uint8_t *buf, size_t len, unsigned seed)
+{
+	for (size_t i = 0; i < len; i++)
+		buf[i] = (uint8_t)(i * 7 + seed * 13 + (i >> 10));
+}
+
+/* Extents counted by chunk. */
+struct ext_count {
+	uint32_t in[4];
+};
+
+static int count_ext(void *ctx, const struct fs_extent *e)
+{
+	struct ext_count *c = ctx;
+
+	if (e->chunk < 4)
+		c->in[e->chunk] += e->len;
+	return 0;
+}
+
+static struct ext_count extents_of(struct fs_volume *v, struct fs_ino f)
+{
+	struct ext_count c = { { 0 } };
+
+	CHECK_EQ(fs_file_extents(v, f, count_ext, &c), 0);
+	return c;
+}
+
+static void check_bytes(struct fs_volume *v, struct fs_ino f, size_t len, unsigned seed)
+{
+	static uint8_t want[256 * 1024], got[256 * 1024];
+	size_t n = 0;
+	int eof = 0;
+
+	fill(want, len, seed);
+	memset(got, 0, len);
+	CHECK_EQ(fs_read(v, NULL, f, 0, len, got, &n, &eof), 0);
+	CHECK_EQ(n, len);
+	CHECK(memcmp(want, got, len) == 0);
+}
+
+/* The same for files too large for check_bytes's buffers. */
+static void check_bytes_n(struct fs_volume *v, struct fs_ino f, size_t len, unsigned seed,
+			  uint8_t *want)
+{
+	uint8_t *got = malloc(len);
+	size_t n = 0;
+	int eof = 0;
+
+	CHECK(got != NULL);
+	if (!got)
+		return;
+	fill(want, len, seed);
+	CHECK_EQ(fs_read(v, NULL, f, 0, len, got, &n, &eof), 0);
+	CHECK_EQ(n, len);
+	CHECK(memcmp(want, got, len) == 0);
+	free(got);
+}
+
+/* Continuations carried out of a draining chunk: files written across
+ * chunk 1's end continue in another chunk C; C drains and steps until
+ * nothing is left to move (2 MiB a step: the first piece of a continuation
+ * goes into a new continuation elsewhere, the next ones extend it; while
+ * the files' heads are offline nothing moves and the step says so); the
+ * files keep their handles (number and generation), sizes and bytes, none
+ * of their blocks is in C any more, and the volume checks clean before and
+ * after a reopen. */
+static void moves(void)
+{
+	struct fs_mkfs_opts mo = { .chunk_size = 8 * MB, .chunk_count = 4, .force = 1 };
+	struct fsck_opts fo = { .force = 1, .cross = 1, .both_copies = 1 };
+	struct fsck_result res;
+	struct fs_evac_info ei;
+	struct fs_volume *v;
+	struct fs_ino root, d, dk = { 0 }, f[3];
+	struct fs_attr a;
+	static uint8_t buf[12 * MB];
+	static const size_t len[3] = { 12 * MB, 4 * MB + 777, 2 * MB + 5 };
+	struct ext_count ec;
+	char name[32], why[256];
+	uint32_t cc = 0;
+	int steps = 0, ret;
+
+	CHECK_EQ(fs_mkfs(image, &mo), 0);
+	CHECK_EQ(fs_open(image, 0, &v), 0);
+	CHECK_EQ(fs_root(v, &root), 0);
+	for (int i = 0; i < 8 && !dk.num; i++) {
+		snprintf(name, sizeof(name), "m%d", i);
+		CHECK_EQ(fs_mkdir(v, NULL, root, name, 0755, &d, NULL), 0);
+		if ((d.num >> 32) == 1)
+			dk = d;
+	}
+	CHECK(dk.num != 0);
+	for (int i = 0; i < 3; i++) {
+		snprintf(name, sizeof(name), "s%d", i);
+		CHECK_EQ(fs_create(v, NULL, dk, name, 0644, FS_CREATE_GUARDED, 0, &f[i], NULL), 0);
+		fill(buf, len[i], (unsigned)(200 + i));
+		for (size_t off = 0; off < len[i]; off += 1024 * 1024) {
+			size_t n = len[i] - off < 1024 * 1024 ? len[i] - off : 1024 * 1024;
+			CHECK_EQ(fs_write(v, NULL, f[i], off, n, buf + off, FS_FILE_SYNC, NULL), 0);
+		}
+	}
+	/* Where the files continue past chunk 1: the chunk most of it is in. */
+	{
+		uint32_t most = 0;
+		for (uint32_t c = 2; c < 4; c++) {
+			uint32_t in = 0;
+			for (int i = 0; i < 3; i++)
+				in += extents_of(v, f[i]).in[c];
+			if (in > most) {
+				most = in;
+				cc = c;
+			}
+		}
+		CHECK(most > 0);
+	}
+	printf("# continuations land in chunk %u\n", cc);
+	CHECK_EQ(fs_evac_step(v, cc, 0, &ei), -EINVAL); /* not draining */
+	CHECK_EQ(fs_chunk_drain(v, cc, 1, why, sizeof(why)), 0);
+	CHECK_EQ(fs_evac_info(v, cc, &ei), 0);
+	CHECK(ei.conts_left > 0);
+	CHECK_EQ(ei.conts_moved, 0);
+	/* The files' heads (chunk 1) offline: no continuation can move, the
+	 * step says nothing is left that it moves, and they stay counted. */
+	{
+		struct fsck_gate gate = { .image = image };
+		uint32_t left = ei.conts_left;
+		CHECK_EQ(fs_chunk_offline(v, 1, 0, why, sizeof(why)), 0);
+		CHECK_EQ(fs_evac_step(v, cc, 0, &ei), 0);
+		CHECK_EQ(ei.conts_left, left);
+		CHECK_EQ(ei.conts_moved, 0);
+		CHECK_EQ(fs_chunk_online(v, 1, fsck_gate_chunk, &gate, why, sizeof(why)), 0);
+	}
+	while ((ret = fs_evac_step(v, cc, 0, &ei)) == 1 && steps < 100)
+		steps++;
+	CHECK_EQ(ret, 0);
+	printf("# %d steps moved %llu continuations, %llu blocks\n", steps,
+	       (unsigned long long)ei.conts_moved, (unsigned long long)ei.blocks_moved);
+	/* A continuation moves 2 MiB a step: more steps than continuations. */
+	CHECK(steps > (int)ei.conts_moved);
+	CHECK(ei.conts_moved > 0);
+	CHECK_EQ(ei.conts_left, 0);
+	CHECK(ei.blocks_moved > 0);
+	for (int i = 0; i < 3; i++) {
+		ec = extents_of(v, f[i]);
+		CHECK_EQ(ec.in[cc], 0);
+		CHECK_EQ(fs_getattr(v, f[i], &a), 0);
+		CHECK_EQ(a.size, len[i]);
+		CHECK_EQ(a.gen, f[i].gen);
+		check_bytes_n(v, f[i], len[i], (unsigned)(200 + i), buf);
+	}
+	CHECK_EQ(fs_close(v), 0);
+	CHECK_EQ(fsck_volume_path(image, -1, &fo, &res), 0);
+	CHECK_EQ(res.problems, 0);
+	CHECK_EQ(fs_open(image, 0, &v), 0);
+	for (int i = 0; i < 3; i++) {
+		snprintf(name, sizeof(name), "s%d", i);
+		CHECK_EQ(fs_lookup(v, NULL, dk, name, &d, NULL), 0);
+		CHECK_EQ(d.num, f[i].num);
+		CHECK_EQ(d.gen, f[i].gen);
+		check_bytes_n(v, f[i], len[i], (unsigned)(200 + i), buf);
+	}
+	CHECK_EQ(fs_evac_info(v, cc, &ei), 0);
+	CHECK_EQ(ei.draining, 1);
+	CHECK_EQ(ei.conts_left, 0);
+	CHECK_EQ(fs_close(v), 0);
+	unlink(image);
+}
+
+int main(void)
+{
+	const char *tmp = getenv("TMPDIR");
+	struct fs_mkfs_opts mo = { .chunk_size = 2 * MB, .chunk_count = 3, .force = 1 };
+	struct fsck_opts fo = { .force = 1, .cross = 1, .both_copies = 1 };
+	struct fsck_result res;
+	struct fs_chunk_info ci;
+	struct fs_statfs sf0, sf1;
+	struct fs_volume *v;
+	struct fs_ino root, d[6], dk = { 0 }, big, f;
+	static uint8_t buf[256 * 1024];
+	struct ext_count ec;
+	char why[256], name[32];
+	int found = 0;
+
+	snprintf(image, sizeof(image), "%s/evac_test.%d.img", tmp ? tmp : "/tmp", (int)getpid());
+	CHECK_EQ(fs_mkfs(image, &mo), 0);
+	CHECK_EQ(fs_open(image, 0, &v), 0);
+	CHECK_EQ(fs_root(v, &root), 0);
+	/* Directories under the root spread over the chunks: one lands in 1. */
+	for (int i = 0; i < 6; i++) {
+		snprintf(name, sizeof(name), "d%d", i);
+		CHECK_EQ(fs_mkdir(v, NULL, root, name, 0755, &d[i], NULL), 0);
+		if (!found && (d[i].num >> 32) == 1) {
+			dk = d[i];
+			found = 1;
+		}
+	}
+	CHECK(found);
+	CHECK_EQ(fs_create(v, NULL, dk, "big", 0644, FS_CREATE_GUARDED, 0, &big, NULL), 0);
+	CHECK_EQ(big.num >> 32, 1);
+	fill(buf, sizeof(buf), 1);
+	/* Blocks 0-2 and 4, block 3 a hole. */
+	CHECK_EQ(fs_write(v, NULL, big, 0, 12288, buf, FS_FILE_SYNC, NULL), 0);
+	CHECK_EQ(fs_write(v, NULL, big, 16384, 4096, buf + 16384, FS_FILE_SYNC, NULL), 0);
+	ec = extents_of(v, big);
+	CHECK_EQ(ec.in[1], 4);
+
+	/* Refused: chunk 0 names the volume; no chunk 3. */
+	CHECK_EQ(fs_chunk_drain(v, 0, 1, why, sizeof(why)), -EINVAL);
+	CHECK_EQ(fs_chunk_drain(v, 3, 1, why, sizeof(why)), -EINVAL);
+	CHECK_EQ(fs_chunk_info(v, 1, &ci), 0);
+	CHECK_EQ(ci.draining, 0);
+	CHECK_EQ(fs_statfs(v, &sf0), 0);
+	CHECK_EQ(fs_chunk_drain(v, 1, 1, why, sizeof(why)), 0);
+	/* Its free room is no longer free to the clients (statfs). */
+	CHECK_EQ(fs_statfs(v, &sf1), 0);
+	CHECK_EQ(sf1.free_blocks, sf0.free_blocks - ci.free_blocks);
+	CHECK_EQ(sf1.free_inodes, sf0.free_inodes - (ci.max_inodes - ci.used_inodes));
+	CHECK_EQ(sf1.total_blocks, sf0.total_blocks);
+	CHECK_EQ(fs_chunk_drain(v, 1, 1, why, sizeof(why)), 0); /* already */
+	CHECK_EQ(fs_chunk_info(v, 1, &ci), 0);
+	CHECK_EQ(ci.draining, 1);
+
+	/* The hole inside its segment in chunk 1 can only be filled there. */
+	CHECK_EQ(fs_write(v, NULL, big, 12288, 4096, buf + 12288, FS_FILE_SYNC, NULL), 0);
+	ec = extents_of(v, big);
+	CHECK_EQ(ec.in[1], 5);
+	/* The file grows: its new blocks go to another chunk. */
+	CHECK_EQ(fs_write(v, NULL, big, 20480, sizeof(buf) - 20480, buf + 20480, FS_FILE_SYNC,
+			  NULL),
+		 0);
+	ec = extents_of(v, big);
+	CHECK_EQ(ec.in[1], 5);
+	CHECK_EQ(ec.in[0] + ec.in[2], sizeof(buf) / 4096 - 5);
+	check_bytes(v, big, sizeof(buf), 1);
+	/* New files in a directory of chunk 1, and new directories: elsewhere. */
+	for (int i = 0; i < 12; i++) {
+		snprintf(name, sizeof(name), "n%d", i);
+		CHECK_EQ(fs_create(v, NULL, dk, name, 0644, FS_CREATE_GUARDED, 0, &f, NULL), 0);
+		CHECK(f.num >> 32 != 1);
+		fill(buf, 20000, (unsigned)(100 + i));
+		CHECK_EQ(fs_write(v, NULL, f, 0, 20000, buf, FS_UNSTABLE, NULL), 0);
+		snprintf(name, sizeof(name), "e%d", i);
+		CHECK_EQ(fs_mkdir(v, NULL, root, name, 0755, &f, NULL), 0);
+		CHECK(f.num >> 32 != 1);
+	}
+	CHECK_EQ(fs_sync(v), 0);
+	for (int i = 0; i < 12; i++) {
+		snprintf(name, sizeof(name), "n%d", i);
+		CHECK_EQ(fs_lookup(v, NULL, dk, name, &f, NULL), 0);
+		ec = extents_of(v, f);
+		CHECK_EQ(ec.in[1], 0);
+		CHECK_EQ(ec.in[0] + ec.in[2], 5);
+		check_bytes(v, f, 20000, (unsigned)(100 + i));
+	}
+	CHECK_EQ(fs_close(v), 0);
+
+	/* The flag survives a reopen. */
+	CHECK_EQ(fs_open(image, 0, &v), 0);
+	CHECK_EQ(fs_chunk_info(v, 1, &ci), 0);
+	CHECK_EQ(ci.draining, 1);
+	CHECK_EQ(fs_create(v, NULL, dk, "after-reopen", 0644, FS_CREATE_GUARDED, 0, &f, NULL), 0);
+	CHECK(f.num >> 32 != 1);
+	check_bytes(v, big, sizeof(buf), 1);
+	/* Draining stops: chunk 1 takes the directory's new files again. */
+	CHECK_EQ(fs_chunk_drain(v, 1, 0, why, sizeof(why)), 0);
+	CHECK_EQ(fs_chunk_info(v, 1, &ci), 0);
+	CHECK_EQ(ci.draining, 0);
+	CHECK_EQ(fs_create(v, NULL, dk, "undrained", 0644, FS_CREATE_GUARDED, 0, &f, NULL), 0);
+	CHECK_EQ(f.num >> 32, 1);
+	CHECK_EQ(fs_close(v), 0);
+
+	CHECK_EQ(fsck_volume_path(image, -1, &fo, &res), 0);
+	CHECK_EQ(res.chunks, 3);
+	CHECK_EQ(res.problems, 0);
+	CHECK_EQ(res.exit_code, 0);
+	unlink(image);
+
+	moves();
+	return test_done("evac_test");
+}
