@@ -122,7 +122,7 @@ int fs_getattr(struct fs_volume *v, struct fs_ino id, struct fs_attr *out)
 	vol_lock(v);
 	ret = ino_get(v, id, &r);
 	if (ret == 0)
-		ino_to_attr(&r.ino, out);
+		vol_attr(v, &r.ino, out);
 	vol_unlock(v);
 	return ret;
 }
@@ -179,7 +179,30 @@ int fs_setattr(struct fs_volume *v, const struct fs_cred *cred, struct fs_ino id
 		ret = -EFBIG;
 		goto out;
 	}
-	if ((sa->valid & FS_SET_SIZE) && sa->size != r.ino.size) {
+	if ((sa->valid & FS_SET_SIZE) && S_ISREG(r.ino.mode) && dalloc_has(v, r.ino.stable)) {
+		/* A file with buffered data (fs/dalloc.c): cut to 0, the
+		 * buffer goes; grown, the buffer's size grows; cut part way,
+		 * the buffer is placed and the file cut on disk below. */
+		uint64_t seen = dalloc_size(v, &r);
+		if (sa->size == 0) {
+			dalloc_drop(v, r.ino.stable);
+		} else if (sa->size >= seen) {
+			ret = dalloc_extend(v, r.ino.stable, sa->size);
+			if (ret == 0 && sa->size != seen)
+				ino_touch(&r.ino, 0, 1, 0);
+			if (ret < 0)
+				goto out;
+		} else {
+			ret = dalloc_place(v, r.ino.stable);
+			if (ino_get(v, id, &r) < 0 && ret == 0)
+				ret = -EIO;
+			if (ret < 0)
+				goto out;
+		}
+		if (sa->size == 0 && r.ino.size == 0 && seen != 0)
+			ino_touch(&r.ino, 0, 1, 0);
+	}
+	if ((sa->valid & FS_SET_SIZE) && sa->size != dalloc_size(v, &r)) {
 		ret = file_truncate(v, &r, sa->size);
 		if (ret < 0) {
 			ino_write(v, &r); /* inline data may have moved out */
@@ -219,7 +242,7 @@ int fs_setattr(struct fs_volume *v, const struct fs_cred *cred, struct fs_ino id
 	ino_touch(&r.ino, 0, 0, 1);
 	ret = ino_write(v, &r);
 	if (ret == 0 && out)
-		ino_to_attr(&r.ino, out);
+		vol_attr(v, &r.ino, out);
 out:
 	vol_unlock(v);
 	return ret;

@@ -157,6 +157,56 @@ int file_write(struct fs_volume *v, struct iref *r, uint64_t off, size_t len, co
 	return ret;
 }
 
+/* Delayed allocation's placement (fs/dalloc.c): n whole pages for file
+ * blocks [first, first + n), mapped in one allocation (the run's size
+ * known, so the allocator can give it one extent), and the size raised to
+ * end (at most the run's end) when below it. As file_write, the extents
+ * are stored before the data is written. */
+#define PLACE_BOUNCE (256u * OD_BLOCK_SIZE)
+
+int file_place_run(struct fs_volume *v, struct iref *r, uint8_t *const *pages, uint64_t first,
+		   uint32_t n, uint64_t end)
+{
+	struct fchain fc;
+	uint8_t *bounce;
+	int ret;
+
+	r->ino.flags &= ~OD_INF_FRESH;
+	ret = file_uninline(v, r);
+	if (ret < 0)
+		return ret;
+	bounce = malloc(n < 256 ? (size_t)n * OD_BLOCK_SIZE : PLACE_BOUNCE);
+	if (!bounce)
+		return -ENOMEM;
+	ret = chain_load(v, r, &fc);
+	if (ret < 0) {
+		free(bounce);
+		return ret;
+	}
+	ret = chain_alloc(v, &fc, first, n);
+	if (ret == 0) {
+		uint64_t old_size = r->ino.size;
+		if (end > r->ino.size)
+			r->ino.size = end;
+		ret = chain_store(v, &fc, r);
+		if (ret < 0)
+			r->ino.size = old_size;
+	}
+	if (ret < 0)
+		chain_undo(v, &fc);
+	for (uint32_t i = 0; ret == 0 && i < n;) {
+		uint32_t k = n - i < 256 ? n - i : 256;
+		for (uint32_t j = 0; j < k; j++)
+			memcpy(bounce + (size_t)j * OD_BLOCK_SIZE, pages[i + j], OD_BLOCK_SIZE);
+		ret = chain_rw(v, &fc, (first + i) * OD_BLOCK_SIZE, (size_t)k * OD_BLOCK_SIZE, bounce,
+			       1);
+		i += k;
+	}
+	chain_release(&fc);
+	free(bounce);
+	return ret;
+}
+
 int file_read(struct fs_volume *v, const struct iref *r, uint64_t off, size_t len, void *buf)
 {
 	struct fchain fc;
@@ -215,9 +265,12 @@ again:
 	ret = data_inode(v, cred, id, 4, &r);
 	if (ret < 0)
 		goto out;
-	size = r.ino.size;
+	/* Buffered data (delayed allocation, fs/dalloc.c) counts, and a
+	 * file holding some is read under the lock: its pages are the
+	 * volume's memory. */
+	size = dalloc_size(v, &r);
 	n = offset >= size ? 0 : len > size - offset ? (size_t)(size - offset) : len;
-	if (n && may_unlock && !(r.ino.flags & OD_INF_INLINE)) {
+	if (n && may_unlock && !(r.ino.flags & OD_INF_INLINE) && !dalloc_has(v, r.ino.stable)) {
 		ret = file_read_unlocked(v, &r, offset, n, buf); /* unlocks */
 		if (ret == -ESTALE) {
 			may_unlock = 0;
@@ -225,7 +278,7 @@ again:
 		}
 		goto done;
 	}
-	ret = n ? file_read(v, &r, offset, n, buf) : 0;
+	ret = n ? dalloc_read(v, &r, offset, n, buf) : 0;
 out:
 	vol_unlock(v);
 done:
@@ -252,11 +305,30 @@ int fs_write(struct fs_volume *v, const struct fs_cred *cred, struct fs_ino id, 
 		ret = -EFBIG;
 		goto out;
 	}
-	/* A failed write may still have moved inline data out to a block:
-	 * the inode is written either way, before any retry commits. */
-	ret = file_write(v, &r, offset, len, buf);
-	if (ret == -ENOSPC && ino_write(v, &r) == 0 && vol_enospc_retry(v))
-		ret = file_write(v, &r, offset, len, buf);
+	/* Delayed allocation: the data waits in memory for its placement
+	 * (fs/dalloc.c); a stable write places the file's buffer with it.
+	 * Not buffered (no room kept for it, or buffering off): the file's
+	 * buffered pages are placed, then the write goes to disk now. */
+	ret = dalloc_write(v, &r, offset, len, buf);
+	if (ret == -EAGAIN || (ret == 0 && stable != FS_UNSTABLE)) {
+		int direct = ret == -EAGAIN;
+		ret = dalloc_place(v, r.ino.stable);
+		/* placement changed the inode (also when it failed part way):
+		 * what is written below is the new one */
+		{
+			int gret = ino_get(v, id, &r);
+			if (gret < 0)
+				goto out;
+			if (ret == 0 && direct && len) {
+				/* A failed write may still have moved inline
+				 * data out to a block: the inode is written
+				 * either way, before any retry commits. */
+				ret = file_write(v, &r, offset, len, buf);
+				if (ret == -ENOSPC && ino_write(v, &r) == 0 && vol_enospc_retry(v))
+					ret = file_write(v, &r, offset, len, buf);
+			}
+		}
+	}
 	if (ret == 0 && len) {
 		ino_touch(&r.ino, 0, 1, 1);
 		attr_kill_priv(cred, &r.ino);
@@ -268,12 +340,15 @@ int fs_write(struct fs_volume *v, const struct fs_cred *cred, struct fs_ino id, 
 	}
 	if (ret < 0)
 		goto out;
+	/* Over the byte cap: the oldest buffered files are placed. */
+	if (ret == 0 && dalloc_over_limit(v))
+		ret = dalloc_relieve(v);
 	if (ret == 0 && stable != FS_UNSTABLE) {
 		vol_pred_observe(v, &r);
 		ret = vol_sync(v, 0);
 	}
-	if (ret == 0 && post)
-		ino_to_attr(&r.ino, post);
+	if (ret == 0 && post && (ret = ino_get(v, id, &r)) == 0)
+		vol_attr(v, &r.ino, post);
 out:
 	vol_unlock(v);
 	return ret;
@@ -286,6 +361,10 @@ int fs_commit(struct fs_volume *v, struct fs_ino id)
 
 	vol_lock(v);
 	ret = ino_get(v, id, &r);
+	if (ret == 0)
+		ret = dalloc_place(v, id.num);
+	if (ret == 0)
+		ret = ino_get(v, id, &r); /* its size placed */
 	if (ret == 0) {
 		vol_pred_observe(v, &r);
 		ret = vol_sync(v, 0);

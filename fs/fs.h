@@ -167,6 +167,9 @@ struct fs_counters {
 	uint64_t txns_one_flush;     /* ... of those, lists and first copies behind one flush */
 	uint64_t txn_flushes;        /* flushes those took */
 	uint64_t held_named;         /* units their lists named without writing them */
+	uint64_t dalloc_bytes;       /* UNSTABLE data buffered, not placed yet */
+	uint32_t dalloc_files;       /* ... in that many files */
+	uint64_t dalloc_placed;      /* files whose buffer was placed since open */
 	struct fs_recovery_stats recovery;
 };
 
@@ -206,6 +209,22 @@ int fs_statfs(struct fs_volume *vol, struct fs_statfs *out);
 /* The 16-byte volume UUID and the 32-byte per-volume handle secret. */
 void fs_volume_uuid(struct fs_volume *vol, uint8_t uuid[16]);
 void fs_volume_secret(struct fs_volume *vol, uint8_t secret[32]);
+
+/* dalloc.c: delayed allocation. Data written FS_UNSTABLE waits in memory
+ * without blocks until it must reach the disk: fs_commit of the file, a
+ * stable write to it, fs_sync, fs_close, a rename of it, a chunk going
+ * offline, the byte cap (the oldest files first), fs_place_old. Then each
+ * run of its buffered pages is placed in one allocation. Every call sees
+ * the buffered data (reads, sizes, truncates). A crash loses what was
+ * not placed and committed (NFS's rule for UNSTABLE data). */
+/* The cap on buffered bytes per volume (64 MiB until set); 0: writes are
+ * placed at once, as without delayed allocation. */
+void fs_set_dalloc_limit(struct fs_volume *vol, uint64_t bytes);
+/* Place the file's buffered data (durable at the next sync). */
+int fs_place(struct fs_volume *vol, struct fs_ino ino);
+/* Place every file whose oldest buffered byte is max_age_ms old or more,
+ * and commit them: the number of files placed, or a negative errno. */
+int fs_place_old(struct fs_volume *vol, unsigned max_age_ms);
 
 /* nowait.c: a thread that must not block (an event loop) runs read-only
  * calls between these two. begin: 0, or -EAGAIN when the volume is busy

@@ -161,6 +161,9 @@ struct fs_volume {
 	 * files it placed (it had enough samples). */
 	struct vol_pred *pred;
 	uint64_t pred_answered;
+
+	/* Delayed allocation: files' buffered data (dalloc.c). */
+	struct dalloc *da;
 };
 
 /* A loaded inode: where it lives and its decoded form. */
@@ -400,6 +403,42 @@ int file_release(struct fs_volume *v, struct iref *r);
 int file_uninline(struct fs_volume *v, struct iref *r);
 int file_write(struct fs_volume *v, struct iref *r, uint64_t off, size_t len, const void *buf);
 int file_read(struct fs_volume *v, const struct iref *r, uint64_t off, size_t len, void *buf);
+
+/* file.c: delayed allocation's placement of n whole pages at file block
+ * first, in one allocation; the size raised to end when below it. */
+int file_place_run(struct fs_volume *v, struct iref *r, uint8_t *const *pages, uint64_t first,
+		   uint32_t n, uint64_t end);
+
+/* dalloc.c: delayed allocation, keyed by stable number. write: buffer
+ * the bytes (-EAGAIN: not buffered, write them now: buffering is off or
+ * the free blocks would not cover every buffered page with room to
+ * spare); read: the file's bytes as clients see them (size from
+ * dalloc_size); place: the file's pages to disk, then its size (0 when
+ * nothing is buffered; failed: every page stays); drop: forget the file's
+ * buffer (its number is freed, or its size cut to 0); relieve: place the
+ * oldest files until the buffer is at half its cap. vol_attr: a loaded
+ * inode's attributes with its buffered size and blocks. */
+#define DALLOC_DEFAULT_LIMIT (64ull << 20)
+int dalloc_init(struct fs_volume *v);
+void dalloc_destroy(struct fs_volume *v);
+void dalloc_set_limit(struct fs_volume *v, uint64_t bytes);
+int dalloc_write(struct fs_volume *v, const struct iref *r, uint64_t off, size_t len,
+		 const void *buf);
+int dalloc_read(struct fs_volume *v, const struct iref *r, uint64_t off, size_t len, void *buf);
+uint64_t dalloc_size(struct fs_volume *v, const struct iref *r);
+int dalloc_has(struct fs_volume *v, uint64_t stable);
+int dalloc_place(struct fs_volume *v, uint64_t stable);
+int dalloc_place_all(struct fs_volume *v);
+int dalloc_place_old(struct fs_volume *v, int64_t max_age_ms, uint32_t *placed);
+void dalloc_drop(struct fs_volume *v, uint64_t stable);
+int dalloc_over_limit(struct fs_volume *v);
+int dalloc_relieve(struct fs_volume *v);
+/* Set the size of a buffered file to size, at least its buffered size:
+ * -ENOENT when nothing of it is buffered. */
+int dalloc_extend(struct fs_volume *v, uint64_t stable, uint64_t size);
+uint64_t dalloc_bytes(struct fs_volume *v);
+void dalloc_counters(struct fs_volume *v, struct fs_counters *out);
+void vol_attr(struct fs_volume *v, const struct od_inode *ino, struct fs_attr *a);
 
 /* namei.c */
 int name_check(const char *name, size_t *len);

@@ -159,7 +159,10 @@ int map_free(struct fs_volume *v, uint64_t stable)
 	struct buf *b;
 	uint8_t *p;
 	uint32_t idx;
-	int ret = map_open(v, stable, &c, &idx, &b, &p, &e);
+	int ret;
+
+	dalloc_drop(v, stable); /* the number's buffered data goes with it */
+	ret = map_open(v, stable, &c, &idx, &b, &p, &e);
 
 	if (ret == 0 && (ret = chunk_load(c)) < 0)
 		buf_put(b);

@@ -49,14 +49,15 @@ static int get_dir(struct fs_volume *v, const struct fs_cred *cred, struct fs_in
 	return perm_check(cred, &dir->ino, mask);
 }
 
-static void fill_out(const struct iref *r, struct fs_ino *out, struct fs_attr *attr)
+static void fill_out(struct fs_volume *v, const struct iref *r, struct fs_ino *out,
+		     struct fs_attr *attr)
 {
 	if (out) {
 		out->num = r->ino.stable;
 		out->gen = r->ino.generation;
 	}
 	if (attr)
-		ino_to_attr(&r->ino, attr);
+		vol_attr(v, &r->ino, attr);
 }
 
 /* The inode an entry names, at its current location. */
@@ -91,7 +92,7 @@ int fs_lookup(struct fs_volume *v, const struct fs_cred *cred, struct fs_ino dir
 			ret = entry_inode(v, &pos, &r);
 	}
 	if (ret == 0)
-		fill_out(&r, out, attr);
+		fill_out(v, &r, out, attr);
 out:
 	vol_unlock(v);
 	return ret;
@@ -259,7 +260,7 @@ static int new_object(struct fs_volume *v, const struct fs_cred *cred, struct fs
 	ino_touch(&dir.ino, 0, 1, 1);
 	ret = ino_write(v, &dir);
 	if (ret == 0)
-		fill_out(&r, out, attr);
+		fill_out(v, &r, out, attr);
 out:
 	vol_unlock(v);
 	return ret;
@@ -699,6 +700,19 @@ int fs_rename(struct fs_volume *v, const struct fs_cred *cred, struct fs_ino fro
 		goto out;
 	if (tdir == &fdir && flen == tlen && memcmp(from_name, to_name, flen) == 0)
 		goto out; /* renaming a name to itself */
+	if (S_ISREG(src.ino.mode) && dalloc_has(v, src.ino.stable)) {
+		/* ext4's auto_da_alloc lesson: a file renamed (over another,
+		 * as editors save) must not come back empty after a crash.
+		 * Its buffered data is placed now, so the transaction that
+		 * commits the rename holds it (its data flushed before). */
+		ret = dalloc_place(v, src.ino.stable);
+		if (ret == 0)
+			ret = dir_find(v, &fdir, from_name, flen, &spos);
+		if (ret == 0)
+			ret = entry_inode(v, &spos, &src);
+		if (ret < 0)
+			goto out;
+	}
 	ret = dir_find(v, tdir, to_name, tlen, &dpos);
 	have_dst = ret == 0;
 	if (ret < 0 && ret != -ENOENT)

@@ -79,7 +79,12 @@ int fs_chunk_offline(struct fs_volume *v, uint32_t i, int force, char *why, size
 	 * chunk goes, and its newest list then names nothing: a check of the
 	 * chunk finds both copies of every unit equal, and reports any
 	 * difference. */
-	ret = vol_sync(v, 0);
+	ret = dalloc_place_all(v); /* buffered data too: it may go there */
+	{
+		int sret = vol_sync(v, 0);
+		if (ret == 0)
+			ret = sret;
+	}
 	if (ret == 0)
 		ret = txn_empty_list(v, c);
 	if (ret < 0 && !force) {

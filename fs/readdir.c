@@ -14,6 +14,7 @@
 #define COOKIE_DOTDOT 2
 
 struct rd_ctx {
+	struct fs_volume *v;
 	int plus;
 	fs_readdir_fn fn;
 	void *ctx;
@@ -41,7 +42,7 @@ static int emit(struct rd_ctx *rc, const char *name, size_t len, const struct ir
 	d.ino.num = r->ino.stable;
 	d.ino.gen = r->ino.generation;
 	if (rc->plus)
-		ino_to_attr(&r->ino, &d.attr);
+		vol_attr(rc->v, &r->ino, &d.attr);
 	if (rc->fn(rc->ctx, &d)) {
 		rc->stopped = 1;
 		return 1;
@@ -72,7 +73,7 @@ int fs_readdir(struct fs_volume *v, const struct fs_cred *cred, struct fs_ino di
 	       uint64_t cookie, uint64_t *verifier, int plus, fs_readdir_fn fn, void *ctx,
 	       int *eof)
 {
-	struct rd_ctx rc = { .plus = plus, .fn = fn, .ctx = ctx };
+	struct rd_ctx rc = { .v = v, .plus = plus, .fn = fn, .ctx = ctx };
 	struct iref dir, parent;
 	uint64_t verf;
 	int ret, skipped = 0;

@@ -262,6 +262,7 @@ static int open_chunks(struct fs_volume *v, struct vol_source *src, char *why, s
 
 static void vol_free(struct fs_volume *v)
 {
+	dalloc_destroy(v);
 	txn_free_spares(v);
 	dindex_destroy(v);
 	if (v->hash)
@@ -304,6 +305,10 @@ static struct fs_volume *vol_alloc(int flags)
 	pthread_cond_init(&v->pin_cond, NULL);
 	v->fd = -1;
 	v->rdonly = !!(flags & FS_OPEN_RDONLY);
+	if (dalloc_init(v) < 0) {
+		vol_free(v);
+		return NULL;
+	}
 	return v;
 }
 
@@ -556,11 +561,19 @@ int vol_sync_unlocked(struct fs_volume *v)
 
 int fs_sync(struct fs_volume *v)
 {
-	int ret;
+	int pret, ret;
 
 	if (v->rdonly)
 		return 0;
+	/* Every buffered file is placed first (fs/dalloc.c): a file that
+	 * cannot be stays buffered, and this sync fails for it after the
+	 * rest is committed. */
+	vol_lock(v);
+	pret = dalloc_place_all(v);
+	vol_unlock(v);
 	ret = vol_sync_unlocked(v);
+	if (ret == 0)
+		ret = pret;
 	/* A chunk whose server is gone cannot commit, and must not keep the
 	 * others from it: it goes offline with its uncommitted changes, and
 	 * the rest is committed. This sync still failed: what it was to make
@@ -572,12 +585,15 @@ int fs_sync(struct fs_volume *v)
 
 int fs_close(struct fs_volume *v)
 {
-	int ret;
+	int pret, ret;
 
 	if (!v)
 		return 0;
 	vol_lock(v);
+	pret = v->rdonly ? 0 : dalloc_place_all(v);
 	ret = vol_sync(v, 1);
+	if (ret == 0)
+		ret = pret; /* (what could not be placed is lost with the volume) */
 	if (ret == 0 && !v->rdonly)
 		ret = txn_settle_all(v);
 	vol_unlock(v);
@@ -620,6 +636,11 @@ int fs_statfs(struct fs_volume *v, struct fs_statfs *out)
 		out->free_blocks += c->hdr.free_blocks;
 		out->free_inodes += c->hdr.max_inodes - c->hdr.used_inodes;
 	}
+	/* Buffered pages will take blocks: they are not free to promise. */
+	{
+		uint64_t held = dalloc_bytes(v) / OD_BLOCK_SIZE;
+		out->free_blocks = out->free_blocks > held ? out->free_blocks - held : 0;
+	}
 	vol_unlock(v);
 	return 0;
 }
@@ -640,6 +661,7 @@ int fs_get_counters(struct fs_volume *v, struct fs_counters *out)
 	out->txns_one_flush = v->txns_one_flush;
 	out->txn_flushes = v->txn_flushes;
 	out->held_named = v->held_named;
+	dalloc_counters(v, out);
 	vol_unlock(v);
 	return 0;
 }

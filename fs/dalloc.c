@@ -1,0 +1,542 @@
+/* Delayed allocation: the data of UNSTABLE writes held in memory, per
+ * file, as whole 4 KiB pages, with the file's size as the clients see it,
+ * until it must reach the disk (fs_commit, a stable write, fs_sync, a
+ * rename, the byte cap, the age limit). Only then are blocks placed, the
+ * file's buffered runs each in one allocation (fs/file.c's
+ * file_place_run), so a file written whole before its commit gets
+ * extents sized to its data.
+ *
+ * What it keeps: the inode on disk (and in the cache) holds the placed
+ * size and extents only; a buffered file's larger size lives here, and
+ * vol_attr() and fs_read() show it. A crash loses buffered data (NFS's
+ * rule for UNSTABLE data not committed) and never leaves a size that
+ * points past placed data. Placement writes data blocks before the
+ * transaction that records them (txn.c flushes data first). Keyed by
+ * stable number: links and moves of the inode do not matter; the
+ * number's end (map_free) drops the file's buffer. Everything runs under
+ * the volume lock. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "fs/internal.h"
+
+#define DA_HASH 256u
+#define DA_PAGE OD_BLOCK_SIZE
+/* Room kept beyond the buffered pages before a write may be buffered:
+ * extent units, continuations and the pages of a partial placement. */
+#define DA_SLACK_BLOCKS 32u
+
+struct da_page {
+	uint64_t idx;                 /* file block */
+	uint8_t *data;                /* DA_PAGE bytes, the block's whole content */
+};
+
+struct da_file {
+	uint64_t stable;
+	uint32_t gen;
+	uint64_t size;                /* the size clients see */
+	struct da_page *pg;           /* sorted by idx */
+	uint32_t n, cap;
+	int64_t since;                /* CLOCK_MONOTONIC ms of its oldest buffered byte */
+	struct da_file *hnext;
+	struct da_file *prev, *next;  /* age order: oldest at head.next */
+};
+
+struct dalloc {
+	struct da_file *hash[DA_HASH];
+	struct da_file head;          /* list head of the age order */
+	uint64_t bytes;               /* buffered page bytes */
+	uint32_t files;
+	uint64_t placed;              /* files placed since open */
+	uint64_t limit;               /* the byte cap; 0: no buffering */
+};
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static uint32_t hash_of(uint64_t stable)
+{
+	return (uint32_t)((stable * 0x9E3779B97F4A7C15ull) >> 56) % DA_HASH;
+}
+
+int dalloc_init(struct fs_volume *v)
+{
+	struct dalloc *d = calloc(1, sizeof(*d));
+
+	if (!d)
+		return -ENOMEM;
+	d->head.prev = d->head.next = &d->head;
+	d->limit = DALLOC_DEFAULT_LIMIT;
+	v->da = d;
+	return 0;
+}
+
+static struct da_file *find(const struct dalloc *d, uint64_t stable)
+{
+	struct da_file *f;
+
+	if (!d)
+		return NULL;
+	for (f = d->hash[hash_of(stable)]; f; f = f->hnext)
+		if (f->stable == stable)
+			return f;
+	return NULL;
+}
+
+static void file_free(struct dalloc *d, struct da_file *f)
+{
+	struct da_file **pp = &d->hash[hash_of(f->stable)];
+
+	while (*pp != f)
+		pp = &(*pp)->hnext;
+	*pp = f->hnext;
+	f->prev->next = f->next;
+	f->next->prev = f->prev;
+	for (uint32_t i = 0; i < f->n; i++)
+		free(f->pg[i].data);
+	d->bytes -= (uint64_t)f->n * DA_PAGE;
+	d->files--;
+	free(f->pg);
+	free(f);
+}
+
+void dalloc_destroy(struct fs_volume *v)
+{
+	struct dalloc *d = v->da;
+
+	if (!d)
+		return;
+	while (d->head.next != &d->head)
+		file_free(d, d->head.next);
+	free(d);
+	v->da = NULL;
+}
+
+void dalloc_drop(struct fs_volume *v, uint64_t stable)
+{
+	struct da_file *f = find(v->da, stable);
+
+	if (f)
+		file_free(v->da, f);
+}
+
+int dalloc_has(struct fs_volume *v, uint64_t stable)
+{
+	return find(v->da, stable) != NULL;
+}
+
+void dalloc_set_limit(struct fs_volume *v, uint64_t bytes)
+{
+	v->da->limit = bytes;
+}
+
+int dalloc_extend(struct fs_volume *v, uint64_t stable, uint64_t size)
+{
+	struct da_file *f = find(v->da, stable);
+
+	if (!f)
+		return -ENOENT;
+	if (size > f->size)
+		f->size = size; /* the pages past the old size hold zeros there */
+	return 0;
+}
+
+/* The index of the first page at or after idx. */
+static uint32_t page_pos(const struct da_file *f, uint64_t idx)
+{
+	uint32_t lo = 0, hi = f->n;
+
+	if (f->n && f->pg[f->n - 1].idx < idx)
+		return f->n; /* appending: the common case */
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (f->pg[mid].idx < idx)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static uint8_t *page_get(const struct da_file *f, uint64_t idx)
+{
+	uint32_t p = page_pos(f, idx);
+
+	return p < f->n && f->pg[p].idx == idx ? f->pg[p].data : NULL;
+}
+
+void vol_attr(struct fs_volume *v, const struct od_inode *ino, struct fs_attr *a)
+{
+	struct da_file *f;
+	uint64_t placed_blocks;
+
+	ino_to_attr(ino, a);
+	f = S_ISREG(ino->mode) ? find(v->da, ino->stable) : NULL;
+	if (!f)
+		return;
+	a->size = f->size;
+	/* What placement will hold: a fresh file written whole in one page
+	 * stays inline (place_file); else inline data goes to a block, and
+	 * pages past the placed size take blocks they do not hold yet
+	 * (those below may overwrite placed ones). */
+	if ((ino->flags & OD_INF_FRESH) && ino->size == 0 && f->n == 1 && f->pg[0].idx == 0 &&
+	    f->size <= DA_PAGE) {
+		a->used = f->size;
+		return;
+	}
+	if (ino->flags & OD_INF_INLINE)
+		a->used = (ino->inline_len + DA_PAGE - 1) / DA_PAGE * DA_PAGE;
+	placed_blocks = (ino->size + DA_PAGE - 1) / DA_PAGE;
+	for (uint32_t i = page_pos(f, placed_blocks); i < f->n; i++)
+		a->used += DA_PAGE;
+}
+
+uint64_t dalloc_size(struct fs_volume *v, const struct iref *r)
+{
+	struct da_file *f = find(v->da, r->ino.stable);
+
+	return f ? f->size : r->ino.size;
+}
+
+int dalloc_read(struct fs_volume *v, const struct iref *r, uint64_t off, size_t len, void *buf)
+{
+	struct da_file *f = find(v->da, r->ino.stable);
+	uint8_t *out = buf;
+
+	if (!f)
+		return file_read(v, r, off, len, buf);
+	while (len) {
+		uint64_t idx = off / DA_PAGE;
+		size_t in = (size_t)(off % DA_PAGE), n;
+		uint8_t *pg = page_get(f, idx);
+
+		if (pg) {
+			n = DA_PAGE - in < len ? DA_PAGE - in : len;
+			memcpy(out, pg + in, n);
+		} else {
+			/* Up to the next buffered page, from the disk below
+			 * the placed size and zeros past it. */
+			uint32_t p = page_pos(f, idx);
+			uint64_t stop = p < f->n ? f->pg[p].idx * DA_PAGE : UINT64_MAX;
+			n = stop - off < len ? (size_t)(stop - off) : len;
+			if (off < r->ino.size) {
+				size_t d = r->ino.size - off < n ? (size_t)(r->ino.size - off) : n;
+				int ret = file_read(v, r, off, d, out);
+				if (ret < 0)
+					return ret;
+				memset(out + d, 0, n - d);
+			} else {
+				memset(out, 0, n);
+			}
+		}
+		out += n;
+		off += n;
+		len -= n;
+	}
+	return 0;
+}
+
+/* May n more pages be buffered? Only while the free blocks cover every
+ * buffered page with room to spare, so that placing them later finds
+ * space (a write that cannot be buffered is placed at once and meets
+ * ENOSPC there, as before). */
+static int room_for(struct fs_volume *v, uint64_t n)
+{
+	uint64_t free_blocks = 0, want;
+
+	for (uint32_t i = 0; i < v->nchunks; i++)
+		if (!v->chunks[i].offline)
+			free_blocks += v->chunks[i].hdr.free_blocks;
+	want = v->da->bytes / DA_PAGE + n;
+	return free_blocks > want + want / 16 + DA_SLACK_BLOCKS;
+}
+
+static int page_insert(struct dalloc *d, struct da_file *f, uint32_t p, uint64_t idx,
+		       uint8_t **out)
+{
+	uint8_t *data = malloc(DA_PAGE);
+
+	if (!data)
+		return -ENOMEM;
+	if (f->n == f->cap) {
+		uint32_t cap = f->cap ? f->cap * 2 : 16;
+		struct da_page *pg = realloc(f->pg, cap * sizeof(*pg));
+		if (!pg) {
+			free(data);
+			return -ENOMEM;
+		}
+		f->pg = pg;
+		f->cap = cap;
+	}
+	memmove(&f->pg[p + 1], &f->pg[p], (f->n - p) * sizeof(*f->pg));
+	f->pg[p].idx = idx;
+	f->pg[p].data = data;
+	f->n++;
+	d->bytes += DA_PAGE;
+	*out = data;
+	return 0;
+}
+
+int dalloc_write(struct fs_volume *v, const struct iref *r, uint64_t off, size_t len,
+		 const void *buf)
+{
+	struct dalloc *d = v->da;
+	struct da_file *f = find(d, r->ino.stable);
+	const uint8_t *in = buf;
+	uint64_t first = off / DA_PAGE, last = (off + len - 1) / DA_PAGE, fresh = 0;
+
+	if (!d->limit || len == 0)
+		return -EAGAIN;
+	for (uint64_t i = first; i <= last; i++)
+		if (!f || !page_get(f, i))
+			fresh++;
+	if (!room_for(v, fresh))
+		return -EAGAIN;
+	if (!f) {
+		f = calloc(1, sizeof(*f));
+		if (!f)
+			return -ENOMEM;
+		f->stable = r->ino.stable;
+		f->gen = r->ino.generation;
+		f->size = r->ino.size;
+		f->since = now_ms();
+		f->hnext = d->hash[hash_of(f->stable)];
+		d->hash[hash_of(f->stable)] = f;
+		f->prev = d->head.prev;
+		f->next = &d->head;
+		d->head.prev->next = f;
+		d->head.prev = f;
+		d->files++;
+	}
+	while (len) {
+		uint64_t idx = off / DA_PAGE;
+		size_t at = (size_t)(off % DA_PAGE);
+		size_t n = DA_PAGE - at < len ? DA_PAGE - at : len;
+		uint32_t p = page_pos(f, idx);
+		uint8_t *pg = p < f->n && f->pg[p].idx == idx ? f->pg[p].data : NULL;
+		int ret;
+
+		if (!pg) {
+			uint64_t base = idx * DA_PAGE;
+			ret = page_insert(d, f, p, idx, &pg);
+			if (ret < 0)
+				return ret; /* the pages before hold their bytes */
+			memset(pg, 0, DA_PAGE);
+			/* A page written in part starts as the file's block:
+			 * placed bytes below the placed size, zeros past it. */
+			if (n < DA_PAGE && base < r->ino.size) {
+				size_t have = r->ino.size - base < DA_PAGE
+						      ? (size_t)(r->ino.size - base)
+						      : DA_PAGE;
+				ret = file_read(v, r, base, have, pg);
+				if (ret < 0) {
+					/* not buffered after all */
+					free(pg);
+					memmove(&f->pg[p], &f->pg[p + 1],
+						(f->n - p - 1) * sizeof(*f->pg));
+					f->n--;
+					d->bytes -= DA_PAGE;
+					return ret;
+				}
+			}
+		}
+		memcpy(pg + at, in, n);
+		in += n;
+		off += n;
+		len -= n;
+		if (off > f->size)
+			f->size = off;
+	}
+	return 0;
+}
+
+/* Place f: its runs of consecutive pages, each in one allocation, then
+ * the size; f goes once every page is placed. */
+static int place_file(struct fs_volume *v, struct da_file *f)
+{
+	struct fs_ino id = { f->stable, f->gen };
+	struct iref r;
+	int ret = ino_get(v, id, &r);
+
+	if (ret == -ESTALE || ret == -ENOENT || (ret == 0 && !S_ISREG(r.ino.mode))) {
+		file_free(v->da, f); /* (the file is gone: map_free dropped it first) */
+		return 0;
+	}
+	if (ret < 0)
+		return ret;
+	if ((r.ino.flags & OD_INF_FRESH) && r.ino.size == 0 && f->n == 1 && f->pg[0].idx == 0 &&
+	    f->size <= DA_PAGE) {
+		/* written whole at creation: file_write keeps it inline when
+		 * it fits in the entry */
+		ret = file_write(v, &r, 0, (size_t)f->size, f->pg[0].data);
+		if (ret == -ENOSPC && ino_write(v, &r) == 0 && vol_enospc_retry(v))
+			ret = file_write(v, &r, 0, (size_t)f->size, f->pg[0].data);
+	} else {
+		uint8_t **data = malloc(f->n * sizeof(*data));
+		if (!data)
+			return -ENOMEM;
+		for (uint32_t i = 0; i < f->n; i++)
+			data[i] = f->pg[i].data;
+		for (uint32_t i = 0; ret == 0 && i < f->n;) {
+			uint32_t j = i + 1;
+			uint64_t end;
+			while (j < f->n && f->pg[j].idx == f->pg[j - 1].idx + 1)
+				j++;
+			end = (f->pg[j - 1].idx + 1) * DA_PAGE;
+			if (end > f->size)
+				end = f->size;
+			ret = file_place_run(v, &r, data + i, f->pg[i].idx, j - i, end);
+			if (ret == -ENOSPC && ino_write(v, &r) == 0 && vol_enospc_retry(v))
+				ret = file_place_run(v, &r, data + i, f->pg[i].idx, j - i, end);
+			i = j;
+		}
+		free(data);
+	}
+	if (ret == 0 && r.ino.size < f->size)
+		ret = file_truncate(v, &r, f->size); /* a size set past the data */
+	{
+		int wret = ino_write(v, &r);
+		if (ret == 0)
+			ret = wret;
+	}
+	/* Failed: every page stays (placing a page again writes the same
+	 * bytes), and the caller's error says the data is not durable. */
+	if (ret == 0) {
+		v->da->placed++;
+		file_free(v->da, f);
+	}
+	return ret;
+}
+
+int dalloc_place(struct fs_volume *v, uint64_t stable)
+{
+	struct da_file *f = find(v->da, stable);
+
+	return f ? place_file(v, f) : 0;
+}
+
+int dalloc_place_all(struct fs_volume *v)
+{
+	struct dalloc *d = v->da;
+	int ret = 0;
+
+	if (!d)
+		return 0;
+	/* Oldest first; a file that fails stays and the rest are tried. */
+	for (struct da_file *f = d->head.next, *next; f != &d->head; f = next) {
+		int r;
+		next = f->next;
+		r = place_file(v, f);
+		if (r < 0 && ret == 0)
+			ret = r;
+	}
+	return ret;
+}
+
+int dalloc_place_old(struct fs_volume *v, int64_t max_age_ms, uint32_t *placed)
+{
+	struct dalloc *d = v->da;
+	int64_t now = now_ms();
+	int ret = 0;
+
+	*placed = 0;
+	for (struct da_file *f = d->head.next, *next; f != &d->head; f = next) {
+		int r;
+		next = f->next;
+		if (now - f->since < max_age_ms)
+			break; /* age order: the rest are younger */
+		r = place_file(v, f);
+		if (r < 0 && ret == 0)
+			ret = r;
+		if (r == 0)
+			(*placed)++;
+	}
+	return ret;
+}
+
+int dalloc_over_limit(struct fs_volume *v)
+{
+	return v->da->bytes > v->da->limit;
+}
+
+int dalloc_relieve(struct fs_volume *v)
+{
+	struct dalloc *d = v->da;
+	int ret = 0;
+
+	/* Oldest first, down to half the cap: the files written longest ago
+	 * are the likeliest to be whole. */
+	for (struct da_file *f = d->head.next, *next; f != &d->head && d->bytes > d->limit / 2;
+	     f = next) {
+		int r;
+		next = f->next;
+		r = place_file(v, f);
+		if (r < 0 && ret == 0)
+			ret = r;
+	}
+	return ret;
+}
+
+void dalloc_counters(struct fs_volume *v, struct fs_counters *out)
+{
+	out->dalloc_bytes = v->da->bytes;
+	out->dalloc_files = v->da->files;
+	out->dalloc_placed = v->da->placed;
+}
+
+uint64_t dalloc_bytes(struct fs_volume *v)
+{
+	return v->da ? v->da->bytes : 0;
+}
+
+/* --- the public calls -------------------------------------------------- */
+
+void fs_set_dalloc_limit(struct fs_volume *v, uint64_t bytes)
+{
+	vol_lock(v);
+	v->da->limit = bytes;
+	vol_unlock(v);
+}
+
+int fs_place(struct fs_volume *v, struct fs_ino id)
+{
+	struct iref r;
+	int ret;
+
+	if (v->rdonly)
+		return 0;
+	vol_lock(v);
+	ret = ino_get(v, id, &r);
+	if (ret == 0)
+		ret = dalloc_place(v, id.num);
+	vol_unlock(v);
+	return ret;
+}
+
+int fs_place_old(struct fs_volume *v, unsigned max_age_ms)
+{
+	uint32_t placed = 0;
+	int ret;
+
+	if (v->rdonly)
+		return 0;
+	vol_lock(v);
+	ret = dalloc_place_old(v, max_age_ms, &placed);
+	vol_unlock(v);
+	if (placed) {
+		int sret = vol_sync_unlocked(v);
+		if (ret == 0)
+			ret = sret;
+	}
+	return ret < 0 ? ret : (int)placed;
+}
