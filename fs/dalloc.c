@@ -27,9 +27,8 @@
 
 #define DA_HASH 256u
 #define DA_PAGE OD_BLOCK_SIZE
-/* Room kept beyond the buffered pages before a write may be buffered:
- * extent units, continuations and the pages of a partial placement. */
-#define DA_SLACK_BLOCKS 32u
+/* Free blocks kept beyond room_for's share before a write may be buffered. */
+#define DA_SLACK_BLOCKS 64u
 
 struct da_page {
 	uint64_t idx;                 /* file block */
@@ -247,18 +246,29 @@ int dalloc_read(struct fs_volume *v, const struct iref *r, uint64_t off, size_t 
 }
 
 /* May n more pages be buffered? Only while the free blocks cover every
- * buffered page with room to spare, so that placing them later finds
- * space (a write that cannot be buffered is placed at once and meets
- * ENOSPC there, as before). */
+ * buffered page twice over, with an eighth of the volume to spare (as
+ * ext4 falls back from delayed allocation when free space runs low), so
+ * that placing them later finds space: a placement can still need
+ * extent units and continuations, whose mirrored pairs run out before
+ * the blocks do. A write that cannot be buffered is placed at once and
+ * meets ENOSPC there, as before. */
 static int room_for(struct fs_volume *v, uint64_t n)
 {
-	uint64_t free_blocks = 0, want;
+	uint64_t free_blocks = 0, total = 0, want;
 
-	for (uint32_t i = 0; i < v->nchunks; i++)
-		if (!v->chunks[i].offline)
-			free_blocks += v->chunks[i].hdr.free_blocks;
+	for (uint32_t i = 0; i < v->nchunks; i++) {
+		const struct chunk *c = &v->chunks[i];
+		total += c->hdr.nblocks;
+		if (!c->offline)
+			free_blocks += c->hdr.free_blocks;
+	}
 	want = v->da->bytes / DA_PAGE + n;
-	return free_blocks > want + want / 16 + DA_SLACK_BLOCKS;
+	return free_blocks > 2 * want + total / 8 + DA_SLACK_BLOCKS;
+}
+
+int dalloc_tight(struct fs_volume *v, uint64_t blocks)
+{
+	return v->da->bytes && !room_for(v, blocks);
 }
 
 static int page_insert(struct dalloc *d, struct da_file *f, uint32_t p, uint64_t idx,
@@ -297,9 +307,19 @@ int dalloc_write(struct fs_volume *v, const struct iref *r, uint64_t off, size_t
 
 	if (!d->limit || len == 0)
 		return -EAGAIN;
-	for (uint64_t i = first; i <= last; i++)
-		if (!f || !page_get(f, i))
-			fresh++;
+	/* Only data past the placed end of the file waits: below it a page
+	 * overwrites a block or fills a hole that its segment's own chunk
+	 * must hold (invariant 1), which placement later could find full,
+	 * and an inline file's block must come from its head's chunk. */
+	if ((r->ino.flags & OD_INF_INLINE) && r->ino.size)
+		return -EAGAIN;
+	for (uint64_t i = first; i <= last; i++) {
+		if (f && page_get(f, i))
+			continue;
+		if (i < r->ino.size / DA_PAGE)
+			return -EAGAIN;
+		fresh++;
+	}
 	if (!room_for(v, fresh))
 		return -EAGAIN;
 	if (!f) {

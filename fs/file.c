@@ -305,13 +305,22 @@ int fs_write(struct fs_volume *v, const struct fs_cred *cred, struct fs_ino id, 
 		ret = -EFBIG;
 		goto out;
 	}
-	/* Delayed allocation: the data waits in memory for its placement
-	 * (fs/dalloc.c); a stable write places the file's buffer with it.
-	 * Not buffered (no room kept for it, or buffering off): the file's
-	 * buffered pages are placed, then the write goes to disk now. */
-	ret = dalloc_write(v, &r, offset, len, buf);
-	if (ret == -EAGAIN || (ret == 0 && stable != FS_UNSTABLE)) {
-		int direct = ret == -EAGAIN;
+	/* Delayed allocation: UNSTABLE data waits in memory for its
+	 * placement (fs/dalloc.c). A stable write, or one not buffered (no
+	 * room kept for it, buffering off), places the file's buffered
+	 * pages and then goes to disk now: when it fails, none of its bytes
+	 * is left anywhere. */
+	if (dalloc_tight(v, len ? (offset + len - 1) / OD_BLOCK_SIZE - offset / OD_BLOCK_SIZE + 1 : 0)) {
+		/* (a file that cannot be placed stays buffered: the sync that
+		 * should make it durable fails for it) */
+		(void)dalloc_place_all(v);
+		ret = ino_get(v, id, &r);
+		if (ret < 0)
+			goto out;
+	}
+	ret = stable == FS_UNSTABLE ? dalloc_write(v, &r, offset, len, buf) : -EAGAIN;
+	if (ret == -EAGAIN) {
+		int direct = 1;
 		ret = dalloc_place(v, r.ino.stable);
 		/* placement changed the inode (also when it failed part way):
 		 * what is written below is the new one */

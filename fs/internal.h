@@ -432,6 +432,10 @@ int dalloc_place_all(struct fs_volume *v);
 int dalloc_place_old(struct fs_volume *v, int64_t max_age_ms, uint32_t *placed);
 void dalloc_drop(struct fs_volume *v, uint64_t stable);
 int dalloc_over_limit(struct fs_volume *v);
+/* Is anything buffered while the free blocks, less blocks about to be
+ * written, no longer keep room_for's margin? Then it is placed before
+ * more data is written, while the blocks it was promised are there. */
+int dalloc_tight(struct fs_volume *v, uint64_t blocks);
 int dalloc_relieve(struct fs_volume *v);
 /* Set the size of a buffered file to size, at least its buffered size:
  * -ENOENT when nothing of it is buffered. */
