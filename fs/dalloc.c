@@ -1,7 +1,7 @@
 /* Delayed allocation: the data of UNSTABLE writes held in memory, per
  * file, as whole 4 KiB pages, with the file's size as the clients see it,
  * until it must reach the disk (fs_commit, a stable write, fs_sync, a
- * rename, the byte cap, the age limit). Only then are blocks placed, the
+ * rename or link, the byte cap, the age limit). Only then are blocks placed, the
  * file's buffered runs each in one allocation (fs/file.c's
  * file_place_run), so a file written whole before its commit gets
  * extents sized to its data.

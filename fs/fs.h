@@ -212,7 +212,7 @@ void fs_volume_secret(struct fs_volume *vol, uint8_t secret[32]);
 
 /* dalloc.c: delayed allocation. Data written FS_UNSTABLE waits in memory
  * without blocks until it must reach the disk: fs_commit of the file, a
- * stable write to it, fs_sync, fs_close, a rename of it, a chunk going
+ * stable write to it, fs_sync, fs_close, a rename or link of it, a chunk going
  * offline, the byte cap (the oldest files first), fs_place_old. Then each
  * run of its buffered pages is placed in one allocation. Every call sees
  * the buffered data (reads, sizes, truncates). A crash loses what was

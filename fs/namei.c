@@ -553,6 +553,16 @@ int fs_link(struct fs_volume *v, const struct fs_cred *cred, struct fs_ino id,
 		ret = -EMLINK;
 		goto out;
 	}
+	if (S_ISREG(r.ino.mode) && dalloc_has(v, r.ino.stable)) {
+		/* Placed while it has one link: a small file written whole
+		 * stays inline in its entry, as it would have without delayed
+		 * allocation (a file with two links keeps none inline). */
+		ret = dalloc_place(v, r.ino.stable);
+		if (ret == 0)
+			ret = ino_get(v, id, &r);
+		if (ret < 0)
+			goto out;
+	}
 	/* The entry goes where the inode is (invariant 2). */
 	ret = dir_add(v, &dir, vol_chunk(v, r.loc.chunk), name, len, r.ino.stable, NULL, NULL, 0,
 		      &pos);

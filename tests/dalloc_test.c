@@ -211,18 +211,24 @@ static void test_seen(struct fs_volume *v)
 	CHECK_EQ(counters(v).dalloc_files, 0);
 	CHECK_EQ(extents(v, t), 0);
 
-	/* A link sees the buffered file; remove of the last link frees the
-	 * buffer and gives its blocks back to statfs. */
+	/* A link places the file (while it has one link, so a small one
+	 * stays inline); written again, it is buffered under either name,
+	 * and remove of the last link frees the buffer and gives its
+	 * blocks back to statfs. */
 	CHECK_EQ(fs_sync(v), 0);
 	CHECK_EQ(fs_statfs(v, &s0), 0);
 	l = make_file(v, "linked");
 	put(v, l, 0, 100 * KiB, 10);
 	CHECK_EQ(fs_link(v, NULL, l, root, "linked2"), 0);
+	CHECK_EQ(counters(v).dalloc_files, 0);
+	CHECK_EQ(extents(v, l), 1);
+	put(v, l, 100 * KiB, 100 * KiB, 10);
+	CHECK_EQ(counters(v).dalloc_files, 1);
 	CHECK_EQ(fs_lookup(v, NULL, root, "linked2", &got, &a), 0);
-	CHECK_EQ(a.size, 100 * KiB);
+	CHECK_EQ(a.size, 200 * KiB);
 	CHECK_EQ(fs_remove(v, NULL, root, "linked"), 0);
 	CHECK_EQ(counters(v).dalloc_files, 1);
-	CHECK(reads_back(v, got, 100 * KiB, 10));
+	CHECK(reads_back(v, got, 200 * KiB, 10));
 	CHECK_EQ(fs_remove(v, NULL, root, "linked2"), 0);
 	CHECK_EQ(counters(v).dalloc_files, 0);
 	CHECK_EQ(counters(v).dalloc_bytes, 0);
