@@ -32,6 +32,8 @@ void config_defaults(struct config *cfg)
 	cfg->fair_queue = 1;
 	cfg->max_io = 1u << 20;
 	cfg->cache_mb = 256;
+	cfg->dalloc_mb = 64;
+	cfg->dalloc_age = 5;
 	cfg->loop_poll_us = 50;
 	snprintf(cfg->control, sizeof(cfg->control), "/run/chunkfs/control");
 	cfg->scrub_rate_mb = 2;
@@ -250,6 +252,8 @@ static const char *const key_wants[][2] = {
 	{ "fair_queue", "yes or no" },
 	{ "max_io", "a power of two from 4096 to 16777216" },
 	{ "cache_mb", "4-1048576" },
+	{ "dalloc_mb", "0-65536 (MiB; 0: no delayed allocation)" },
+	{ "dalloc_age", "1-3600 (seconds)" },
 	{ "loop_poll_us", "0-10000 (microseconds)" },
 	{ "log_level", "error, warning, info or debug" },
 	{ "syslog", "yes or no" },
@@ -345,6 +349,14 @@ static int parse_key(const char *k, const char *v, struct config *cfg, char *err
 		if (parse_uint(v, 1u << 20, &n) < 0 || n < 4)
 			goto bad;
 		cfg->cache_mb = n;
+	} else if (!strcmp(k, "dalloc_mb")) {
+		if (parse_uint(v, 65536, &n) < 0)
+			goto bad;
+		cfg->dalloc_mb = n;
+	} else if (!strcmp(k, "dalloc_age")) {
+		if (parse_uint(v, 3600, &n) < 0 || n < 1)
+			goto bad;
+		cfg->dalloc_age = (uint32_t)n;
 	} else if (!strcmp(k, "loop_poll_us")) {
 		if (parse_uint(v, 10000, &n) < 0)
 			goto bad;

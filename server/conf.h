@@ -65,6 +65,8 @@ struct config {
 				 * (for tests and benchmarks) */
 	uint32_t max_io;        /* READ/WRITE size (FSINFO rtmax/wtmax) */
 	uint64_t cache_mb;      /* metadata cache bound */
+	uint64_t dalloc_mb;     /* delayed allocation's cap on buffered data (0: off) */
+	uint32_t dalloc_age;    /* seconds buffered data may wait for a placement */
 	uint32_t loop_poll_us;  /* the loop polls this long after answering a call */
 	enum log_level log_level;
 	int use_syslog;

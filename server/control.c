@@ -928,6 +928,22 @@ static void watch_stores(struct control *ctl)
 	}
 }
 
+/* Delayed allocation's timer, once a second: files whose buffered data
+ * has waited dalloc_age seconds are placed and committed (fs_place_old),
+ * so that an idle volume does not keep UNSTABLE data in memory. */
+static void place_old(struct control *ctl)
+{
+	struct server *srv = ctl->srv;
+	int ret = fs_place_old(srv->vol, srv->cfg.dalloc_age * 1000u);
+
+	if (ret < 0)
+		log_warn("placing buffered data older than %u s failed: %s", srv->cfg.dalloc_age,
+			 strerror(-ret));
+	else if (ret > 0)
+		log_debug("placed the buffered data of %d files older than %u s", ret,
+			  srv->cfg.dalloc_age);
+}
+
 static void *control_main(void *arg)
 {
 	struct control *ctl = arg;
@@ -950,6 +966,7 @@ static void *control_main(void *arg)
 				pthread_mutex_unlock(&ctl->lock);
 				watch_stores(ctl);
 				repair_pending(ctl);
+				place_old(ctl);
 				pthread_mutex_lock(&ctl->lock);
 				next_check = now;
 				next_check.tv_sec += 1;

@@ -1,5 +1,5 @@
 /* SIGHUP: the configuration file is read again while connections stay up.
- * Exports (and their options), log_level, cache_mb, max_connections,
+ * Exports (and their options), log_level, cache_mb, dalloc_mb, max_connections,
  * max_connections_per_client, idle_timeout and record_timeout take effect
  * for the requests and connections that start afterwards (and idle_timeout
  * for the connections open); max_calls_per_client and max_bytes_per_client
@@ -57,6 +57,8 @@ static void keep_fixed(const struct server *srv, const struct config *nc)
 	snprintf(buf, sizeof(buf), "%u", cur->max_io);
 	keep("max_io", nc->max_io != cur->max_io, buf);
 	keep("fair_queue", nc->fair_queue != cur->fair_queue, cur->fair_queue ? "yes" : "no");
+	snprintf(buf, sizeof(buf), "%u", cur->dalloc_age);
+	keep("dalloc_age", nc->dalloc_age != cur->dalloc_age, buf);
 	keep("syslog", nc->use_syslog != cur->use_syslog, cur->use_syslog ? "yes" : "no");
 	keep("control", strcmp(nc->control, cur->control) != 0, cur->control[0] ? cur->control : "none");
 	keep("control_group", strcmp(nc->control_group, cur->control_group) != 0,
@@ -112,6 +114,10 @@ int reload_config(struct server *srv)
 	if (nc.cache_mb != srv->cfg.cache_mb) {
 		srv->cfg.cache_mb = nc.cache_mb;
 		fs_set_cache_limit(srv->vol, nc.cache_mb << 20);
+	}
+	if (nc.dalloc_mb != srv->cfg.dalloc_mb) {
+		srv->cfg.dalloc_mb = nc.dalloc_mb;
+		fs_set_dalloc_limit(srv->vol, nc.dalloc_mb << 20);
 	}
 	/* These are read on this (the loop's) thread only: max_connections and
 	 * max_connections_per_client at each accept, idle_timeout at each
