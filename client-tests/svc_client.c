@@ -26,7 +26,13 @@
  *       that unit: the daemon answers some from the worker that syncs,
  *       others it held for that sync). FREE runs; a CREATE succeeds, and
  *       the 9 files are there: a change whose commit failed stays in
- *       memory and goes out with the next one. */
+ *       memory and goes out with the next one.
+ *   svc_client HOST PORT unstable-write NAME RECORDS
+ *       NAME created in the root and RECORDS records written to it
+ *       UNSTABLE, in order, with no COMMIT (delayed allocation's timer
+ *       test: the data must reach the disk without one).
+ *   svc_client HOST PORT read-verify NAME RECORDS
+ *       NAME holds exactly those records. */
 #include <errno.h>
 #include <inttypes.h>
 #include <netinet/in.h>
@@ -418,6 +424,57 @@ static void getattr_loop(const char *seconds, const char *out_path)
 	free(lat);
 }
 
+/* --- UNSTABLE data without a COMMIT (dalloc-timer.sh) ----------------------- */
+
+static void unstable_write(const char *name, const char *records)
+{
+	nfs_fh3 root = mount_root(), f = create_ok(root, name);
+	long n = atol(records);
+	static char buf[RECORD];
+
+	for (long i = 0; i < n; i++) {
+		WRITE3args a = { .file = f, .offset = (uint64_t)i * RECORD, .count = RECORD,
+				 .stable = UNSTABLE };
+		WRITE3res r;
+		fill(buf, RECORD, (uint32_t)i);
+		a.data.data_len = RECORD;
+		a.data.data_val = buf;
+		r = call_write(&a);
+		expect("WRITE UNSTABLE", r.status, NFS3_OK);
+		CHECK(r.WRITE3res_u.resok.committed == UNSTABLE, "WRITE %ld: committed %d", i,
+		      (int)r.WRITE3res_u.resok.committed);
+	}
+	printf("unstable-write: %ld records of %d bytes to %s, no COMMIT\n", n, RECORD, name);
+}
+
+static void read_verify(const char *name, const char *records)
+{
+	nfs_fh3 root = mount_root();
+	LOOKUP3args l = { .what = { .dir = root, .name = (char *)name } };
+	LOOKUP3res lr = call_lookup(&l);
+	long n = atol(records);
+	static char want[RECORD];
+
+	expect("LOOKUP", lr.status, NFS3_OK);
+	for (long i = 0; i <= n; i++) {
+		READ3args a = { .file = lr.LOOKUP3res_u.resok.object, .offset = (uint64_t)i * RECORD,
+				.count = RECORD };
+		READ3res r = call_read(&a);
+		expect("READ", r.status, NFS3_OK);
+		if (i == n) {
+			CHECK(r.READ3res_u.resok.data.data_len == 0 && r.READ3res_u.resok.eof,
+			      "%s: more than %ld records", name, n);
+			break;
+		}
+		fill(want, RECORD, (uint32_t)i);
+		CHECK(r.READ3res_u.resok.data.data_len == RECORD &&
+			      !memcmp(r.READ3res_u.resok.data.data_val, want, RECORD),
+		      "%s: record %ld is not there (%u bytes read)", name, i,
+		      r.READ3res_u.resok.data.data_len);
+	}
+	printf("read-verify: %s holds its %ld records\n", name, n);
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 3 ? argv[3] : "";
@@ -425,11 +482,13 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (!((argc == 7 && !strcmp(mode, "reload")) ||
 	      (argc == 6 && (!strcmp(mode, "commit-stream") || !strcmp(mode, "commit-verify") ||
-			     !strcmp(mode, "full-disk") || !strcmp(mode, "getattr-loop"))))) {
+			     !strcmp(mode, "full-disk") || !strcmp(mode, "getattr-loop") ||
+			     !strcmp(mode, "unstable-write") || !strcmp(mode, "read-verify"))))) {
 		fprintf(stderr, "usage: svc_client HOST PORT reload TO_RO BROKEN TO_RW\n"
 				"       svc_client HOST PORT commit-stream|commit-verify STATE ACKS\n"
 				"       svc_client HOST PORT full-disk FILL FREE\n"
-				"       svc_client HOST PORT getattr-loop SECONDS LATENCIES\n");
+				"       svc_client HOST PORT getattr-loop SECONDS LATENCIES\n"
+				"       svc_client HOST PORT unstable-write|read-verify NAME RECORDS\n");
 		return 2;
 	}
 	call_connect(argv[1], atoi(argv[2]), 0, 0);
@@ -441,6 +500,10 @@ int main(int argc, char **argv)
 		full_disk(argv[4], argv[5]);
 	else if (!strcmp(mode, "getattr-loop"))
 		getattr_loop(argv[4], argv[5]);
+	else if (!strcmp(mode, "unstable-write"))
+		unstable_write(argv[4], argv[5]);
+	else if (!strcmp(mode, "read-verify"))
+		read_verify(argv[4], argv[5]);
 	else
 		commit_verify(argv[4], argv[5]);
 	call_disconnect();
