@@ -311,8 +311,13 @@ int dalloc_write(struct fs_volume *v, const struct iref *r, uint64_t off, size_t
 	 * overwrites a block or fills a hole that its segment's own chunk
 	 * must hold (invariant 1), which placement later could find full,
 	 * and an inline file's block must come from its head's chunk. */
-	if ((r->ino.flags & OD_INF_INLINE) && r->ino.size)
-		return -EAGAIN;
+	if ((r->ino.flags & OD_INF_INLINE) && r->ino.size) {
+		/* Its data comes out to a block of its head's chunk at the
+		 * placement: only while that chunk keeps room. */
+		const struct chunk *c = vol_chunk(v, r->loc.chunk);
+		if (!c || c->offline || c->hdr.free_blocks <= c->hdr.nblocks / 8 + DA_SLACK_BLOCKS)
+			return -EAGAIN;
+	}
 	for (uint64_t i = first; i <= last; i++) {
 		if (f && page_get(f, i))
 			continue;

@@ -318,6 +318,13 @@ int fs_write(struct fs_volume *v, const struct fs_cred *cred, struct fs_ino id, 
 		if (ret < 0)
 			goto out;
 	}
+	/* A fresh file's first write goes inline in its entry at once when it
+	 * fits (no block to place; later, the entries after it would leave
+	 * it no room to grow into). */
+	ret = stable == FS_UNSTABLE && !dalloc_has(v, r.ino.stable) ? try_inline(v, &r, offset, len, buf)
+								     : -EAGAIN;
+	if (ret != -EAGAIN)
+		goto written;
 	ret = stable == FS_UNSTABLE ? dalloc_write(v, &r, offset, len, buf) : -EAGAIN;
 	if (ret == -EAGAIN) {
 		int direct = 1;
@@ -338,6 +345,7 @@ int fs_write(struct fs_volume *v, const struct fs_cred *cred, struct fs_ino id, 
 			}
 		}
 	}
+written:
 	if (ret == 0 && len) {
 		ino_touch(&r.ino, 0, 1, 1);
 		attr_kill_priv(cred, &r.ino);

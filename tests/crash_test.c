@@ -706,10 +706,10 @@ static void wl_dalloc(struct wl *w)
 			do_write(w, f[i], p * 4096, 4096, 2 + (unsigned)i, FS_UNSTABLE);
 	do_commit(w, "/w/a");
 	expect_disk(w, "/w/a", 32768, 0, 32768, 2);
-	expect_disk(w, "/w/b", 0, 0, 0, 0); /* not committed: still in memory */
+	/* not committed: its first piece (inline at once) alone on disk */
+	expect_disk(w, "/w/b", 4096, 0, 4096, 3);
 	do_create(w, "/w/new", 0644);
-	do_write(w, "/w/new", 0, 4096, 5, FS_UNSTABLE);
-	do_write(w, "/w/new", 4096, 1904, 5, FS_UNSTABLE);
+	do_write(w, "/w/new", 0, 6000, 5, FS_UNSTABLE); /* (over a block: not inline) */
 	do_rename(w, "/w/new", "/w/old");
 	do_commit(w, "/w/c");
 	expect_disk(w, "/w/old", 6000, 0, 6000, 5);
