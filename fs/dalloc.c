@@ -391,6 +391,7 @@ static int place_file(struct fs_volume *v, struct da_file *f)
 {
 	struct fs_ino id = { f->stable, f->gen };
 	struct iref r;
+	uint64_t before;
 	int ret = ino_get(v, id, &r);
 
 	if (ret == -ESTALE || ret == -ENOENT || (ret == 0 && !S_ISREG(r.ino.mode))) {
@@ -398,7 +399,8 @@ static int place_file(struct fs_volume *v, struct da_file *f)
 		return 0;
 	}
 	if (ret < 0)
-		return ret;
+		goto out;
+	before = r.ino.size;
 	if ((r.ino.flags & OD_INF_FRESH) && r.ino.size == 0 && f->n == 1 && f->pg[0].idx == 0 &&
 	    f->size <= DA_PAGE) {
 		/* written whole at creation: file_write keeps it inline when
@@ -408,8 +410,10 @@ static int place_file(struct fs_volume *v, struct da_file *f)
 			ret = file_write(v, &r, 0, (size_t)f->size, f->pg[0].data);
 	} else {
 		uint8_t **data = malloc(f->n * sizeof(*data));
-		if (!data)
-			return -ENOMEM;
+		if (!data) {
+			ret = -ENOMEM;
+			goto out;
+		}
 		for (uint32_t i = 0; i < f->n; i++)
 			data[i] = f->pg[i].data;
 		for (uint32_t i = 0; ret == 0 && i < f->n;) {
@@ -429,17 +433,27 @@ static int place_file(struct fs_volume *v, struct da_file *f)
 	}
 	if (ret == 0 && r.ino.size < f->size)
 		ret = file_truncate(v, &r, f->size); /* a size set past the data */
+	/* Failed part way: the file is cut back to its size before, so that
+	 * no block whose data was not written is left in it. */
+	if (ret < 0 && r.ino.size > before)
+		(void)file_truncate(v, &r, before);
 	{
 		int wret = ino_write(v, &r);
 		if (ret == 0)
 			ret = wret;
 	}
-	/* Failed: every page stays (placing a page again writes the same
-	 * bytes), and the caller's error says the data is not durable. */
-	if (ret == 0) {
+out:
+	/* Failed (a chunk gone offline or out of room, an I/O error): the
+	 * buffer is given up, so that every later sync does not fail for it,
+	 * and counted as a drop (fs_drop_count: chunkfsd's write verifier
+	 * changes, so clients send their UNSTABLE writes again); the caller
+	 * returns the error this once. The file is as it was before (cut
+	 * back to its placed size above). */
+	if (ret < 0)
+		__atomic_add_fetch(&v->drops, 1, __ATOMIC_RELEASE);
+	else
 		v->da->placed++;
-		file_free(v->da, f);
-	}
+	file_free(v->da, f);
 	return ret;
 }
 
@@ -457,7 +471,7 @@ int dalloc_place_all(struct fs_volume *v)
 
 	if (!d)
 		return 0;
-	/* Oldest first; a file that fails stays and the rest are tried. */
+	/* Oldest first; after a file that fails, the rest are tried. */
 	for (struct da_file *f = d->head.next, *next; f != &d->head; f = next) {
 		int r;
 		next = f->next;

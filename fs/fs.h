@@ -299,8 +299,10 @@ int fs_chunk_offline(struct fs_volume *vol, uint32_t chunk, int force, char *why
  * errno (the root's chunk cannot go). */
 int fs_offline_lost_stores(struct fs_volume *vol);
 /* How many times a chunk went offline dropping changes not yet committed
- * (fs_chunk_offline forced, fs_offline_lost_stores): a change made before
- * the count moved may be gone although no commit failed for it. */
+ * (fs_chunk_offline forced, fs_offline_lost_stores), or a file's buffered
+ * UNSTABLE data could not be placed and was given up (delayed allocation:
+ * the call that tried returned the error): a change made before the
+ * count moved may be gone although no commit failed for it. */
 uint64_t fs_drop_count(struct fs_volume *vol);
 /* The check that decides whether an offline chunk may serve again
  * (chunkfsd gives fsck_gate_chunk, fs/fsck/fsck.h), called by

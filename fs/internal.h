@@ -414,7 +414,8 @@ int file_place_run(struct fs_volume *v, struct iref *r, uint8_t *const *pages, u
  * the free blocks would not cover every buffered page with room to
  * spare); read: the file's bytes as clients see them (size from
  * dalloc_size); place: the file's pages to disk, then its size (0 when
- * nothing is buffered; failed: every page stays); drop: forget the file's
+ * nothing is buffered; failed: the buffer is given up and counted in
+ * fs_drop_count); drop: forget the file's
  * buffer (its number is freed, or its size cut to 0); relieve: place the
  * oldest files until the buffer is at half its cap. vol_attr: a loaded
  * inode's attributes with its buffered size and blocks. */

@@ -4,7 +4,9 @@
  * lookup, statfs, truncate, rename, remove and link; the byte cap places
  * the oldest file; fs_place_old places by age; a copy of the image taken
  * after a commit (a crash) holds the committed file whole and the buffered
- * one at its placed size, never past its data. */
+ * one at its placed size, never past its data; a placement that fails
+ * (the store fails every write) returns the error once, gives the buffer
+ * up and moves fs_drop_count, and the next sync succeeds. */
 #include "config.h"
 
 #include <errno.h>
@@ -17,6 +19,8 @@
 
 #include "fs/fs.h"
 #include "fs/layout.h"
+#include "fs/store/store.h"
+#include "fs/store/store_mem.h"
 #include "tests/tap.h"
 
 #define KiB 1024u
@@ -346,6 +350,49 @@ static void test_crash_copy(struct fs_volume *v)
 	CHECK(reads_back(v, lost, 64 * KiB, 16));
 }
 
+/* A placement that fails gives the buffer up, once, counted as a drop. */
+static void test_failed_placement(void)
+{
+	struct fs_mkfs_opts o = { .chunk_size = 16u << 20, .chunk_count = 1, .force = 1 };
+	struct chunk_store *st = NULL, *mem;
+	struct fs_volume *v = NULL;
+	static uint8_t img[16u << 20];
+	struct fs_ino f;
+	struct fs_attr a;
+	uint64_t drops;
+	char why[256];
+	int fd;
+
+	CHECK_EQ(fs_mkfs(copy, &o), 0);
+	fd = open(copy, O_RDONLY);
+	CHECK(fd >= 0 && pread(fd, img, sizeof(img), 0) == (ssize_t)sizeof(img));
+	if (fd >= 0)
+		close(fd);
+	unlink(copy);
+	CHECK_EQ(store_mem_new(sizeof(img), img, &st), 0);
+	mem = st;
+	CHECK_EQ(fs_open_stores(&st, 1, 0, &v, why, sizeof(why)), 0);
+	if (st)
+		store_close(st); /* not taken over */
+	if (!v)
+		return;
+	f = make_file(v, "doomed");
+	CHECK_EQ(fs_sync(v), 0);
+	put(v, f, 0, 64 * KiB, 17);
+	CHECK_EQ(counters(v).dalloc_files, 1);
+	drops = fs_drop_count(v);
+	store_mem_fail(mem, EIO);
+	CHECK_EQ(fs_commit(v, f), -EIO);
+	CHECK_EQ(counters(v).dalloc_files, 0);
+	CHECK_EQ(fs_drop_count(v), drops + 1);
+	store_mem_fail(mem, 0);
+	CHECK_EQ(fs_sync(v), 0);
+	CHECK_EQ(fs_getattr(v, f, &a), 0);
+	CHECK_EQ(a.size, 0);
+	CHECK_EQ(fs_check_invariants(v, NULL, NULL), 0);
+	CHECK_EQ(fs_close(v), 0);
+}
+
 int main(void)
 {
 	struct fs_mkfs_opts o = { .chunk_size = 64u << 20, .chunk_count = 1, .force = 1 };
@@ -368,6 +415,7 @@ int main(void)
 	test_seen(v);
 	test_cap(v);
 	test_crash_copy(v);
+	test_failed_placement();
 	CHECK_EQ(fs_check_invariants(v, NULL, NULL), 0);
 	CHECK_EQ(fs_close(v), 0);
 	v = NULL;
