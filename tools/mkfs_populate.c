@@ -224,6 +224,12 @@ static int copy_file_data(struct populate *p, const struct src_dir *d, const cha
 		}
 		pos = hole;
 	}
+	/* Whole: its size is known, so it is placed now (delayed
+	 * allocation, fs/dalloc.c), and the chunks' loads that place the
+	 * directories made next (fs/vol_spread.c) count its blocks. */
+	ret = fs_place(p->vol, ino);
+	if (ret < 0)
+		return report(d, name, "placing the data", ret);
 	return 0;
 }
 
