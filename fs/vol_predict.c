@@ -56,7 +56,9 @@ void vol_pred_observe(struct fs_volume *v, const struct iref *r)
 	if (!v->pred || !S_ISREG(r->ino.mode) || dir_embedded_name(v, r, name, &len) < 0)
 		return; /* (a hard-linked or moved file has no one name) */
 	pred_suffix(name, len, suffix);
-	cls = pred_class(r->ino.size);
+	/* the size clients see: chunkfsd's COMMIT observes before its
+	 * group commit places buffered data (delayed allocation) */
+	cls = pred_class(dalloc_size(v, r));
 	mode = r->ino.mode & 07777;
 	seen = &v->pred->recent[r->ino.stable % RECENT];
 	if (seen->stable == r->ino.stable && seen->generation == r->ino.generation) {
