@@ -32,7 +32,10 @@
  *       UNSTABLE, in order, with no COMMIT (delayed allocation's timer
  *       test: the data must reach the disk without one).
  *   svc_client HOST PORT read-verify NAME RECORDS
- *       NAME holds exactly those records. */
+ *       NAME holds exactly those records.
+ *   svc_client HOST PORT interleave DIR PIECES
+ *       Three files made in a new directory DIR, then PIECES 4 KiB
+ *       UNSTABLE writes to each by turns, then a COMMIT of each. */
 #include <errno.h>
 #include <inttypes.h>
 #include <netinet/in.h>
@@ -475,6 +478,43 @@ static void read_verify(const char *name, const char *records)
 	printf("read-verify: %s holds its %ld records\n", name, n);
 }
 
+/* Three files written by turns (delayed allocation's server test). */
+static void interleave(const char *dir, const char *pieces)
+{
+	nfs_fh3 root = mount_root(), d, f[3];
+	MKDIR3args m;
+	MKDIR3res mr;
+	long n = atol(pieces);
+	static char buf[4096];
+
+	memset(&m, 0, sizeof(m));
+	m.where.dir = root;
+	m.where.name = (char *)dir;
+	mr = call_mkdir(&m);
+	expect("MKDIR", mr.status, NFS3_OK);
+	CHECK(mr.MKDIR3res_u.resok.obj.handle_follows, "MKDIR %s: no handle", dir);
+	d = mr.MKDIR3res_u.resok.obj.post_op_fh3_u.handle;
+	for (int i = 0; i < 3; i++) {
+		char name[16];
+		snprintf(name, sizeof(name), "f%d", i);
+		f[i] = create_ok(d, name);
+	}
+	for (long p = 0; p < n; p++)
+		for (int i = 0; i < 3; i++) {
+			WRITE3args a = { .file = f[i], .offset = (uint64_t)p * sizeof(buf),
+					 .count = sizeof(buf), .stable = UNSTABLE };
+			fill(buf, sizeof(buf), (uint32_t)(p * 3 + i));
+			a.data.data_len = sizeof(buf);
+			a.data.data_val = buf;
+			expect("WRITE UNSTABLE", call_write(&a).status, NFS3_OK);
+		}
+	for (int i = 0; i < 3; i++) {
+		COMMIT3args c = { .file = f[i], .offset = 0, .count = 0 };
+		expect("COMMIT", call_commit(&c).status, NFS3_OK);
+	}
+	printf("interleave: 3 files of %ld x 4 KiB written by turns and committed\n", n);
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 3 ? argv[3] : "";
@@ -483,12 +523,14 @@ int main(int argc, char **argv)
 	if (!((argc == 7 && !strcmp(mode, "reload")) ||
 	      (argc == 6 && (!strcmp(mode, "commit-stream") || !strcmp(mode, "commit-verify") ||
 			     !strcmp(mode, "full-disk") || !strcmp(mode, "getattr-loop") ||
-			     !strcmp(mode, "unstable-write") || !strcmp(mode, "read-verify"))))) {
+			     !strcmp(mode, "unstable-write") || !strcmp(mode, "read-verify") ||
+			     !strcmp(mode, "interleave"))))) {
 		fprintf(stderr, "usage: svc_client HOST PORT reload TO_RO BROKEN TO_RW\n"
 				"       svc_client HOST PORT commit-stream|commit-verify STATE ACKS\n"
 				"       svc_client HOST PORT full-disk FILL FREE\n"
 				"       svc_client HOST PORT getattr-loop SECONDS LATENCIES\n"
-				"       svc_client HOST PORT unstable-write|read-verify NAME RECORDS\n");
+				"       svc_client HOST PORT unstable-write|read-verify NAME RECORDS\n"
+				"       svc_client HOST PORT interleave DIR PIECES\n");
 		return 2;
 	}
 	call_connect(argv[1], atoi(argv[2]), 0, 0);
@@ -504,6 +546,8 @@ int main(int argc, char **argv)
 		unstable_write(argv[4], argv[5]);
 	else if (!strcmp(mode, "read-verify"))
 		read_verify(argv[4], argv[5]);
+	else if (!strcmp(mode, "interleave"))
+		interleave(argv[4], argv[5]);
 	else
 		commit_verify(argv[4], argv[5]);
 	call_disconnect();
