@@ -259,7 +259,7 @@ static int room_for(struct fs_volume *v, uint64_t n)
 	for (uint32_t i = 0; i < v->nchunks; i++) {
 		const struct chunk *c = &v->chunks[i];
 		total += c->hdr.nblocks;
-		if (!c->offline)
+		if (!c->offline && !chunk_draining(c)) /* (a draining chunk takes no new data) */
 			free_blocks += c->hdr.free_blocks;
 	}
 	want = v->da->bytes / DA_PAGE + n;
@@ -315,7 +315,8 @@ int dalloc_write(struct fs_volume *v, const struct iref *r, uint64_t off, size_t
 		/* Its data comes out to a block of its head's chunk at the
 		 * placement: only while that chunk keeps room. */
 		const struct chunk *c = vol_chunk(v, r->loc.chunk);
-		if (!c || c->offline || c->hdr.free_blocks <= c->hdr.nblocks / 8 + DA_SLACK_BLOCKS)
+		if (!c || c->offline || chunk_draining(c) ||
+		    c->hdr.free_blocks <= c->hdr.nblocks / 8 + DA_SLACK_BLOCKS)
 			return -EAGAIN;
 	}
 	for (uint64_t i = first; i <= last; i++) {
