@@ -10,7 +10,7 @@ count=$builddir/bench/age_count
 [ -x "$count" ] || { echo "SKIP: $count was not built"; exit 77; }
 make_volume -n 1 -s 64M
 
-start_server "$no_control"
+start_server "$no_control" "dalloc_mb = 64"
 "$client" 127.0.0.1 "$port" interleave delayed 64 || fail "interleave with delayed allocation"
 stop_server
 "$count" "$tmp/volume.img" >"$tmp/count1" || fail "age_count"

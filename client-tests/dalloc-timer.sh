@@ -10,7 +10,7 @@
 need_svc_client
 make_volume -n 2 -s 64M
 
-start_server "$no_control" "dalloc_age = 1"
+start_server "$no_control" "dalloc_mb = 64" "dalloc_age = 1"
 "$client" 127.0.0.1 "$port" unstable-write aged.dat 64 || fail "unstable-write"
 sleep 3
 kill -KILL "$server_pid" || fail "no server to kill"
@@ -20,7 +20,7 @@ start_server "$no_control"
 "$client" 127.0.0.1 "$port" read-verify aged.dat 64 || fail "the records did not outlive kill -9"
 stop_server
 
-start_server "$no_control" "dalloc_age = 3600"
+start_server "$no_control" "dalloc_mb = 64" "dalloc_age = 3600"
 "$client" 127.0.0.1 "$port" unstable-write young.dat 64 || fail "unstable-write"
 sleep 3
 kill -KILL "$server_pid" || fail "no server to kill"
