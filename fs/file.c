@@ -104,6 +104,24 @@ int file_release(struct fs_volume *v, struct iref *r)
 	return ret;
 }
 
+/* The chain's new extents stored, before any data goes to the blocks they
+ * map, with the size raised to end when below it: on failure the size is
+ * as it was and what this operation allocated is given back. */
+static int store_grown(struct fs_volume *v, struct fchain *fc, struct iref *r, uint64_t end)
+{
+	uint64_t old_size = r->ino.size;
+	int ret;
+
+	if (end > r->ino.size)
+		r->ino.size = end;
+	ret = chain_store(v, fc, r);
+	if (ret < 0) {
+		r->ino.size = old_size;
+		chain_undo(v, fc);
+	}
+	return ret;
+}
+
 /* Try to keep a fresh, empty, embedded file's first write inline. */
 static int try_inline(struct fs_volume *v, struct iref *r, uint64_t off, size_t len,
 		      const void *buf)
@@ -141,17 +159,11 @@ int file_write(struct fs_volume *v, struct iref *r, uint64_t off, size_t len, co
 		ret = chain_zero_new_partial(v, &fc, last);
 	/* The extents (which may need extent units) before the data: when
 	 * there is no room for them, no byte of the file has changed. */
-	if (ret == 0) {
-		uint64_t old_size = r->ino.size;
-		if (end > r->ino.size)
-			r->ino.size = end;
-		ret = chain_store(v, &fc, r);
-		if (ret < 0)
-			r->ino.size = old_size;
-	}
-	if (ret < 0)
-		chain_undo(v, &fc);
+	if (ret == 0)
+		ret = store_grown(v, &fc, r, end);
 	else
+		chain_undo(v, &fc);
+	if (ret == 0)
 		ret = chain_rw(v, &fc, off, len, (uint8_t *)buf, 1);
 	chain_release(&fc);
 	return ret;
@@ -184,15 +196,9 @@ int file_place_run(struct fs_volume *v, struct iref *r, uint8_t *const *pages, u
 		return ret;
 	}
 	ret = chain_alloc(v, &fc, first, n);
-	if (ret == 0) {
-		uint64_t old_size = r->ino.size;
-		if (end > r->ino.size)
-			r->ino.size = end;
-		ret = chain_store(v, &fc, r);
-		if (ret < 0)
-			r->ino.size = old_size;
-	}
-	if (ret < 0)
+	if (ret == 0)
+		ret = store_grown(v, &fc, r, end);
+	else
 		chain_undo(v, &fc);
 	for (uint32_t i = 0; ret == 0 && i < n;) {
 		uint32_t k = n - i < 256 ? n - i : 256;
