@@ -90,6 +90,15 @@ chunkfsd: $c: 29 errors
 EOT
 diff -u "$tmp/want" "$tmp/err" || fail "bad.conf: the messages differ (above)"
 
+# The bulk workers' settings (server/worker.c).
+printf 'bulk_workers = 0\nbulk_nice = 20\nexport / clients=127.0.0.1\n' >"$tmp/bulk.conf"
+"$CHUNKFSD" --check-config -c "$tmp/bulk.conf" >"$tmp/out" 2>&1
+[ "$(cat "$tmp/out")" = "chunkfsd: $tmp/bulk.conf:1: bad value '0' for bulk_workers (expected 1-256)
+chunkfsd: $tmp/bulk.conf:2: bad value '20' for bulk_nice (expected 0-19)
+chunkfsd: $tmp/bulk.conf: 2 errors" ] || fail "bulk.conf: '$(cat "$tmp/out")'"
+printf 'bulk_workers = 3\nbulk_nice = 19\nexport / clients=127.0.0.1\n' >"$tmp/bulk.conf"
+"$CHUNKFSD" --check-config -c "$tmp/bulk.conf" >/dev/null 2>&1 || fail "bulk.conf: good values refused"
+
 printf 'port = 2049\n' >"$tmp/noexport.conf"
 "$CHUNKFSD" --check-config -c "$tmp/noexport.conf" >"$tmp/out" 2>&1
 status=$?

@@ -16,16 +16,19 @@ head -c 300000 /dev/urandom >"$src/d/big"
 make_volume -n 4 -s 16M -d "$src"
 start_server "control = $tmp/control"
 
-# calls: "LOOP WORKERS", the calls answered so far by each.
+# calls: "LOOP WORKERS BULK WORKERS BULK_WORKERS", the calls answered so
+# far by the loop and the workers, the workers' bulk calls (32 KiB or
+# more), and the workers in all and those that may run bulk calls.
 calls() {
 	"$CTL" -s "$tmp/control" --json status >"$tmp/status.json" || fail "status: exit $?"
 	python3 -c 'import json, sys
 s = json.load(open(sys.argv[1]))["server"]
-print(s["calls_loop"], s["calls_workers"])' "$tmp/status.json" || fail "no server counters"
+print(s["calls_loop"], s["calls_workers"], s["calls_bulk"], s["workers"], s["bulk_workers"])' \
+		"$tmp/status.json" || fail "no server counters"
 }
 
 set -- $(calls)
-[ "$1 $2" = "0 0" ] || fail "calls before any client: loop $1, workers $2"
+[ "$*" = "0 0 0 8 6" ] || fail "counters before any client: $*, expected 0 0 0 8 6"
 
 nfs-ls "$url/d$q" >"$tmp/ls1" || fail "nfs-ls (cold)"
 set -- $(calls)
@@ -49,10 +52,12 @@ cmp -s "$src/d/big" "$tmp/big.out" || fail "big read back differs"
 
 # A copy in changes things: the workers run it; reading it back is exact.
 set -- $(calls)
-w4=$2
+w4=$2 b4=$3
 nfs-cp "$src/d/big" "$url/d/copy$q" >/dev/null || fail "nfs-cp in"
 set -- $(calls)
 [ $(($2 - w4)) -ge 4 ] || fail "copy in: $(($2 - w4)) calls for the workers, expected 4 or more"
+# nfs-cp writes up to the server's wtmax per WRITE: 300,000 bytes in one bulk call.
+[ $(($3 - b4)) -ge 1 ] || fail "copy in: no bulk call counted"
 nfs-cp "$url/d/copy$q" "$tmp/copy.out" >/dev/null || fail "nfs-cp of the copy"
 cmp -s "$src/d/big" "$tmp/copy.out" || fail "the copy read back differs"
 stop_server

@@ -236,6 +236,12 @@ int fs_place_old(struct fs_volume *vol, unsigned max_age_ms);
 int fs_nowait_begin(struct fs_volume *vol);
 int fs_nowait_end(struct fs_volume *vol);
 
+/* vol_lock.c: the calls this thread makes from now on are bulk work (a
+ * long READ, WRITE or listing) or not: at the volume lock, bulk calls give
+ * way to the other calls already waiting for it (each time they take it,
+ * to those waiting when they came). Threads start not bulk. */
+void fs_thread_set_bulk(int bulk);
+
 /* vol_predict.c: what the learned size predictor has seen (in memory, since
  * the volume was opened): files observed, table entries in use and
  * replaced, new files it placed, and the most sampled name suffixes with

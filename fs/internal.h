@@ -112,6 +112,12 @@ struct chunk {
 
 struct fs_volume {
 	pthread_mutex_t lock;
+	/* vol_lock.c: light threads waiting for the lock and their turns
+	 * taken; bulk threads giving way wait on gate_cond. */
+	pthread_mutex_t gate_lock;
+	pthread_cond_t gate_cond;
+	uint32_t light_waiting, gate_waiters;
+	uint64_t light_turns;
 	int fd;
 	int rdonly;
 	uint32_t nchunks;
@@ -485,9 +491,13 @@ static inline int vol_nowait(const struct fs_volume *v)
 }
 int vol_would_wait(void);
 
-/* volume.c */
+/* vol_lock.c: the volume lock; bulk threads give way to light ones. */
+void vol_lock_init(struct fs_volume *v);
+void vol_lock_destroy(struct fs_volume *v);
 void vol_lock(struct fs_volume *v);
 void vol_unlock(struct fs_volume *v);
+
+/* volume.c */
 int vol_flush(struct fs_volume *v);
 /* Write every change out and make it durable (the volume lock held). */
 int vol_sync(struct fs_volume *v, int closing);

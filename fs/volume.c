@@ -17,28 +17,6 @@
 
 #define DEFAULT_CACHE_LIMIT (256ull << 20)
 
-void vol_lock(struct fs_volume *v)
-{
-	if (vol_nowait(v))
-		return; /* held since fs_nowait_begin */
-	pthread_mutex_lock(&v->lock);
-}
-
-/* Units a transaction may carry is bounded by the dirty lists; a volume
- * with this many dirty units is synced when the operation that got it
- * there ends (operations are atomic units, so this is always a consistent
- * point). A failure stays in the cache and the next sync reports it. */
-#define VOL_AUTOSYNC_UNITS 2000u
-
-void vol_unlock(struct fs_volume *v)
-{
-	if (vol_nowait(v))
-		return; /* fs_nowait_end unlocks */
-	if (v->ndirty > VOL_AUTOSYNC_UNITS && !v->rdonly)
-		vol_sync(v, 0);
-	pthread_mutex_unlock(&v->lock);
-}
-
 /* Does vol_flush flush chunk c through its own store? (an online chunk
  * placed outside the image, or any online chunk of a volume of stores). */
 static int flushed_alone(const struct fs_volume *v, const struct chunk *c)
@@ -283,7 +261,7 @@ static void vol_free(struct fs_volume *v)
 	pthread_cond_destroy(&v->pin_cond);
 	pthread_mutex_destroy(&v->pin_lock);
 	pthread_mutex_destroy(&v->commit_lock);
-	pthread_mutex_destroy(&v->lock);
+	vol_lock_destroy(v);
 	vol_pred_free(v);
 	free(v);
 }
@@ -298,7 +276,7 @@ static struct fs_volume *vol_alloc(int flags)
 		free(v);
 		return NULL;
 	}
-	pthread_mutex_init(&v->lock, NULL);
+	vol_lock_init(v);
 	pthread_mutex_init(&v->commit_lock, NULL);
 	pthread_cond_init(&v->commit_cond, NULL);
 	pthread_mutex_init(&v->pin_lock, NULL);

@@ -14,6 +14,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "fs/fs.h"
 #include "server/background.h"
 #include "server/log.h"
 
@@ -39,6 +40,7 @@ static void *bg_main(void *p)
 	call->idle = sched_setscheduler(0, SCHED_IDLE, &sp) == 0;
 	(void)syscall(SYS_ioprio_set, BG_IOPRIO_WHO_PROCESS, 0,
 		      BG_IOPRIO_CLASS_IDLE << BG_IOPRIO_CLASS_SHIFT);
+	fs_thread_set_bulk(1); /* and gives way to calls at the volume lock */
 	call->ret = call->fn(call->arg);
 	return NULL;
 }

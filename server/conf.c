@@ -13,6 +13,13 @@
 #include "fs/format/ondisk.h"
 #include "server/conf.h"
 
+int config_bulk_workers(const struct config *cfg)
+{
+	if (cfg->bulk_workers < 0)
+		return cfg->workers > 1 ? cfg->workers - (cfg->workers + 3) / 4 : 1;
+	return cfg->bulk_workers < cfg->workers ? cfg->bulk_workers : cfg->workers;
+}
+
 void config_defaults(struct config *cfg)
 {
 	memset(cfg, 0, sizeof(*cfg));
@@ -20,6 +27,8 @@ void config_defaults(struct config *cfg)
 	snprintf(cfg->listen, sizeof(cfg->listen), "127.0.0.1");
 	cfg->port = 2049;
 	cfg->workers = 8;
+	cfg->bulk_workers = -1; /* three quarters of the workers: config_bulk_workers */
+	cfg->bulk_nice = 0;
 	cfg->rpcbind = RPCBIND_AUTO;
 	cfg->max_conn_requests = 64;
 	cfg->max_requests = 1024;
@@ -238,6 +247,8 @@ static const char *const key_wants[][2] = {
 	{ "listen", "one IPv4 or IPv6 address, without /prefix" },
 	{ "port", "0-65535" },
 	{ "workers", "1-256" },
+	{ "bulk_workers", "1-256" },
+	{ "bulk_nice", "0-19" },
 	{ "rpcbind", "auto, yes or no" },
 	{ "max_requests_per_connection", "1-4096" },
 	{ "max_requests", "1-1048576" },
@@ -289,6 +300,14 @@ static int parse_key(const char *k, const char *v, struct config *cfg, char *err
 		if (parse_uint(v, 256, &n) < 0 || n == 0)
 			goto bad;
 		cfg->workers = (int)n;
+	} else if (!strcmp(k, "bulk_workers")) {
+		if (parse_uint(v, 256, &n) < 0 || n == 0)
+			goto bad;
+		cfg->bulk_workers = (int)n;
+	} else if (!strcmp(k, "bulk_nice")) {
+		if (parse_uint(v, 19, &n) < 0)
+			goto bad;
+		cfg->bulk_nice = (int)n;
 	} else if (!strcmp(k, "rpcbind")) {
 		if (!strcmp(v, "auto"))
 			cfg->rpcbind = RPCBIND_AUTO;

@@ -47,6 +47,8 @@ struct config {
 	char listen[64];
 	uint16_t port;
 	int workers;
+	int bulk_workers;        /* of them, how many may run bulk calls at once (-1: default) */
+	int bulk_nice;           /* the nice value of those */
 	enum rpcbind_mode rpcbind;
 	int max_conn_requests;  /* outstanding requests per connection */
 	int max_requests;       /* outstanding requests in all */
@@ -92,6 +94,10 @@ struct config {
 };
 
 void config_defaults(struct config *cfg);
+/* Workers that may run bulk calls at once (server/fairq.h: a READ, WRITE
+ * or listing of FAIRQ_BULK_BYTES or more); the others are kept for light
+ * calls. Unset: all but a quarter (rounded up) of the workers, at least 1. */
+int config_bulk_workers(const struct config *cfg);
 /* Read a config file over cfg (defaults first). Every error is passed to
  * report as "PATH:LINE: what is wrong" (or "PATH: ..." for the file as a
  * whole) and reading goes on, so one run lists them all; the result is

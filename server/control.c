@@ -387,9 +387,12 @@ static void cmd_status(struct control *ctl, struct answer *a)
 	    fc.txns, fc.txns_one_flush, fc.txn_flushes);
 	add_value(a, ctl->srv->cfg.volume);
 	add(a, "\n");
-	add(a, "server calls_loop=%" PRIu64 " calls_workers=%" PRIu64 "\n",
+	add(a, "server calls_loop=%" PRIu64 " calls_workers=%" PRIu64 " calls_bulk=%" PRIu64
+	       " workers=%d bulk_workers=%d\n",
 	    __atomic_load_n(&ctl->srv->calls_loop, __ATOMIC_RELAXED),
-	    __atomic_load_n(&ctl->srv->calls_workers, __ATOMIC_RELAXED));
+	    __atomic_load_n(&ctl->srv->calls_workers, __ATOMIC_RELAXED),
+	    __atomic_load_n(&ctl->srv->calls_bulk, __ATOMIC_RELAXED), ctl->srv->cfg.workers,
+	    config_bulk_workers(&ctl->srv->cfg));
 	add_connections(a, ctl->srv);
 	add_scrub(ctl, a);
 	add_evac(ctl, a);

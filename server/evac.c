@@ -135,6 +135,7 @@ static void *evac_main(void *arg)
 {
 	struct evacuator *e = arg;
 
+	fs_thread_set_bulk(1); /* background work gives way to calls at the lock */
 	pthread_mutex_lock(&e->lock);
 	while (!e->stop) {
 		uint64_t t = monotonic_ms();

@@ -22,6 +22,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
@@ -153,14 +154,17 @@ static int flow_activate(struct fairq *q, struct fairq_flow *f)
 	return 1;
 }
 
-/* The client at the head of the list leaves it (to the tail with keep). */
-static void head_off(struct fairq *q, int keep)
+/* The client at *pp on the list leaves it (to the tail with keep). */
+static void flow_off(struct fairq *q, struct fairq_flow **pp, int keep)
 {
-	struct fairq_flow *f = q->active;
+	struct fairq_flow *f = *pp, *prev;
 
-	q->active = f->anext;
-	if (!q->active)
-		q->active_tail = NULL;
+	*pp = f->anext;
+	if (q->active_tail == f) { /* its predecessor, if any, is the tail now */
+		prev = pp == &q->active ? NULL
+					: (struct fairq_flow *)((char *)pp - offsetof(struct fairq_flow, anext));
+		q->active_tail = prev;
+	}
 	f->anext = NULL;
 	f->turn = 0;
 	if (keep) {
@@ -193,16 +197,20 @@ int fairq_push(struct fairq *q, const struct fairq_key *k, struct fairq_item *it
 	return 0;
 }
 
-struct fairq_item *fairq_pop(struct fairq *q)
+struct fairq_item *fairq_pop(struct fairq *q, int bulk_ok)
 {
-	struct fairq_flow *f;
+	struct fairq_flow **pp = &q->active, *f;
 
-	while ((f = q->active)) {
+	while ((f = *pp)) {
 		struct fairq_item *it = f->head;
 		uint32_t cost = fairq_cost(it->bytes);
 
 		if (over_budget(q, f)) {
-			head_off(q, 0); /* budgets lowered by a reload */
+			flow_off(q, pp, 0); /* budgets lowered by a reload */
+			continue;
+		}
+		if (!bulk_ok && it->bytes >= FAIRQ_BULK_BYTES) {
+			pp = &f->anext; /* keeps its place and deficit for a bulk worker */
 			continue;
 		}
 		if (!f->turn) {
@@ -210,7 +218,7 @@ struct fairq_item *fairq_pop(struct fairq *q)
 			f->turn = 1;
 		}
 		if (cost > f->deficit) {
-			head_off(q, 1); /* the rest waits for its next turn */
+			flow_off(q, pp, 1); /* the rest waits for its next turn */
 			continue;
 		}
 		f->deficit -= cost;
@@ -222,7 +230,7 @@ struct fairq_item *fairq_pop(struct fairq *q)
 		f->calls_out++;
 		f->bytes_out += it->bytes;
 		if (!f->head || over_budget(q, f))
-			head_off(q, 0);
+			flow_off(q, pp, 0);
 		return it;
 	}
 	return NULL;

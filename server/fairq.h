@@ -14,6 +14,10 @@
  * client's turn is worth FAIRQ_QUANTUM units (the server's). */
 #define FAIRQ_UNIT 4096u
 #define FAIRQ_QUANTUM 64u
+/* A call moving this many bytes or more is bulk work (a long READ, WRITE
+ * or listing): only some workers run it, and it gives way to light calls
+ * at the volume lock (server/worker.c). */
+#define FAIRQ_BULK_BYTES 32768u
 
 /* Who a client is: its peer address without the port (an IPv4 address as
  * its IPv4-mapped IPv6 form), so connections from one address share one
@@ -51,8 +55,10 @@ void fairq_destroy(struct fairq *q);
 /* 0: it is queued behind its client's earlier calls; -ENOMEM. */
 int fairq_push(struct fairq *q, const struct fairq_key *k, struct fairq_item *it);
 /* The next call to run, or NULL when none may run now (nothing queued, or
- * every client with calls queued at its budget). */
-struct fairq_item *fairq_pop(struct fairq *q);
+ * every client with calls queued at its budget). Without bulk_ok, a client
+ * whose next call is bulk is passed over, keeping its place and deficit:
+ * that call waits for a caller that may run bulk calls. */
+struct fairq_item *fairq_pop(struct fairq *q, int bulk_ok);
 /* A popped call of client f, of bytes, has finished (the item itself may be
  * gone). 1 when that let its client's next call be popped, else 0. */
 int fairq_done(struct fairq *q, struct fairq_flow *f, uint64_t bytes);

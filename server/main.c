@@ -355,6 +355,7 @@ static int start_process(struct server *srv, const struct options *o)
 	}
 	pthread_mutex_init(&srv->qlock, NULL);
 	pthread_cond_init(&srv->qcond, NULL);
+	pthread_cond_init(&srv->qcond_light, NULL);
 	pthread_mutex_init(&srv->gclock, NULL);
 	pthread_cond_init(&srv->gccond, NULL);
 	pthread_mutex_init(&srv->mlock, NULL);

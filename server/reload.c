@@ -46,6 +46,8 @@ static void keep_fixed(const struct server *srv, const struct config *nc)
 	keep("port", nc->port != cur->port, buf);
 	snprintf(buf, sizeof(buf), "%d", cur->workers);
 	keep("workers", nc->workers != cur->workers, buf);
+	snprintf(buf, sizeof(buf), "%d", config_bulk_workers(cur));
+	keep("bulk_workers", nc->bulk_workers != cur->bulk_workers, buf);
 	keep("rpcbind", nc->rpcbind != cur->rpcbind,
 	     cur->rpcbind == RPCBIND_AUTO ? "auto" : cur->rpcbind == RPCBIND_YES ? "yes" : "no");
 	snprintf(buf, sizeof(buf), "%d", cur->max_conn_requests);

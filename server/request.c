@@ -67,6 +67,8 @@ static void run_on_worker(struct server *srv, struct job *j, uint8_t **outp, siz
 	memset(&cc, 0, sizeof(cc));
 	ret = dispatch_call(srv, c, rq->rec, rq->len, out, cap, &len, 0, &cc);
 	__atomic_add_fetch(&srv->calls_workers, 1, __ATOMIC_RELAXED);
+	if (j->fq.bytes >= FAIRQ_BULK_BYTES)
+		__atomic_add_fetch(&srv->calls_bulk, 1, __ATOMIC_RELAXED);
 	if (cc.admitted)
 		c->ops->proven(c);
 	if (ret == 0 && cc.changed) {

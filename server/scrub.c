@@ -298,6 +298,7 @@ static void *scrub_main(void *arg)
 {
 	struct scrubber *s = arg;
 
+	fs_thread_set_bulk(1); /* background work gives way to calls at the lock */
 	pthread_mutex_lock(&s->lock);
 	while (!s->stop) {
 		uint64_t t = now_ms();

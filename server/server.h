@@ -131,7 +131,10 @@ struct server {
 	pthread_t *threads;
 	int nthreads;
 	pthread_mutex_t qlock;
-	pthread_cond_t qcond;
+	pthread_cond_t qcond;          /* bulk workers wait here for calls */
+	pthread_cond_t qcond_light;    /* ... and light workers here */
+	int idle_light;                /* light workers waiting */
+	int nbulk;                     /* bulk workers started (worker.c) */
 	size_t scratch_size;           /* each worker's buffer (workers_start) */
 	struct fairq fq;               /* the jobs waiting, by client (under qlock) */
 	int outstanding;               /* all connections */
@@ -162,7 +165,7 @@ struct server {
 	/* the loop's reply buffer for the calls it answers itself (request.c) */
 	uint8_t *loop_out;
 	/* calls answered by the loop and by the workers (atomic adds) */
-	uint64_t calls_loop, calls_workers;
+	uint64_t calls_loop, calls_workers, calls_bulk;
 
 	/* duplicate request cache */
 	struct drc *drc;

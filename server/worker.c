@@ -14,11 +14,51 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "server/log.h"
 #include "server/replybuf.h"
 #include "server/server.h"
 #include "server/worker.h"
+
+/* Wake the workers: all of them (a budget or the stop changed what may
+ * run), or one that may run a call of bytes. */
+static void wake_all(struct server *srv)
+{
+	pthread_cond_broadcast(&srv->qcond);
+	pthread_cond_broadcast(&srv->qcond_light);
+}
+
+static void wake_one(struct server *srv, uint64_t bytes)
+{
+	if (bytes < FAIRQ_BULK_BYTES && srv->idle_light)
+		pthread_cond_signal(&srv->qcond_light);
+	else
+		pthread_cond_signal(&srv->qcond);
+}
+
+/* A bulk worker runs bulk_nice steps below the server's priority: light
+ * workers and the event loop come first for the CPU, as light calls do at
+ * the volume lock. */
+static void worker_set_priority(struct server *srv, int bulk)
+{
+	id_t tid = (id_t)syscall(SYS_gettid);
+	int nice;
+
+	if (!bulk || !srv->cfg.bulk_nice)
+		return;
+	errno = 0;
+	nice = getpriority(PRIO_PROCESS, tid);
+	if (errno == 0) {
+		nice += srv->cfg.bulk_nice;
+		if (setpriority(PRIO_PROCESS, tid, nice < 19 ? nice : 19) == 0)
+			return;
+	}
+	log_warn("worker: bulk_nice %d: %s (the worker runs at the server's priority)",
+		 srv->cfg.bulk_nice, strerror(errno));
+}
 
 static void *worker_main(void *arg)
 {
@@ -27,11 +67,14 @@ static void *worker_main(void *arg)
 	uint8_t *scratch = replybuf_get();
 	struct fairq_flow *ran = NULL; /* the client of the job just run */
 	uint64_t ran_bytes = 0;
+	int bulk = __atomic_fetch_add(&srv->nbulk, 1, __ATOMIC_RELAXED) <
+		   config_bulk_workers(&srv->cfg);
 
 	if (!scratch) {
 		log_error("worker: out of memory");
 		return NULL;
 	}
+	worker_set_priority(srv, bulk);
 	for (;;) {
 		struct fairq_item *it;
 		struct job *j;
@@ -41,16 +84,24 @@ static void *worker_main(void *arg)
 		 * waited for it may send again, and at stop, workers waiting
 		 * for such a client's calls must see the queue empty. */
 		if (ran && (fairq_done(&srv->fq, ran, ran_bytes) || srv->stopping))
-			pthread_cond_broadcast(&srv->qcond);
+			wake_all(srv);
 		ran = NULL;
-		while (!(it = fairq_pop(&srv->fq)) && !(srv->stopping && !srv->fq.queued))
-			pthread_cond_wait(&srv->qcond, &srv->qlock);
+		while (!(it = fairq_pop(&srv->fq, bulk)) && !(srv->stopping && !srv->fq.queued)) {
+			if (bulk) {
+				pthread_cond_wait(&srv->qcond, &srv->qlock);
+				continue;
+			}
+			srv->idle_light++;
+			pthread_cond_wait(&srv->qcond_light, &srv->qlock);
+			srv->idle_light--;
+		}
 		pthread_mutex_unlock(&srv->qlock);
 		if (!it)
 			break;
 		ran = it->flow;
 		ran_bytes = it->bytes;
 		j = (struct job *)((char *)it - offsetof(struct job, fq));
+		fs_thread_set_bulk(it->bytes >= FAIRQ_BULK_BYTES);
 		j->run(srv, j, &scratch, size); /* j may be gone */
 	}
 	replybuf_put(scratch);
@@ -70,7 +121,7 @@ int workers_submit(struct server *srv, struct job *j, const struct sockaddr *who
 	if (!srv->stopping)
 		ret = fairq_push(&srv->fq, &k, &j->fq);
 	if (ret == 0)
-		pthread_cond_signal(&srv->qcond);
+		wake_one(srv, j->fq.bytes);
 	pthread_mutex_unlock(&srv->qlock);
 	return ret;
 }
@@ -81,7 +132,7 @@ void workers_set_limits(struct server *srv, uint32_t max_calls, uint64_t max_byt
 		return; /* a budget would be the whole server's */
 	pthread_mutex_lock(&srv->qlock);
 	if (fairq_set_limits(&srv->fq, max_calls, max_bytes))
-		pthread_cond_broadcast(&srv->qcond);
+		wake_all(srv);
 	pthread_mutex_unlock(&srv->qlock);
 }
 
@@ -119,7 +170,7 @@ void workers_stop(struct server *srv)
 {
 	pthread_mutex_lock(&srv->qlock);
 	srv->stopping = 1;
-	pthread_cond_broadcast(&srv->qcond);
+	wake_all(srv);
 	pthread_mutex_unlock(&srv->qlock);
 	for (int i = 0; i < srv->nthreads; i++)
 		pthread_join(srv->threads[i], NULL);

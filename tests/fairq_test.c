@@ -62,9 +62,10 @@ static struct call *push(struct fairq *q, int client, uint64_t bytes)
 	return c;
 }
 
-static struct call *pop(struct fairq *q)
+/* A pop by a worker that may run bulk calls (bulk_ok) or not. */
+static struct call *pop_as(struct fairq *q, int bulk_ok)
 {
-	struct fairq_item *it = fairq_pop(q);
+	struct fairq_item *it = fairq_pop(q, bulk_ok);
 	struct call *c;
 
 	if (!it)
@@ -72,6 +73,11 @@ static struct call *pop(struct fairq *q)
 	c = (struct call *)((char *)it - offsetof(struct call, item));
 	c->flow = it->flow;
 	return c;
+}
+
+static struct call *pop(struct fairq *q)
+{
+	return pop_as(q, 1);
 }
 
 static int done(struct fairq *q, struct call *c)
@@ -139,7 +145,7 @@ static void test_empty(void)
 	struct call *c;
 
 	CHECK_EQ(fairq_init(&q, FAIRQ_QUANTUM), 0);
-	CHECK(fairq_pop(&q) == NULL);
+	CHECK(fairq_pop(&q, 1) == NULL);
 	CHECK_EQ(q.nflows, 0);
 	/* A client is forgotten when its last call is done, not before. */
 	fresh();
@@ -149,11 +155,11 @@ static void test_empty(void)
 	c = pop(&q);
 	CHECK(c != NULL);
 	CHECK_EQ(q.queued, 0);
-	CHECK(fairq_pop(&q) == NULL);
+	CHECK(fairq_pop(&q, 1) == NULL);
 	CHECK_EQ(q.nflows, 1);
 	CHECK_EQ(done(&q, c), 0);
 	CHECK_EQ(q.nflows, 0);
-	CHECK(fairq_pop(&q) == NULL);
+	CHECK(fairq_pop(&q, 1) == NULL);
 	/* Destroyed with calls queued: those stay the caller's. */
 	push(&q, 1, 0);
 	push(&q, 2, 0);
@@ -359,13 +365,57 @@ static void test_byte_budget(void)
 /* Random traffic of 12 clients with random budgets: every call released
  * once, each client's in order, never past its budget, all forgotten at
  * the end. */
+/* Light workers pass bulk calls over. A: three 1 MiB READs, B: two
+ * GETATTRs, C: a 64 KiB READ then a GETATTR, queued in that order. A
+ * light worker skips A (keeping its place and its deficit of 0), takes
+ * B's two, then finds only bulk calls at the heads: nothing. A bulk
+ * worker: A first (64 < 257, to the tail), C's READ (47 left), and C,
+ * still in its turn, has the next light call. Then only A's bulk calls
+ * remain: none for a light worker, A A A for bulk ones. */
+static void test_bulk_passed_over(void)
+{
+	struct call *got[8];
+	struct fairq q;
+	int n = 0;
+
+	fresh();
+	fairq_init(&q, FAIRQ_QUANTUM);
+	for (int i = 0; i < 3; i++)
+		push(&q, 0, MIB);
+	push(&q, 1, 0);
+	push(&q, 1, 0);
+	push(&q, 2, 64 * KIB);
+	push(&q, 2, 0);
+	CHECK(FAIRQ_BULK_BYTES == 32 * KIB);
+	got[n] = pop_as(&q, 0);
+	CHECK(got[n] && got[n]->client == 1 && got[n]->seq == 0);
+	got[++n] = pop_as(&q, 0);
+	CHECK(got[n] && got[n]->client == 1 && got[n]->seq == 1);
+	CHECK(pop_as(&q, 0) == NULL);
+	CHECK_EQ(q.queued, 5);
+	got[++n] = pop_as(&q, 1);
+	CHECK(got[n] && got[n]->client == 2 && got[n]->seq == 0);
+	got[++n] = pop_as(&q, 0);
+	CHECK(got[n] && got[n]->client == 2 && got[n]->seq == 1);
+	CHECK(pop_as(&q, 0) == NULL);
+	for (int i = 0; i < 3; i++) {
+		got[++n] = pop_as(&q, 1);
+		CHECK(got[n] && got[n]->client == 0 && got[n]->seq == i);
+	}
+	CHECK(pop_as(&q, 1) == NULL);
+	CHECK_EQ(q.queued, 0);
+	finish_all(&q, got, (size_t)n + 1);
+	CHECK_EQ(q.nflows, 0);
+	fairq_destroy(&q);
+}
+
 static void test_random(void)
 {
 	enum { CLIENTS = 12, CALLS = 4000 };
 	static struct call *out[CALLS];
 	int nout = 0, released = 0, want_seq[CLIENTS] = { 0 }, calls_out[CLIENTS] = { 0 };
 	uint64_t bytes_out[CLIENTS] = { 0 };
-	int bad_order = 0, bad_budget = 0;
+	int bad_order = 0, bad_budget = 0, bad_bulk = 0;
 	uint32_t max_calls = 0;
 	uint64_t max_bytes = 0;
 	struct fairq q;
@@ -382,9 +432,12 @@ static void test_random(void)
 						    : (uint64_t)(rand() % 256) * KIB;
 			push(&q, client, bytes);
 		} else if (r < 80) {
-			struct call *c = pop(&q);
+			int light = rand() % 3 == 0; /* a light worker's pop */
+			struct call *c = pop_as(&q, !light);
 			if (!c)
 				continue;
+			if (light && c->item.bytes >= FAIRQ_BULK_BYTES)
+				bad_bulk++;
 			released++;
 			if (c->seq != want_seq[c->client])
 				bad_order++;
@@ -417,6 +470,7 @@ static void test_random(void)
 	}
 	CHECK_EQ(bad_order, 0);
 	CHECK_EQ(bad_budget, 0);
+	CHECK_EQ(bad_bulk, 0);
 	CHECK_EQ(q.queued, 0);
 	while (nout)
 		done(&q, out[--nout]);
@@ -434,6 +488,7 @@ int main(void)
 	test_light_behind_greedy();
 	test_call_budget();
 	test_byte_budget();
+	test_bulk_passed_over();
 	test_random();
 	return test_done("fairq_test");
 }

@@ -322,8 +322,10 @@ static void print_status(struct record *recs, int n)
 			       num(r, "healed"), num(r, "unreadable"), num(r, "needing_repair"));
 		else if (!strcmp(r->type, "server"))
 			printf("server: %llu calls answered by the event loop, %llu by the "
-			       "workers\n\n",
-			       num(r, "calls_loop"), num(r, "calls_workers"));
+			       "workers (%llu of them bulk); %llu workers, %llu of which may "
+			       "run bulk calls\n\n",
+			       num(r, "calls_loop"), num(r, "calls_workers"), num(r, "calls_bulk"),
+			       num(r, "workers"), num(r, "bulk_workers"));
 		else if (!strcmp(r->type, "connections"))
 			printf("connections: %llu open (%llu proven) of %llu, at most %llu per "
 			       "client, idle ones closed after %llu s (0: never)\n"
