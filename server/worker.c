@@ -95,6 +95,11 @@ static void *worker_main(void *arg)
 			pthread_cond_wait(&srv->qcond_light, &srv->qlock);
 			srv->idle_light--;
 		}
+		/* A worker woken for one call may have taken another (the round's
+		 * next): one more waker keeps no call waiting beside an idle
+		 * worker that may run it. */
+		if (it && srv->fq.queued)
+			pthread_cond_signal(&srv->qcond);
 		pthread_mutex_unlock(&srv->qlock);
 		if (!it)
 			break;
