@@ -9,15 +9,25 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "fs/format/ondisk.h"
 #include "server/conf.h"
 
 int config_bulk_workers(const struct config *cfg)
 {
-	if (cfg->bulk_workers < 0)
-		return cfg->workers > 1 ? cfg->workers - (cfg->workers + 3) / 4 : 1;
-	return cfg->bulk_workers < cfg->workers ? cfg->bulk_workers : cfg->workers;
+	long cpus;
+	int n;
+
+	if (cfg->bulk_workers >= 0)
+		return cfg->bulk_workers < cfg->workers ? cfg->bulk_workers : cfg->workers;
+	if (cfg->workers == 1)
+		return 1;
+	n = cfg->workers - (cfg->workers + 3) / 4;
+	cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	if (cpus < 2)
+		cpus = 2;
+	return n < cpus ? n : (int)cpus;
 }
 
 void config_defaults(struct config *cfg)
@@ -27,7 +37,7 @@ void config_defaults(struct config *cfg)
 	snprintf(cfg->listen, sizeof(cfg->listen), "127.0.0.1");
 	cfg->port = 2049;
 	cfg->workers = 8;
-	cfg->bulk_workers = -1; /* three quarters of the workers: config_bulk_workers */
+	cfg->bulk_workers = -1; /* config_bulk_workers */
 	cfg->bulk_nice = 0;
 	cfg->rpcbind = RPCBIND_AUTO;
 	cfg->max_conn_requests = 64;

@@ -96,7 +96,8 @@ struct config {
 void config_defaults(struct config *cfg);
 /* Workers that may run bulk calls at once (server/fairq.h: a READ, WRITE
  * or listing of FAIRQ_BULK_BYTES or more); the others are kept for light
- * calls. Unset: all but a quarter (rounded up) of the workers, at least 1. */
+ * calls. Unset: as many as the online CPUs (at least 2), but no more than
+ * all but a quarter (rounded up) of the workers; 1 with one worker. */
 int config_bulk_workers(const struct config *cfg);
 /* Read a config file over cfg (defaults first). Every error is passed to
  * report as "PATH:LINE: what is wrong" (or "PATH: ..." for the file as a
