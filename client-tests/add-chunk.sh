@@ -109,6 +109,20 @@ echo "after a restart: $(wc -l <"$tmp/ls2") names listed as before, 6 files read
 stop_server
 stop_nbd 3
 
+# fsck of the image with chunk 3 read where it lives (fsck.chunkfs
+# --placed, as the configuration names it): clean, every cross-chunk
+# reference into chunk 3 confirmed there; a store holding another chunk is
+# refused for the one it is given as.
+fsck_run 0 -f -n -x --placed "3=$tmp/c3.img" "$tmp/volume.img"
+out_has "4 chunks checked"
+out_has " 0 problems"
+fsck_run 8 -f -n --placed "2=$tmp/c3.img" "$tmp/volume.img"
+out_has "--placed 2: the store holds no chunk 2 of this volume"
+fsck_run 16 -f -n --placed "9=$tmp/c3.img" "$tmp/volume.img"
+out_has "--placed 9: the volume has no such chunk"
+fsck_run 16 -n --placed "3:$tmp/c3.img" "$tmp/volume.img"
+out_has "--placed wants N=WHERE"
+# And the same bytes copied into chunk 3's region of the image.
 dd if="$tmp/c3.img" of="$tmp/volume.img" bs=1M seek=192 conv=notrunc status=none ||
 	fail "dd chunk 3 into its region"
 fsck_run 0 -f -n -x "$tmp/volume.img"

@@ -27,7 +27,7 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"Usage: %s [-n|-p|-a|-y] [-c CHUNK] [-j JOBS] [-C [FD]] [-x] [-f] [--both-copies]\n"
-		"       %*s IMAGE\n"
+		"       %*s [--placed N=WHERE]... IMAGE\n"
 		"       %s --estimate [-c CHUNK] [-j JOBS] [-f] [--both-copies] IMAGE\n"
 		"       %s -l\n"
 		"\n"
@@ -56,6 +56,11 @@ static void usage(FILE *f)
 		"            or in a chunk marked needs-repair: damage to a copy that is not\n"
 		"            current is then not found (nor repaired). About twice the reading\n"
 		"            of metadata\n"
+		"  --placed N=WHERE  chunk N of the volume image lives in a store of its own, a\n"
+		"            file or block device or an NBD URI, as chunkfsd.conf's 'chunk N =\n"
+		"            WHERE' says: it is checked (and read by the others' cross-chunk\n"
+		"            checks) there, not in its unused region of the image; the store\n"
+		"            must hold chunk N of this volume. Repeat for each placed chunk\n"
 		"  -l        list the problem codes and exit\n"
 		"  --estimate  predict the time a check would take from a cold cache, from\n"
 		"            each chunk's header alone: 0.27 ms per chunk + 2.8 ns per block\n"
@@ -171,6 +176,89 @@ static int all_digits(const char *s)
 	return 1;
 }
 
+/* --- chunks in stores of their own (--placed) -------------------------------------- */
+
+#define MAX_PLACED 65535u
+
+static struct chunk_store **placed;
+static uint32_t nplaced;
+
+/* --placed N=WHERE: chunk N's store opened (writable unless checking
+ * only; over NBD a writable export with flush for repairs, as the daemon
+ * asks). 0, or an exit status. */
+static int add_placed(const char *arg, int check_only)
+{
+	const char *eq = strchr(arg, '=');
+	struct chunk_store *st;
+	char why[256] = "";
+	int n, ret;
+
+	if (!eq || eq == arg || !eq[1]) {
+		fprintf(stderr, "%s: --placed wants N=WHERE, not '%s'\n", progname, arg);
+		return FSCK_EXIT_USAGE;
+	}
+	{
+		char num[16];
+		size_t len = (size_t)(eq - arg);
+		if (len >= sizeof(num))
+			len = sizeof(num) - 1;
+		memcpy(num, arg, len);
+		num[len] = '\0';
+		if (parse_num(num, 1, (int)MAX_PLACED - 1, &n) < 0) {
+			fprintf(stderr, "%s: --placed: bad chunk number '%s' (1 to %u)\n", progname,
+				num, MAX_PLACED - 1);
+			return FSCK_EXIT_USAGE;
+		}
+	}
+	if ((uint32_t)n < nplaced && placed[n]) {
+		fprintf(stderr, "%s: --placed: chunk %d given twice\n", progname, n);
+		return FSCK_EXIT_USAGE;
+	}
+	if (store_nbd_is_uri(eq + 1)) {
+		ret = store_nbd_open(eq + 1, !check_only, &st, why, sizeof(why));
+		if (ret == 0 && !check_only &&
+		    (store_nbd_export_read_only(st) || !store_nbd_can_flush(st))) {
+			snprintf(why, sizeof(why), "%s: cannot repair there (check it with -n)",
+				 store_nbd_export_read_only(st) ? "the export is read-only"
+								: "the server offers no flush");
+			store_close(st);
+			ret = -EROFS;
+		}
+	} else {
+		ret = store_file_open(eq + 1, check_only, &st);
+		if (ret < 0)
+			snprintf(why, sizeof(why), "%s", ret == -EINVAL ? "not a file or block device"
+								: strerror(-ret));
+	}
+	if (ret < 0) {
+		fprintf(stderr, "%s: --placed %d: %s: %s\n", progname, n, eq + 1, why);
+		return FSCK_EXIT_OPERATIONAL;
+	}
+	if ((uint32_t)n >= nplaced) {
+		struct chunk_store **more = realloc(placed, ((size_t)n + 1) * sizeof(*placed));
+		if (!more) {
+			store_close(st);
+			fprintf(stderr, "%s: out of memory\n", progname);
+			return FSCK_EXIT_OPERATIONAL;
+		}
+		memset(more + nplaced, 0, ((size_t)n + 1 - nplaced) * sizeof(*more));
+		placed = more;
+		nplaced = (uint32_t)n + 1;
+	}
+	placed[n] = st;
+	return 0;
+}
+
+static void close_placed(void)
+{
+	for (uint32_t i = 0; i < nplaced; i++)
+		if (placed[i])
+			store_close(placed[i]);
+	free(placed);
+	placed = NULL;
+	nplaced = 0;
+}
+
 /* --- checking an NBD export ----------------------------------------------------- */
 
 static int run_nbd(const char *uri, int chunk, int estimate, const struct fsck_opts *o,
@@ -214,6 +302,7 @@ int main(int argc, char **argv)
 		{ "estimate", no_argument, NULL, 'E' },
 		{ "both-copies", no_argument, NULL, 'B' },
 		{ "no-cross", no_argument, NULL, 'X' },
+		{ "placed", required_argument, NULL, 'P' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -222,8 +311,10 @@ int main(int argc, char **argv)
 	struct sigaction sa;
 	struct timespec t0, t1;
 	int chunk = -1, modes = 0, last_mode = -1, opt, estimate = 0, progress = 0, pfd = 0;
-	int no_cross = 0;
+	int no_cross = 0, ret;
 	const char *image;
+	const char *places[64];
+	int nplaces = 0;
 
 	o.ctx = stdout;
 	/* Every unit read is a fresh malloc, freed with its chunk: without a
@@ -285,6 +376,14 @@ int main(int argc, char **argv)
 		case 'X':
 			no_cross = 1;
 			break;
+		case 'P':
+			if (nplaces == (int)(sizeof(places) / sizeof(places[0]))) {
+				fprintf(stderr, "%s: at most %zu --placed\n", progname,
+					sizeof(places) / sizeof(places[0]));
+				return FSCK_EXIT_USAGE;
+			}
+			places[nplaces++] = optarg;
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -307,6 +406,20 @@ int main(int argc, char **argv)
 		return FSCK_EXIT_USAGE;
 	}
 	image = argv[optind];
+	if (nplaces && (estimate || store_nbd_is_uri(image))) {
+		fprintf(stderr, "%s: --placed is for checks of a volume image\n", progname);
+		return FSCK_EXIT_USAGE;
+	}
+	/* (opened once the mode is known: read-only with -n) */
+	for (int i = 0; i < nplaces; i++) {
+		ret = add_placed(places[i], o.mode == FSCK_CHECK_ONLY);
+		if (ret) {
+			close_placed();
+			return ret;
+		}
+	}
+	o.placed = placed;
+	o.nplaced = nplaced;
 	/* A whole volume is checked with its cross-chunk references confirmed:
 	 * clean means that every chain and name leads where it says. */
 	if (no_cross)
@@ -331,6 +444,7 @@ int main(int argc, char **argv)
 		fsck_estimate_path(image, chunk, &o, &res);
 	else
 		fsck_volume_path(image, chunk, &o, &res);
+	close_placed();
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	bar_clear();
 	if (estimate)

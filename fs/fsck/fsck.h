@@ -54,6 +54,14 @@ struct fsck_opts {
 	 * may differ) or when the chunk is marked needs-repair; a bad copy
 	 * that is not current is then not found. Chunk headers: both always. */
 	int both_copies;
+	/* fsck_volume_path: chunks that live in stores of their own (chunkfsd's
+	 * `chunk N = WHERE`), placed[i] for chunk i, NULL (or i >= nplaced)
+	 * for a region of the image. Each is checked, and read by the other
+	 * chunks' cross-chunk checks, through its store (which must hold chunk
+	 * i of this volume); its region of the image, unused, is not read. The
+	 * caller opens and closes them. */
+	struct chunk_store *const *placed;
+	uint32_t nplaced;
 };
 
 struct fsck_result {

@@ -20,20 +20,36 @@
 /* len bytes at off of another chunk of the volume image. */
 int fsck_vol_pread(const struct fsck_vol *v, uint32_t chunk, void *buf, size_t len, uint64_t off)
 {
+	struct chunk_store *st = fsck_vol_placed(v, chunk);
+
 	if (off + len > v->size[chunk])
 		return -ERANGE;
+	if (st)
+		return store_pread(st, buf, len, off);
 	return od_pread_full(v->fd, buf, len, v->base[chunk] + off);
 }
 
-/* Chunk i's header at base of the image: the newer valid copy (its index
- * must be i); the mirror is looked for where copy 0 says, else at every
- * possible chunk size. */
+static int src_store_pread(void *ctx, void *buf, size_t len, uint64_t off)
+{
+	return store_pread(ctx, buf, len, off);
+}
+
+/* Chunk i's header at base of the image, or at the start of its own store:
+ * the newer valid copy (its index must be i); the mirror is looked for
+ * where copy 0 says, else at every possible chunk size. */
 int fsck_vol_read_header(struct fsck_vol *v, uint32_t i, uint64_t base, uint64_t avail,
 			 uint32_t guess_nblocks)
 {
+	struct chunk_store *st = fsck_vol_placed(v, i);
 	struct od_header_src src = od_header_src_fd(v->fd, base + avail);
 	struct od_chunk_header h;
 
+	if (st) {
+		src.pread = src_store_pread;
+		src.ctx = st;
+		src.size = st->size;
+		base = 0;
+	}
 	v->hdr_ok[i] = 0;
 	if (od_header_read(&src, base, i, guess_nblocks, &h, NULL) < 0)
 		return -EUCLEAN;

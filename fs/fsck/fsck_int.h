@@ -242,7 +242,17 @@ struct fsck_vol {
 	int partial;
 	uint32_t one;
 	uint64_t total;               /* the image's size */
+	/* Chunks in stores of their own (fsck_opts.placed): read through
+	 * those, not the image. */
+	struct chunk_store *const *placed;
+	uint32_t nplaced;
 };
+
+/* Chunk i's own store, or NULL when it is a region of the image. */
+static inline struct chunk_store *fsck_vol_placed(const struct fsck_vol *v, uint32_t i)
+{
+	return i < v->nplaced ? v->placed[i] : NULL;
+}
 
 /* fsck_volume.c: every chunk of a partly located volume located (a no-op
  * otherwise). Not for several threads at once: a volume is only partly

@@ -349,6 +349,44 @@ int fsck_vol_complete(struct fsck_vol *v)
 	return 0;
 }
 
+/* The chunks in stores of their own (o->placed) take the place of their
+ * regions: each store must hold that chunk of this volume (its header's
+ * index and UUID), and its header and size are read from it. Chunk 0
+ * cannot be placed. 0, -EINVAL (a chunk the volume does not have, or
+ * chunk 0) or -EUCLEAN (a store holding something else), said to o->out. */
+static int adopt_placed(struct fsck_vol *v, const struct fsck_opts *o)
+{
+	if (!o->nplaced)
+		return 0;
+	if (v->partial) {
+		int ret = fsck_vol_complete(v);
+		if (ret < 0)
+			return ret;
+	}
+	v->placed = o->placed;
+	v->nplaced = o->nplaced;
+	for (uint32_t i = 0; i < o->nplaced; i++) {
+		struct chunk_store *st = o->placed[i];
+		if (!st)
+			continue;
+		if (i == 0 || i >= v->nchunks) {
+			fsck_vol_say(o, "--placed %u: %s", i,
+				     i ? "the volume has no such chunk" : "chunk 0 cannot be placed");
+			return -EINVAL;
+		}
+		if (fsck_vol_read_header(v, i, 0, st->size, (uint32_t)(st->size / OD_BLOCK_SIZE)) < 0 ||
+		    memcmp(v->hdr[i].volume_uuid, v->uuid, 16) != 0) {
+			fsck_vol_say(o, "--placed %u: the store holds no chunk %u of this volume", i,
+				     i);
+			return -EUCLEAN;
+		}
+		v->size[i] = (uint64_t)v->hdr[i].nblocks * OD_BLOCK_SIZE;
+		if (v->size[i] > st->size)
+			v->size[i] = st->size;
+	}
+	return 0;
+}
+
 /* --- running the checks (-j) ----------------------------------------------------- */
 
 struct vol_run {
@@ -403,11 +441,16 @@ static void *run_worker(void *arg)
 		pthread_mutex_unlock(&r->lock);
 		if (i == UINT32_MAX)
 			break;
-		ret = store_file_region_direct(r->v->fd, r->v->dfd, r->v->base[i], r->v->size[i],
-					       &st);
-		if (ret == 0) {
+		st = fsck_vol_placed(r->v, i);
+		if (st) {
 			ret = fsck_check_chunk(st, i, &r->o, r->v, &one);
-			store_close(st);
+		} else {
+			ret = store_file_region_direct(r->v->fd, r->v->dfd, r->v->base[i],
+						       r->v->size[i], &st);
+			if (ret == 0) {
+				ret = fsck_check_chunk(st, i, &r->o, r->v, &one);
+				store_close(st);
+			}
 		}
 		if (ret < 0) {
 			fsck_vol_say(&r->o, "chunk %u: %s", i, strerror(-ret));
@@ -532,6 +575,11 @@ int fsck_volume_path(const char *path, int chunk, const struct fsck_opts *o,
 		fsck_vol_say(o, "%s: no chunk %d (the volume has %u)", path, chunk, v.nchunks);
 		res->exit_code = FSCK_EXIT_USAGE;
 		ret = -EINVAL;
+		goto out;
+	}
+	ret = adopt_placed(&v, o);
+	if (ret < 0) {
+		res->exit_code = ret == -EINVAL ? FSCK_EXIT_USAGE : FSCK_EXIT_OPERATIONAL;
 		goto out;
 	}
 	ret = fsck_vol_lock(&v, chunk, o);
