@@ -21,7 +21,7 @@
 requires nfs-cat nfs-cp nbdkit dd cmp python3
 stress=$builddir/client-tests/nfs_stress
 [ -x "$stress" ] || { echo "SKIP: $stress was not built (no libnfs)"; exit 77; }
-trap stop_all EXIT INT TERM
+trap 'stop_nbd 9; stop_all' EXIT INT TERM
 MB=1048576
 
 mkdir -p "$tmp/acked"
@@ -44,6 +44,22 @@ nchunks() {
 stress_pid=$!
 sleep 1
 
+# nbdkit-chunkfs-plugin on the image, started before the add: its export
+# list must show the chunk added after it started.
+PLUGIN=$builddir/.libs/nbdkit-chunkfs-plugin.so
+nbdkit -f -U "$tmp/plugin.sock" -P "$tmp/plugin.pid" "$PLUGIN" "volume=$tmp/volume.img" \
+	readonly=true 2>"$tmp/plugin.log" &
+pid9=$!
+for _ in $(seq 1 100); do
+	[ -s "$tmp/plugin.pid" ] && break
+	sleep 0.05
+done
+NBDC=$builddir/client-tests/nbd_client
+"$NBDC" list "nbd+unix:///?socket=$tmp/plugin.sock" >"$tmp/info" 2>&1 ||
+	fail "the plugin's export list: $(cat "$tmp/info")"
+[ "$(cut -f1 "$tmp/info" | tr '\n' ' ')" = "0 1 " ] ||
+	fail "the plugin's list at start: $(cat "$tmp/info")"
+
 # Chunk 2: a region at the end of the image.
 "$CTL" -s "$tmp/control" add-chunk >"$tmp/add" 2>&1 || fail "add-chunk: $(cat "$tmp/add")"
 grep -qx "chunk 2 added (the volume has 3 chunks)" "$tmp/add" || fail "add-chunk said: $(cat "$tmp/add")"
@@ -52,6 +68,11 @@ grep -qx "chunk 2 added (the volume has 3 chunks)" "$tmp/add" || fail "add-chunk
 [ "$(chunk_field 2 placed)" = False ] || fail "chunk 2 placed"
 grep -qx "# (an earlier add-chunk, not committed) chunk 2 = $tmp/stale-c2.img" "$conf" ||
 	fail "the stale place of chunk 2 is still in force: $(cat "$conf")"
+"$NBDC" list "nbd+unix:///?socket=$tmp/plugin.sock" >"$tmp/info" 2>&1 ||
+	fail "the plugin's export list after the add: $(cat "$tmp/info")"
+grep -q "^2	chunk 2 of 3 (67108864 bytes)" "$tmp/info" ||
+	fail "the plugin does not list the added chunk: $(cat "$tmp/info")"
+stop_nbd 9
 
 # Chunk 3: an nbdkit export, its header made over NBD.
 truncate -s 64M "$tmp/c3.img"

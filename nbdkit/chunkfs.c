@@ -1,6 +1,7 @@
 /* nbdkit-chunkfs-plugin: `nbdkit chunkfs volume=PATH [control=SOCKET]
  * [readonly=true]`. Configuration, the volume's layout at start (a volume
- * whose chunk 0 has no usable header is refused there), and one
+ * whose chunk 0 has no usable header is refused there) and again at each
+ * connection and listing (chunks added since are served), and one
  * connection's life: the export name picks the chunk, its byte range is
  * locked for the connection (write lock, or read lock when read-only) or
  * the connection is refused. Thread model: parallel; each connection has
@@ -12,6 +13,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -74,27 +76,54 @@ static int chunkfs_config_complete(void)
 	return 0;
 }
 
-/* The layout, once: where each chunk is. */
-static int chunkfs_get_ready(void)
+/* The layout read from the image: 0, or -1 with why[]. */
+static int probe(struct vol_probe *p, char *why, size_t whylen)
 {
-	char why[256];
 	int fd = open(cf_volume, O_RDONLY | O_CLOEXEC), ret;
 
 	if (fd < 0) {
-		nbdkit_error("%s: %m", cf_volume);
+		snprintf(why, whylen, "%s", strerror(errno));
 		return -1;
 	}
-	ret = vol_probe_fd(fd, &cf_layout, why, sizeof(why));
+	ret = vol_probe_fd(fd, p, why, whylen);
 	close(fd);
-	if (ret < 0) {
+	return ret < 0 ? -1 : 0;
+}
+
+int chunkfs_probe(struct vol_probe *p)
+{
+	char why[256];
+
+	if (probe(p, why, sizeof(why)) == 0)
+		return 0;
+	/* Chunk 0's header unreadable now (being repaired through this very
+	 * plugin, say): the layout seen at start still says where chunks are. */
+	nbdkit_debug("%s: %s: serving the layout read at start", cf_volume, why);
+	*p = cf_layout;
+	p->chunks = calloc(cf_layout.nchunks, sizeof(*p->chunks));
+	if (!p->chunks) {
+		nbdkit_error("calloc: %m");
+		return -1;
+	}
+	memcpy(p->chunks, cf_layout.chunks, cf_layout.nchunks * sizeof(*p->chunks));
+	return 0;
+}
+
+/* The layout at start: a volume whose chunk 0 cannot be read is refused
+ * here, before any client comes. */
+static int chunkfs_get_ready(void)
+{
+	char why[256];
+
+	if (probe(&cf_layout, why, sizeof(why)) < 0) {
 		nbdkit_error("%s: %s", cf_volume, why);
 		return -1;
 	}
 	return 0;
 }
 
-/* The chunk an export name names: digits only, no leading zeros. */
-static int parse_export(const char *name, uint32_t *index)
+/* The chunk an export name names: digits only, no leading zeros, below n. */
+static int parse_export(const char *name, uint32_t n, uint32_t *index)
 {
 	uint64_t v = 0;
 
@@ -104,7 +133,7 @@ static int parse_export(const char *name, uint32_t *index)
 		if (*p < '0' || *p > '9')
 			return -EINVAL;
 		v = v * 10 + (uint64_t)(*p - '0');
-		if (v >= cf_layout.nchunks)
+		if (v >= n)
 			return -ENOENT;
 	}
 	*index = (uint32_t)v;
@@ -143,10 +172,13 @@ static int open_chunk(struct chunk_handle *h)
 	return -1;
 }
 
+/* A connection: the layout is read again, so that a chunk added to the
+ * volume while nbdkit runs (chunkfsctl add-chunk of a region) is served. */
 static void *chunkfs_open(int readonly)
 {
 	const char *name = nbdkit_export_name();
-	struct chunk_handle *h;
+	struct chunk_handle *h = NULL;
+	struct vol_probe now;
 	uint32_t index = 0;
 	int ret;
 
@@ -154,34 +186,40 @@ static void *chunkfs_open(int readonly)
 		nbdkit_error("no export name");
 		return NULL;
 	}
-	ret = parse_export(name, &index);
+	memset(&now, 0, sizeof(now));
+	if (chunkfs_probe(&now) < 0)
+		return NULL;
+	ret = parse_export(name, now.nchunks, &index);
 	if (ret < 0) {
 		nbdkit_error("export '%s': no such chunk: the exports are the chunk indexes 0 to %u",
-			     name, cf_layout.nchunks - 1);
+			     name, now.nchunks - 1);
 		nbdkit_set_error(ENOENT);
-		return NULL;
+		goto out;
 	}
-	if (cf_layout.chunks[index].size == 0) {
+	if (now.chunks[index].size == 0) {
 		nbdkit_error("chunk %u lies beyond the end of %s (the image is truncated)", index,
 			     cf_volume);
-		return NULL;
+		goto out;
 	}
 	h = calloc(1, sizeof(*h));
 	if (!h) {
 		nbdkit_error("calloc: %m");
-		return NULL;
+		goto out;
 	}
 	h->index = index;
 	h->write = !readonly && !cf_readonly;
-	h->base = cf_layout.chunks[index].base;
-	h->size = cf_layout.chunks[index].size;
+	h->base = now.chunks[index].base;
+	h->size = now.chunks[index].size;
 	if (open_chunk(h) < 0) {
 		free(h);
-		return NULL;
+		h = NULL;
+		goto out;
 	}
 	nbdkit_debug("chunk %u: bytes %llu to %llu of %s, locked for %s", index,
 		     (unsigned long long)h->base, (unsigned long long)(h->base + h->size - 1),
 		     cf_volume, h->write ? "writing" : "reading");
+out:
+	vol_probe_free(&now);
 	return h;
 }
 

@@ -14,7 +14,12 @@ struct nbdkit_exports;
 /* The configuration (chunkfs.c), fixed once .get_ready has returned. */
 extern char *cf_volume;          /* volume=PATH, absolute */
 extern int cf_readonly;          /* readonly=true: every connection reads only */
-extern struct vol_probe cf_layout; /* where the chunks are, from .get_ready */
+extern struct vol_probe cf_layout; /* where the chunks were at .get_ready */
+
+/* chunkfs.c: where the chunks are now (chunk 0's header read again: a
+ * chunk may have been added; when it cannot be read, the layout of
+ * .get_ready); free it with vol_probe_free. 0, or -1 said to nbdkit_error. */
+int chunkfs_probe(struct vol_probe *p);
 
 /* One connection: its own descriptor, so its own open file description
  * and lock; nothing in it changes after .open (threads share it). */

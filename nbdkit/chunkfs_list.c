@@ -63,21 +63,18 @@ static void describe(const struct vol_probe *p, uint32_t i, int holder, char *ou
 
 int chunkfs_list_exports(int readonly, int is_tls, struct nbdkit_exports *exports)
 {
-	struct vol_probe p = cf_layout;
+	struct vol_probe p;
 	int fd, ret = -1;
 
-	p.chunks = calloc(cf_layout.nchunks, sizeof(*p.chunks));
-	if (!p.chunks) {
-		nbdkit_error("listing the chunks: %m");
+	memset(&p, 0, sizeof(p));
+	if (chunkfs_probe(&p) < 0) /* the layout now: chunks added since start too */
 		return -1;
-	}
-	memcpy(p.chunks, cf_layout.chunks, cf_layout.nchunks * sizeof(*p.chunks));
 	fd = open(cf_volume, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
 		nbdkit_error("%s: %m", cf_volume);
 		goto out;
 	}
-	errno = -vol_probe_refresh(fd, &p);
+	errno = -vol_probe_refresh(fd, &p); /* (the headers' state, whichever layout) */
 	if (errno) {
 		nbdkit_error("%s: reading the chunk headers: %m", cf_volume);
 		goto out;
@@ -101,7 +98,7 @@ int chunkfs_list_exports(int readonly, int is_tls, struct nbdkit_exports *export
 out:
 	if (fd >= 0)
 		close(fd);
-	free(p.chunks);
+	vol_probe_free(&p);
 	return ret;
 }
 
