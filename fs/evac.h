@@ -26,4 +26,16 @@ struct evac_moved {
 int evac_move_cont(struct fs_volume *v, const struct iref *cont, struct chunk *t,
 		   uint32_t max_blocks, struct evac_moved *m);
 
+/* foster.c: k's map copied into a foster map in another chunk (chunk 0
+ * when it has room) in the running transaction, named in chunk 0's header
+ * and in the host's and k's; from then on map.c reads and changes k's
+ * entries there. k must be draining and not fostered. *host: the chunk
+ * taken. The caller commits. 0, or a negative errno with nothing changed
+ * (-ENOSPC: no chunk has room, or chunk 0's table is full). */
+int evac_foster(struct fs_volume *v, struct chunk *k, uint32_t *host);
+/* Numbers homed in home that its foster map has in use (*used), and of
+ * those, how many are still located in home (*here), by a scan. -ENOENT
+ * when home has no foster map. */
+int evac_foster_used(struct fs_volume *v, uint32_t home, uint64_t *used, uint64_t *here);
+
 #endif

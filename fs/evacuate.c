@@ -5,9 +5,9 @@
  * (vol_chunk_has_room, vol_pick_data_chunk, chain_alloc); what is already
  * there stays reachable and may change. The steps: a draining chunk's
  * file continuations carried out a piece at a time (fs/evac_move.c), and
- * the counts of what is left. Not built: the foster map, moving inodes,
- * directory parts and heads, retiring (doc/design.md, "Evacuating a
- * chunk"). */
+ * the counts of what is left; the first step fosters the chunk's map
+ * (fs/foster.c). Not built: moving inodes, directory parts and heads,
+ * retiring (doc/design.md, "Evacuating a chunk"). */
 #include "config.h"
 
 #include <errno.h>
@@ -100,6 +100,17 @@ static int fill_info(struct chunk *c, struct fs_evac_info *info)
 	info->conts_moved = c->evac_conts;
 	info->blocks_moved = c->evac_blocks;
 	info->inodes_homed = c->hdr.used_inodes;
+	if (chunk_fostered(c)) {
+		uint64_t used, here;
+		const struct od_foster *f = vol_foster(v, c->index);
+		ret = evac_foster_used(v, c->index, &used, &here);
+		if (ret < 0)
+			return ret;
+		info->fostered = 1;
+		info->foster_chunk = f ? f->chunk : OD_LOC_NONE;
+		info->inodes_homed = (uint32_t)used;
+		info->homed_here = (uint32_t)here;
+	}
 	info->blocks_used = (uint64_t)c->hdr.nblocks - 2ull * c->hdr.data_start -
 			    c->hdr.free_blocks;
 	for (uint32_t s = 0; ret == 0 && s < c->hdr.islot_watermark; s++) {
@@ -165,6 +176,14 @@ int fs_evac_step(struct fs_volume *v, uint32_t i, uint32_t max_blocks,
 		goto out;
 	}
 	ret = chunk_load(c);
+	/* First the map: once fostered, the numbers homed here no longer
+	 * need this chunk (one transaction, committed below). */
+	if (ret == 0 && !chunk_fostered(c)) {
+		uint32_t host;
+		ret = evac_foster(v, c, &host);
+		if (ret == 0)
+			moved = 1;
+	}
 	/* From the cursor on, wrapping once: the first continuation found
 	 * moves, a piece of it. A crash or a failed step only means this scan
 	 * is repeated. */

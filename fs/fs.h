@@ -413,8 +413,12 @@ struct fs_evac_info {
 	uint32_t conts_left;       /* file continuations still in the chunk */
 	uint32_t slots_left;       /* other inodes in its inode area (directory
 				    * parts, inodes whose first link went) */
-	uint32_t inodes_homed;     /* numbers homed in it (its map's used entries) */
+	uint32_t inodes_homed;     /* numbers homed in it (its map's used entries,
+				    * or its foster map's, counted by a scan) */
 	uint64_t blocks_used;      /* blocks in use besides the fixed metadata */
+	int fostered;              /* its map is a foster map in chunk foster_chunk */
+	uint32_t foster_chunk;
+	uint32_t homed_here;       /* fostered: numbers homed in it whose inode is still in it */
 };
 /* One step of chunk i's evacuation (draining first: -EINVAL otherwise):
  * a piece of one object moved into another chunk, committed before this

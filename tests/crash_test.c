@@ -668,6 +668,31 @@ static void wl_evac(struct wl *w)
 	}
 	if (!w->err && moved < 2)
 		op_failed(w, "fewer than two continuations moved", "", -ENOENT);
+	/* Then the chunk homing /big's files (when it is not chunk 0 and not
+	 * drained already): its first step fosters its map (one transaction
+	 * over chunk 0, the host and it), and the files homed there change
+	 * through the foster map: one removed (its number freed there), one
+	 * written and cut, one made elsewhere. */
+	if (!w->err) {
+		struct fs_ino big;
+		uint32_t k;
+		if (resolve(w, "/big/a.bin", &big) == 0 && (k = (uint32_t)(big.num >> 32)) != 0 &&
+		    fs_evac_info(w->v, k, &ei) == 0 && !ei.draining) {
+			do_drain(w, k);
+			do_evac_step(w, k);
+			if (!w->err && (fs_evac_info(w->v, k, &ei) < 0 || !ei.fostered))
+				op_failed(w, "the first step did not foster the map", "", -EINVAL);
+			do_unlink(w, "/big/a.bin");
+			do_sync(w);
+			do_write(w, name[2], 100 * KiB, 8 * KiB, 70, FS_FILE_SYNC);
+			do_put(w, "/big/after-foster", 0644, 5000, 71, FS_FILE_SYNC);
+			do_trunc(w, "/big/s1", 100);
+			do_sync(w);
+			if (!w->err)
+				printf("crash: evac: chunk %u fostered into chunk %u\n", k,
+				       ei.foster_chunk);
+		}
+	}
 	if (!w->err)
 		printf("crash: evac: %llu continuations moved, %u client operations between "
 		       "steps\n", (unsigned long long)moved, i);

@@ -147,6 +147,12 @@ static void moves(void)
 	CHECK_EQ(fs_evac_info(v, cc, &ei), 0);
 	CHECK(ei.conts_left > 0);
 	CHECK_EQ(ei.conts_moved, 0);
+	CHECK_EQ(ei.fostered, 0);
+	/* The first step fosters the chunk's map: nothing else moves. */
+	CHECK_EQ(fs_evac_step(v, cc, 0, &ei), 1);
+	CHECK_EQ(ei.fostered, 1);
+	CHECK_EQ(ei.foster_chunk, 0);
+	CHECK_EQ(ei.conts_moved, 0);
 	/* The files' heads (chunk 1) offline: no continuation can move, the
 	 * step says nothing is left that it moves, and they stay counted. */
 	{
@@ -191,6 +197,125 @@ static void moves(void)
 	CHECK_EQ(ei.draining, 1);
 	CHECK_EQ(ei.conts_left, 0);
 	CHECK_EQ(fs_close(v), 0);
+	unlink(image);
+}
+
+/* The foster map: a directory of chunk 1 with files homed there (an
+ * inline file, a written one with a second link, a symlink, a
+ * subdirectory, a number freed before); chunk 1 drains and its first step
+ * fosters its map (into chunk 0). Every handle taken before still answers
+ * with its number and generation, names, bytes and the link target read
+ * back; through the foster map a number is freed (a stale handle after),
+ * an inode moves to a slot (its first link removed), an entry is renamed;
+ * nothing new is homed in chunk 1, nor once draining is cancelled; the
+ * volume checks clean with -x (chunk 0 hosting the map, chunk 1 fostered),
+ * and all of it holds after a reopen. */
+static void fostering(void)
+{
+	struct fs_mkfs_opts mo = { .chunk_size = 4 * MB, .chunk_count = 3, .force = 1 };
+	struct fsck_opts fo = { .force = 1, .cross = 1, .both_copies = 1 };
+	struct fsck_result res;
+	struct fs_evac_info ei;
+	struct fs_volume *v;
+	struct fs_ino root, d, dk = { 0 }, in, wr, sub, sl, gone, x;
+	struct fs_attr a;
+	static uint8_t buf[64 * 1024];
+	char name[32], why[256], target[64];
+	size_t tl = 0;
+
+	CHECK_EQ(fs_mkfs(image, &mo), 0);
+	CHECK_EQ(fs_open(image, 0, &v), 0);
+	CHECK_EQ(fs_root(v, &root), 0);
+	for (int i = 0; i < 8 && !dk.num; i++) {
+		snprintf(name, sizeof(name), "f%d", i);
+		CHECK_EQ(fs_mkdir(v, NULL, root, name, 0755, &d, NULL), 0);
+		if ((d.num >> 32) == 1)
+			dk = d;
+	}
+	CHECK(dk.num != 0);
+	fill(buf, 100, 7);
+	CHECK_EQ(fs_create(v, NULL, dk, "gone", 0644, FS_CREATE_GUARDED, 0, &gone, NULL), 0);
+	CHECK_EQ(fs_remove(v, NULL, dk, "gone"), 0);
+	CHECK_EQ(fs_create(v, NULL, dk, "inline", 0644, FS_CREATE_GUARDED, 0, &in, NULL), 0);
+	CHECK_EQ(fs_write(v, NULL, in, 0, 100, buf, FS_FILE_SYNC, NULL), 0);
+	fill(buf, sizeof(buf), 8);
+	CHECK_EQ(fs_create(v, NULL, dk, "written", 0644, FS_CREATE_GUARDED, 0, &wr, NULL), 0);
+	CHECK_EQ(fs_write(v, NULL, wr, 0, sizeof(buf), buf, FS_FILE_SYNC, NULL), 0);
+	CHECK_EQ(fs_link(v, NULL, wr, dk, "written2"), 0);
+	CHECK_EQ(fs_mkdir(v, NULL, dk, "sub", 0755, &sub, NULL), 0);
+	CHECK_EQ(fs_symlink(v, NULL, dk, "sl", "some/where", 0777, &sl, NULL), 0);
+	CHECK_EQ(in.num >> 32, 1);
+	CHECK_EQ(wr.num >> 32, 1);
+	/* (sub goes where the spread puts a new directory) */
+	CHECK_EQ(sl.num >> 32, 1);
+	CHECK_EQ(fs_sync(v), 0);
+
+	CHECK_EQ(fs_chunk_drain(v, 1, 1, why, sizeof(why)), 0);
+	CHECK_EQ(fs_evac_info(v, 1, &ei), 0);
+	CHECK_EQ(ei.fostered, 0);
+	CHECK_EQ(ei.inodes_homed, 4 + (sub.num >> 32 == 1)); /* dk, inline, written, sl */
+	CHECK_EQ(fs_evac_step(v, 1, 0, &ei), 1);
+	CHECK_EQ(ei.fostered, 1);
+	CHECK_EQ(ei.foster_chunk, 0);
+	CHECK_EQ(ei.inodes_homed, 4 + (sub.num >> 32 == 1));
+	CHECK_EQ(ei.homed_here, ei.inodes_homed); /* nothing moved yet */
+	/* Every handle still answers, with its generation. */
+	CHECK_EQ(fs_getattr(v, in, &a), 0);
+	CHECK_EQ(a.size, 100);
+	CHECK_EQ(fs_getattr(v, wr, &a), 0);
+	CHECK_EQ(a.nlink, 2);
+	CHECK_EQ(a.gen, wr.gen);
+	CHECK_EQ(fs_getattr(v, sub, &a), 0);
+	CHECK_EQ(fs_getattr(v, dk, &a), 0);
+	CHECK_EQ(fs_getattr(v, gone, &a), -ESTALE);
+	CHECK_EQ(fs_readlink(v, sl, target, sizeof(target), &tl), 0);
+	CHECK_EQ(tl, 10);
+	CHECK(memcmp(target, "some/where", 10) == 0);
+	CHECK_EQ(fs_lookup(v, NULL, dk, "written2", &x, NULL), 0);
+	CHECK_EQ(x.num, wr.num);
+	CHECK_EQ(x.gen, wr.gen);
+	check_bytes(v, wr, sizeof(buf), 8);
+	/* Changes through the foster map: a number freed, an inode moved to a
+	 * slot (its first link gone), an entry renamed. */
+	CHECK_EQ(fs_remove(v, NULL, dk, "inline"), 0);
+	CHECK_EQ(fs_getattr(v, in, &a), -ESTALE);
+	CHECK_EQ(fs_remove(v, NULL, dk, "written"), 0);
+	CHECK_EQ(fs_rename(v, NULL, dk, "written2", dk, "renamed"), 0);
+	CHECK_EQ(fs_getattr(v, wr, &a), 0);
+	CHECK_EQ(a.nlink, 1);
+	check_bytes(v, wr, sizeof(buf), 8);
+	/* Nothing new is homed in chunk 1, draining or not. */
+	CHECK_EQ(fs_create(v, NULL, dk, "new", 0644, FS_CREATE_GUARDED, 0, &x, NULL), 0);
+	CHECK(x.num >> 32 != 1);
+	CHECK_EQ(fs_chunk_drain(v, 1, 0, why, sizeof(why)), 0);
+	CHECK_EQ(fs_create(v, NULL, dk, "new2", 0644, FS_CREATE_GUARDED, 0, &x, NULL), 0);
+	CHECK(x.num >> 32 != 1);
+	CHECK_EQ(fs_chunk_drain(v, 1, 1, why, sizeof(why)), 0);
+	CHECK_EQ(fs_evac_info(v, 1, &ei), 0);
+	CHECK_EQ(ei.inodes_homed, 3 + (sub.num >> 32 == 1));
+	CHECK_EQ(fs_close(v), 0);
+	CHECK_EQ(fsck_volume_path(image, -1, &fo, &res), 0);
+	CHECK_EQ(res.chunks, 3);
+	CHECK_EQ(res.problems, 0);
+	CHECK_EQ(res.exit_code, 0);
+
+	CHECK_EQ(fs_open(image, 0, &v), 0);
+	CHECK_EQ(fs_evac_info(v, 1, &ei), 0);
+	CHECK_EQ(ei.fostered, 1);
+	CHECK_EQ(ei.inodes_homed, 3 + (sub.num >> 32 == 1));
+	CHECK_EQ(fs_getattr(v, wr, &a), 0);
+	CHECK_EQ(a.gen, wr.gen);
+	check_bytes(v, wr, sizeof(buf), 8);
+	CHECK_EQ(fs_getattr(v, in, &a), -ESTALE);
+	CHECK_EQ(fs_getattr(v, sub, &a), 0);
+	CHECK_EQ(fs_lookup(v, NULL, dk, "renamed", &x, NULL), 0);
+	CHECK_EQ(x.num, wr.num);
+	CHECK_EQ(fs_rmdir(v, NULL, dk, "sub"), 0);
+	CHECK_EQ(fs_getattr(v, sub, &a), -ESTALE);
+	CHECK_EQ(fs_close(v), 0);
+	CHECK_EQ(fsck_volume_path(image, -1, &fo, &res), 0);
+	CHECK_EQ(res.problems, 0);
+	CHECK_EQ(res.exit_code, 0);
 	unlink(image);
 }
 
@@ -304,5 +429,6 @@ int main(void)
 	unlink(image);
 
 	moves();
+	fostering();
 	return test_done("evac_test");
 }
