@@ -37,5 +37,19 @@ int evac_foster(struct fs_volume *v, struct chunk *k, uint32_t *host);
  * those, how many are still located in home (*here), by a scan. -ENOENT
  * when home has no foster map. */
 int evac_foster_used(struct fs_volume *v, uint32_t home, uint64_t *used, uint64_t *here);
+/* The first used entry of home's foster map at index from or above that
+ * places its inode in home: 1 with *idx and *loc, 0 when none is left. */
+int evac_foster_next(struct fs_volume *v, uint32_t home, uint32_t from, uint32_t *idx,
+		     struct od_loc *loc);
+
+/* evac_inode.c: may the inode at loc (in a draining chunk) move with its
+ * entry (an embedded inode holding no blocks, with one link)? move: the
+ * inode of number stable carried with its entry into its directory's part
+ * in t (made when there is none), its map entry (the foster map's) pointed
+ * there, number and generation kept; the old entry removed, and its unit
+ * and part with it once empty. The caller commits. 0, or a negative errno
+ * with nothing changed (-ENOSPC: t has no room; -EINVAL: not movable). */
+int evac_inode_movable(struct fs_volume *v, const struct od_loc *loc);
+int evac_move_embedded(struct fs_volume *v, uint64_t stable, struct chunk *t);
 
 #endif

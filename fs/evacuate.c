@@ -99,6 +99,7 @@ static int fill_info(struct chunk *c, struct fs_evac_info *info)
 	info->draining = chunk_draining(c);
 	info->conts_moved = c->evac_conts;
 	info->blocks_moved = c->evac_blocks;
+	info->inodes_moved = c->evac_inodes;
 	info->inodes_homed = c->hdr.used_inodes;
 	if (chunk_fostered(c)) {
 		uint64_t used, here;
@@ -157,6 +158,68 @@ static int move_cont(struct fs_volume *v, struct chunk *k, const struct iref *co
 	return ret;
 }
 
+/* One inode of k moved with its entry into the first chunk that takes it
+ * (*moved set), from k's map cursor on; 0 with *moved 0 when none can. */
+static int move_inode(struct fs_volume *v, struct chunk *k, int *moved)
+{
+	const struct od_foster *f = vol_foster(v, k->index);
+	uint32_t n = f ? f->entries : 0, from = k->evac_map < n ? k->evac_map : 0, idx;
+	uint8_t *tried;
+	struct od_loc loc;
+	int ret = 0, wrapped = 0;
+
+	if (!n)
+		return 0;
+	tried = calloc(v->nchunks, 1);
+	if (!tried)
+		return -ENOMEM;
+	for (;;) {
+		ret = evac_foster_next(v, k->index, from, &idx, &loc);
+		if (ret < 0)
+			break;
+		if (ret == 0) {
+			if (wrapped || from == 0)
+				break;
+			wrapped = 1;
+			from = 0;
+			continue;
+		}
+		ret = 0;
+		if (wrapped && idx >= k->evac_map)
+			break;
+		from = idx + 1;
+		if (!evac_inode_movable(v, &loc))
+			continue;
+		memset(tried, 0, v->nchunks);
+		tried[k->index] = 1;
+		for (;;) {
+			struct chunk *t = vol_pick_chunk(v, NULL, (int)k->hdr.kind, 0, tried);
+			if (!t) {
+				ret = -ENOSPC;
+				break;
+			}
+			tried[t->index] = 1;
+			ret = evac_move_embedded(v, OD_STABLE(k->index, idx), t);
+			if (ret != -ENOSPC)
+				break;
+		}
+		if (ret == -EIO || ret == -EUCLEAN || ret == -ESTALE || ret == -EINVAL) {
+			/* Its directory cannot be read now (offline, damaged:
+			 * fsck's): it stays, counted as left. */
+			ret = 0;
+			continue;
+		}
+		if (ret == 0) {
+			*moved = 1;
+			k->evac_map = idx + 1;
+			k->evac_inodes++;
+		}
+		break;
+	}
+	free(tried);
+	return ret;
+}
+
 int fs_evac_step(struct fs_volume *v, uint32_t i, uint32_t max_blocks,
 		 struct fs_evac_info *info)
 {
@@ -209,6 +272,11 @@ int fs_evac_step(struct fs_volume *v, uint32_t i, uint32_t max_blocks,
 			c->evac_blocks += m.blocks;
 		}
 	}
+	/* Then the inodes homed here that sit here (through the foster
+	 * map), from its cursor, wrapping once: the first one that can move
+	 * moves with its entry. */
+	if (ret == 0 && !moved && chunk_fostered(c))
+		ret = move_inode(v, c, &moved);
 	vol_unlock(v);
 	/* Committed as fs_sync commits (only the transaction's prepare and
 	 * finish hold the lock), together with whatever clients changed. */

@@ -135,3 +135,37 @@ int evac_foster_used(struct fs_volume *v, uint32_t home, uint64_t *used, uint64_
 	}
 	return ret;
 }
+
+int evac_foster_next(struct fs_volume *v, uint32_t home, uint32_t from, uint32_t *idx,
+		     struct od_loc *loc)
+{
+	const struct od_foster *f = vol_foster(v, home);
+	struct chunk *t;
+
+	if (!f)
+		return -ENOENT;
+	t = vol_chunk(v, f->chunk);
+	if (!t || t->offline)
+		return -EIO;
+	for (uint32_t i = from; i < f->entries;) {
+		struct buf *fb;
+		uint32_t b = i / OD_MAP_PER_BLOCK;
+		int ret = buf_read(t, f->start + b, 1, &fb);
+		if (ret < 0)
+			return ret;
+		for (; i < f->entries && i / OD_MAP_PER_BLOCK == b; i++) {
+			struct od_map_entry e;
+			od_get_map_entry(fb->data + OD_MB_HEADER_SIZE +
+						 (i % OD_MAP_PER_BLOCK) * OD_MAP_ENTRY_SIZE,
+					 &e);
+			if ((e.flags & OD_MAPF_USED) && e.loc.chunk == home) {
+				*idx = i;
+				*loc = e.loc;
+				buf_put(fb);
+				return 1;
+			}
+		}
+		buf_put(fb);
+	}
+	return 0;
+}

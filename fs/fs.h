@@ -419,6 +419,7 @@ struct fs_evac_info {
 	int fostered;              /* its map is a foster map in chunk foster_chunk */
 	uint32_t foster_chunk;
 	uint32_t homed_here;       /* fostered: numbers homed in it whose inode is still in it */
+	uint64_t inodes_moved;     /* inodes carried out with their entries since open */
 };
 /* One step of chunk i's evacuation (draining first: -EINVAL otherwise):
  * a piece of one object moved into another chunk, committed before this

@@ -106,6 +106,8 @@ struct chunk {
 	 * and what steps carried out since open. */
 	uint32_t evac_slot;
 	uint64_t evac_conts, evac_blocks;
+	uint32_t evac_map;            /* the next foster map entry a step looks at */
+	uint64_t evac_inodes;         /* inodes moved since open */
 };
 
 #define TXN_SPARE_PER_SIZE 64 /* spare copy buffers kept per unit size */

@@ -678,6 +678,12 @@ static void wl_evac(struct wl *w)
 		uint32_t k;
 		if (resolve(w, "/big/a.bin", &big) == 0 && (k = (uint32_t)(big.num >> 32)) != 0 &&
 		    fs_evac_info(w->v, k, &ei) == 0 && !ei.draining) {
+			unsigned n = 0;
+			/* Objects that hold nothing but their inode: they move. */
+			do_create(w, "/big/empty", 0644);
+			do_symlink(w, "/big/link", "a.bin");
+			do_mkdir(w, "/big/emptydir", 0755);
+			do_sync(w);
 			do_drain(w, k);
 			do_evac_step(w, k);
 			if (!w->err && (fs_evac_info(w->v, k, &ei) < 0 || !ei.fostered))
@@ -688,9 +694,21 @@ static void wl_evac(struct wl *w)
 			do_put(w, "/big/after-foster", 0644, 5000, 71, FS_FILE_SYNC);
 			do_trunc(w, "/big/s1", 100);
 			do_sync(w);
+			/* The inodes that can move, one step each, among changes. */
+			for (; !w->err && do_evac_step(w, k); n++) {
+				if (n == 1)
+					do_rename(w, "/big/link", "/big/link2");
+				if (n == 2) {
+					do_write(w, "/big/empty", 0, 100, 72, FS_FILE_SYNC);
+					do_sync(w);
+				}
+			}
+			if (!w->err && (fs_evac_info(w->v, k, &ei) < 0 || ei.inodes_moved == 0))
+				op_failed(w, "no inode moved", "", -ENOENT);
 			if (!w->err)
-				printf("crash: evac: chunk %u fostered into chunk %u\n", k,
-				       ei.foster_chunk);
+				printf("crash: evac: chunk %u fostered into chunk %u, %llu inodes moved "
+				       "in %u steps, %u left there\n", k, ei.foster_chunk,
+				       (unsigned long long)ei.inodes_moved, n, ei.homed_here);
 		}
 	}
 	if (!w->err)

@@ -1,5 +1,6 @@
-/* Evacuating a chunk (fs/evacuate.c), the layers built so far: draining
- * and continuation moves (moves() below). A volume of three 2 MiB chunks
+/* Evacuating a chunk (fs/evacuate.c), the layers built so far: draining,
+ * continuation moves (moves() below), the foster map and the moves of
+ * inodes holding no blocks (fostering() below). A volume of three 2 MiB chunks
  * with a directory and a file in chunk 1; chunk 1 starts draining: a hole
  * inside the file's segment there is filled there, its appended data
  * lands in other chunks (a continuation), and no new file, directory or
@@ -275,6 +276,45 @@ static void fostering(void)
 	CHECK_EQ(x.num, wr.num);
 	CHECK_EQ(x.gen, wr.gen);
 	check_bytes(v, wr, sizeof(buf), 8);
+	/* The steps that follow move the inodes holding nothing but
+	 * themselves (the inline file, the symlink) with their entries into
+	 * the directory's part in another chunk; the written file and the
+	 * directory stay. */
+	{
+		uint32_t homed = ei.homed_here;
+		int steps = 0, ret;
+		while ((ret = fs_evac_step(v, 1, 0, &ei)) == 1 && steps < 50)
+			steps++;
+		CHECK_EQ(ret, 0);
+		CHECK_EQ(ei.inodes_moved, 2);
+		CHECK_EQ(ei.homed_here, homed - 2);
+		CHECK_EQ(ei.inodes_homed, homed);
+		printf("# %d steps moved %llu inodes out of chunk 1\n", steps,
+		       (unsigned long long)ei.inodes_moved);
+	}
+	CHECK_EQ(fs_getattr(v, in, &a), 0);
+	CHECK_EQ(a.gen, in.gen);
+	CHECK_EQ(a.size, 100);
+	{
+		static uint8_t got[100], want[100];
+		size_t n = 0;
+		int eof = 0;
+		fill(want, 100, 7);
+		CHECK_EQ(fs_read(v, NULL, in, 0, 100, got, &n, &eof), 0);
+		CHECK_EQ(n, 100);
+		CHECK(memcmp(got, want, 100) == 0);
+	}
+	CHECK_EQ(fs_lookup(v, NULL, dk, "inline", &x, NULL), 0);
+	CHECK_EQ(x.num, in.num);
+	CHECK_EQ(x.gen, in.gen);
+	CHECK_EQ(fs_lookup(v, NULL, dk, "sl", &x, NULL), 0);
+	CHECK_EQ(x.num, sl.num);
+	tl = 0;
+	CHECK_EQ(fs_readlink(v, sl, target, sizeof(target), &tl), 0);
+	CHECK_EQ(tl, 10);
+	CHECK(memcmp(target, "some/where", 10) == 0);
+	CHECK_EQ(fs_sync(v), 0);
+	CHECK_EQ(fs_check_invariants(v, NULL, NULL), 0);
 	/* Changes through the foster map: a number freed, an inode moved to a
 	 * slot (its first link gone), an entry renamed. */
 	CHECK_EQ(fs_remove(v, NULL, dk, "inline"), 0);

@@ -302,8 +302,8 @@ static void print_evac(const struct record *r)
 	       (double)num(r, "blocks_used") * 4096 / 1048576.0);
 	if (num(r, "fostered"))
 		printf("evacuate: chunk %s's map is fostered in chunk %s (%s of its numbers "
-		       "still have their inode in it)\n\n", get(r, "chunk"), get(r, "foster_chunk"),
-		       get(r, "homed_here"));
+		       "still have their inode in it; %s inodes moved out)\n\n", get(r, "chunk"),
+		       get(r, "foster_chunk"), get(r, "homed_here"), get(r, "inodes_moved"));
 }
 
 static void print_status(struct record *recs, int n)
