@@ -6,8 +6,10 @@
  * there stays reachable and may change. The steps: a draining chunk's
  * file continuations carried out a piece at a time (fs/evac_move.c), and
  * the counts of what is left; the first step fosters the chunk's map
- * (fs/foster.c). Not built: moving inodes, directory parts and heads,
- * retiring (doc/design.md, "Evacuating a chunk"). */
+ * (fs/foster.c), and once no continuation is left, inodes embedded in its
+ * entries move with them (fs/evac_inode.c). Not built: moving slot
+ * inodes, directories with units here, directory parts; retiring
+ * (doc/design.md, "Evacuating a chunk"). */
 #include "config.h"
 
 #include <errno.h>
@@ -166,6 +168,7 @@ static int move_inode(struct fs_volume *v, struct chunk *k, int *moved)
 	uint32_t n = f ? f->entries : 0, from = k->evac_map < n ? k->evac_map : 0, idx;
 	uint8_t *tried;
 	struct od_loc loc;
+	uint64_t blocks = 0;
 	int ret = 0, wrapped = 0;
 
 	if (!n)
@@ -199,7 +202,7 @@ static int move_inode(struct fs_volume *v, struct chunk *k, int *moved)
 				break;
 			}
 			tried[t->index] = 1;
-			ret = evac_move_embedded(v, OD_STABLE(k->index, idx), t);
+			ret = evac_move_embedded(v, OD_STABLE(k->index, idx), t, &blocks);
 			if (ret != -ENOSPC)
 				break;
 		}
@@ -213,6 +216,7 @@ static int move_inode(struct fs_volume *v, struct chunk *k, int *moved)
 			*moved = 1;
 			k->evac_map = idx + 1;
 			k->evac_inodes++;
+			k->evac_blocks += blocks;
 		}
 		break;
 	}

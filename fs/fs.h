@@ -427,9 +427,14 @@ struct fs_evac_info {
  * step (0: 2 MiB; the volume lock is held while it is copied): the data
  * copied into another chunk and mapped there by the segment before (or a
  * new continuation in front), the chunk's blocks freed, and its
- * continuation with them once empty. Inodes, directory parts and heads
- * stay (stable numbers name their home chunk's map: the foster map of
- * doc/design.md is not built). 1: something moved; 0: nothing left that
+ * continuation with them once empty. The first step fosters the chunk's
+ * map (copied into a foster map in another chunk, fs/foster.c) so that
+ * its numbers outlive it. Then inodes embedded in its entries, with one
+ * link and no directory unit there, move with their entries into their
+ * directory's part in another chunk (a file's data there, up to 2 MiB,
+ * copied with it: fs/evac_inode.c). Slot inodes, directories with units
+ * there and directory parts stay (not built yet). 1: something moved; 0:
+ * nothing left that
  * this build moves; or a negative errno (-ENOSPC: no other chunk has
  * room), the volume as before the step. info (may be NULL): afterwards. */
 int fs_evac_step(struct fs_volume *vol, uint32_t chunk, uint32_t max_blocks,

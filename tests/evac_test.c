@@ -218,7 +218,7 @@ static void fostering(void)
 	struct fsck_result res;
 	struct fs_evac_info ei;
 	struct fs_volume *v;
-	struct fs_ino root, d, dk = { 0 }, in, wr, sub, sl, gone, x;
+	struct fs_ino root, d, dk = { 0 }, in, wr, sub, sl, gone, x, dt;
 	struct fs_attr a;
 	static uint8_t buf[64 * 1024];
 	char name[32], why[256], target[64];
@@ -243,6 +243,10 @@ static void fostering(void)
 	CHECK_EQ(fs_create(v, NULL, dk, "written", 0644, FS_CREATE_GUARDED, 0, &wr, NULL), 0);
 	CHECK_EQ(fs_write(v, NULL, wr, 0, sizeof(buf), buf, FS_FILE_SYNC, NULL), 0);
 	CHECK_EQ(fs_link(v, NULL, wr, dk, "written2"), 0);
+	fill(buf, sizeof(buf), 9);
+	CHECK_EQ(fs_create(v, NULL, dk, "data", 0644, FS_CREATE_GUARDED, 0, &dt, NULL), 0);
+	CHECK_EQ(fs_write(v, NULL, dt, 0, sizeof(buf), buf, FS_FILE_SYNC, NULL), 0);
+	CHECK_EQ(extents_of(v, dt).in[1], sizeof(buf) / 4096);
 	CHECK_EQ(fs_mkdir(v, NULL, dk, "sub", 0755, &sub, NULL), 0);
 	CHECK_EQ(fs_symlink(v, NULL, dk, "sl", "some/where", 0777, &sl, NULL), 0);
 	CHECK_EQ(in.num >> 32, 1);
@@ -254,11 +258,11 @@ static void fostering(void)
 	CHECK_EQ(fs_chunk_drain(v, 1, 1, why, sizeof(why)), 0);
 	CHECK_EQ(fs_evac_info(v, 1, &ei), 0);
 	CHECK_EQ(ei.fostered, 0);
-	CHECK_EQ(ei.inodes_homed, 4 + (sub.num >> 32 == 1)); /* dk, inline, written, sl */
+	CHECK_EQ(ei.inodes_homed, 5 + (sub.num >> 32 == 1)); /* dk, inline, written, sl, data */
 	CHECK_EQ(fs_evac_step(v, 1, 0, &ei), 1);
 	CHECK_EQ(ei.fostered, 1);
 	CHECK_EQ(ei.foster_chunk, 0);
-	CHECK_EQ(ei.inodes_homed, 4 + (sub.num >> 32 == 1));
+	CHECK_EQ(ei.inodes_homed, 5 + (sub.num >> 32 == 1));
 	CHECK_EQ(ei.homed_here, ei.inodes_homed); /* nothing moved yet */
 	/* Every handle still answers, with its generation. */
 	CHECK_EQ(fs_getattr(v, in, &a), 0);
@@ -276,18 +280,19 @@ static void fostering(void)
 	CHECK_EQ(x.num, wr.num);
 	CHECK_EQ(x.gen, wr.gen);
 	check_bytes(v, wr, sizeof(buf), 8);
-	/* The steps that follow move the inodes holding nothing but
-	 * themselves (the inline file, the symlink) with their entries into
-	 * the directory's part in another chunk; the written file and the
-	 * directory stay. */
+	/* The steps that follow move the inodes with one link (the inline
+	 * file, the symlink, and the file with 64 KiB of data, copied) with
+	 * their entries into the directory's part in another chunk; the file
+	 * with two links and the directory stay. */
 	{
 		uint32_t homed = ei.homed_here;
 		int steps = 0, ret;
 		while ((ret = fs_evac_step(v, 1, 0, &ei)) == 1 && steps < 50)
 			steps++;
 		CHECK_EQ(ret, 0);
-		CHECK_EQ(ei.inodes_moved, 2);
-		CHECK_EQ(ei.homed_here, homed - 2);
+		CHECK_EQ(ei.inodes_moved, 3);
+		CHECK_EQ(ei.blocks_moved, sizeof(buf) / 4096);
+		CHECK_EQ(ei.homed_here, homed - 3);
 		CHECK_EQ(ei.inodes_homed, homed);
 		printf("# %d steps moved %llu inodes out of chunk 1\n", steps,
 		       (unsigned long long)ei.inodes_moved);
@@ -304,6 +309,13 @@ static void fostering(void)
 		CHECK_EQ(n, 100);
 		CHECK(memcmp(got, want, 100) == 0);
 	}
+	CHECK_EQ(fs_getattr(v, dt, &a), 0);
+	CHECK_EQ(a.gen, dt.gen);
+	CHECK_EQ(a.size, sizeof(buf));
+	CHECK_EQ(extents_of(v, dt).in[1], 0);
+	check_bytes(v, dt, sizeof(buf), 9);
+	CHECK_EQ(fs_lookup(v, NULL, dk, "data", &x, NULL), 0);
+	CHECK_EQ(x.num, dt.num);
 	CHECK_EQ(fs_lookup(v, NULL, dk, "inline", &x, NULL), 0);
 	CHECK_EQ(x.num, in.num);
 	CHECK_EQ(x.gen, in.gen);
@@ -332,7 +344,7 @@ static void fostering(void)
 	CHECK(x.num >> 32 != 1);
 	CHECK_EQ(fs_chunk_drain(v, 1, 1, why, sizeof(why)), 0);
 	CHECK_EQ(fs_evac_info(v, 1, &ei), 0);
-	CHECK_EQ(ei.inodes_homed, 3 + (sub.num >> 32 == 1));
+	CHECK_EQ(ei.inodes_homed, 4 + (sub.num >> 32 == 1));
 	CHECK_EQ(fs_close(v), 0);
 	CHECK_EQ(fsck_volume_path(image, -1, &fo, &res), 0);
 	CHECK_EQ(res.chunks, 3);
@@ -342,7 +354,8 @@ static void fostering(void)
 	CHECK_EQ(fs_open(image, 0, &v), 0);
 	CHECK_EQ(fs_evac_info(v, 1, &ei), 0);
 	CHECK_EQ(ei.fostered, 1);
-	CHECK_EQ(ei.inodes_homed, 3 + (sub.num >> 32 == 1));
+	CHECK_EQ(ei.inodes_homed, 4 + (sub.num >> 32 == 1));
+	check_bytes(v, dt, sizeof(buf), 9);
 	CHECK_EQ(fs_getattr(v, wr, &a), 0);
 	CHECK_EQ(a.gen, wr.gen);
 	check_bytes(v, wr, sizeof(buf), 8);
