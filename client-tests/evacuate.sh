@@ -112,6 +112,7 @@ echo "the writer's $n files read back"
 "$handles" 127.0.0.1 "$port" answer "$tmp/handles" big big/a big/b big/empty ||
 	fail "a handle taken before the evacuation does not answer"
 [ "$(evac_field fostered)" = 1 ] || fail "chunk $k's map is not fostered"
+[ -n "$(evac_field inodes_per_s)" ] || fail "status shows no inodes_per_s"
 echo "chunk $k's map fostered in chunk $(evac_field foster_chunk); $(evac_field inodes_moved) inodes moved"
 [ $n -gt 0 ] || fail "the writer wrote nothing"
 [ "$(chunk_field "$k" used_inodes)" -le "$homed" ] || fail "new numbers homed in the draining chunk"
