@@ -15,7 +15,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <unistd.h>
+
+#include "fs/format/header.h"
 
 #include "fs/fs.h"
 #include "fs/fsck/fsck.h"
@@ -369,6 +372,39 @@ static void fostering(void)
 	CHECK_EQ(fsck_volume_path(image, -1, &fo, &res), 0);
 	CHECK_EQ(res.problems, 0);
 	CHECK_EQ(res.exit_code, 0);
+
+	/* The foster map's unit in chunk 0, copy 0 damaged: fsck finds it
+	 * (read through both copies), rewrites it from copy 1, and a second
+	 * run is clean; the volume reads on. */
+	{
+		struct od_chunk_header h0;
+		int fd = open(image, O_RDWR);
+		struct od_header_src src;
+		uint8_t junk[64];
+		CHECK(fd >= 0);
+		src = od_header_src_fd(fd, (uint64_t)mo.chunk_size * mo.chunk_count);
+		CHECK_EQ(od_header_read(&src, 0, 0, 0, &h0, NULL), 0);
+		CHECK_EQ(h0.nfosters, 1);
+		CHECK_EQ(h0.fosters[0].home, 1);
+		CHECK_EQ(h0.fosters[0].chunk, 0);
+		CHECK(h0.feature_incompat & OD_FEATURE_INCOMPAT_FOSTER);
+		memset(junk, 0x5a, sizeof(junk));
+		CHECK_EQ(pwrite(fd, junk, sizeof(junk),
+				(off_t)h0.fosters[0].start * 4096 + 100), (ssize_t)sizeof(junk));
+		close(fd);
+		fo.mode = FSCK_YES;
+		CHECK_EQ(fsck_volume_path(image, -1, &fo, &res), 0);
+		CHECK_EQ(res.problems, 1);
+		CHECK_EQ(res.fixed, 1);
+		fo.mode = FSCK_CHECK_ONLY;
+		CHECK_EQ(fsck_volume_path(image, -1, &fo, &res), 0);
+		CHECK_EQ(res.problems, 0);
+		CHECK_EQ(fs_open(image, 0, &v), 0);
+		CHECK_EQ(fs_getattr(v, dt, &a), 0);
+		CHECK_EQ(a.gen, dt.gen);
+		check_bytes(v, dt, sizeof(buf), 9);
+		CHECK_EQ(fs_close(v), 0);
+	}
 	unlink(image);
 }
 
