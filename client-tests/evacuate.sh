@@ -12,7 +12,9 @@
 # After a restart the chunk still drains and its evacuation is shown
 # again; cancelled, it takes files again. Every file whose copy was
 # answered reads back byte-exact, and fsck.chunkfs -fn -x of the whole
-# image is clean.
+# image is clean. The first step fosters the chunk's map (the numbers
+# homed there are mapped from another chunk from then on): handles taken
+# before the evacuation still answer GETATTR with their fileids.
 . "$(dirname "$0")/functions.sh"
 . "$(dirname "$0")/nbd-functions.sh"
 requires nfs-cat nfs-cp cmp python3
@@ -35,6 +37,13 @@ for f in a b; do
 	head -c $((14 * MB)) /dev/urandom >"$tmp/$f"
 	nfs-cp "$tmp/$f" "${url}big/$f$q" >"$tmp/cp" 2>&1 || fail "nfs-cp $f: $(cat "$tmp/cp")"
 done
+
+: >"$tmp/empty"
+nfs-cp "$tmp/empty" "${url}big/empty$q" >"$tmp/cp" 2>&1 || fail "nfs-cp empty: $(cat "$tmp/cp")"
+# Handles taken before the evacuation (nfs_handles, libnfs's raw API).
+handles=$builddir/client-tests/nfs_handles
+"$handles" 127.0.0.1 "$port" take "$tmp/handles" big big/a big/b big/empty ||
+	fail "nfs_handles take"
 
 "$CTL" -s "$tmp/control" evacuate 0 >"$tmp/ev" 2>&1
 [ $? = 1 ] || fail "evacuate 0 was not refused"
@@ -100,6 +109,11 @@ for f in "$tmp"/acked/w*; do
 	n=$((n + 1))
 done
 echo "the writer's $n files read back"
+"$handles" 127.0.0.1 "$port" answer "$tmp/handles" big big/a big/b big/empty ||
+	fail "a handle taken before the evacuation does not answer"
+[ "$(evac_field fostered)" = 1 ] || fail "chunk $k's map is not fostered"
+[ -n "$(evac_field inodes_per_s)" ] || fail "status shows no inodes_per_s"
+echo "chunk $k's map fostered in chunk $(evac_field foster_chunk); $(evac_field inodes_moved) inodes moved"
 [ $n -gt 0 ] || fail "the writer wrote nothing"
 [ "$(chunk_field "$k" used_inodes)" -le "$homed" ] || fail "new numbers homed in the draining chunk"
 for f in a b c; do

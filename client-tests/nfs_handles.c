@@ -11,7 +11,12 @@
  *           records, WINDOW in flight, until the server goes away; each
  *           acknowledged record's number goes to ACKS
  *   nfs_handles HOST PORT verify STATE ACKS   every acknowledged record is
- *           there, through the handle saved before the crash */
+ *           there, through the handle saved before the crash
+ *   nfs_handles HOST PORT take STATE PATH...   save the handle and fileid of
+ *           each PATH (looked up from the root, one name at a time)
+ *   nfs_handles HOST PORT answer STATE PATH...   GETATTR through each saved
+ *           handle: NFS3_OK with the same fileid (evacuate.sh: handles taken
+ *           before an evacuation) */
 #include <errno.h>
 #include <inttypes.h>
 #include <poll.h>
@@ -384,6 +389,50 @@ static void verify(const char *state, const char *acks)
 	       n, (uint64_t)attr.size, attr.size / RECORD > top ? attr.size / RECORD - top : 0);
 }
 
+static void take(const char *state, char **paths, int n)
+{
+	FILE *f = fopen(state, "w");
+
+	if (!f)
+		fail("%s: %s", state, strerror(errno));
+	for (int i = 0; i < n; i++) {
+		char path[256], *save = NULL;
+		nfs_fh3 fh = mount_root();
+		uint64_t fileid = 0;
+		CHECK(strlen(paths[i]) < sizeof(path) && strlen(paths[i]) < 32,
+		      "%s: too long a path", paths[i]);
+		strcpy(path, paths[i]);
+		for (char *name = strtok_r(path, "/", &save); name;
+		     name = strtok_r(NULL, "/", &save)) {
+			LOOKUP3args a = { .what = { .dir = fh, .name = name } };
+			LOOKUP3res r = call_lookup(&a);
+			expect(name, r.status, NFS3_OK);
+			fh = r.LOOKUP3res_u.resok.object;
+			CHECK(r.LOOKUP3res_u.resok.obj_attributes.attributes_follow,
+			      "LOOKUP %s: no attributes", name);
+			fileid = r.LOOKUP3res_u.resok.obj_attributes.post_op_attr_u.attributes.fileid;
+		}
+		save_fh(f, paths[i], fh, fileid);
+	}
+	if (fclose(f) != 0)
+		fail("%s: %s", state, strerror(errno));
+	printf("took %d handles\n", n);
+}
+
+static void answer(const char *state, char **paths, int n)
+{
+	for (int i = 0; i < n; i++) {
+		struct saved sv = load_fh(state, paths[i]);
+		GETATTR3args a = { .object = fh_of(&sv) };
+		GETATTR3res r = call_getattr(&a);
+		expect(paths[i], r.status, NFS3_OK);
+		CHECK(r.GETATTR3res_u.resok.obj_attributes.fileid == sv.fileid,
+		      "%s: fileid %" PRIu64 ", %" PRIu64 " when the handle was taken", paths[i],
+		      (uint64_t)r.GETATTR3res_u.resok.obj_attributes.fileid, sv.fileid);
+	}
+	printf("%d handles taken before answer GETATTR with their fileids\n", n);
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 3 ? argv[3] : "";
@@ -391,7 +440,8 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (argc < 5 || ((!strcmp(mode, "stream") || !strcmp(mode, "verify")) && argc != 6)) {
 		fprintf(stderr, "usage: nfs_handles HOST PORT prepare|check STATE\n"
-				"       nfs_handles HOST PORT stream|verify STATE ACKS\n");
+				"       nfs_handles HOST PORT stream|verify STATE ACKS\n"
+				"       nfs_handles HOST PORT take|answer STATE PATH...\n");
 		return 2;
 	}
 	call_connect(argv[1], atoi(argv[2]), 0, 0);
@@ -403,6 +453,10 @@ int main(int argc, char **argv)
 		stream(argv[4], argv[5]);
 	else if (!strcmp(mode, "verify"))
 		verify(argv[4], argv[5]);
+	else if (!strcmp(mode, "take"))
+		take(argv[4], argv + 5, argc - 5);
+	else if (!strcmp(mode, "answer"))
+		answer(argv[4], argv + 5, argc - 5);
 	else
 		fail("unknown mode '%s'", mode);
 	call_disconnect();

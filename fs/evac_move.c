@@ -60,8 +60,8 @@ static int push_ext(struct extlist *el, uint64_t lblk, uint32_t pblk, uint32_t l
 
 /* Blocks of t for every extent of el, the data copied: *out maps the same
  * file blocks in t. On failure everything taken in t is given back. */
-static int copy_extents(struct fs_volume *v, struct chunk *k, const struct extlist *el,
-			struct chunk *t, struct extlist *out, uint64_t *moved)
+int evac_copy_extents(struct fs_volume *v, struct chunk *k, const struct extlist *el,
+		      struct chunk *t, struct extlist *out, uint64_t *moved)
 {
 	uint8_t *buf = malloc((size_t)COPY_BLOCKS * OD_BLOCK_SIZE);
 	uint32_t goal = 0;
@@ -209,7 +209,7 @@ int evac_move_cont(struct fs_volume *v, const struct iref *cont, struct chunk *t
 	whole = L == UINT64_MAX;
 	ret = split_at(&s->el, L, &mv, &rest);
 	if (ret == 0)
-		ret = copy_extents(v, k, &mv, t, &nel, &blocks);
+		ret = evac_copy_extents(v, k, &mv, t, &nel, &blocks);
 	if (ret < 0)
 		goto out;
 	/* Into the previous segment when it is in t (its range grows up to

@@ -5,9 +5,11 @@
  * (vol_chunk_has_room, vol_pick_data_chunk, chain_alloc); what is already
  * there stays reachable and may change. The steps: a draining chunk's
  * file continuations carried out a piece at a time (fs/evac_move.c), and
- * the counts of what is left. Not built: the foster map, moving inodes,
- * directory parts and heads, retiring (doc/design.md, "Evacuating a
- * chunk"). */
+ * the counts of what is left; the first step fosters the chunk's map
+ * (fs/foster.c), and once no continuation is left, inodes embedded in its
+ * entries move with them (fs/evac_inode.c). Not built: moving slot
+ * inodes, directories with units here, directory parts; retiring
+ * (doc/design.md, "Evacuating a chunk"). */
 #include "config.h"
 
 #include <errno.h>
@@ -99,7 +101,19 @@ static int fill_info(struct chunk *c, struct fs_evac_info *info)
 	info->draining = chunk_draining(c);
 	info->conts_moved = c->evac_conts;
 	info->blocks_moved = c->evac_blocks;
+	info->inodes_moved = c->evac_inodes;
 	info->inodes_homed = c->hdr.used_inodes;
+	if (chunk_fostered(c)) {
+		uint64_t used, here;
+		const struct od_foster *f = vol_foster(v, c->index);
+		ret = evac_foster_used(v, c->index, &used, &here);
+		if (ret < 0)
+			return ret;
+		info->fostered = 1;
+		info->foster_chunk = f ? f->chunk : OD_LOC_NONE;
+		info->inodes_homed = (uint32_t)used;
+		info->homed_here = (uint32_t)here;
+	}
 	info->blocks_used = (uint64_t)c->hdr.nblocks - 2ull * c->hdr.data_start -
 			    c->hdr.free_blocks;
 	for (uint32_t s = 0; ret == 0 && s < c->hdr.islot_watermark; s++) {
@@ -146,6 +160,70 @@ static int move_cont(struct fs_volume *v, struct chunk *k, const struct iref *co
 	return ret;
 }
 
+/* One inode of k moved with its entry into the first chunk that takes it
+ * (*moved set), from k's map cursor on; 0 with *moved 0 when none can. */
+static int move_inode(struct fs_volume *v, struct chunk *k, int *moved)
+{
+	const struct od_foster *f = vol_foster(v, k->index);
+	uint32_t n = f ? f->entries : 0, from = k->evac_map < n ? k->evac_map : 0, idx;
+	uint8_t *tried;
+	struct od_loc loc;
+	uint64_t blocks = 0;
+	int ret = 0, wrapped = 0;
+
+	if (!n)
+		return 0;
+	tried = calloc(v->nchunks, 1);
+	if (!tried)
+		return -ENOMEM;
+	for (;;) {
+		ret = evac_foster_next(v, k->index, from, &idx, &loc);
+		if (ret < 0)
+			break;
+		if (ret == 0) {
+			if (wrapped || from == 0)
+				break;
+			wrapped = 1;
+			from = 0;
+			continue;
+		}
+		ret = 0;
+		if (wrapped && idx >= k->evac_map)
+			break;
+		from = idx + 1;
+		if (!evac_inode_movable(v, &loc))
+			continue;
+		memset(tried, 0, v->nchunks);
+		tried[k->index] = 1;
+		for (;;) {
+			struct chunk *t = vol_pick_chunk(v, NULL, (int)k->hdr.kind, 0, tried);
+			if (!t) {
+				ret = -ENOSPC;
+				break;
+			}
+			tried[t->index] = 1;
+			ret = evac_move_embedded(v, OD_STABLE(k->index, idx), t, &blocks);
+			if (ret != -ENOSPC)
+				break;
+		}
+		if (ret == -EIO || ret == -EUCLEAN || ret == -ESTALE || ret == -EINVAL) {
+			/* Its directory cannot be read now (offline, damaged:
+			 * fsck's): it stays, counted as left. */
+			ret = 0;
+			continue;
+		}
+		if (ret == 0) {
+			*moved = 1;
+			k->evac_map = idx + 1;
+			k->evac_inodes++;
+			k->evac_blocks += blocks;
+		}
+		break;
+	}
+	free(tried);
+	return ret;
+}
+
 int fs_evac_step(struct fs_volume *v, uint32_t i, uint32_t max_blocks,
 		 struct fs_evac_info *info)
 {
@@ -165,6 +243,14 @@ int fs_evac_step(struct fs_volume *v, uint32_t i, uint32_t max_blocks,
 		goto out;
 	}
 	ret = chunk_load(c);
+	/* First the map: once fostered, the numbers homed here no longer
+	 * need this chunk (one transaction, committed below). */
+	if (ret == 0 && !chunk_fostered(c)) {
+		uint32_t host;
+		ret = evac_foster(v, c, &host);
+		if (ret == 0)
+			moved = 1;
+	}
 	/* From the cursor on, wrapping once: the first continuation found
 	 * moves, a piece of it. A crash or a failed step only means this scan
 	 * is repeated. */
@@ -190,6 +276,11 @@ int fs_evac_step(struct fs_volume *v, uint32_t i, uint32_t max_blocks,
 			c->evac_blocks += m.blocks;
 		}
 	}
+	/* Then the inodes homed here that sit here (through the foster
+	 * map), from its cursor, wrapping once: the first one that can move
+	 * moves with its entry. */
+	if (ret == 0 && !moved && chunk_fostered(c))
+		ret = move_inode(v, c, &moved);
 	vol_unlock(v);
 	/* Committed as fs_sync commits (only the transaction's prepare and
 	 * finish hold the lock), together with whatever clients changed. */

@@ -413,8 +413,13 @@ struct fs_evac_info {
 	uint32_t conts_left;       /* file continuations still in the chunk */
 	uint32_t slots_left;       /* other inodes in its inode area (directory
 				    * parts, inodes whose first link went) */
-	uint32_t inodes_homed;     /* numbers homed in it (its map's used entries) */
+	uint32_t inodes_homed;     /* numbers homed in it (its map's used entries,
+				    * or its foster map's, counted by a scan) */
 	uint64_t blocks_used;      /* blocks in use besides the fixed metadata */
+	int fostered;              /* its map is a foster map in chunk foster_chunk */
+	uint32_t foster_chunk;
+	uint32_t homed_here;       /* fostered: numbers homed in it whose inode is still in it */
+	uint64_t inodes_moved;     /* inodes carried out with their entries since open */
 };
 /* One step of chunk i's evacuation (draining first: -EINVAL otherwise):
  * a piece of one object moved into another chunk, committed before this
@@ -422,9 +427,14 @@ struct fs_evac_info {
  * step (0: 2 MiB; the volume lock is held while it is copied): the data
  * copied into another chunk and mapped there by the segment before (or a
  * new continuation in front), the chunk's blocks freed, and its
- * continuation with them once empty. Inodes, directory parts and heads
- * stay (stable numbers name their home chunk's map: the foster map of
- * doc/design.md is not built). 1: something moved; 0: nothing left that
+ * continuation with them once empty. The first step fosters the chunk's
+ * map (copied into a foster map in another chunk, fs/foster.c) so that
+ * its numbers outlive it. Then inodes embedded in its entries, with one
+ * link and no directory unit there, move with their entries into their
+ * directory's part in another chunk (a file's data there, up to 2 MiB,
+ * copied with it: fs/evac_inode.c). Slot inodes, directories with units
+ * there and directory parts stay (not built yet). 1: something moved; 0:
+ * nothing left that
  * this build moves; or a negative errno (-ENOSPC: no other chunk has
  * room), the volume as before the step. info (may be NULL): afterwards. */
 int fs_evac_step(struct fs_volume *vol, uint32_t chunk, uint32_t max_blocks,

@@ -106,6 +106,8 @@ struct chunk {
 	 * and what steps carried out since open. */
 	uint32_t evac_slot;
 	uint64_t evac_conts, evac_blocks;
+	uint32_t evac_map;            /* the next foster map entry a step looks at */
+	uint64_t evac_inodes;         /* inodes moved since open */
 };
 
 #define TXN_SPARE_PER_SIZE 64 /* spare copy buffers kept per unit size */
@@ -187,6 +189,24 @@ static inline struct chunk *vol_chunk(struct fs_volume *v, uint32_t i)
 static inline int chunk_draining(const struct chunk *c)
 {
 	return (c->hdr.flags & OD_CHF_DRAINING) != 0;
+}
+
+/* Fostered: the numbers homed in c are mapped by a foster map elsewhere. */
+static inline int chunk_fostered(const struct chunk *c)
+{
+	return (c->hdr.flags & OD_CHF_FOSTERED) != 0;
+}
+
+/* The foster map of home chunk `home` (chunk 0's header names every one),
+ * or NULL when it has none. */
+static inline const struct od_foster *vol_foster(const struct fs_volume *v, uint32_t home)
+{
+	const struct od_chunk_header *h0 = &v->chunks[0].hdr;
+
+	for (uint32_t i = 0; i < h0->nfosters && i < OD_MAX_FOSTERS; i++)
+		if (h0->fosters[i].home == home)
+			return &h0->fosters[i];
+	return NULL;
 }
 
 static inline uint32_t chunk_mirror(const struct chunk *c, uint32_t block)

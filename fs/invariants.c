@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "fs/evac.h"
 #include "fs/internal.h"
 
 struct seen {
@@ -370,6 +371,24 @@ int fs_check_invariants(struct fs_volume *v, void (*report)(void *ctx, const cha
 		if (s->nlink != want)
 			problem(&iv, "inode %llx: link count %u, found %u",
 				(unsigned long long)s->stable, s->nlink, want);
+	}
+	/* The foster maps' units are referenced by chunk 0's header, and
+	 * their used entries count as numbers in use (fostered chunks count
+	 * none in their headers). */
+	for (uint32_t i = 0; i < v->chunks[0].hdr.nfosters; i++) {
+		const struct od_foster *f = &v->chunks[0].hdr.fosters[i];
+		struct chunk *t = vol_chunk(v, f->chunk);
+		uint64_t used = 0, here;
+		if (!t) {
+			problem(&iv, "foster map of chunk %u: in chunk %u, past the volume", f->home,
+				f->chunk);
+			continue;
+		}
+		claim(&iv, f->chunk, f->start, f->nblocks, OD_STABLE(f->home, 0));
+		claim(&iv, f->chunk, chunk_mirror(t, f->start), f->nblocks, OD_STABLE(f->home, 0));
+		if (evac_foster_used(v, f->home, &used, &here) < 0)
+			problem(&iv, "foster map of chunk %u unreadable", f->home);
+		used_inodes += used;
 	}
 	check_accounting(&iv);
 	for (uint32_t i = 0; i < v->nchunks; i++)

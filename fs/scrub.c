@@ -241,7 +241,7 @@ static int looks_like_unit(struct scrub *s, int k, uint32_t block, uint16_t *typ
 	if (h.magic != OD_MB_MAGIC || h.chunk != c->index || h.block != block)
 		return 0;
 	if (!(h.type == OD_MB_DIR && h.units == c->hdr.dir_unit) &&
-	    !(h.type == OD_MB_EXTENTS && h.units == 1))
+	    !(h.type == OD_MB_EXTENTS && h.units == 1) && !(h.type == OD_MB_FOSTER && h.units == 1))
 		return 0;
 	if (block + h.units > c->half)
 		return 0;

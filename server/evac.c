@@ -35,7 +35,7 @@ struct evacuator {
 	/* Speed over the last span it ran (started or resumed, to now or to
 	 * when it stopped running: end_ms, 0 while it runs); steps since
 	 * evacuate K. */
-	uint64_t session_ms, end_ms, session_conts, session_blocks, steps;
+	uint64_t session_ms, end_ms, session_conts, session_blocks, session_inodes, steps;
 	int64_t started;
 	char error[160];
 };
@@ -91,6 +91,7 @@ static void session_begin(struct evacuator *e)
 	e->end_ms = 0;
 	e->session_conts = e->info.conts_moved;
 	e->session_blocks = e->info.blocks_moved;
+	e->session_inodes = e->info.inodes_moved;
 }
 
 /* One step, the lock dropped around it. */
@@ -305,6 +306,8 @@ void evac_get_status(struct evacuator *e, struct evac_status *o)
 			      1048576.0 / (double)ms;
 		o->conts_per_s = (double)(e->info.conts_moved - e->session_conts) * 1000.0 /
 				 (double)ms;
+		o->inodes_per_s = (double)(e->info.inodes_moved - e->session_inodes) * 1000.0 /
+				  (double)ms;
 	}
 	pthread_mutex_unlock(&e->lock);
 	/* What is left, counted now (the chunk's inode area, cached). */

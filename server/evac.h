@@ -26,7 +26,7 @@ struct evac_status {
 	int chunk;                 /* -1: none */
 	struct fs_evac_info info;  /* what is left, what moved since the volume opened */
 	uint64_t steps;            /* since this process started or resumed it */
-	double mb_per_s, conts_per_s; /* the same span */
+	double mb_per_s, conts_per_s, inodes_per_s; /* the same span */
 	uint32_t rate_mb;          /* the cap */
 	int64_t started;           /* time(2) */
 	char error[160];

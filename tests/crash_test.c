@@ -405,6 +405,9 @@ static void wl_grow(struct wl *w)
 	do_sync(w);
 	for (int f = 0; f < 3; f++)
 		do_create(w, name[f], 0644);
+	/* A small file whose data stays beside it: moved with its data when
+	 * its chunk is evacuated (below). */
+	do_put(w, "/big/data", 0644, 20000, 73, FS_FILE_SYNC);
 	do_sync(w);
 	for (int busy = 1; busy && !w->err;) {
 		busy = 0;
@@ -624,6 +627,9 @@ static void wl_evac(struct wl *w)
 	do_sync(w);
 	for (int f = 0; f < 3; f++)
 		do_create(w, name[f], 0644);
+	/* A small file whose data stays beside it: moved with its data when
+	 * its chunk is evacuated (below). */
+	do_put(w, "/big/data", 0644, 20000, 73, FS_FILE_SYNC);
 	do_sync(w);
 	for (unsigned j = 0; j < 7; j++)
 		for (int f = 0; f < 3; f++)
@@ -668,6 +674,49 @@ static void wl_evac(struct wl *w)
 	}
 	if (!w->err && moved < 2)
 		op_failed(w, "fewer than two continuations moved", "", -ENOENT);
+	/* Then the chunk homing /big's files (when it is not chunk 0 and not
+	 * drained already): its first step fosters its map (one transaction
+	 * over chunk 0, the host and it), and the files homed there change
+	 * through the foster map: one removed (its number freed there), one
+	 * written and cut, one made elsewhere. */
+	if (!w->err) {
+		struct fs_ino big;
+		uint32_t k;
+		if (resolve(w, "/big/a.bin", &big) == 0 && (k = (uint32_t)(big.num >> 32)) != 0 &&
+		    fs_evac_info(w->v, k, &ei) == 0 && !ei.draining) {
+			unsigned n = 0;
+			/* Objects that hold nothing but their inode: they move. */
+			do_create(w, "/big/empty", 0644);
+			do_symlink(w, "/big/link", "a.bin");
+			do_mkdir(w, "/big/emptydir", 0755);
+			do_sync(w);
+			do_drain(w, k);
+			do_evac_step(w, k);
+			if (!w->err && (fs_evac_info(w->v, k, &ei) < 0 || !ei.fostered))
+				op_failed(w, "the first step did not foster the map", "", -EINVAL);
+			do_unlink(w, "/big/a.bin");
+			do_sync(w);
+			do_write(w, name[2], 100 * KiB, 8 * KiB, 70, FS_FILE_SYNC);
+			do_put(w, "/big/after-foster", 0644, 5000, 71, FS_FILE_SYNC);
+			do_trunc(w, "/big/s1", 100);
+			do_sync(w);
+			/* The inodes that can move, one step each, among changes. */
+			for (; !w->err && do_evac_step(w, k); n++) {
+				if (n == 1)
+					do_rename(w, "/big/link", "/big/link2");
+				if (n == 2) {
+					do_write(w, "/big/empty", 0, 100, 72, FS_FILE_SYNC);
+					do_sync(w);
+				}
+			}
+			if (!w->err && (fs_evac_info(w->v, k, &ei) < 0 || ei.inodes_moved < 4))
+				op_failed(w, "fewer than four inodes moved", "", -ENOENT);
+			if (!w->err)
+				printf("crash: evac: chunk %u fostered into chunk %u, %llu inodes moved "
+				       "in %u steps, %u left there\n", k, ei.foster_chunk,
+				       (unsigned long long)ei.inodes_moved, n, ei.homed_here);
+		}
+	}
 	if (!w->err)
 		printf("crash: evac: %llu continuations moved, %u client operations between "
 		       "steps\n", (unsigned long long)moved, i);

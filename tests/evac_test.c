@@ -1,5 +1,6 @@
-/* Evacuating a chunk (fs/evacuate.c), the layers built so far: draining
- * and continuation moves (moves() below). A volume of three 2 MiB chunks
+/* Evacuating a chunk (fs/evacuate.c), the layers built so far: draining,
+ * continuation moves (moves() below), the foster map and the moves of
+ * inodes holding no blocks (fostering() below). A volume of three 2 MiB chunks
  * with a directory and a file in chunk 1; chunk 1 starts draining: a hole
  * inside the file's segment there is filled there, its appended data
  * lands in other chunks (a continuation), and no new file, directory or
@@ -14,7 +15,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <unistd.h>
+
+#include "fs/format/header.h"
 
 #include "fs/fs.h"
 #include "fs/fsck/fsck.h"
@@ -147,6 +151,12 @@ static void moves(void)
 	CHECK_EQ(fs_evac_info(v, cc, &ei), 0);
 	CHECK(ei.conts_left > 0);
 	CHECK_EQ(ei.conts_moved, 0);
+	CHECK_EQ(ei.fostered, 0);
+	/* The first step fosters the chunk's map: nothing else moves. */
+	CHECK_EQ(fs_evac_step(v, cc, 0, &ei), 1);
+	CHECK_EQ(ei.fostered, 1);
+	CHECK_EQ(ei.foster_chunk, 0);
+	CHECK_EQ(ei.conts_moved, 0);
 	/* The files' heads (chunk 1) offline: no continuation can move, the
 	 * step says nothing is left that it moves, and they stay counted. */
 	{
@@ -191,6 +201,210 @@ static void moves(void)
 	CHECK_EQ(ei.draining, 1);
 	CHECK_EQ(ei.conts_left, 0);
 	CHECK_EQ(fs_close(v), 0);
+	unlink(image);
+}
+
+/* The foster map: a directory of chunk 1 with files homed there (an
+ * inline file, a written one with a second link, a symlink, a
+ * subdirectory, a number freed before); chunk 1 drains and its first step
+ * fosters its map (into chunk 0). Every handle taken before still answers
+ * with its number and generation, names, bytes and the link target read
+ * back; through the foster map a number is freed (a stale handle after),
+ * an inode moves to a slot (its first link removed), an entry is renamed;
+ * nothing new is homed in chunk 1, nor once draining is cancelled; the
+ * volume checks clean with -x (chunk 0 hosting the map, chunk 1 fostered),
+ * and all of it holds after a reopen. */
+static void fostering(void)
+{
+	struct fs_mkfs_opts mo = { .chunk_size = 4 * MB, .chunk_count = 3, .force = 1 };
+	struct fsck_opts fo = { .force = 1, .cross = 1, .both_copies = 1 };
+	struct fsck_result res;
+	struct fs_evac_info ei;
+	struct fs_volume *v;
+	struct fs_ino root, d, dk = { 0 }, in, wr, sub, sl, gone, x, dt;
+	struct fs_attr a;
+	static uint8_t buf[64 * 1024];
+	char name[32], why[256], target[64];
+	size_t tl = 0;
+
+	CHECK_EQ(fs_mkfs(image, &mo), 0);
+	CHECK_EQ(fs_open(image, 0, &v), 0);
+	CHECK_EQ(fs_root(v, &root), 0);
+	for (int i = 0; i < 8 && !dk.num; i++) {
+		snprintf(name, sizeof(name), "f%d", i);
+		CHECK_EQ(fs_mkdir(v, NULL, root, name, 0755, &d, NULL), 0);
+		if ((d.num >> 32) == 1)
+			dk = d;
+	}
+	CHECK(dk.num != 0);
+	fill(buf, 100, 7);
+	CHECK_EQ(fs_create(v, NULL, dk, "gone", 0644, FS_CREATE_GUARDED, 0, &gone, NULL), 0);
+	CHECK_EQ(fs_remove(v, NULL, dk, "gone"), 0);
+	CHECK_EQ(fs_create(v, NULL, dk, "inline", 0644, FS_CREATE_GUARDED, 0, &in, NULL), 0);
+	CHECK_EQ(fs_write(v, NULL, in, 0, 100, buf, FS_FILE_SYNC, NULL), 0);
+	fill(buf, sizeof(buf), 8);
+	CHECK_EQ(fs_create(v, NULL, dk, "written", 0644, FS_CREATE_GUARDED, 0, &wr, NULL), 0);
+	CHECK_EQ(fs_write(v, NULL, wr, 0, sizeof(buf), buf, FS_FILE_SYNC, NULL), 0);
+	CHECK_EQ(fs_link(v, NULL, wr, dk, "written2"), 0);
+	fill(buf, sizeof(buf), 9);
+	CHECK_EQ(fs_create(v, NULL, dk, "data", 0644, FS_CREATE_GUARDED, 0, &dt, NULL), 0);
+	CHECK_EQ(fs_write(v, NULL, dt, 0, sizeof(buf), buf, FS_FILE_SYNC, NULL), 0);
+	CHECK_EQ(extents_of(v, dt).in[1], sizeof(buf) / 4096);
+	CHECK_EQ(fs_mkdir(v, NULL, dk, "sub", 0755, &sub, NULL), 0);
+	CHECK_EQ(fs_symlink(v, NULL, dk, "sl", "some/where", 0777, &sl, NULL), 0);
+	CHECK_EQ(in.num >> 32, 1);
+	CHECK_EQ(wr.num >> 32, 1);
+	/* (sub goes where the spread puts a new directory) */
+	CHECK_EQ(sl.num >> 32, 1);
+	CHECK_EQ(fs_sync(v), 0);
+
+	CHECK_EQ(fs_chunk_drain(v, 1, 1, why, sizeof(why)), 0);
+	CHECK_EQ(fs_evac_info(v, 1, &ei), 0);
+	CHECK_EQ(ei.fostered, 0);
+	CHECK_EQ(ei.inodes_homed, 5 + (sub.num >> 32 == 1)); /* dk, inline, written, sl, data */
+	CHECK_EQ(fs_evac_step(v, 1, 0, &ei), 1);
+	CHECK_EQ(ei.fostered, 1);
+	CHECK_EQ(ei.foster_chunk, 0);
+	CHECK_EQ(ei.inodes_homed, 5 + (sub.num >> 32 == 1));
+	CHECK_EQ(ei.homed_here, ei.inodes_homed); /* nothing moved yet */
+	/* Every handle still answers, with its generation. */
+	CHECK_EQ(fs_getattr(v, in, &a), 0);
+	CHECK_EQ(a.size, 100);
+	CHECK_EQ(fs_getattr(v, wr, &a), 0);
+	CHECK_EQ(a.nlink, 2);
+	CHECK_EQ(a.gen, wr.gen);
+	CHECK_EQ(fs_getattr(v, sub, &a), 0);
+	CHECK_EQ(fs_getattr(v, dk, &a), 0);
+	CHECK_EQ(fs_getattr(v, gone, &a), -ESTALE);
+	CHECK_EQ(fs_readlink(v, sl, target, sizeof(target), &tl), 0);
+	CHECK_EQ(tl, 10);
+	CHECK(memcmp(target, "some/where", 10) == 0);
+	CHECK_EQ(fs_lookup(v, NULL, dk, "written2", &x, NULL), 0);
+	CHECK_EQ(x.num, wr.num);
+	CHECK_EQ(x.gen, wr.gen);
+	check_bytes(v, wr, sizeof(buf), 8);
+	/* The steps that follow move the inodes with one link (the inline
+	 * file, the symlink, and the file with 64 KiB of data, copied) with
+	 * their entries into the directory's part in another chunk; the file
+	 * with two links and the directory stay. */
+	{
+		uint32_t homed = ei.homed_here;
+		int steps = 0, ret;
+		while ((ret = fs_evac_step(v, 1, 0, &ei)) == 1 && steps < 50)
+			steps++;
+		CHECK_EQ(ret, 0);
+		CHECK_EQ(ei.inodes_moved, 3);
+		CHECK_EQ(ei.blocks_moved, sizeof(buf) / 4096);
+		CHECK_EQ(ei.homed_here, homed - 3);
+		CHECK_EQ(ei.inodes_homed, homed);
+		printf("# %d steps moved %llu inodes out of chunk 1\n", steps,
+		       (unsigned long long)ei.inodes_moved);
+	}
+	CHECK_EQ(fs_getattr(v, in, &a), 0);
+	CHECK_EQ(a.gen, in.gen);
+	CHECK_EQ(a.size, 100);
+	{
+		static uint8_t got[100], want[100];
+		size_t n = 0;
+		int eof = 0;
+		fill(want, 100, 7);
+		CHECK_EQ(fs_read(v, NULL, in, 0, 100, got, &n, &eof), 0);
+		CHECK_EQ(n, 100);
+		CHECK(memcmp(got, want, 100) == 0);
+	}
+	CHECK_EQ(fs_getattr(v, dt, &a), 0);
+	CHECK_EQ(a.gen, dt.gen);
+	CHECK_EQ(a.size, sizeof(buf));
+	CHECK_EQ(extents_of(v, dt).in[1], 0);
+	check_bytes(v, dt, sizeof(buf), 9);
+	CHECK_EQ(fs_lookup(v, NULL, dk, "data", &x, NULL), 0);
+	CHECK_EQ(x.num, dt.num);
+	CHECK_EQ(fs_lookup(v, NULL, dk, "inline", &x, NULL), 0);
+	CHECK_EQ(x.num, in.num);
+	CHECK_EQ(x.gen, in.gen);
+	CHECK_EQ(fs_lookup(v, NULL, dk, "sl", &x, NULL), 0);
+	CHECK_EQ(x.num, sl.num);
+	tl = 0;
+	CHECK_EQ(fs_readlink(v, sl, target, sizeof(target), &tl), 0);
+	CHECK_EQ(tl, 10);
+	CHECK(memcmp(target, "some/where", 10) == 0);
+	CHECK_EQ(fs_sync(v), 0);
+	CHECK_EQ(fs_check_invariants(v, NULL, NULL), 0);
+	/* Changes through the foster map: a number freed, an inode moved to a
+	 * slot (its first link gone), an entry renamed. */
+	CHECK_EQ(fs_remove(v, NULL, dk, "inline"), 0);
+	CHECK_EQ(fs_getattr(v, in, &a), -ESTALE);
+	CHECK_EQ(fs_remove(v, NULL, dk, "written"), 0);
+	CHECK_EQ(fs_rename(v, NULL, dk, "written2", dk, "renamed"), 0);
+	CHECK_EQ(fs_getattr(v, wr, &a), 0);
+	CHECK_EQ(a.nlink, 1);
+	check_bytes(v, wr, sizeof(buf), 8);
+	/* Nothing new is homed in chunk 1, draining or not. */
+	CHECK_EQ(fs_create(v, NULL, dk, "new", 0644, FS_CREATE_GUARDED, 0, &x, NULL), 0);
+	CHECK(x.num >> 32 != 1);
+	CHECK_EQ(fs_chunk_drain(v, 1, 0, why, sizeof(why)), 0);
+	CHECK_EQ(fs_create(v, NULL, dk, "new2", 0644, FS_CREATE_GUARDED, 0, &x, NULL), 0);
+	CHECK(x.num >> 32 != 1);
+	CHECK_EQ(fs_chunk_drain(v, 1, 1, why, sizeof(why)), 0);
+	CHECK_EQ(fs_evac_info(v, 1, &ei), 0);
+	CHECK_EQ(ei.inodes_homed, 4 + (sub.num >> 32 == 1));
+	CHECK_EQ(fs_close(v), 0);
+	CHECK_EQ(fsck_volume_path(image, -1, &fo, &res), 0);
+	CHECK_EQ(res.chunks, 3);
+	CHECK_EQ(res.problems, 0);
+	CHECK_EQ(res.exit_code, 0);
+
+	CHECK_EQ(fs_open(image, 0, &v), 0);
+	CHECK_EQ(fs_evac_info(v, 1, &ei), 0);
+	CHECK_EQ(ei.fostered, 1);
+	CHECK_EQ(ei.inodes_homed, 4 + (sub.num >> 32 == 1));
+	check_bytes(v, dt, sizeof(buf), 9);
+	CHECK_EQ(fs_getattr(v, wr, &a), 0);
+	CHECK_EQ(a.gen, wr.gen);
+	check_bytes(v, wr, sizeof(buf), 8);
+	CHECK_EQ(fs_getattr(v, in, &a), -ESTALE);
+	CHECK_EQ(fs_getattr(v, sub, &a), 0);
+	CHECK_EQ(fs_lookup(v, NULL, dk, "renamed", &x, NULL), 0);
+	CHECK_EQ(x.num, wr.num);
+	CHECK_EQ(fs_rmdir(v, NULL, dk, "sub"), 0);
+	CHECK_EQ(fs_getattr(v, sub, &a), -ESTALE);
+	CHECK_EQ(fs_close(v), 0);
+	CHECK_EQ(fsck_volume_path(image, -1, &fo, &res), 0);
+	CHECK_EQ(res.problems, 0);
+	CHECK_EQ(res.exit_code, 0);
+
+	/* The foster map's unit in chunk 0, copy 0 damaged: fsck finds it
+	 * (read through both copies), rewrites it from copy 1, and a second
+	 * run is clean; the volume reads on. */
+	{
+		struct od_chunk_header h0;
+		int fd = open(image, O_RDWR);
+		struct od_header_src src;
+		uint8_t junk[64];
+		CHECK(fd >= 0);
+		src = od_header_src_fd(fd, (uint64_t)mo.chunk_size * mo.chunk_count);
+		CHECK_EQ(od_header_read(&src, 0, 0, 0, &h0, NULL), 0);
+		CHECK_EQ(h0.nfosters, 1);
+		CHECK_EQ(h0.fosters[0].home, 1);
+		CHECK_EQ(h0.fosters[0].chunk, 0);
+		CHECK(h0.feature_incompat & OD_FEATURE_INCOMPAT_FOSTER);
+		memset(junk, 0x5a, sizeof(junk));
+		CHECK_EQ(pwrite(fd, junk, sizeof(junk),
+				(off_t)h0.fosters[0].start * 4096 + 100), (ssize_t)sizeof(junk));
+		close(fd);
+		fo.mode = FSCK_YES;
+		CHECK_EQ(fsck_volume_path(image, -1, &fo, &res), 0);
+		CHECK_EQ(res.problems, 1);
+		CHECK_EQ(res.fixed, 1);
+		fo.mode = FSCK_CHECK_ONLY;
+		CHECK_EQ(fsck_volume_path(image, -1, &fo, &res), 0);
+		CHECK_EQ(res.problems, 0);
+		CHECK_EQ(fs_open(image, 0, &v), 0);
+		CHECK_EQ(fs_getattr(v, dt, &a), 0);
+		CHECK_EQ(a.gen, dt.gen);
+		check_bytes(v, dt, sizeof(buf), 9);
+		CHECK_EQ(fs_close(v), 0);
+	}
 	unlink(image);
 }
 
@@ -304,5 +518,6 @@ int main(void)
 	unlink(image);
 
 	moves();
+	fostering();
 	return test_done("evac_test");
 }

@@ -300,6 +300,11 @@ static void print_evac(const struct record *r)
 	       get(r, "steps"), get(r, "mb_per_s"), get(r, "conts_per_s"), get(r, "rate_mb"),
 	       get(r, "conts_left"), get(r, "slots_left"), get(r, "inodes_homed"),
 	       (double)num(r, "blocks_used") * 4096 / 1048576.0);
+	if (num(r, "fostered"))
+		printf("evacuate: chunk %s's map is fostered in chunk %s (%s of its numbers "
+		       "still have their inode in it; %s inodes moved out, %s inodes/s)\n\n",
+		       get(r, "chunk"), get(r, "foster_chunk"), get(r, "homed_here"),
+		       get(r, "inodes_moved"), get(r, "inodes_per_s"));
 }
 
 static void print_status(struct record *recs, int n)

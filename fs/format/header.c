@@ -26,6 +26,8 @@ const char *od_unit_name(uint16_t type)
 		return "directory unit";
 	case OD_MB_EXTENTS:
 		return "extent unit";
+	case OD_MB_FOSTER:
+		return "foster map block";
 	}
 	return "unit";
 }
@@ -65,6 +67,40 @@ void chunk_geometry(struct od_chunk_header *h, uint32_t nblocks, uint32_t bytes_
 	h->data_start = h->itable_start + h->itable_blocks;
 	/* Both halves lose the fixed metadata region: primaries and mirrors. */
 	h->free_blocks = nblocks - 2 * h->data_start;
+}
+
+/* The foster records a header carries: within the table, each naming two
+ * different chunks, no home twice, and a record hosted here inside this
+ * chunk's data area, large enough for its entries. */
+static int check_fosters(const struct od_chunk_header *h, uint32_t index, char *why, size_t n)
+{
+	if (h->nfosters && !(h->feature_incompat & OD_FEATURE_INCOMPAT_FOSTER)) {
+		snprintf(why, n, "%u foster maps without the foster feature", h->nfosters);
+		return -EUCLEAN;
+	}
+	if (h->nfosters > OD_MAX_FOSTERS) {
+		snprintf(why, n, "%u foster maps (at most %u)", h->nfosters, OD_MAX_FOSTERS);
+		return -EUCLEAN;
+	}
+	for (uint32_t i = 0; i < h->nfosters; i++) {
+		const struct od_foster *f = &h->fosters[i];
+		int bad = f->home == 0 || f->home == f->chunk || f->home >= OD_MAX_CHUNKS ||
+			  f->chunk >= OD_MAX_CHUNKS || f->nblocks == 0 ||
+			  (uint64_t)f->nblocks * OD_MAP_PER_BLOCK < f->entries ||
+			  (f->flags & ~OD_FOSTER_RETIRED);
+		for (uint32_t j = 0; j < i && !bad; j++)
+			bad = h->fosters[j].home == f->home;
+		if (!bad && f->chunk == index)
+			bad = f->start < h->data_start ||
+			      (uint64_t)f->start + f->nblocks > h->nblocks / 2;
+		if (bad) {
+			snprintf(why, n, "bad foster map record %u (home %u, chunk %u, blocks %u+%u, "
+					 "%u entries, flags 0x%x)", i, f->home, f->chunk, f->start,
+				 f->nblocks, f->entries, f->flags);
+			return -EUCLEAN;
+		}
+	}
+	return 0;
 }
 
 int chunk_check_header(const struct od_chunk_header *h, uint32_t index, char *why, size_t n)
@@ -113,7 +149,7 @@ int chunk_check_header(const struct od_chunk_header *h, uint32_t index, char *wh
 			 h->data_start);
 		return -EUCLEAN;
 	}
-	return 0;
+	return check_fosters(h, index, why, n);
 }
 
 int od_header_parse(const uint8_t *blk, struct od_chunk_header *h, uint64_t *txid, char *why,

@@ -97,6 +97,8 @@ int od_verify(const uint8_t *buf, size_t len)
 
 /* Chunk header payload, at byte 48 of block 0 (and of its mirror). */
 #define CH 48
+static_assert(1032 + OD_MAX_FOSTERS * OD_FOSTER_SIZE <= OD_MB_PAYLOAD,
+	      "the foster table fits the header's payload");
 void od_put_chunk_header(uint8_t *b, const struct od_chunk_header *c)
 {
 	memcpy(b + CH + 0, OD_CHUNK_MAGIC, 8);
@@ -134,6 +136,18 @@ void od_put_chunk_header(uint8_t *b, const struct od_chunk_header *c)
 	put64(b + CH + 160, c->txid);
 	memcpy(b + CH + 168, c->label, 32);
 	memcpy(b + CH + 200, c->secret, 32);
+	/* Foster maps at payload byte 1024. */
+	put32(b + CH + 1024, c->nfosters);
+	for (uint32_t i = 0; i < OD_MAX_FOSTERS; i++) {
+		const struct od_foster *f = &c->fosters[i];
+		uint8_t *p = b + CH + 1032 + i * OD_FOSTER_SIZE;
+		put32(p + 0, f->home);
+		put32(p + 4, f->chunk);
+		put32(p + 8, f->start);
+		put32(p + 12, f->nblocks);
+		put32(p + 16, f->entries);
+		put32(p + 20, f->flags);
+	}
 }
 
 int od_get_chunk_header(const uint8_t *b, struct od_chunk_header *c)
@@ -175,6 +189,17 @@ int od_get_chunk_header(const uint8_t *b, struct od_chunk_header *c)
 	memcpy(c->label, b + CH + 168, 32);
 	c->label[31] = '\0';
 	memcpy(c->secret, b + CH + 200, 32);
+	c->nfosters = get32(b + CH + 1024);
+	for (uint32_t i = 0; i < OD_MAX_FOSTERS; i++) {
+		struct od_foster *f = &c->fosters[i];
+		const uint8_t *p = b + CH + 1032 + i * OD_FOSTER_SIZE;
+		f->home = get32(p + 0);
+		f->chunk = get32(p + 4);
+		f->start = get32(p + 8);
+		f->nblocks = get32(p + 12);
+		f->entries = get32(p + 16);
+		f->flags = get32(p + 20);
+	}
 	return 0;
 }
 #undef CH

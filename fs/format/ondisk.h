@@ -31,6 +31,7 @@ enum od_mb_type {
 	OD_MB_ITABLE = 5,
 	OD_MB_DIR = 6,
 	OD_MB_EXTENTS = 7,
+	OD_MB_FOSTER = 8, /* a block of an evacuated chunk's foster map */
 };
 
 struct od_mb_header {
@@ -76,18 +77,44 @@ enum od_chunk_kind {
  * and may still change (an entry for a new link of an inode here, an
  * extent unit). A build that ignores the bit merely keeps allocating. */
 #define OD_CHF_DRAINING 0x4u
+/* Fostered (evacuation): the numbers homed here are mapped by a foster map
+ * in another chunk (od_chunk_header.fosters); this chunk's own map area is
+ * no longer read, and nothing new is homed here. Set with
+ * OD_FEATURE_INCOMPAT_FOSTER. */
+#define OD_CHF_FOSTERED 0x8u
 
 /* Feature flags: a reader refuses unknown incompat bits, opens read-only
  * with unknown ro_compat bits, ignores unknown compat bits. */
 #define OD_FEATURE_COMPAT_SUPP 0u
 /* Dirty lists may hold held entries (OD_DLE_HELD). */
 #define OD_FEATURE_INCOMPAT_HELD_ENTRIES 0x1u
-#define OD_FEATURE_INCOMPAT_SUPP OD_FEATURE_INCOMPAT_HELD_ENTRIES
+/* The header carries foster maps (od_chunk_header.fosters): a build that
+ * reads numbers through a chunk's own map only would find stale entries
+ * there, and a check unaware of them would free the foster map's blocks. */
+#define OD_FEATURE_INCOMPAT_FOSTER 0x2u
+#define OD_FEATURE_INCOMPAT_SUPP (OD_FEATURE_INCOMPAT_HELD_ENTRIES | OD_FEATURE_INCOMPAT_FOSTER)
 #define OD_FEATURE_RO_COMPAT_SUPP 0u
 
 #define OD_DIRTY_LIST_BLOCKS 16u
 #define OD_DEFAULT_DIR_UNIT 4u /* blocks per directory unit: 16 KiB */
 #define OD_MAX_DIR_UNIT 8u     /* the largest a header may give */
+
+/* A foster map: home chunk `home`'s stable-number map, moved in one
+ * transaction into `nblocks` blocks (one OD_MB_FOSTER unit each, owner =
+ * home, mirrored at + half) from block `start` of chunk `chunk`; it holds
+ * `entries` entries (the home's map watermark then: it never grows, no
+ * number is homed in a fostered chunk again). */
+#define OD_MAX_FOSTERS 32u
+#define OD_FOSTER_RETIRED 0x1u /* the home chunk is retired: never opened, never read */
+#define OD_FOSTER_SIZE 24u
+struct od_foster {
+	uint32_t home;
+	uint32_t chunk;
+	uint32_t start;
+	uint32_t nblocks;
+	uint32_t entries;
+	uint32_t flags;          /* OD_FOSTER_* */
+};
 
 struct od_chunk_header {
 	uint32_t version;
@@ -120,6 +147,14 @@ struct od_chunk_header {
 	uint64_t txid;           /* last committed transaction */
 	char label[32];
 	uint8_t secret[32];      /* per-volume key of the file-handle HMAC */
+
+	/* Foster maps (evacuation; OD_FEATURE_INCOMPAT_FOSTER). Chunk 0's
+	 * header names every one and decides; the header of the chunk
+	 * hosting one and that of its home chunk carry its record too, so
+	 * that each can be checked alone. Encoded at byte 1024 of the
+	 * payload, apart from other features' fields. */
+	uint32_t nfosters;
+	struct od_foster fosters[OD_MAX_FOSTERS];
 };
 
 /* Locations of inodes: a slot in the inode area or an entry in a dir unit. */

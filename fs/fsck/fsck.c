@@ -35,6 +35,7 @@ static void ctx_free(struct fsck_ctx *c)
 	fsck_hmap_free(&c->by_loc);
 	fsck_hmap_free(&c->by_stable);
 	free(c->map);
+	fsck_foster_free(c);
 	free(c->map_lost);
 	free(c->disk_bitmap);
 	free(c->bitmap_unknown);

@@ -145,6 +145,28 @@ int fsck_map_entry_of(struct fsck_ctx *c, uint64_t s, struct od_map_entry *e)
 
 	if ((uint32_t)s == 0)
 		return -ESTALE;
+	/* A fostered home's map: the foster map chunk 0's header names. */
+	if (c->vol && c->vol->nchunks && c->vol->hdr_ok[0]) {
+		const struct od_chunk_header *h0 = &c->vol->hdr[0];
+		for (uint32_t i = 0; i < h0->nfosters && i < OD_MAX_FOSTERS; i++) {
+			const struct od_foster *f = &h0->fosters[i];
+			if (f->home != home)
+				continue;
+			if (idx >= f->entries)
+				return -ESTALE;
+			if (f->chunk == c->index) {
+				ret = fsck_foster_entry_here(c, s, e);
+				if (ret != 0)
+					return ret < 0 ? ret : 0;
+			}
+			ret = fsck_far_unit(c, f->chunk, f->start + idx / OD_MAP_PER_BLOCK, 1,
+					    OD_MB_FOSTER, buf);
+			if (ret == 0)
+				od_get_map_entry(buf + OD_MB_HEADER_SIZE +
+							 (idx % OD_MAP_PER_BLOCK) * OD_MAP_ENTRY_SIZE, e);
+			return ret;
+		}
+	}
 	if (home == c->index) {
 		if (idx >= c->nmap)
 			return -ESTALE;
@@ -264,7 +286,7 @@ static const char *confirm_map_loc(struct fsck_ctx *c, const struct fsck_deferre
 		return unreadable;
 	if (ino.mode == 0 || ino.stable != d->stable || (ino.flags & OD_INF_CONT))
 		return "is no such inode";
-	if (ino.generation != c->map[d->idx].generation)
+	if (ino.generation != (d->kind == DEF_FOSTER_LOC ? d->gen : c->map[d->idx].generation))
 		return "is another generation";
 	return NULL;
 }
@@ -425,6 +447,11 @@ static void describe_def(struct fsck_ctx *c, const struct fsck_deferred *d, char
 			 d->idx, (unsigned long long)d->stable, d->loc.chunk, d->loc.block,
 			 d->loc.off);
 		break;
+	case DEF_FOSTER_LOC:
+		snprintf(out, n, "foster map of chunk %u, entry %u (inode %llu): the inode at chunk "
+				 "%u block %u offset %u", OD_STABLE_CHUNK(d->stable), d->idx,
+			 (unsigned long long)d->stable, d->loc.chunk, d->loc.block, d->loc.off);
+		break;
 	case DEF_MAP_HOME:
 		snprintf(out, n, "%s: its map entry in chunk %u must place it here", who,
 			 OD_STABLE_CHUNK(d->stable));
@@ -481,6 +508,7 @@ int fsck_cross(struct fsck_ctx *c)
 			p.blk = d->loc.block;
 			break;
 		case DEF_MAP_LOC:
+		case DEF_FOSTER_LOC:
 			bad = confirm_map_loc(c, d);
 			code = PR_6_MAP_LOC;
 			p.num = d->idx;

@@ -111,6 +111,8 @@ const struct fsck_problem *fsck_problem_find(uint32_t code);
 #define PR_4_HEAD_REBUILT 0x04001c
 #define PR_4_PART_BRIDGE 0x04001d
 #define PR_4_ROOT_LOST 0x040019
+#define PR_4_FOSTER_DANGLING 0x040020
+#define PR_4_FOSTER_WRONG_LOC 0x040021
 /* 0x05: pass 5, the bitmap and the header counters */
 #define PR_5_USED_MARKED_FREE 0x050001
 #define PR_5_FREE_MARKED_USED 0x050002
@@ -215,6 +217,7 @@ enum fsck_def_kind {
 	DEF_MAP_HOME,  /* an inode here homed elsewhere: its map entry there */
 	DEF_DIR_LINKS, /* a directory head here with parts elsewhere: its link count */
 	DEF_ENTRY,     /* an entry naming an inode homed elsewhere and not found here */
+	DEF_FOSTER_LOC, /* a foster map entry here: the inode at its location elsewhere */
 };
 
 struct fsck_deferred {
@@ -223,6 +226,16 @@ struct fsck_deferred {
 	uint32_t idx;       /* DEF_MAP_LOC: map index; DEF_ENTRY: entry */
 	uint64_t stable;    /* the number involved */
 	struct od_loc loc;  /* the far end, when known */
+	uint32_t gen;       /* DEF_FOSTER_LOC: the generation the entry says */
+};
+
+/* A foster map hosted by the chunk checked (fsck_foster.c): its record in
+ * the header, its entries, and per entry 1 (its unit is lost) or 2 (its
+ * unit was replaced with an empty one: rebuilt from the inodes found). */
+struct fsck_foster {
+	struct od_foster rec;
+	struct od_map_entry *map;
+	uint8_t *lost;
 };
 
 /* The whole volume, for locating chunks and for -x reads (fsck_cross.c). */
@@ -331,6 +344,9 @@ struct fsck_ctx {
 	struct od_map_entry *map;
 	uint32_t nmap;
 	uint8_t *map_lost;            /* its block was unreadable */
+	/* The foster maps this chunk hosts (fsck_foster.c). */
+	struct fsck_foster fost[OD_MAX_FOSTERS];
+	uint32_t nfost;
 
 	/* Blocks: owner record + 1 of each (OWNER_FIXED for fixed metadata),
 	 * and a bit per block, set when it has an owner (pass 5 compares it
@@ -393,6 +409,19 @@ void fsck_note(struct fsck_ctx *c, const char *fmt, ...) __attribute__((format(p
 void fsck_describe(const struct fsck_ctx *c, const struct fsck_ino *r, char *buf, size_t n);
 void fsck_expand(const struct fsck_ctx *c, const char *fmt, const struct fsck_pctx *pc,
 		 char *out, size_t room);
+
+/* fsck_foster.c: foster maps (evacuation). fostered: the chunk's numbers
+ * are mapped by a foster map elsewhere (its own map area is not read).
+ * read (pass 1): the units of the foster maps hosted here; claim (pass 3):
+ * their blocks; check (pass 4): their entries against the inodes here.
+ * entry_here: number s's entry in a foster map hosted here (1), none (0),
+ * -ESTALE beyond it or lost. */
+int fsck_fostered(const struct fsck_ctx *c);
+int fsck_foster_read(struct fsck_ctx *c);
+void fsck_foster_claim(struct fsck_ctx *c);
+void fsck_foster_check(struct fsck_ctx *c);
+int fsck_foster_entry_here(const struct fsck_ctx *c, uint64_t s, struct od_map_entry *e);
+void fsck_foster_free(struct fsck_ctx *c);
 
 /* fsck_unit.c: metadata units through both copies */
 /* A unit through both copies; problems about its copies are reported the

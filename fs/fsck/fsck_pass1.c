@@ -274,7 +274,8 @@ static int read_bitmap(struct fsck_ctx *c)
 static int read_map(struct fsck_ctx *c)
 {
 	const struct od_chunk_header *h = &c->hdr;
-	uint32_t n = h->map_watermark;
+	/* A fostered chunk's map is elsewhere: its own area is not read. */
+	uint32_t n = fsck_fostered(c) ? 0 : h->map_watermark;
 
 	c->nmap = n;
 	c->map = calloc(n ? n : 1, sizeof(*c->map));
@@ -513,6 +514,8 @@ int fsck_pass1(struct fsck_ctx *c)
 		ret = read_bitmap(c);
 	if (ret == 0)
 		ret = read_map(c);
+	if (ret == 0)
+		ret = fsck_foster_read(c);
 	if (ret == 0)
 		ret = read_slots(c);
 	return ret;

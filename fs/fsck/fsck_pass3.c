@@ -9,7 +9,8 @@
  * Repairs:  a data extent claimed by a second file is copied to free
  *           blocks for that file (resolve_dups()).
  * Collects: c->owner[], one entry per block: the record that claims it, or
- *           OWNER_FIXED for the fixed metadata of both halves. That is the
+ *           OWNER_FIXED for the fixed metadata of both halves and the
+ *           foster map units hosted here (fsck_foster.c). That is the
  *           expected bitmap pass 5 compares with the one on disk.
  * Relies on pass 1 and 2 for the records of every inode of the chunk. */
 #include "config.h"
@@ -386,6 +387,7 @@ int fsck_pass3(struct fsck_ctx *c)
 		fsck_set_owner(c, b, OWNER_FIXED);
 		fsck_set_owner(c, b + c->half, OWNER_FIXED);
 	}
+	fsck_foster_claim(c);
 	for (uint32_t ri = 0; ri < c->nrecs; ri++) {
 		const struct od_extent *ext;
 		uint32_t n, type = c->recs[ri].ino.mode & S_IFMT;

@@ -4,7 +4,8 @@
  * file of this chunk has, and its link count is checked locally; a
  * directory's count (2 + its subdirectories) is exact here when it has no
  * parts in other chunks, and deferred otherwise.
- * Checks:   the map entries homed here against the inodes found (a used
+ * Checks:   the map entries homed here (and those of the foster maps hosted
+ *           here, fsck_foster.c) against the inodes found (a used
  *           entry must lead to an inode with its number and generation);
  *           each inode homed here against its map entry (a slot the map
  *           does not lead to is garbage); what each entry names (a free
@@ -248,7 +249,7 @@ static void resolve_entries(struct fsck_ctx *c)
 			clear_for(c, di, PR_4_ENT_BAD_NUMBER, &p);
 			continue;
 		}
-		if (home == c->index) {
+		if (home == c->index && !fsck_fostered(c)) {
 			const struct od_map_entry *e = idx < c->nmap ? &c->map[idx] : NULL;
 			if (e && c->map_lost[idx] == 1) {
 				ri = fsck_hmap_get(&c->by_stable, s); /* the map is not known */
@@ -355,8 +356,31 @@ static void check_homes(struct fsck_ctx *c)
 
 		if (r->dead || (r->ino.flags & OD_INF_CONT))
 			continue;
-		if (OD_STABLE_CHUNK(s) != c->index) {
-			fsck_defer(c, DEF_MAP_HOME, ri, 0, s, here(c, r));
+		if (OD_STABLE_CHUNK(s) != c->index || fsck_fostered(c)) {
+			struct od_map_entry fe;
+			int fr = fsck_foster_entry_here(c, s, &fe);
+			if (fr == 0) {
+				fsck_defer(c, DEF_MAP_HOME, ri, 0, s, here(c, r));
+				continue;
+			}
+			/* Its home's foster map is here: checked now. */
+			if (fr < 0 || ((fe.flags & OD_MAPF_USED) && fe.loc.chunk == c->index &&
+				       fe.loc.block == r->block && fe.loc.off == r->off))
+				continue;
+			if (!(fe.flags & OD_MAPF_USED))
+				p.str = "(in a foster map here) is free";
+			else if (fe.loc.chunk == c->index)
+				continue; /* reported by fsck_foster_check (pointed here if fixed) */
+			else
+				p.str = "(in a foster map here) places it in another chunk";
+			if (r->slot != FSCK_NONE) {
+				if (fix_problem(c, PR_4_SLOT_UNMAPPED, &p)) {
+					fsck_unclaim(c, ri);
+					fsck_zero_slot(c, ri);
+				}
+			} else {
+				fix_problem(c, PR_4_EMBED_UNMAPPED, &p);
+			}
 			continue;
 		}
 		if (idx >= c->nmap) {
@@ -520,6 +544,7 @@ int fsck_pass4(struct fsck_ctx *c)
 {
 	rebuild_map(c);
 	check_map(c);
+	fsck_foster_check(c);
 	resolve_entries(c);
 	if (fsck_cancelled(c))
 		return 0;

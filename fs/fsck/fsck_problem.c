@@ -161,6 +161,10 @@ static const struct fsck_problem problems[] = {
 	{ PR_4_PART_BRIDGE, "directory %I: its part in this chunk (at %s) is lost with all it "
 			    "listed, and the chain goes on beyond it",
 	  "put an empty part there, so that the parts beyond stay reachable", 0 },
+	{ PR_4_FOSTER_DANGLING, "foster map of chunk %N, entry %n (inode %I): no such inode at its "
+				"location (block %b)", "free the entry", 0 },
+	{ PR_4_FOSTER_WRONG_LOC, "foster map of chunk %N, entry %n (inode %I) places it at block %b, "
+				 "where it is not; it is %j", "point the entry at it", 0 },
 
 	/* --- pass 5: the bitmap and the header counters --- */
 	{ PR_5_USED_MARKED_FREE, "block bitmap: %n blocks in use are marked free (the first: %b)",

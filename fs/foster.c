@@ -1,0 +1,171 @@
+/* Foster maps (evacuation): a draining chunk K's stable-number map copied,
+ * in one transaction, into OD_MB_FOSTER units of another chunk T, and
+ * named in chunk 0's header (with copies of the record in T's and K's), so
+ * that the numbers homed in K, and the NFS handles built on them, outlive
+ * K. Keeps: a number's map entry is in one place map.c reads, K's own map
+ * area before that transaction commits and the foster map from then on
+ * (both in memory and on disk, since the headers and the copied units
+ * commit together); nothing is homed in K again. */
+#include "config.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "fs/evac.h"
+
+/* Where K's foster map goes: chunk 0 when it has room (it is never
+ * evacuated, so the map never has to move again), else the online chunk
+ * with the most free blocks that is neither draining nor fostered. */
+static struct chunk *foster_target(struct fs_volume *v, struct chunk *k, uint32_t n)
+{
+	struct chunk *best = NULL;
+
+	for (uint32_t i = 0; i < v->nchunks; i++) {
+		struct chunk *c = &v->chunks[i];
+		if (c == k || c->offline || chunk_draining(c) || chunk_fostered(c) ||
+		    chunk_load(c) < 0 || c->hdr.free_blocks < 2 * n + 2 * c->hdr.dir_unit)
+			continue;
+		if (i == 0)
+			return c;
+		if (!best || c->hdr.free_blocks > best->hdr.free_blocks)
+			best = c;
+	}
+	return best;
+}
+
+/* rec appended to the foster table of header h (the caller checked room). */
+static void table_add(struct chunk *c, const struct od_foster *rec)
+{
+	c->hdr.fosters[c->hdr.nfosters++] = *rec;
+	c->hdr.feature_incompat |= OD_FEATURE_INCOMPAT_FOSTER;
+	c->header_dirty = 1;
+}
+
+int evac_foster(struct fs_volume *v, struct chunk *k, uint32_t *host)
+{
+	struct chunk *c0 = &v->chunks[0], *t;
+	uint32_t wm = k->hdr.map_watermark, n, start, i;
+	struct od_foster rec;
+	int ret;
+
+	if (k->index == 0 || !chunk_draining(k) || chunk_fostered(k) || vol_foster(v, k->index))
+		return -EINVAL;
+	if (c0->offline)
+		return -EIO;
+	if (c0->hdr.nfosters >= OD_MAX_FOSTERS)
+		return -ENOSPC;
+	n = wm ? (wm + OD_MAP_PER_BLOCK - 1) / OD_MAP_PER_BLOCK : 1;
+	t = foster_target(v, k, n);
+	if (!t)
+		return -ENOSPC;
+	/* Nothing is changed before every unit is secured: a failure gives
+	 * back what it took and leaves K's map in force. */
+	ret = alloc_meta(t, n, &start);
+	if (ret < 0)
+		return ret;
+	for (i = 0; i < n; i++) {
+		struct buf *fb, *kb;
+		ret = buf_fresh(t, start + i, 1, OD_MB_FOSTER, k->index, &fb);
+		if (ret < 0)
+			break;
+		if ((uint64_t)i * OD_MAP_PER_BLOCK < wm) {
+			ret = buf_read(k, k->hdr.map_start + i, 1, &kb);
+			if (ret < 0) {
+				buf_put(fb);
+				break;
+			}
+			memcpy(fb->data + OD_MB_HEADER_SIZE, kb->data + OD_MB_HEADER_SIZE,
+			       OD_MB_PAYLOAD);
+			buf_put(kb);
+		}
+		buf_dirty(fb);
+		buf_put(fb);
+	}
+	if (ret < 0) {
+		for (uint32_t j = 0; j <= i && j < n; j++)
+			buf_forget(t, start + j);
+		free_blocks(t, start, n);
+		free_blocks(t, chunk_mirror(t, start), n);
+		return ret;
+	}
+	rec = (struct od_foster){ .home = k->index, .chunk = t->index, .start = start,
+				  .nblocks = n, .entries = wm, .flags = 0 };
+	/* Chunk 0's record decides; T's lets a check of T claim the units,
+	 * K's tells a check of K that its own map area is not read. */
+	table_add(c0, &rec);
+	if (t != c0)
+		table_add(t, &rec);
+	table_add(k, &rec);
+	k->hdr.flags |= OD_CHF_FOSTERED;
+	k->hdr.used_inodes = 0; /* K's own map holds nothing any more */
+	k->nfree_map = 0;
+	*host = t->index;
+	return 0;
+}
+
+int evac_foster_used(struct fs_volume *v, uint32_t home, uint64_t *used, uint64_t *here)
+{
+	const struct od_foster *f = vol_foster(v, home);
+	struct chunk *t;
+	int ret = 0;
+
+	*used = *here = 0;
+	if (!f)
+		return -ENOENT;
+	t = vol_chunk(v, f->chunk);
+	if (!t || t->offline)
+		return -EIO;
+	for (uint32_t b = 0; ret == 0 && b < f->nblocks; b++) {
+		struct buf *fb;
+		ret = buf_read(t, f->start + b, 1, &fb);
+		if (ret < 0)
+			break;
+		for (uint32_t k = 0; k < OD_MAP_PER_BLOCK; k++) {
+			struct od_map_entry e;
+			if ((uint64_t)b * OD_MAP_PER_BLOCK + k >= f->entries)
+				break;
+			od_get_map_entry(fb->data + OD_MB_HEADER_SIZE + k * OD_MAP_ENTRY_SIZE, &e);
+			if (!(e.flags & OD_MAPF_USED))
+				continue;
+			(*used)++;
+			if (e.loc.chunk == home)
+				(*here)++;
+		}
+		buf_put(fb);
+	}
+	return ret;
+}
+
+int evac_foster_next(struct fs_volume *v, uint32_t home, uint32_t from, uint32_t *idx,
+		     struct od_loc *loc)
+{
+	const struct od_foster *f = vol_foster(v, home);
+	struct chunk *t;
+
+	if (!f)
+		return -ENOENT;
+	t = vol_chunk(v, f->chunk);
+	if (!t || t->offline)
+		return -EIO;
+	for (uint32_t i = from; i < f->entries;) {
+		struct buf *fb;
+		uint32_t b = i / OD_MAP_PER_BLOCK;
+		int ret = buf_read(t, f->start + b, 1, &fb);
+		if (ret < 0)
+			return ret;
+		for (; i < f->entries && i / OD_MAP_PER_BLOCK == b; i++) {
+			struct od_map_entry e;
+			od_get_map_entry(fb->data + OD_MB_HEADER_SIZE +
+						 (i % OD_MAP_PER_BLOCK) * OD_MAP_ENTRY_SIZE,
+					 &e);
+			if ((e.flags & OD_MAPF_USED) && e.loc.chunk == home) {
+				*idx = i;
+				*loc = e.loc;
+				buf_put(fb);
+				return 1;
+			}
+		}
+		buf_put(fb);
+	}
+	return 0;
+}

@@ -1,0 +1,215 @@
+/* fsck: foster maps (evacuation, OD_FEATURE_INCOMPAT_FOSTER). A chunk
+ * hosting the foster map of an evacuated chunk K holds K's stable-number
+ * map in OD_MB_FOSTER units that its header names; a fostered chunk's own
+ * map area is not read. This file owns both sides of the check:
+ *   pass 1: a fostered chunk said so; the units hosted here read through
+ *           both copies, their entries kept (c->fost[]);
+ *   pass 3: those units claimed (both copies), as fixed metadata;
+ *   pass 4: each used entry placing its inode in this chunk leads to an
+ *           inode with its number and generation (else freed, as a map
+ *           entry is); one placing it elsewhere is deferred (-x reads the
+ *           inode there); a replaced unit's entries are rebuilt from the
+ *           inodes found here.
+ * Relies on the header checks (check_fosters in fs/format/header.c: each
+ * record hosted here lies inside the data area). */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fs/fsck/fsck_int.h"
+
+int fsck_fostered(const struct fsck_ctx *c)
+{
+	return (c->hdr.flags & OD_CHF_FOSTERED) != 0;
+}
+
+int fsck_foster_read(struct fsck_ctx *c)
+{
+	const struct od_chunk_header *h = &c->hdr;
+
+	if (fsck_fostered(c)) {
+		const struct od_foster *f = NULL;
+		for (uint32_t i = 0; i < h->nfosters; i++)
+			if (h->fosters[i].home == c->index)
+				f = &h->fosters[i];
+		if (f)
+			fsck_note(c, "the chunk is fostered: the map of its %u numbers is in chunk "
+				     "%u, blocks %u-%u; its own map area is not read", f->entries,
+				  f->chunk, f->start, f->start + f->nblocks - 1);
+		else
+			fsck_note(c, "the chunk is fostered: the map of its numbers is in another "
+				     "chunk (chunk 0's header names it); its own map area is not read");
+	}
+	c->nfost = 0;
+	for (uint32_t i = 0; i < h->nfosters; i++) {
+		const struct od_foster *f = &h->fosters[i];
+		struct fsck_foster *fo;
+		if (f->chunk != c->index)
+			continue;
+		fo = &c->fost[c->nfost++];
+		fo->rec = *f;
+		fo->map = calloc(f->entries ? f->entries : 1, sizeof(*fo->map));
+		fo->lost = calloc(f->entries ? f->entries : 1, 1);
+		if (!fo->map || !fo->lost)
+			return fsck_oom(c);
+		if (fsck_prefetch(c, f->start, f->nblocks) < 0)
+			return -ENOMEM;
+		for (uint32_t b = 0; b < f->nblocks; b++) {
+			struct fsck_unit *u;
+			int ret = fsck_unit_get(c, f->start + b, 1, OD_MB_FOSTER, f->home, &u);
+			if (ret < 0)
+				return ret;
+			for (uint32_t k = 0; k < OD_MAP_PER_BLOCK; k++) {
+				uint32_t idx = b * OD_MAP_PER_BLOCK + k;
+				struct od_map_entry *e;
+				if (idx >= f->entries)
+					break;
+				e = &fo->map[idx];
+				if (!u->data) {
+					fo->lost[idx] = 1;
+					e->loc.chunk = OD_LOC_NONE;
+					continue;
+				}
+				if (u->cur < 0)
+					fo->lost[idx] = 2; /* replaced: rebuilt in pass 4 */
+				od_get_map_entry(u->data + OD_MB_HEADER_SIZE + k * OD_MAP_ENTRY_SIZE, e);
+				if (e->flags & ~OD_MAPF_USED) {
+					struct fsck_pctx p = { .num = idx, .num2 = e->flags };
+					fix_problem(c, PR_1_MAP_FLAGS, &p);
+				}
+			}
+		}
+	}
+	return 0;
+}
+
+void fsck_foster_claim(struct fsck_ctx *c)
+{
+	for (uint32_t i = 0; i < c->nfost; i++) {
+		const struct od_foster *f = &c->fost[i].rec;
+		for (uint32_t b = f->start; b < f->start + f->nblocks; b++) {
+			fsck_set_owner(c, b, OWNER_FIXED);
+			fsck_set_owner(c, b + c->half, OWNER_FIXED);
+		}
+	}
+}
+
+static void write_entry(struct fsck_ctx *c, const struct fsck_foster *fo, uint32_t idx)
+{
+	struct fsck_unit *u = fsck_unit_find(c, fo->rec.start + idx / OD_MAP_PER_BLOCK);
+
+	if (!u || !u->data)
+		return;
+	od_put_map_entry(u->data + OD_MB_HEADER_SIZE + (idx % OD_MAP_PER_BLOCK) * OD_MAP_ENTRY_SIZE,
+			 &fo->map[idx]);
+	fsck_unit_modified(c, u);
+}
+
+/* The live record of a head inode here with number s, or FSCK_NONE. */
+static uint32_t head_here(struct fsck_ctx *c, uint64_t s)
+{
+	uint32_t ri = fsck_rec_by_stable(c, s);
+
+	if (ri == FSCK_NONE || c->recs[ri].dead || (c->recs[ri].ino.flags & OD_INF_CONT))
+		return FSCK_NONE;
+	return ri;
+}
+
+void fsck_foster_check(struct fsck_ctx *c)
+{
+	uint32_t count = fsck_chunk_count(c);
+
+	for (uint32_t i = 0; i < c->nfost; i++) {
+		struct fsck_foster *fo = &c->fost[i];
+		uint32_t home = fo->rec.home, rebuilt = 0;
+		for (uint32_t idx = 0; idx < fo->rec.entries; idx++) {
+			struct od_map_entry *e = &fo->map[idx];
+			uint64_t s = OD_STABLE(home, idx);
+			struct fsck_pctx p = { .num = idx, .num2 = home, .ino = s, .blk = e->loc.block };
+			uint32_t ri;
+			if (fo->lost[idx] == 1)
+				continue;
+			if (fo->lost[idx] == 2 && !(e->flags & OD_MAPF_USED)) {
+				/* A replaced unit: the inodes found here give their entries. */
+				ri = head_here(c, s);
+				if (ri != FSCK_NONE) {
+					e->loc.chunk = c->index;
+					e->loc.block = c->recs[ri].block;
+					e->loc.off = c->recs[ri].off;
+					e->flags = OD_MAPF_USED;
+					e->generation = c->recs[ri].ino.generation;
+					write_entry(c, fo, idx);
+					rebuilt++;
+				}
+				continue;
+			}
+			if (!(e->flags & OD_MAPF_USED))
+				continue;
+			if (e->loc.chunk != c->index && e->loc.chunk < count) {
+				if (fsck_defer(c, DEF_FOSTER_LOC, FSCK_NONE, idx, s, e->loc) == 0)
+					c->defs[c->ndefs - 1].gen = e->generation;
+				continue;
+			}
+			ri = e->loc.chunk == c->index ? fsck_rec_at(c, e->loc.block, e->loc.off)
+						      : FSCK_NONE;
+			if (ri != FSCK_NONE && !c->recs[ri].dead && c->recs[ri].ino.stable == s &&
+			    !(c->recs[ri].ino.flags & OD_INF_CONT)) {
+				if (c->recs[ri].ino.generation != e->generation) {
+					p.rec = &c->recs[ri];
+					p.num = c->recs[ri].ino.generation;
+					p.num2 = e->generation;
+					fix_problem(c, PR_4_MAP_GEN, &p);
+				}
+				continue;
+			}
+			ri = head_here(c, s);
+			if (ri != FSCK_NONE) {
+				p.rec2 = &c->recs[ri];
+				if (fix_problem(c, PR_4_FOSTER_WRONG_LOC, &p)) {
+					e->loc.chunk = c->index;
+					e->loc.block = c->recs[ri].block;
+					e->loc.off = c->recs[ri].off;
+					write_entry(c, fo, idx);
+				}
+				continue;
+			}
+			if (fix_problem(c, PR_4_FOSTER_DANGLING, &p)) {
+				e->flags = 0;
+				e->loc.chunk = OD_LOC_NONE;
+				write_entry(c, fo, idx);
+			}
+		}
+		if (rebuilt)
+			fsck_note(c, "%u entries of chunk %u's foster map rebuilt from the inodes found",
+				  rebuilt, home);
+	}
+}
+
+/* The entry of number s in the foster map hosted here, when there is one:
+ * 1 and *e, 0 when s's home has no foster map here. */
+int fsck_foster_entry_here(const struct fsck_ctx *c, uint64_t s, struct od_map_entry *e)
+{
+	uint32_t home = OD_STABLE_CHUNK(s), idx = OD_STABLE_INDEX(s);
+
+	for (uint32_t i = 0; i < c->nfost; i++) {
+		const struct fsck_foster *fo = &c->fost[i];
+		if (fo->rec.home != home)
+			continue;
+		if (idx >= fo->rec.entries || fo->lost[idx] == 1)
+			return -ESTALE;
+		*e = fo->map[idx];
+		return 1;
+	}
+	return 0;
+}
+
+void fsck_foster_free(struct fsck_ctx *c)
+{
+	for (uint32_t i = 0; i < c->nfost; i++) {
+		free(c->fost[i].map);
+		free(c->fost[i].lost);
+	}
+	c->nfost = 0;
+}
