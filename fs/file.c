@@ -317,9 +317,9 @@ int fs_write(struct fs_volume *v, const struct fs_cred *cred, struct fs_ino id, 
 	 * pages and then goes to disk now: when it fails, none of its bytes
 	 * is left anywhere. */
 	if (dalloc_tight(v, len ? (offset + len - 1) / OD_BLOCK_SIZE - offset / OD_BLOCK_SIZE + 1 : 0)) {
-		/* (a file that cannot be placed stays buffered: the sync that
-		 * should make it durable fails for it) */
-		(void)dalloc_place_all(v);
+		/* (a file that cannot be placed stays buffered, to be tried
+		 * again: its commit reports the error) */
+		(void)dalloc_place_all(v, DA_SYNC);
 		ret = ino_get(v, id, &r);
 		if (ret < 0)
 			goto out;

@@ -145,7 +145,9 @@ struct fs_volume {
 	uint64_t txns, txns_one_flush; /* committed, and of those with one flush */
 	uint64_t txn_flushes;          /* flushes the committed ones took */
 	uint64_t held_named;           /* held entries they named */
-	uint64_t drops;               /* chunks forced offline with changes dropped */
+	uint64_t drops;               /* chunks forced offline with changes dropped,
+				       * and buffers of UNSTABLE data given up */
+	uint64_t change_drops;        /* ... the first alone */
 
 	/* Spare buffers for the copies a transaction writes, by unit size in
 	 * blocks (txn.c; under the lock). */
@@ -420,12 +422,21 @@ int file_place_run(struct fs_volume *v, struct iref *r, uint8_t *const *pages, u
  * the free blocks would not cover every buffered page with room to
  * spare); read: the file's bytes as clients see them (size from
  * dalloc_size); place: the file's pages to disk, then its size (0 when
- * nothing is buffered; failed: the buffer is given up and counted in
- * fs_drop_count); drop: forget the file's
+ * nothing is buffered; failed: the buffer is kept to be tried again, and
+ * given up, counted in fs_drop_count, only after failing for long enough,
+ * with its chunk offline, at close, or when failing buffers fill the
+ * cap); place_all: every file, DA_SYNC skipping those waiting out the
+ * backoff of a failed placement, DA_FORCE trying them too, DA_LAST giving
+ * up what fails (close); the first error is returned; offline: give up
+ * the buffers of files whose chunk is offline; drop: forget the file's
  * buffer (its number is freed, or its size cut to 0); relieve: place the
- * oldest files until the buffer is at half its cap. vol_attr: a loaded
+ * oldest files until the buffer is at half its cap, then give up failing
+ * buffers while over it. vol_attr: a loaded
  * inode's attributes with its buffered size and blocks. */
 #define DALLOC_DEFAULT_LIMIT (64ull << 20)
+enum da_mode { DA_SYNC, DA_FORCE, DA_LAST };
+enum da_gave_up { DA_GAVE_UP_TIME, DA_GAVE_UP_OFFLINE, DA_GAVE_UP_MEMORY, DA_GAVE_UP_CLOSE,
+		  DA_GAVE_UP_N };
 int dalloc_init(struct fs_volume *v);
 void dalloc_destroy(struct fs_volume *v);
 void dalloc_set_limit(struct fs_volume *v, uint64_t bytes);
@@ -435,7 +446,9 @@ int dalloc_read(struct fs_volume *v, const struct iref *r, uint64_t off, size_t 
 uint64_t dalloc_size(struct fs_volume *v, const struct iref *r);
 int dalloc_has(struct fs_volume *v, uint64_t stable);
 int dalloc_place(struct fs_volume *v, uint64_t stable);
-int dalloc_place_all(struct fs_volume *v);
+int dalloc_place_all(struct fs_volume *v, enum da_mode mode);
+void dalloc_offline(struct fs_volume *v);
+void dalloc_set_give_up(struct fs_volume *v, uint32_t fails, int64_t ms);
 int dalloc_place_old(struct fs_volume *v, int64_t max_age_ms, uint32_t *placed);
 void dalloc_drop(struct fs_volume *v, uint64_t stable);
 int dalloc_over_limit(struct fs_volume *v);
