@@ -54,7 +54,7 @@ for p in chunkfsd chunkfsctl mkfs.chunkfs client-tests/lat_probe; do
 done
 bin=$tmp/bin
 head -c 1M /dev/urandom >"$tmp/src/probe.dat"
-mkdir "$tmp/src/c"
+mkdir "$tmp/src/c" "$tmp/src/w"
 "$bin/mkfs.chunkfs" -q -s 1G -n 2 -d "$tmp/src" "$tmp/pristine.img" || exit 1
 head -c "${file_mib}M" /dev/urandom >"$tmp/data"
 
@@ -88,7 +88,7 @@ EOF
 writer() {
 	local k=0 q="?version=3&nfsport=$port&mountport=$port"
 	while [ "$(date +%s%N)" -lt "$2" ]; do
-		nfs-cp "$tmp/data" "nfs://127.0.0.1/w$1_$k$q" >/dev/null 2>&1 || break
+		nfs-cp "$tmp/data" "nfs://127.0.0.1/w/w$1_$k$q" >"$tmp/cp.$1" 2>&1 || { cat "$tmp/cp.$1" >&2; break; }
 		k=$((k + 1))
 	done
 	echo "$k" >"$tmp/writer.$1"
@@ -123,7 +123,7 @@ for r in $(seq 1 "$rounds"); do
 		for p in "${pids[@]}"; do kill -TERM "$p"; done
 		for p in "${pids[@]}"; do wait "$p"; done
 		pids=()
-		"$bin/chunkfsctl" -s "$tmp/ctl" status | grep -A2 '^delayed allocation' >"$tmp/st.$s.$r"
+		"$bin/chunkfsctl" -s "$tmp/ctl" status | grep -A3 '^delayed allocation' >"$tmp/st.$s.$r"
 		kill -TERM "$server_pid"
 		wait "$server_pid"
 		server_pid=

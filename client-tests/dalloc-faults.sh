@@ -38,7 +38,7 @@ assert int(d["retried"]) > 0, "no file was placed on a later try"
 for k in ("gave_up_time", "gave_up_offline", "gave_up_memory", "gave_up_close"):
     assert int(d[k]) == 0, k
 EOF
-"$CTL" -s "$tmp/control" status | grep -A2 '^delayed allocation' || fail "status table"
+"$CTL" -s "$tmp/control" status | grep -A3 '^delayed allocation' || fail "status table"
 # The faulty server replaced by a sound one (as in nbd-faults.sh), so that
 # the shutdown's commit succeeds; then a restart.
 kill -KILL "$pid2"

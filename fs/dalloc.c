@@ -14,7 +14,9 @@
  * transaction that records them (txn.c flushes data first). Keyed by
  * stable number: links and moves of the inode do not matter; the
  * number's end (map_free) drops the file's buffer. Everything runs under
- * the volume lock.
+ * the volume lock, but fs_sync's, the timer's and the cap's placement
+ * take and leave it per file (dalloc_step), so that a light call waits for
+ * one file's placement at most.
  *
  * A placement that fails keeps the buffer: the file is cut back to its
  * placed size on disk, and its pages wait to be tried again, by the next
@@ -64,6 +66,8 @@ struct da_file {
 	uint32_t fails;               /* placements failed in a row */
 	int64_t first_fail;           /* ms of the first of them */
 	int64_t retry_at;             /* ms: not tried by a sync or the timer before */
+	uint64_t seq;                 /* its order of arrival (dalloc_step's bound) */
+	uint64_t pass;                /* the last dalloc_step pass that tried it */
 	struct da_file *hnext;
 	struct da_file *prev, *next;  /* age order: oldest at head.next */
 };
@@ -80,6 +84,10 @@ struct dalloc {
 	uint64_t gave_up[DA_GAVE_UP_N]; /* buffers given up, by why */
 	int64_t give_up_ms;           /* the time bound of retrying */
 	uint32_t give_up_fails;       /* ... and the failures before giving up */
+	uint64_t seq;                 /* the next file's seq */
+	uint64_t passes;              /* dalloc_step passes begun */
+	uint64_t hold_max_us;         /* the longest placement under one lock hold */
+	uint64_t holds_over_10ms;     /* placements under one lock hold over 10 ms */
 };
 
 static int64_t now_ms(void)
@@ -88,6 +96,26 @@ static int64_t now_ms(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int64_t now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* A placement under one hold of the volume lock, begun at t0 (now_us),
+ * ended: counted for chunkfsctl status (what a light client may wait). */
+static void note_hold(struct dalloc *d, int64_t t0)
+{
+	uint64_t us = (uint64_t)(now_us() - t0);
+
+	if (us > d->hold_max_us)
+		d->hold_max_us = us;
+	if (us > 10000)
+		d->holds_over_10ms++;
 }
 
 static uint32_t hash_of(uint64_t stable)
@@ -365,6 +393,7 @@ int dalloc_write(struct fs_volume *v, const struct iref *r, uint64_t off, size_t
 		f->gen = r->ino.generation;
 		f->size = r->ino.size;
 		f->since = now_ms();
+		f->seq = d->seq++;
 		f->hnext = d->hash[hash_of(f->stable)];
 		d->hash[hash_of(f->stable)] = f;
 		f->prev = d->head.prev;
@@ -541,8 +570,14 @@ out:
 int dalloc_place(struct fs_volume *v, uint64_t stable)
 {
 	struct da_file *f = find(v->da, stable);
+	int64_t t0 = now_us();
+	int ret;
 
-	return f ? place_file(v, f, 0) : 0;
+	if (!f)
+		return 0;
+	ret = place_file(v, f, 0);
+	note_hold(v->da, t0);
+	return ret;
 }
 
 /* Is f waiting out the backoff of a failed placement? */
@@ -554,7 +589,7 @@ static int backing_off(const struct da_file *f, int64_t now)
 int dalloc_place_all(struct fs_volume *v, enum da_mode mode)
 {
 	struct dalloc *d = v->da;
-	int64_t now = now_ms();
+	int64_t now = now_ms(), t0 = now_us();
 	int ret = 0;
 
 	if (!d)
@@ -569,7 +604,47 @@ int dalloc_place_all(struct fs_volume *v, enum da_mode mode)
 		if (r < 0 && ret == 0)
 			ret = r;
 	}
+	if (d->files || ret)
+		note_hold(d, t0);
 	return ret;
+}
+
+uint64_t dalloc_seq(struct fs_volume *v)
+{
+	return v->da ? v->da->seq : 0;
+}
+
+int dalloc_step(struct fs_volume *v, uint64_t upto, uint64_t pass, int64_t max_age_ms,
+		uint32_t *placed)
+{
+	struct dalloc *d = v->da;
+	int64_t now = now_ms(), t0;
+	struct da_file *f;
+
+	if (!d)
+		return 0;
+	/* The oldest file of the pass not tried in it yet (a file placed
+	 * leaves the list; one that failed is marked as tried). */
+	for (f = d->head.next; f != &d->head; f = f->next) {
+		if (f->seq >= upto || f->pass == pass || backing_off(f, now))
+			continue;
+		if (max_age_ms >= 0 && !f->fails && now - f->since < max_age_ms)
+			continue;
+		break;
+	}
+	if (f == &d->head)
+		return 0;
+	f->pass = pass;
+	t0 = now_us();
+	if (place_file(v, f, 0) == 0)
+		(*placed)++;
+	note_hold(d, t0);
+	return 1;
+}
+
+uint64_t dalloc_new_pass(struct fs_volume *v)
+{
+	return v->da ? ++v->da->passes : 0;
 }
 
 void dalloc_offline(struct fs_volume *v)
@@ -583,51 +658,27 @@ void dalloc_offline(struct fs_volume *v)
 	}
 }
 
-int dalloc_place_old(struct fs_volume *v, int64_t max_age_ms, uint32_t *placed)
-{
-	struct dalloc *d = v->da;
-	int64_t now = now_ms();
-	int ret = 0;
-
-	*placed = 0;
-	/* Those old enough, and those whose failed placement's backoff has
-	 * passed (anywhere in the age order). */
-	for (struct da_file *f = d->head.next, *next; f != &d->head; f = next) {
-		int r;
-		next = f->next;
-		if (f->fails ? backing_off(f, now) : now - f->since < max_age_ms)
-			continue;
-		r = place_file(v, f, 0);
-		if (r < 0 && ret == 0)
-			ret = r;
-		if (r == 0)
-			(*placed)++;
-	}
-	return ret;
-}
-
 int dalloc_over_limit(struct fs_volume *v)
 {
 	return v->da->bytes > v->da->limit;
 }
 
-int dalloc_relieve(struct fs_volume *v)
+void dalloc_relieve(struct fs_volume *v)
 {
 	struct dalloc *d = v->da;
-	int64_t now = now_ms();
-	int ret = 0;
+	uint32_t placed = 0;
+	uint64_t upto, pass;
 
-	/* Oldest first, down to half the cap: the files written longest ago
-	 * are the likeliest to be whole. */
-	for (struct da_file *f = d->head.next, *next; f != &d->head && d->bytes > d->limit / 2;
-	     f = next) {
-		int r;
-		next = f->next;
-		if (backing_off(f, now))
-			continue;
-		r = place_file(v, f, 0);
-		if (r < 0 && ret == 0)
-			ret = r;
+	/* Oldest first, down to half the cap (the files written longest ago
+	 * are the likeliest to be whole), one file per hold of the lock. */
+	vol_lock(v);
+	upto = dalloc_seq(v);
+	pass = dalloc_new_pass(v);
+	for (;;) {
+		if (d->bytes <= d->limit / 2 || !dalloc_step(v, upto, pass, -1, &placed))
+			break;
+		vol_unlock(v);
+		vol_lock(v);
 	}
 	/* Still over the cap: the buffers that fail to be placed hold it,
 	 * and memory is not theirs to keep. The oldest go first. */
@@ -637,7 +688,7 @@ int dalloc_relieve(struct fs_volume *v)
 		if (f->fails)
 			give_up(v, f, DA_GAVE_UP_MEMORY);
 	}
-	return ret;
+	vol_unlock(v);
 }
 
 void dalloc_set_give_up(struct fs_volume *v, uint32_t fails, int64_t ms)
@@ -660,6 +711,8 @@ void dalloc_counters(struct fs_volume *v, struct fs_counters *out)
 	out->dalloc_gave_up_offline = v->da->gave_up[DA_GAVE_UP_OFFLINE];
 	out->dalloc_gave_up_memory = v->da->gave_up[DA_GAVE_UP_MEMORY];
 	out->dalloc_gave_up_close = v->da->gave_up[DA_GAVE_UP_CLOSE];
+	out->dalloc_hold_max_us = v->da->hold_max_us;
+	out->dalloc_holds_over_10ms = v->da->holds_over_10ms;
 }
 
 uint64_t dalloc_bytes(struct fs_volume *v)
@@ -698,20 +751,35 @@ void fs_set_dalloc_give_up(struct fs_volume *v, uint32_t fails, unsigned ms)
 	vol_unlock(v);
 }
 
+int dalloc_place_sliced(struct fs_volume *v, int64_t max_age_ms, uint32_t *placed)
+{
+	uint64_t upto, pass;
+	int more;
+
+	*placed = 0;
+	vol_lock(v);
+	upto = dalloc_seq(v);
+	pass = dalloc_new_pass(v);
+	vol_unlock(v);
+	do {
+		vol_lock(v);
+		more = dalloc_step(v, upto, pass, max_age_ms, placed);
+		vol_unlock(v);
+	} while (more);
+	return 0;
+}
+
 int fs_place_old(struct fs_volume *v, unsigned max_age_ms)
 {
 	uint32_t placed = 0;
-	int ret;
+	int ret = 0;
 
 	if (v->rdonly)
 		return 0;
-	vol_lock(v);
-	ret = dalloc_place_old(v, max_age_ms, &placed);
-	vol_unlock(v);
-	if (placed) {
-		int sret = vol_sync_unlocked(v);
-		if (ret == 0)
-			ret = sret;
-	}
+	/* Those old enough, and those whose failed placement's backoff has
+	 * passed: one file per hold of the lock (dalloc_step). */
+	dalloc_place_sliced(v, max_age_ms, &placed);
+	if (placed)
+		ret = vol_sync_unlocked(v);
 	return ret < 0 ? ret : (int)placed;
 }

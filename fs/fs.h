@@ -177,6 +177,8 @@ struct fs_counters {
 	uint64_t dalloc_gave_up_offline; /* ... the file's chunk offline */
 	uint64_t dalloc_gave_up_memory;  /* ... failing buffers over the cap */
 	uint64_t dalloc_gave_up_close;   /* ... failing at close */
+	uint64_t dalloc_hold_max_us;     /* the longest placement under one lock hold */
+	uint64_t dalloc_holds_over_10ms; /* placements under one lock hold over 10 ms */
 	struct fs_recovery_stats recovery;
 };
 

@@ -548,9 +548,10 @@ int fs_sync(struct fs_volume *v)
 	 * fail for it (its own fs_place or fs_commit reports it), so that a
 	 * server's group commit fails only the calls whose changes it could
 	 * not make durable. */
-	vol_lock(v);
-	(void)dalloc_place_all(v, DA_SYNC);
-	vol_unlock(v);
+	{
+		uint32_t placed;
+		(void)dalloc_place_sliced(v, -1, &placed); /* a file per lock hold */
+	}
 	ret = vol_sync_unlocked(v);
 	/* A chunk whose server is gone cannot commit, and must not keep the
 	 * others from it: it goes offline with its uncommitted changes, and
