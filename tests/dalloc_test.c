@@ -10,7 +10,7 @@
  * commit with the store sound places every byte (on disk too), and
  * fs_drop_count stays; failing long enough, failing buffers over the cap
  * and failing at close give the buffer up, counted, with fs_drop_count
- * moved. */
+ * moved, and so does the file's chunk forced offline. */
 #include "config.h"
 
 #include <errno.h>
@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "fs/fs.h"
+#include "fs/format/ondisk.h"
 #include "fs/layout.h"
 #include "fs/store/store.h"
 #include "fs/store/store_mem.h"
@@ -550,6 +551,67 @@ static void test_give_up(void)
 	CHECK(fs_close(v) < 0);
 }
 
+/* A buffered file whose chunk is forced offline (its placement failing
+ * with the chunk's store) is given up: counted as offline, both drop
+ * counts move (the chunk dropped changes too), and the other chunk's
+ * files are unaffected. */
+static void test_offline(void)
+{
+	/* chunk 1 small-file: a directory of the root goes there */
+	static const enum fs_chunk_kind kinds[2] = { FS_KIND_GENERAL, FS_KIND_SMALL };
+	struct fs_mkfs_opts o = { .chunk_size = 16u << 20, .chunk_count = 2, .kinds = kinds,
+				  .force = 1 };
+	struct chunk_store *st[2] = { NULL, NULL }, *mem1;
+	struct fs_volume *v = NULL;
+	static uint8_t img[32u << 20];
+	struct fs_ino root, d = { 0 }, f, g;
+	struct fs_attr a;
+	struct fs_counters k;
+	uint64_t drops, changes;
+	char why[256];
+	int fd;
+
+	CHECK_EQ(fs_mkfs(copy, &o), 0);
+	fd = open(copy, O_RDONLY);
+	CHECK(fd >= 0 && pread(fd, img, sizeof(img), 0) == (ssize_t)sizeof(img));
+	if (fd >= 0)
+		close(fd);
+	unlink(copy);
+	CHECK_EQ(store_mem_new(16u << 20, img, &st[0]), 0);
+	CHECK_EQ(store_mem_new(16u << 20, img + (16u << 20), &st[1]), 0);
+	mem1 = st[1];
+	CHECK_EQ(fs_open_stores(st, 2, 0, &v, why, sizeof(why)), 0);
+	if (!v)
+		return;
+	CHECK_EQ(fs_root(v, &root), 0);
+	CHECK_EQ(fs_mkdir(v, NULL, root, "d", 0755, &d, NULL), 0);
+	CHECK_EQ(fs_create(v, NULL, d, "far", 0644, FS_CREATE_GUARDED, 0, &f, NULL), 0);
+	g = make_file(v, "near");
+	CHECK_EQ(OD_STABLE_CHUNK(f.num), 1);
+	CHECK_EQ(OD_STABLE_CHUNK(g.num), 0);
+	CHECK_EQ(fs_sync(v), 0);
+	put(v, f, 0, 64 * KiB, 23);
+	put(v, g, 0, 64 * KiB, 24);
+	drops = fs_drop_count(v);
+	changes = fs_change_drop_count(v);
+	store_mem_fail(mem1, EIO);
+	CHECK_EQ(fs_place(v, f), -EIO); /* kept */
+	CHECK_EQ(counters(v).dalloc_files, 2);
+	CHECK_EQ(fs_drop_count(v), drops);
+	CHECK_EQ(fs_chunk_offline(v, 1, 0, why, sizeof(why)), -EIO); /* not forced: refused */
+	CHECK_EQ(fs_chunk_offline(v, 1, 1, why, sizeof(why)), 0);
+	k = counters(v);
+	CHECK_EQ(k.dalloc_files, 0); /* g placed by the offline's placement */
+	CHECK_EQ(k.dalloc_gave_up_offline, 1);
+	CHECK_EQ(k.dalloc_gave_up_time + k.dalloc_gave_up_memory + k.dalloc_gave_up_close, 0);
+	CHECK_EQ(fs_drop_count(v), drops + 2);
+	CHECK_EQ(fs_change_drop_count(v), changes + 1);
+	CHECK_EQ(fs_commit(v, g), 0);
+	CHECK(reads_back(v, g, 64 * KiB, 24));
+	CHECK(fs_getattr(v, f, &a) < 0); /* in the offline chunk */
+	CHECK_EQ(fs_close(v), 0);
+}
+
 int main(void)
 {
 	struct fs_mkfs_opts o = { .chunk_size = 64u << 20, .chunk_count = 1, .force = 1 };
@@ -574,6 +636,7 @@ int main(void)
 	test_crash_copy(v);
 	test_failed_retried();
 	test_give_up();
+	test_offline();
 	CHECK_EQ(fs_check_invariants(v, NULL, NULL), 0);
 	CHECK_EQ(fs_close(v), 0);
 	v = NULL;
