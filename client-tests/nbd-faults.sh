@@ -36,6 +36,10 @@ for r in $(seq 1 "$ROUNDS"); do
 	done
 done
 echo "under faults: $answered writes answered, $refused refused"
+# Delayed allocation (on by default): placements that failed were kept and
+# tried again; what the counters say (any buffer given up shows in
+# check_acked).
+"$CTL" -s "$tmp/control" status | grep -A3 '^delayed allocation'
 kill -0 "$server_pid" || fail "chunkfsd died"
 [ "$answered" -ge $((ROUNDS * 12 / 2)) ] || fail "only $answered of $((ROUNDS * 12)) answered"
 grep -q "Input/output error" "$tmp/nbd2.log" "$tmp/server.log" ||

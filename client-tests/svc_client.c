@@ -35,7 +35,19 @@
  *       NAME holds exactly those records.
  *   svc_client HOST PORT interleave DIR PIECES
  *       Three files made in a new directory DIR, then PIECES 4 KiB
- *       UNSTABLE writes to each by turns, then a COMMIT of each. */
+ *       UNSTABLE writes to each by turns, then a COMMIT of each.
+ *   svc_client HOST PORT commit-retry DIR FILES
+ *       FILES files made in the existing directory DIR (a CREATE that
+ *       fails is sent again), each written in 16 UNSTABLE WRITEs of 4 KiB
+ *       (in runs of 4 with a hole of 4 KiB after each run),
+ *       then COMMITted until a COMMIT answers NFS3_OK (at most 60 tries,
+ *       250 ms apart) with the verifier its writes got, the writes never
+ *       sent again; then every file reads back exactly. For delayed
+ *       allocation behind a faulty NBD server: a failed placement keeps
+ *       the data and a later COMMIT places it. Prints how many COMMITs
+ *       failed.
+ *   svc_client HOST PORT commit-check DIR FILES
+ *       The files commit-retry wrote read back exactly. */
 #include <errno.h>
 #include <inttypes.h>
 #include <netinet/in.h>
@@ -478,6 +490,112 @@ static void read_verify(const char *name, const char *records)
 	printf("read-verify: %s holds its %ld records\n", name, n);
 }
 
+/* Where commit_retry's piece p goes: runs of 4 pieces with a hole of
+ * 4 KiB after each, so that a placement writes 4 runs (4 chances for a
+ * faulty server to fail it). */
+static uint64_t piece_off(int p)
+{
+	return (uint64_t)(p + p / 4) * 4096;
+}
+
+/* Files cr0 .. cr<n-1> of d hold what commit_retry wrote. */
+static void read_files(nfs_fh3 d, long n)
+{
+	static char buf[4096], got[4096];
+
+	for (long i = 0; i < n; i++) {
+		char name[32];
+		LOOKUP3args fl = { .what = { .dir = d, .name = name } };
+		LOOKUP3res fr;
+		snprintf(name, sizeof(name), "cr%ld", i);
+		fr = call_lookup(&fl);
+		expect(name, fr.status, NFS3_OK);
+		for (int p = 0; p < 16; p++) {
+			READ3args a = { .file = fr.LOOKUP3res_u.resok.object,
+					.offset = piece_off(p), .count = sizeof(buf) };
+			READ3res r = call_read(&a);
+			expect("READ", r.status, NFS3_OK);
+			fill(buf, sizeof(buf), (uint32_t)(i * 16 + p));
+			CHECK(r.READ3res_u.resok.data.data_len == sizeof(buf),
+			      "%s: READ at %llu: %u bytes", name, (unsigned long long)piece_off(p),
+			      r.READ3res_u.resok.data.data_len);
+			memcpy(got, r.READ3res_u.resok.data.data_val, sizeof(got));
+			CHECK(!memcmp(got, buf, sizeof(buf)), "%s: bytes at %llu differ", name,
+			      (unsigned long long)piece_off(p));
+		}
+	}
+}
+
+/* Files committed until their COMMIT succeeds (delayed allocation's
+ * retry of a failed placement). */
+static void commit_retry(const char *dir, const char *files)
+{
+	nfs_fh3 root = mount_root(), d;
+	long n = atol(files), failed = 0;
+	static char buf[4096];
+	LOOKUP3args l = { .what = { .dir = root, .name = (char *)dir } };
+	LOOKUP3res lr = call_lookup(&l);
+
+	expect("LOOKUP DIR", lr.status, NFS3_OK);
+	d = lr.LOOKUP3res_u.resok.object;
+	for (long i = 0; i < n; i++) {
+		char name[32], verf[NFS3_WRITEVERFSIZE];
+		CREATE3res cr;
+		nfs_fh3 f;
+		int tries = 0;
+		snprintf(name, sizeof(name), "cr%ld", i);
+		while ((cr = create(d, name)).status != NFS3_OK && ++tries < 60)
+			nanosleep(&(struct timespec){ 0, 250000000 }, NULL);
+		expect(name, cr.status, NFS3_OK);
+		CHECK(cr.CREATE3res_u.resok.obj.handle_follows, "CREATE %s: no handle", name);
+		f = cr.CREATE3res_u.resok.obj.post_op_fh3_u.handle;
+		for (int p = 0; p < 16; p++) {
+			WRITE3args a = { .file = f, .offset = piece_off(p),
+					 .count = sizeof(buf), .stable = UNSTABLE };
+			WRITE3res w;
+			fill(buf, sizeof(buf), (uint32_t)(i * 16 + p));
+			a.data.data_len = sizeof(buf);
+			a.data.data_val = buf;
+			w = call_write(&a);
+			expect("WRITE UNSTABLE", w.status, NFS3_OK);
+			if (p == 0)
+				memcpy(verf, w.WRITE3res_u.resok.verf, sizeof(verf));
+			CHECK(!memcmp(verf, w.WRITE3res_u.resok.verf, sizeof(verf)),
+			      "%s: the write verifier changed between writes", name);
+		}
+		for (tries = 0;; tries++) {
+			COMMIT3args c = { .file = f, .offset = 0, .count = 0 };
+			COMMIT3res r = call_commit(&c);
+			if (r.status == NFS3_OK) {
+				CHECK(!memcmp(verf, r.COMMIT3res_u.resok.verf, sizeof(verf)),
+				      "%s: COMMIT answered a new verifier: the data was given up",
+				      name);
+				break;
+			}
+			CHECK(r.status == NFS3ERR_IO, "%s: COMMIT: status %d", name, r.status);
+			CHECK(tries < 60, "%s: 60 COMMITs failed", name);
+			failed++;
+			nanosleep(&(struct timespec){ 0, 250000000 }, NULL);
+		}
+	}
+	read_files(d, n);
+	printf("commit-retry: %ld files, %ld COMMITs failed and were sent again, every file "
+	       "read back\n",
+	       n, failed);
+}
+
+/* After commit_retry (a restart between): the files read back. */
+static void commit_check(const char *dir, const char *files)
+{
+	nfs_fh3 root = mount_root();
+	LOOKUP3args l = { .what = { .dir = root, .name = (char *)dir } };
+	LOOKUP3res lr = call_lookup(&l);
+
+	expect("LOOKUP DIR", lr.status, NFS3_OK);
+	read_files(lr.LOOKUP3res_u.resok.object, atol(files));
+	printf("commit-check: %s files read back\n", files);
+}
+
 /* Three files written by turns (delayed allocation's server test). */
 static void interleave(const char *dir, const char *pieces)
 {
@@ -524,13 +642,15 @@ int main(int argc, char **argv)
 	      (argc == 6 && (!strcmp(mode, "commit-stream") || !strcmp(mode, "commit-verify") ||
 			     !strcmp(mode, "full-disk") || !strcmp(mode, "getattr-loop") ||
 			     !strcmp(mode, "unstable-write") || !strcmp(mode, "read-verify") ||
-			     !strcmp(mode, "interleave"))))) {
+			     !strcmp(mode, "interleave") || !strcmp(mode, "commit-retry") ||
+			     !strcmp(mode, "commit-check"))))) {
 		fprintf(stderr, "usage: svc_client HOST PORT reload TO_RO BROKEN TO_RW\n"
 				"       svc_client HOST PORT commit-stream|commit-verify STATE ACKS\n"
 				"       svc_client HOST PORT full-disk FILL FREE\n"
 				"       svc_client HOST PORT getattr-loop SECONDS LATENCIES\n"
 				"       svc_client HOST PORT unstable-write|read-verify NAME RECORDS\n"
-				"       svc_client HOST PORT interleave DIR PIECES\n");
+				"       svc_client HOST PORT interleave DIR PIECES\n"
+				"       svc_client HOST PORT commit-retry|commit-check DIR FILES\n");
 		return 2;
 	}
 	call_connect(argv[1], atoi(argv[2]), 0, 0);
@@ -548,6 +668,10 @@ int main(int argc, char **argv)
 		read_verify(argv[4], argv[5]);
 	else if (!strcmp(mode, "interleave"))
 		interleave(argv[4], argv[5]);
+	else if (!strcmp(mode, "commit-retry"))
+		commit_retry(argv[4], argv[5]);
+	else if (!strcmp(mode, "commit-check"))
+		commit_check(argv[4], argv[5]);
 	else
 		commit_verify(argv[4], argv[5]);
 	call_disconnect();

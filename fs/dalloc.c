@@ -14,7 +14,21 @@
  * transaction that records them (txn.c flushes data first). Keyed by
  * stable number: links and moves of the inode do not matter; the
  * number's end (map_free) drops the file's buffer. Everything runs under
- * the volume lock. */
+ * the volume lock, but fs_sync's, the timer's and the cap's placement
+ * take and leave it per file (dalloc_step), so that a light call waits for
+ * one file's placement at most.
+ *
+ * A placement that fails keeps the buffer: the file is cut back to its
+ * placed size on disk, and its pages wait to be tried again, by the next
+ * sync or the timer once a backoff has passed (DA_RETRY_FIRST_MS, doubled
+ * per failure up to DA_RETRY_MAX_MS), or at once by a call that needs
+ * that file (fs_commit, fs_place, a stable write, a rename), which
+ * returns the error when it fails again. fs_sync does not fail for it.
+ * The buffer is given up (fs_drop_count moves: the write verifier
+ * changes, so NFS clients send their UNSTABLE writes again) only after
+ * repeated failures over a bounded time (give_up_fails failures and
+ * give_up_ms since the first), when the file's chunk is offline, when
+ * failing buffers hold the byte cap, or at close; each is counted. */
 #include "config.h"
 
 #include <errno.h>
@@ -29,6 +43,12 @@
 #define DA_PAGE OD_BLOCK_SIZE
 /* Free blocks kept beyond room_for's share before a write may be buffered. */
 #define DA_SLACK_BLOCKS 64u
+/* A failed placement is tried again after this, doubled per failure. */
+#define DA_RETRY_FIRST_MS 250
+#define DA_RETRY_MAX_MS 4000
+/* Given up after this many failures over at least this long. */
+#define DA_GIVE_UP_FAILS 4u
+#define DA_GIVE_UP_MS 30000
 
 struct da_page {
 	uint64_t idx;                 /* file block */
@@ -42,6 +62,12 @@ struct da_file {
 	struct da_page *pg;           /* sorted by idx */
 	uint32_t n, cap;
 	int64_t since;                /* CLOCK_MONOTONIC ms of its oldest buffered byte */
+	int err;                      /* its last placement failed so (0: none since placed) */
+	uint32_t fails;               /* placements failed in a row */
+	int64_t first_fail;           /* ms of the first of them */
+	int64_t retry_at;             /* ms: not tried by a sync or the timer before */
+	uint64_t seq;                 /* its order of arrival (dalloc_step's bound) */
+	uint64_t pass;                /* the last dalloc_step pass that tried it */
 	struct da_file *hnext;
 	struct da_file *prev, *next;  /* age order: oldest at head.next */
 };
@@ -53,6 +79,15 @@ struct dalloc {
 	uint32_t files;
 	uint64_t placed;              /* files placed since open */
 	uint64_t limit;               /* the byte cap; 0: no buffering */
+	uint64_t failures;            /* placements that failed (buffer kept or not) */
+	uint64_t retried;             /* files placed after failing */
+	uint64_t gave_up[DA_GAVE_UP_N]; /* buffers given up, by why */
+	int64_t give_up_ms;           /* the time bound of retrying */
+	uint32_t give_up_fails;       /* ... and the failures before giving up */
+	uint64_t seq;                 /* the next file's seq */
+	uint64_t passes;              /* dalloc_step passes begun */
+	uint64_t hold_max_us;         /* the longest placement under one lock hold */
+	uint64_t holds_over_10ms;     /* placements under one lock hold over 10 ms */
 };
 
 static int64_t now_ms(void)
@@ -61,6 +96,26 @@ static int64_t now_ms(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int64_t now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* A placement under one hold of the volume lock, begun at t0 (now_us),
+ * ended: counted for chunkfsctl status (what a light client may wait). */
+static void note_hold(struct dalloc *d, int64_t t0)
+{
+	uint64_t us = (uint64_t)(now_us() - t0);
+
+	if (us > d->hold_max_us)
+		d->hold_max_us = us;
+	if (us > 10000)
+		d->holds_over_10ms++;
 }
 
 static uint32_t hash_of(uint64_t stable)
@@ -76,6 +131,8 @@ int dalloc_init(struct fs_volume *v)
 		return -ENOMEM;
 	d->head.prev = d->head.next = &d->head;
 	d->limit = DALLOC_DEFAULT_LIMIT;
+	d->give_up_ms = DA_GIVE_UP_MS;
+	d->give_up_fails = DA_GIVE_UP_FAILS;
 	v->da = d;
 	return 0;
 }
@@ -336,6 +393,7 @@ int dalloc_write(struct fs_volume *v, const struct iref *r, uint64_t off, size_t
 		f->gen = r->ino.generation;
 		f->size = r->ino.size;
 		f->since = now_ms();
+		f->seq = d->seq++;
 		f->hnext = d->hash[hash_of(f->stable)];
 		d->hash[hash_of(f->stable)] = f;
 		f->prev = d->head.prev;
@@ -386,14 +444,65 @@ int dalloc_write(struct fs_volume *v, const struct iref *r, uint64_t off, size_t
 	return 0;
 }
 
+/* Is the file's chunk offline (its number's home, where its map entry
+ * is, or the chunk of its inode)? Then it cannot be placed until the
+ * chunk is back, and what was not committed of it went with the chunk. */
+static int file_offline(struct fs_volume *v, uint64_t stable)
+{
+	const struct chunk *home = vol_chunk(v, OD_STABLE_CHUNK(stable)), *c;
+	struct od_map_entry e;
+
+	if (!home || home->offline)
+		return 1;
+	if (map_lookup(v, stable, &e) < 0)
+		return 0; /* (not known to be: the failure is counted as one) */
+	c = vol_chunk(v, e.loc.chunk);
+	return !c || c->offline;
+}
+
+/* The buffer given up, counted by why: fs_drop_count moves (chunkfsd's
+ * write verifier changes, so clients send their UNSTABLE writes again). */
+static void give_up(struct fs_volume *v, struct da_file *f, enum da_gave_up why)
+{
+	v->da->gave_up[why]++;
+	__atomic_add_fetch(&v->drops, 1, __ATOMIC_RELEASE);
+	file_free(v->da, f);
+}
+
+/* A placement of f failed with err: kept to be tried again after a
+ * backoff, or given up (last: no later try will come; the chunk offline;
+ * failing for long enough). */
+static void failed(struct fs_volume *v, struct da_file *f, int err, int last)
+{
+	struct dalloc *d = v->da;
+	int64_t now = now_ms(), wait = DA_RETRY_FIRST_MS;
+
+	d->failures++;
+	if (!f->fails++)
+		f->first_fail = now;
+	f->err = err;
+	for (uint32_t i = 1; i < f->fails && wait < DA_RETRY_MAX_MS; i++)
+		wait *= 2;
+	f->retry_at = now + (wait < DA_RETRY_MAX_MS ? wait : DA_RETRY_MAX_MS);
+	if (last)
+		give_up(v, f, DA_GAVE_UP_CLOSE);
+	else if (file_offline(v, f->stable))
+		give_up(v, f, DA_GAVE_UP_OFFLINE);
+	else if (f->fails >= d->give_up_fails && now - f->first_fail >= d->give_up_ms)
+		give_up(v, f, DA_GAVE_UP_TIME);
+}
+
 /* Place f: its runs of consecutive pages, each in one allocation, then
- * the size; f goes once every page is placed. */
-static int place_file(struct fs_volume *v, struct da_file *f)
+ * the size; f goes once every page is placed. Failed: the file is cut
+ * back to its placed size on disk and f is kept (failed()), unless the
+ * cut fails too (then its blocks may hold pages that the buffer would
+ * place again: given up). */
+static int place_file(struct fs_volume *v, struct da_file *f, int last)
 {
 	struct fs_ino id = { f->stable, f->gen };
 	struct iref r;
 	uint64_t before;
-	int ret = ino_get(v, id, &r);
+	int ret = ino_get(v, id, &r), cut = 0;
 
 	if (ret == -ESTALE || ret == -ENOENT || (ret == 0 && !S_ISREG(r.ino.mode))) {
 		file_free(v->da, f); /* (the file is gone: map_free dropped it first) */
@@ -435,39 +544,52 @@ static int place_file(struct fs_volume *v, struct da_file *f)
 	if (ret == 0 && r.ino.size < f->size)
 		ret = file_truncate(v, &r, f->size); /* a size set past the data */
 	/* Failed part way: the file is cut back to its size before, so that
-	 * no block whose data was not written is left in it. */
+	 * no block whose data was not written is left in it, and the pages
+	 * wait to be placed again from the same place. */
 	if (ret < 0 && r.ino.size > before)
-		(void)file_truncate(v, &r, before);
+		cut = file_truncate(v, &r, before);
 	{
 		int wret = ino_write(v, &r);
 		if (ret == 0)
 			ret = wret;
+		else if (cut == 0)
+			cut = wret;
 	}
 out:
-	/* Failed (a chunk gone offline or out of room, an I/O error): the
-	 * buffer is given up, so that every later sync does not fail for it,
-	 * and counted as a drop (fs_drop_count: chunkfsd's write verifier
-	 * changes, so clients send their UNSTABLE writes again); the caller
-	 * returns the error this once. The file is as it was before (cut
-	 * back to its placed size above). */
-	if (ret < 0)
-		__atomic_add_fetch(&v->drops, 1, __ATOMIC_RELEASE);
-	else
-		v->da->placed++;
+	if (ret < 0) {
+		failed(v, f, ret, last || cut < 0);
+		return ret;
+	}
+	v->da->placed++;
+	if (f->fails)
+		v->da->retried++;
 	file_free(v->da, f);
-	return ret;
+	return 0;
 }
 
 int dalloc_place(struct fs_volume *v, uint64_t stable)
 {
 	struct da_file *f = find(v->da, stable);
+	int64_t t0 = now_us();
+	int ret;
 
-	return f ? place_file(v, f) : 0;
+	if (!f)
+		return 0;
+	ret = place_file(v, f, 0);
+	note_hold(v->da, t0);
+	return ret;
 }
 
-int dalloc_place_all(struct fs_volume *v)
+/* Is f waiting out the backoff of a failed placement? */
+static int backing_off(const struct da_file *f, int64_t now)
+{
+	return f->fails && now < f->retry_at;
+}
+
+int dalloc_place_all(struct fs_volume *v, enum da_mode mode)
 {
 	struct dalloc *d = v->da;
+	int64_t now = now_ms(), t0 = now_us();
 	int ret = 0;
 
 	if (!d)
@@ -476,32 +598,64 @@ int dalloc_place_all(struct fs_volume *v)
 	for (struct da_file *f = d->head.next, *next; f != &d->head; f = next) {
 		int r;
 		next = f->next;
-		r = place_file(v, f);
+		if (mode == DA_SYNC && backing_off(f, now))
+			continue;
+		r = place_file(v, f, mode == DA_LAST);
 		if (r < 0 && ret == 0)
 			ret = r;
 	}
+	if (d->files || ret)
+		note_hold(d, t0);
 	return ret;
 }
 
-int dalloc_place_old(struct fs_volume *v, int64_t max_age_ms, uint32_t *placed)
+uint64_t dalloc_seq(struct fs_volume *v)
+{
+	return v->da ? v->da->seq : 0;
+}
+
+int dalloc_step(struct fs_volume *v, uint64_t upto, uint64_t pass, int64_t max_age_ms,
+		uint32_t *placed)
 {
 	struct dalloc *d = v->da;
-	int64_t now = now_ms();
-	int ret = 0;
+	int64_t now = now_ms(), t0;
+	struct da_file *f;
 
-	*placed = 0;
-	for (struct da_file *f = d->head.next, *next; f != &d->head; f = next) {
-		int r;
-		next = f->next;
-		if (now - f->since < max_age_ms)
-			break; /* age order: the rest are younger */
-		r = place_file(v, f);
-		if (r < 0 && ret == 0)
-			ret = r;
-		if (r == 0)
-			(*placed)++;
+	if (!d)
+		return 0;
+	/* The oldest file of the pass not tried in it yet (a file placed
+	 * leaves the list; one that failed is marked as tried). */
+	for (f = d->head.next; f != &d->head; f = f->next) {
+		if (f->seq >= upto || f->pass == pass || backing_off(f, now))
+			continue;
+		if (max_age_ms >= 0 && !f->fails && now - f->since < max_age_ms)
+			continue;
+		break;
 	}
-	return ret;
+	if (f == &d->head)
+		return 0;
+	f->pass = pass;
+	t0 = now_us();
+	if (place_file(v, f, 0) == 0)
+		(*placed)++;
+	note_hold(d, t0);
+	return 1;
+}
+
+uint64_t dalloc_new_pass(struct fs_volume *v)
+{
+	return v->da ? ++v->da->passes : 0;
+}
+
+void dalloc_offline(struct fs_volume *v)
+{
+	struct dalloc *d = v->da;
+
+	for (struct da_file *f = d->head.next, *next; f != &d->head; f = next) {
+		next = f->next;
+		if (file_offline(v, f->stable))
+			give_up(v, f, DA_GAVE_UP_OFFLINE);
+	}
 }
 
 int dalloc_over_limit(struct fs_volume *v)
@@ -509,22 +663,38 @@ int dalloc_over_limit(struct fs_volume *v)
 	return v->da->bytes > v->da->limit;
 }
 
-int dalloc_relieve(struct fs_volume *v)
+void dalloc_relieve(struct fs_volume *v)
 {
 	struct dalloc *d = v->da;
-	int ret = 0;
+	uint32_t placed = 0;
+	uint64_t upto, pass;
 
-	/* Oldest first, down to half the cap: the files written longest ago
-	 * are the likeliest to be whole. */
-	for (struct da_file *f = d->head.next, *next; f != &d->head && d->bytes > d->limit / 2;
-	     f = next) {
-		int r;
-		next = f->next;
-		r = place_file(v, f);
-		if (r < 0 && ret == 0)
-			ret = r;
+	/* Oldest first, down to half the cap (the files written longest ago
+	 * are the likeliest to be whole), one file per hold of the lock. */
+	vol_lock(v);
+	upto = dalloc_seq(v);
+	pass = dalloc_new_pass(v);
+	for (;;) {
+		if (d->bytes <= d->limit / 2 || !dalloc_step(v, upto, pass, -1, &placed))
+			break;
+		vol_unlock(v);
+		vol_lock(v);
 	}
-	return ret;
+	/* Still over the cap: the buffers that fail to be placed hold it,
+	 * and memory is not theirs to keep. The oldest go first. */
+	for (struct da_file *f = d->head.next, *next; f != &d->head && d->bytes > d->limit;
+	     f = next) {
+		next = f->next;
+		if (f->fails)
+			give_up(v, f, DA_GAVE_UP_MEMORY);
+	}
+	vol_unlock(v);
+}
+
+void dalloc_set_give_up(struct fs_volume *v, uint32_t fails, int64_t ms)
+{
+	v->da->give_up_fails = fails;
+	v->da->give_up_ms = ms;
 }
 
 void dalloc_counters(struct fs_volume *v, struct fs_counters *out)
@@ -532,6 +702,17 @@ void dalloc_counters(struct fs_volume *v, struct fs_counters *out)
 	out->dalloc_bytes = v->da->bytes;
 	out->dalloc_files = v->da->files;
 	out->dalloc_placed = v->da->placed;
+	out->dalloc_failures = v->da->failures;
+	out->dalloc_retried = v->da->retried;
+	out->dalloc_failing = 0;
+	for (const struct da_file *f = v->da->head.next; f != &v->da->head; f = f->next)
+		out->dalloc_failing += f->fails != 0;
+	out->dalloc_gave_up_time = v->da->gave_up[DA_GAVE_UP_TIME];
+	out->dalloc_gave_up_offline = v->da->gave_up[DA_GAVE_UP_OFFLINE];
+	out->dalloc_gave_up_memory = v->da->gave_up[DA_GAVE_UP_MEMORY];
+	out->dalloc_gave_up_close = v->da->gave_up[DA_GAVE_UP_CLOSE];
+	out->dalloc_hold_max_us = v->da->hold_max_us;
+	out->dalloc_holds_over_10ms = v->da->holds_over_10ms;
 }
 
 uint64_t dalloc_bytes(struct fs_volume *v)
@@ -563,20 +744,42 @@ int fs_place(struct fs_volume *v, struct fs_ino id)
 	return ret;
 }
 
+void fs_set_dalloc_give_up(struct fs_volume *v, uint32_t fails, unsigned ms)
+{
+	vol_lock(v);
+	dalloc_set_give_up(v, fails, ms);
+	vol_unlock(v);
+}
+
+int dalloc_place_sliced(struct fs_volume *v, int64_t max_age_ms, uint32_t *placed)
+{
+	uint64_t upto, pass;
+	int more;
+
+	*placed = 0;
+	vol_lock(v);
+	upto = dalloc_seq(v);
+	pass = dalloc_new_pass(v);
+	vol_unlock(v);
+	do {
+		vol_lock(v);
+		more = dalloc_step(v, upto, pass, max_age_ms, placed);
+		vol_unlock(v);
+	} while (more);
+	return 0;
+}
+
 int fs_place_old(struct fs_volume *v, unsigned max_age_ms)
 {
 	uint32_t placed = 0;
-	int ret;
+	int ret = 0;
 
 	if (v->rdonly)
 		return 0;
-	vol_lock(v);
-	ret = dalloc_place_old(v, max_age_ms, &placed);
-	vol_unlock(v);
-	if (placed) {
-		int sret = vol_sync_unlocked(v);
-		if (ret == 0)
-			ret = sret;
-	}
+	/* Those old enough, and those whose failed placement's backoff has
+	 * passed: one file per hold of the lock (dalloc_step). */
+	dalloc_place_sliced(v, max_age_ms, &placed);
+	if (placed)
+		ret = vol_sync_unlocked(v);
 	return ret < 0 ? ret : (int)placed;
 }

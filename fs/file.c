@@ -299,7 +299,7 @@ int fs_write(struct fs_volume *v, const struct fs_cred *cred, struct fs_ino id, 
 	     size_t len, const void *buf, enum fs_stable_how stable, struct fs_attr *post)
 {
 	struct iref r;
-	int ret;
+	int ret, relieve = 0;
 
 	if (v->rdonly)
 		return -EROFS;
@@ -317,9 +317,9 @@ int fs_write(struct fs_volume *v, const struct fs_cred *cred, struct fs_ino id, 
 	 * pages and then goes to disk now: when it fails, none of its bytes
 	 * is left anywhere. */
 	if (dalloc_tight(v, len ? (offset + len - 1) / OD_BLOCK_SIZE - offset / OD_BLOCK_SIZE + 1 : 0)) {
-		/* (a file that cannot be placed stays buffered: the sync that
-		 * should make it durable fails for it) */
-		(void)dalloc_place_all(v);
+		/* (a file that cannot be placed stays buffered, to be tried
+		 * again: its commit reports the error) */
+		(void)dalloc_place_all(v, DA_SYNC);
 		ret = ino_get(v, id, &r);
 		if (ret < 0)
 			goto out;
@@ -363,9 +363,10 @@ written:
 	}
 	if (ret < 0)
 		goto out;
-	/* Over the byte cap: the oldest buffered files are placed. */
+	/* Over the byte cap: the oldest buffered files are placed, after
+	 * the lock is left (one file per hold; failures are theirs). */
 	if (ret == 0 && dalloc_over_limit(v))
-		ret = dalloc_relieve(v);
+		relieve = 1;
 	if (ret == 0 && stable != FS_UNSTABLE) {
 		vol_pred_observe(v, &r);
 		ret = vol_sync(v, 0);
@@ -374,6 +375,8 @@ written:
 		vol_attr(v, &r.ino, post);
 out:
 	vol_unlock(v);
+	if (relieve)
+		dalloc_relieve(v);
 	return ret;
 }
 

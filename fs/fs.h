@@ -170,6 +170,15 @@ struct fs_counters {
 	uint64_t dalloc_bytes;       /* UNSTABLE data buffered, not placed yet */
 	uint32_t dalloc_files;       /* ... in that many files */
 	uint64_t dalloc_placed;      /* files whose buffer was placed since open */
+	uint64_t dalloc_failures;    /* placements that failed (the buffer kept or given up) */
+	uint64_t dalloc_retried;     /* files placed after failing */
+	uint32_t dalloc_failing;     /* files buffered now whose last placement failed */
+	uint64_t dalloc_gave_up_time;    /* buffers given up: failing for too long */
+	uint64_t dalloc_gave_up_offline; /* ... the file's chunk offline */
+	uint64_t dalloc_gave_up_memory;  /* ... failing buffers over the cap */
+	uint64_t dalloc_gave_up_close;   /* ... failing at close */
+	uint64_t dalloc_hold_max_us;     /* the longest placement under one lock hold */
+	uint64_t dalloc_holds_over_10ms; /* placements under one lock hold over 10 ms */
 	struct fs_recovery_stats recovery;
 };
 
@@ -198,7 +207,10 @@ void fs_set_store_timeout(int ms);
 /* The bound of the metadata block cache (default 256 MiB). */
 void fs_set_cache_limit(struct fs_volume *vol, uint64_t bytes);
 int fs_close(struct fs_volume *vol);
-/* Commit every change made so far: 0 once durable. When it fails because
+/* Commit every change made so far: 0 once durable. Buffered data
+ * (delayed allocation) is placed first; a file whose placement fails
+ * stays buffered to be tried again and does not fail this sync (its
+ * fs_place or fs_commit reports it; see fs_place). When it fails because
  * a chunk's store lost its server, that chunk is taken offline with its
  * uncommitted changes (fs_offline_lost_stores) and the other chunks'
  * changes are committed, but the error is still returned: what the caller
@@ -220,8 +232,20 @@ void fs_volume_secret(struct fs_volume *vol, uint8_t secret[32]);
 /* The cap on buffered bytes per volume (64 MiB until set); 0: writes are
  * placed at once, as without delayed allocation. */
 void fs_set_dalloc_limit(struct fs_volume *vol, uint64_t bytes);
-/* Place the file's buffered data (durable at the next sync). */
+/* Place the file's buffered data (durable at the next sync): 0, or the
+ * error of the placement (-EIO, -ENOSPC, ...), tried now even when an
+ * earlier one failed. A placement that fails keeps the buffer (the file
+ * as it was before on disk) to be tried again: by fs_sync and
+ * fs_place_old once a backoff has passed (250 ms, doubled per failure up
+ * to 4 s), or by the next call that needs the file (fs_place, fs_commit,
+ * a stable write, a rename, a link), which returns the error if it fails
+ * again. fs_sync does not fail for it. The buffer is given up, and
+ * fs_drop_count moves, only when the file's placement has failed `fails`
+ * times over at least `ms` (fs_set_dalloc_give_up; 4 and 30 s until
+ * set), when its chunk is offline, when failing buffers hold more than
+ * the cap, or at fs_close; fs_counters counts each. */
 int fs_place(struct fs_volume *vol, struct fs_ino ino);
+void fs_set_dalloc_give_up(struct fs_volume *vol, uint32_t fails, unsigned ms);
 /* Place every file whose oldest buffered byte is max_age_ms old or more,
  * and commit them: the number of files placed, or a negative errno. */
 int fs_place_old(struct fs_volume *vol, unsigned max_age_ms);
@@ -306,10 +330,12 @@ int fs_chunk_offline(struct fs_volume *vol, uint32_t chunk, int force, char *why
 int fs_offline_lost_stores(struct fs_volume *vol);
 /* How many times a chunk went offline dropping changes not yet committed
  * (fs_chunk_offline forced, fs_offline_lost_stores), or a file's buffered
- * UNSTABLE data could not be placed and was given up (delayed allocation:
- * the call that tried returned the error): a change made before the
- * count moved may be gone although no commit failed for it. */
+ * UNSTABLE data was given up (delayed allocation, see fs_place): a
+ * change made before the count moved may be gone although no commit
+ * failed for it. fs_change_drop_count counts the first kind alone: the
+ * buffers given up held written data, not other calls' changes. */
 uint64_t fs_drop_count(struct fs_volume *vol);
+uint64_t fs_change_drop_count(struct fs_volume *vol);
 /* The check that decides whether an offline chunk may serve again
  * (chunkfsd gives fsck_gate_chunk, fs/fsck/fsck.h), called by
  * fs_chunk_online with every other chunk committed on disk: first with

@@ -147,7 +147,9 @@ struct fs_volume {
 	uint64_t txns, txns_one_flush; /* committed, and of those with one flush */
 	uint64_t txn_flushes;          /* flushes the committed ones took */
 	uint64_t held_named;           /* held entries they named */
-	uint64_t drops;               /* chunks forced offline with changes dropped */
+	uint64_t drops;               /* chunks forced offline with changes dropped,
+				       * and buffers of UNSTABLE data given up */
+	uint64_t change_drops;        /* ... the first alone */
 
 	/* Spare buffers for the copies a transaction writes, by unit size in
 	 * blocks (txn.c; under the lock). */
@@ -440,12 +442,22 @@ int file_place_run(struct fs_volume *v, struct iref *r, uint8_t *const *pages, u
  * the free blocks would not cover every buffered page with room to
  * spare); read: the file's bytes as clients see them (size from
  * dalloc_size); place: the file's pages to disk, then its size (0 when
- * nothing is buffered; failed: the buffer is given up and counted in
- * fs_drop_count); drop: forget the file's
- * buffer (its number is freed, or its size cut to 0); relieve: place the
- * oldest files until the buffer is at half its cap. vol_attr: a loaded
+ * nothing is buffered; failed: the buffer is kept to be tried again, and
+ * given up, counted in fs_drop_count, only after failing for long enough,
+ * with its chunk offline, at close, or when failing buffers fill the
+ * cap); place_all: every file, DA_SYNC skipping those waiting out the
+ * backoff of a failed placement, DA_FORCE trying them too, DA_LAST giving
+ * up what fails (close); the first error is returned; offline: give up
+ * the buffers of files whose chunk is offline; drop: forget the file's
+ * buffer (its number is freed, or its size cut to 0); relieve (called
+ * without the lock, one file per hold of it): place the oldest files
+ * until the buffer is at half its cap, then give up failing buffers
+ * while over it. vol_attr: a loaded
  * inode's attributes with its buffered size and blocks. */
 #define DALLOC_DEFAULT_LIMIT (64ull << 20)
+enum da_mode { DA_SYNC, DA_FORCE, DA_LAST };
+enum da_gave_up { DA_GAVE_UP_TIME, DA_GAVE_UP_OFFLINE, DA_GAVE_UP_MEMORY, DA_GAVE_UP_CLOSE,
+		  DA_GAVE_UP_N };
 int dalloc_init(struct fs_volume *v);
 void dalloc_destroy(struct fs_volume *v);
 void dalloc_set_limit(struct fs_volume *v, uint64_t bytes);
@@ -455,15 +467,30 @@ int dalloc_read(struct fs_volume *v, const struct iref *r, uint64_t off, size_t 
 uint64_t dalloc_size(struct fs_volume *v, const struct iref *r);
 int dalloc_has(struct fs_volume *v, uint64_t stable);
 int dalloc_place(struct fs_volume *v, uint64_t stable);
-int dalloc_place_all(struct fs_volume *v);
-int dalloc_place_old(struct fs_volume *v, int64_t max_age_ms, uint32_t *placed);
+int dalloc_place_all(struct fs_volume *v, enum da_mode mode);
+void dalloc_offline(struct fs_volume *v);
+void dalloc_set_give_up(struct fs_volume *v, uint32_t fails, int64_t ms);
+/* Placement in slices, one file per hold of the volume lock, so that a
+ * light call waits for one file's placement at most, not for all of
+ * them: seq: the bound of a pass (files that arrive later are not its);
+ * new_pass: a pass's stamp; step: under the lock, place the oldest file
+ * before upto not tried in the pass and not waiting out a backoff (with
+ * max_age_ms >= 0, only one that old or whose backoff has passed): 1, or
+ * 0 when none is left; place_sliced: every such file, taking and leaving
+ * the lock per file (called without it). */
+uint64_t dalloc_seq(struct fs_volume *v);
+uint64_t dalloc_new_pass(struct fs_volume *v);
+int dalloc_step(struct fs_volume *v, uint64_t upto, uint64_t pass, int64_t max_age_ms,
+		uint32_t *placed);
+int dalloc_place_sliced(struct fs_volume *v, int64_t max_age_ms, uint32_t *placed);
 void dalloc_drop(struct fs_volume *v, uint64_t stable);
 int dalloc_over_limit(struct fs_volume *v);
 /* Is anything buffered while the free blocks, less blocks about to be
  * written, no longer keep room_for's margin? Then it is placed before
  * more data is written, while the blocks it was promised are there. */
 int dalloc_tight(struct fs_volume *v, uint64_t blocks);
-int dalloc_relieve(struct fs_volume *v);
+/* (called without the lock) */
+void dalloc_relieve(struct fs_volume *v);
 /* Set the size of a buffered file to size, at least its buffered size:
  * -ENOENT when nothing of it is buffered. */
 int dalloc_extend(struct fs_volume *v, uint64_t stable, uint64_t size);

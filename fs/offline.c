@@ -79,7 +79,7 @@ int fs_chunk_offline(struct fs_volume *v, uint32_t i, int force, char *why, size
 	 * chunk goes, and its newest list then names nothing: a check of the
 	 * chunk finds both copies of every unit equal, and reports any
 	 * difference. */
-	ret = dalloc_place_all(v); /* buffered data too: it may go there */
+	ret = dalloc_place_all(v, DA_FORCE); /* buffered data too: it may go there */
 	{
 		int sret = vol_sync(v, 0);
 		if (ret == 0)
@@ -94,8 +94,10 @@ int fs_chunk_offline(struct fs_volume *v, uint32_t i, int force, char *why, size
 			 strerror(-ret));
 		goto out;
 	}
-	if (ret < 0) /* forced: what was not committed goes */
+	if (ret < 0) { /* forced: what was not committed goes */
 		__atomic_add_fetch(&v->drops, 1, __ATOMIC_RELEASE);
+		__atomic_add_fetch(&v->change_drops, 1, __ATOMIC_RELEASE);
+	}
 	ret = chunk_record_ghosts(c);
 	if (ret == 0)
 		ret = cache_drop_chunk(c);
@@ -115,6 +117,9 @@ int fs_chunk_offline(struct fs_volume *v, uint32_t i, int force, char *why, size
 	c->offline_since = time(NULL);
 	snprintf(c->why_offline, sizeof(c->why_offline), "taken offline%s",
 		 force ? " (forced)" : "");
+	/* Buffered files whose inode (or number) was in it cannot be placed,
+	 * and what was not committed of them went with it: given up. */
+	dalloc_offline(v);
 	if (force) {
 		/* What is left of other chunks' changes goes without it (its
 		 * store, perhaps gone, is not flushed either). */
@@ -139,6 +144,11 @@ out:
 uint64_t fs_drop_count(struct fs_volume *v)
 {
 	return __atomic_load_n(&v->drops, __ATOMIC_ACQUIRE);
+}
+
+uint64_t fs_change_drop_count(struct fs_volume *v)
+{
+	return __atomic_load_n(&v->change_drops, __ATOMIC_ACQUIRE);
 }
 
 int fs_offline_lost_stores(struct fs_volume *v)

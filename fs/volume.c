@@ -539,19 +539,20 @@ int vol_sync_unlocked(struct fs_volume *v)
 
 int fs_sync(struct fs_volume *v)
 {
-	int pret, ret;
+	int ret;
 
 	if (v->rdonly)
 		return 0;
 	/* Every buffered file is placed first (fs/dalloc.c): a file that
-	 * cannot be stays buffered, and this sync fails for it after the
-	 * rest is committed. */
-	vol_lock(v);
-	pret = dalloc_place_all(v);
-	vol_unlock(v);
+	 * cannot be stays buffered to be tried again, and this sync does not
+	 * fail for it (its own fs_place or fs_commit reports it), so that a
+	 * server's group commit fails only the calls whose changes it could
+	 * not make durable. */
+	{
+		uint32_t placed;
+		(void)dalloc_place_sliced(v, -1, &placed); /* a file per lock hold */
+	}
 	ret = vol_sync_unlocked(v);
-	if (ret == 0)
-		ret = pret;
 	/* A chunk whose server is gone cannot commit, and must not keep the
 	 * others from it: it goes offline with its uncommitted changes, and
 	 * the rest is committed. This sync still failed: what it was to make
@@ -568,10 +569,10 @@ int fs_close(struct fs_volume *v)
 	if (!v)
 		return 0;
 	vol_lock(v);
-	pret = v->rdonly ? 0 : dalloc_place_all(v);
+	pret = v->rdonly ? 0 : dalloc_place_all(v, DA_LAST);
 	ret = vol_sync(v, 1);
 	if (ret == 0)
-		ret = pret; /* (what could not be placed is lost with the volume) */
+		ret = pret; /* (what could not be placed is given up, and counted) */
 	if (ret == 0 && !v->rdonly)
 		ret = txn_settle_all(v);
 	vol_unlock(v);

@@ -565,6 +565,14 @@ void nfs3_proc_write(struct nfs_ctx *ctx, WRITE3args *args, WRITE3res *res)
 		 * commit, shared with concurrent calls, not one sync each. */
 		ret = fs_write(ctx->vol, &ctx->cred, ino, args->offset, count, args->data.data_val,
 			       FS_UNSTABLE, &post);
+		/* The file's buffered data (delayed allocation) is placed
+		 * here: a placement that fails fails this call alone (the
+		 * data stays buffered, to be tried again), not the group
+		 * commit of every call. */
+		if (ret == 0 && how != FS_UNSTABLE) {
+			ctx->vouches_data = 1;
+			ret = fs_place(ctx->vol, ino);
+		}
 	}
 	res->status = nfs3_status(ret);
 	if (ret == 0) {
@@ -1207,6 +1215,13 @@ void nfs3_proc_commit(struct nfs_ctx *ctx, COMMIT3args *args, COMMIT3res *res)
 	/* The dispatcher's group commit makes the whole volume durable:
 	 * offset and count do not narrow it. */
 	ret = wcc_begin(ctx, &args->file, &ino, &wcc, NULL);
+	/* The file's buffered data is placed here, its failure this call's
+	 * alone (NFS3ERR_IO, NFS3ERR_NOSPC; the data stays buffered to be
+	 * tried again, as Linux reports a writeback error at fsync). */
+	if (ret == 0) {
+		ctx->vouches_data = 1;
+		ret = fs_place(ctx->vol, ino);
+	}
 	if (ret == 0) {
 		ctx->needs_sync = 1;
 		fs_observe(ctx->vol, ino); /* the learned size predictor */

@@ -34,6 +34,10 @@ struct nfs_ctx {
 	uint8_t write_verf[8];     /* changes whenever the server restarts, and whenever
 				    * a chunk went offline dropping uncommitted changes */
 	uint64_t drop_gen;         /* fs_drop_count when the call began */
+	uint64_t change_gen;       /* fs_change_drop_count when the call began */
+	int vouches_data;          /* COMMIT, a stable WRITE: its reply says data
+				    * written before is durable (a buffer given up
+				    * since it began fails it, not the others) */
 	uint32_t rtmax, wtmax;     /* FSINFO limits; READ/WRITE counts are clamped to them */
 	int needs_sync;            /* set by a modifying procedure: durable before the reply */
 	struct arena arena;

@@ -60,10 +60,14 @@ static int ticket_state(const struct server *srv, uint64_t ticket)
 /* Did the sync that covered the call fail it? So it did when a chunk went
  * offline dropping changes not yet committed since the call began (its
  * store lost its server, fs_offline_lost_stores): the call's own change
- * may have been among them, and its verifier is an old one. */
+ * may have been among them, and its verifier is an old one. A buffer of
+ * UNSTABLE data given up (delayed allocation) fails only the calls that
+ * vouch for written data (COMMIT, a stable WRITE): it held no other
+ * call's change. */
 static int sync_failed(struct server *srv, const struct commit_call *cc, int ret)
 {
-	return ret < 0 || cc->drop_gen != fs_drop_count(srv->vol);
+	return ret < 0 || cc->drop_gen != (cc->vouches_data ? fs_drop_count(srv->vol)
+							     : fs_change_drop_count(srv->vol));
 }
 
 /* Under gclock, as the committer: sync until no held reply waits for a

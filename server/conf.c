@@ -51,7 +51,7 @@ void config_defaults(struct config *cfg)
 	cfg->fair_queue = 1;
 	cfg->max_io = 1u << 20;
 	cfg->cache_mb = 256;
-	cfg->dalloc_mb = 0; /* off until a failed placement is retried (doc) */
+	cfg->dalloc_mb = 64; /* delayed allocation (chunkfsd.conf(5)) */
 	cfg->dalloc_age = 5;
 	cfg->loop_poll_us = 50;
 	snprintf(cfg->control, sizeof(cfg->control), "/run/chunkfs/control");

@@ -391,6 +391,15 @@ static void cmd_status(struct control *ctl, struct answer *a)
 	    fc.txns, fc.txns_one_flush, fc.txn_flushes);
 	add_value(a, ctl->srv->cfg.volume);
 	add(a, "\n");
+	add(a,
+	    "dalloc limit_mb=%u age=%u bytes=%" PRIu64 " files=%u placed=%" PRIu64
+	    " failures=%" PRIu64 " retried=%" PRIu64 " failing=%u gave_up_time=%" PRIu64
+	    " gave_up_offline=%" PRIu64 " gave_up_memory=%" PRIu64 " gave_up_close=%" PRIu64
+	    " hold_max_us=%" PRIu64 " holds_over_10ms=%" PRIu64 "\n",
+	    ctl->srv->cfg.dalloc_mb, ctl->srv->cfg.dalloc_age, fc.dalloc_bytes, fc.dalloc_files,
+	    fc.dalloc_placed, fc.dalloc_failures, fc.dalloc_retried, fc.dalloc_failing,
+	    fc.dalloc_gave_up_time, fc.dalloc_gave_up_offline, fc.dalloc_gave_up_memory,
+	    fc.dalloc_gave_up_close, fc.dalloc_hold_max_us, fc.dalloc_holds_over_10ms);
 	add(a, "server calls_loop=%" PRIu64 " calls_workers=%" PRIu64 " calls_bulk=%" PRIu64
 	       " workers=%d bulk_workers=%d\n",
 	    __atomic_load_n(&ctl->srv->calls_loop, __ATOMIC_RELAXED),

@@ -396,6 +396,7 @@ static void setup_ctx(struct call_run *r, uint8_t *out, size_t outcap)
 	/* A chunk dropped uncommitted changes (it lost its store): a new
 	 * verifier, so that clients resend what they wrote UNSTABLE. */
 	ctx->drop_gen = fs_drop_count(srv->vol);
+	ctx->change_gen = fs_change_drop_count(srv->vol);
 	memcpy(ctx->write_verf, srv->write_verf, sizeof(ctx->write_verf));
 	for (int k = 0; k < 8; k++)
 		ctx->write_verf[k] ^= (uint8_t)(ctx->drop_gen >> (8 * k));
@@ -441,7 +442,8 @@ static int execute(struct call_run *r, int nowait, struct commit_call *cc)
 		cc->prog = r->call->prog;
 		cc->proc = r->call->proc;
 		cc->args_sum = r->args_sum;
-		cc->drop_gen = r->ctx.drop_gen;
+		cc->vouches_data = r->ctx.vouches_data;
+		cc->drop_gen = r->ctx.vouches_data ? r->ctx.drop_gen : r->ctx.change_gen;
 	} else {
 		log_error("%s: %s changed the volume on the event loop", r->c->peer_name, pd->name);
 		if (pd->flags & P_STATUS) {

@@ -100,6 +100,9 @@ struct commit_call {
 	uint32_t args_sum;             /* its DRC key's checksum of the arguments */
 	uint64_t drop_gen;             /* fs_drop_count when it began: a drop since,
 					* and its reply cannot claim durability */
+	int vouches_data;              /* ... of buffered data too (COMMIT, a stable
+					* WRITE): drop_gen is fs_drop_count's, else
+					* fs_change_drop_count's (changes of calls) */
 };
 
 struct mount_entry {

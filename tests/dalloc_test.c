@@ -5,8 +5,12 @@
  * the oldest file; fs_place_old places by age; a copy of the image taken
  * after a commit (a crash) holds the committed file whole and the buffered
  * one at its placed size, never past its data; a placement that fails
- * (the store fails every write) returns the error once, gives the buffer
- * up and moves fs_drop_count, and the next sync succeeds. */
+ * (writes to where it goes fail) keeps the buffer: the sync succeeds and
+ * commits another file, the file's own commit gets the error, the next
+ * commit with the store sound places every byte (on disk too), and
+ * fs_drop_count stays; failing long enough, failing buffers over the cap
+ * and failing at close give the buffer up, counted, with fs_drop_count
+ * moved, and so does the file's chunk forced offline. */
 #include "config.h"
 
 #include <errno.h>
@@ -18,6 +22,7 @@
 #include <unistd.h>
 
 #include "fs/fs.h"
+#include "fs/format/ondisk.h"
 #include "fs/layout.h"
 #include "fs/store/store.h"
 #include "fs/store/store_mem.h"
@@ -350,16 +355,14 @@ static void test_crash_copy(struct fs_volume *v)
 	CHECK(reads_back(v, lost, 64 * KiB, 16));
 }
 
-/* A placement that fails gives the buffer up, once, counted as a drop. */
-static void test_failed_placement(void)
+/* A one-chunk volume of 16 MiB on a memory store (*mem), whose writes
+ * the tests make fail. */
+static struct fs_volume *mem_volume(struct chunk_store **mem)
 {
 	struct fs_mkfs_opts o = { .chunk_size = 16u << 20, .chunk_count = 1, .force = 1 };
-	struct chunk_store *st = NULL, *mem;
+	struct chunk_store *st = NULL;
 	struct fs_volume *v = NULL;
 	static uint8_t img[16u << 20];
-	struct fs_ino f;
-	struct fs_attr a;
-	uint64_t drops;
 	char why[256];
 	int fd;
 
@@ -370,26 +373,242 @@ static void test_failed_placement(void)
 		close(fd);
 	unlink(copy);
 	CHECK_EQ(store_mem_new(sizeof(img), img, &st), 0);
-	mem = st;
+	*mem = st;
 	CHECK_EQ(fs_open_stores(&st, 1, 0, &v, why, sizeof(why)), 0);
 	if (st)
 		store_close(st); /* not taken over */
+	return v;
+}
+
+static int first_block(void *ctx, const struct fs_extent *e)
+{
+	if (*(uint64_t *)ctx == UINT64_MAX)
+		*(uint64_t *)ctx = e->pblk;
+	return 0;
+}
+
+/* Where the next 64 KiB placed goes: a probe file is placed there, its
+ * first block read, and the probe removed (its blocks free again). */
+static uint64_t next_data_block(struct fs_volume *v)
+{
+	struct fs_ino root, p = make_file(v, "probe");
+	uint64_t b = UINT64_MAX;
+
+	put(v, p, 0, 64 * KiB, 30);
+	CHECK_EQ(fs_commit(v, p), 0);
+	CHECK_EQ(fs_file_extents(v, p, first_block, &b), 0);
+	CHECK_EQ(fs_root(v, &root), 0);
+	CHECK_EQ(fs_remove(v, NULL, root, "probe"), 0);
+	CHECK_EQ(fs_sync(v), 0);
+	return b;
+}
+
+/* A placement that fails keeps its buffer: the sync succeeds (another
+ * file placed in it is committed), the file's own commit gets the error,
+ * and the next commit, with the store sound again, places every byte.
+ * Nothing is given up: fs_drop_count stays. */
+static void test_failed_retried(void)
+{
+	struct chunk_store *mem = NULL;
+	struct fs_volume *v = mem_volume(&mem), *c = NULL;
+	struct fs_ino f, g, root, got;
+	struct fs_attr a;
+	struct fs_counters k;
+	uint64_t drops, at;
+	int fd;
+
 	if (!v)
 		return;
 	f = make_file(v, "doomed");
+	g = make_file(v, "fine");
 	CHECK_EQ(fs_sync(v), 0);
-	put(v, f, 0, 64 * KiB, 17);
-	CHECK_EQ(counters(v).dalloc_files, 1);
+	at = next_data_block(v);
+	CHECK(at != UINT64_MAX);
 	drops = fs_drop_count(v);
+	/* g is placed first (the oldest), after the probe's blocks (freed
+	 * blocks wait for a later transaction); f next, where writes fail. */
+	put(v, g, 0, 64 * KiB, 18);
+	put(v, f, 0, 64 * KiB, 17);
+	store_mem_bad_range(mem, (at + 32) * 4096, 1u << 20, EIO, 1);
+	CHECK_EQ(fs_sync(v), 0);
+	k = counters(v);
+	CHECK_EQ(k.dalloc_files, 1);
+	CHECK_EQ(k.dalloc_failing, 1);
+	CHECK_EQ(k.dalloc_failures, 1);
+	CHECK_EQ(fs_drop_count(v), drops);
+	CHECK(reads_back(v, f, 64 * KiB, 17)); /* from the buffer */
+	CHECK_EQ(fs_commit(v, g), 0);
+	CHECK_EQ(fs_commit(v, f), -EIO); /* its own commit hears of it */
+	CHECK_EQ(counters(v).dalloc_failures, 2);
+	CHECK_EQ(fs_getattr(v, f, &a), 0);
+	CHECK_EQ(a.size, 64 * KiB);
+	/* Within its backoff, a sync leaves it alone. */
+	CHECK_EQ(fs_sync(v), 0);
+	CHECK_EQ(counters(v).dalloc_failures, 2);
+	store_mem_bad_range(mem, 0, 0, 0, 0);
+	CHECK_EQ(fs_commit(v, f), 0); /* once: the store is sound again */
+	CHECK_EQ(fs_commit(v, f), 0);
+	k = counters(v);
+	CHECK_EQ(k.dalloc_files, 0);
+	CHECK_EQ(k.dalloc_failing, 0);
+	CHECK_EQ(k.dalloc_retried, 1);
+	CHECK_EQ(k.dalloc_gave_up_time + k.dalloc_gave_up_offline + k.dalloc_gave_up_memory +
+			 k.dalloc_gave_up_close,
+		 0);
+	CHECK_EQ(fs_drop_count(v), drops);
+	CHECK(reads_back(v, f, 64 * KiB, 17));
+	CHECK(reads_back(v, g, 64 * KiB, 18));
+	{
+		uint64_t bf = UINT64_MAX, bg = UINT64_MAX;
+		CHECK_EQ(fs_file_extents(v, f, first_block, &bf), 0);
+		CHECK_EQ(fs_file_extents(v, g, first_block, &bg), 0);
+		CHECK_EQ(bg, at + 16);
+		/* where writes failed before */
+		CHECK(bf >= at + 32 && bf < at + 32 + 256);
+	}
+	CHECK_EQ(fs_check_invariants(v, NULL, NULL), 0);
+	/* On disk (the store's bytes, opened as an image): both whole. */
+	fd = open(copy, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	CHECK(fd >= 0);
+	if (fd >= 0) {
+		CHECK_EQ(pwrite(fd, store_mem_bytes(mem), 16u << 20, 0), (ssize_t)(16u << 20));
+		close(fd);
+	}
+	CHECK_EQ(fs_open(copy, FS_OPEN_RDONLY, &c), 0);
+	if (c) {
+		CHECK_EQ(fs_root(c, &root), 0);
+		CHECK_EQ(fs_lookup(c, NULL, root, "doomed", &got, &a), 0);
+		CHECK_EQ(a.size, 64 * KiB);
+		CHECK(reads_back(c, got, 64 * KiB, 17));
+		CHECK_EQ(fs_lookup(c, NULL, root, "fine", &got, &a), 0);
+		CHECK(reads_back(c, got, 64 * KiB, 18));
+		CHECK_EQ(fs_close(c), 0);
+	}
+	unlink(copy);
+	CHECK_EQ(fs_close(v), 0);
+}
+
+/* Failing for long enough (here: 2 failures, no time bound), the buffer
+ * is given up: counted, fs_drop_count moves, the file at its placed size.
+ * Failing buffers holding the cap are given up too. */
+static void test_give_up(void)
+{
+	struct chunk_store *mem = NULL;
+	struct fs_volume *v = mem_volume(&mem);
+	struct fs_ino f, g;
+	struct fs_attr a;
+	struct fs_counters k;
+	uint64_t drops;
+
+	if (!v)
+		return;
+	f = make_file(v, "doomed");
+	g = make_file(v, "other");
+	CHECK_EQ(fs_sync(v), 0);
+	fs_set_dalloc_give_up(v, 2, 0);
+	drops = fs_drop_count(v);
+	put(v, f, 0, 64 * KiB, 19);
 	store_mem_fail(mem, EIO);
-	CHECK_EQ(fs_commit(v, f), -EIO);
-	CHECK_EQ(counters(v).dalloc_files, 0);
+	CHECK_EQ(fs_place(v, f), -EIO);
+	CHECK_EQ(counters(v).dalloc_files, 1);
+	CHECK_EQ(fs_drop_count(v), drops);
+	CHECK_EQ(fs_place(v, f), -EIO); /* the second: given up */
+	k = counters(v);
+	CHECK_EQ(k.dalloc_files, 0);
+	CHECK_EQ(k.dalloc_gave_up_time, 1);
 	CHECK_EQ(fs_drop_count(v), drops + 1);
 	store_mem_fail(mem, 0);
 	CHECK_EQ(fs_sync(v), 0);
 	CHECK_EQ(fs_getattr(v, f, &a), 0);
 	CHECK_EQ(a.size, 0);
+	CHECK_EQ(fs_commit(v, f), 0); /* nothing left: the verifier said so */
+
+	/* The cap: f fails and is kept; with the cap lowered below it, a
+	 * write to g places g and gives f up. */
+	fs_set_dalloc_give_up(v, 100, 60000);
+	put(v, f, 0, 64 * KiB, 20);
+	store_mem_fail(mem, EIO);
+	CHECK_EQ(fs_place(v, f), -EIO);
+	store_mem_fail(mem, 0);
+	fs_set_dalloc_limit(v, 32 * KiB);
+	put(v, g, 0, 8 * KiB, 21);
+	k = counters(v);
+	CHECK_EQ(k.dalloc_files, 0);
+	CHECK_EQ(k.dalloc_gave_up_memory, 1);
+	CHECK_EQ(fs_drop_count(v), drops + 2);
+	CHECK_EQ(fs_commit(v, g), 0);
+	CHECK(reads_back(v, g, 8 * KiB, 21));
+	CHECK_EQ(fs_getattr(v, f, &a), 0);
+	CHECK_EQ(a.size, 0);
 	CHECK_EQ(fs_check_invariants(v, NULL, NULL), 0);
+
+	/* Close: a buffer that cannot be placed is given up and close fails. */
+	fs_set_dalloc_limit(v, 1u << 20);
+	put(v, f, 0, 64 * KiB, 22);
+	CHECK_EQ(fs_sync(v), 0); /* placed: the store is sound */
+	put(v, f, 64 * KiB, 64 * KiB, 22);
+	store_mem_fail(mem, EIO);
+	CHECK(fs_close(v) < 0);
+}
+
+/* A buffered file whose chunk is forced offline (its placement failing
+ * with the chunk's store) is given up: counted as offline, both drop
+ * counts move (the chunk dropped changes too), and the other chunk's
+ * files are unaffected. */
+static void test_offline(void)
+{
+	/* chunk 1 small-file: a directory of the root goes there */
+	static const enum fs_chunk_kind kinds[2] = { FS_KIND_GENERAL, FS_KIND_SMALL };
+	struct fs_mkfs_opts o = { .chunk_size = 16u << 20, .chunk_count = 2, .kinds = kinds,
+				  .force = 1 };
+	struct chunk_store *st[2] = { NULL, NULL }, *mem1;
+	struct fs_volume *v = NULL;
+	static uint8_t img[32u << 20];
+	struct fs_ino root, d = { 0 }, f, g;
+	struct fs_attr a;
+	struct fs_counters k;
+	uint64_t drops, changes;
+	char why[256];
+	int fd;
+
+	CHECK_EQ(fs_mkfs(copy, &o), 0);
+	fd = open(copy, O_RDONLY);
+	CHECK(fd >= 0 && pread(fd, img, sizeof(img), 0) == (ssize_t)sizeof(img));
+	if (fd >= 0)
+		close(fd);
+	unlink(copy);
+	CHECK_EQ(store_mem_new(16u << 20, img, &st[0]), 0);
+	CHECK_EQ(store_mem_new(16u << 20, img + (16u << 20), &st[1]), 0);
+	mem1 = st[1];
+	CHECK_EQ(fs_open_stores(st, 2, 0, &v, why, sizeof(why)), 0);
+	if (!v)
+		return;
+	CHECK_EQ(fs_root(v, &root), 0);
+	CHECK_EQ(fs_mkdir(v, NULL, root, "d", 0755, &d, NULL), 0);
+	CHECK_EQ(fs_create(v, NULL, d, "far", 0644, FS_CREATE_GUARDED, 0, &f, NULL), 0);
+	g = make_file(v, "near");
+	CHECK_EQ(OD_STABLE_CHUNK(f.num), 1);
+	CHECK_EQ(OD_STABLE_CHUNK(g.num), 0);
+	CHECK_EQ(fs_sync(v), 0);
+	put(v, f, 0, 64 * KiB, 23);
+	put(v, g, 0, 64 * KiB, 24);
+	drops = fs_drop_count(v);
+	changes = fs_change_drop_count(v);
+	store_mem_fail(mem1, EIO);
+	CHECK_EQ(fs_place(v, f), -EIO); /* kept */
+	CHECK_EQ(counters(v).dalloc_files, 2);
+	CHECK_EQ(fs_drop_count(v), drops);
+	CHECK_EQ(fs_chunk_offline(v, 1, 0, why, sizeof(why)), -EIO); /* not forced: refused */
+	CHECK_EQ(fs_chunk_offline(v, 1, 1, why, sizeof(why)), 0);
+	k = counters(v);
+	CHECK_EQ(k.dalloc_files, 0); /* g placed by the offline's placement */
+	CHECK_EQ(k.dalloc_gave_up_offline, 1);
+	CHECK_EQ(k.dalloc_gave_up_time + k.dalloc_gave_up_memory + k.dalloc_gave_up_close, 0);
+	CHECK_EQ(fs_drop_count(v), drops + 2);
+	CHECK_EQ(fs_change_drop_count(v), changes + 1);
+	CHECK_EQ(fs_commit(v, g), 0);
+	CHECK(reads_back(v, g, 64 * KiB, 24));
+	CHECK(fs_getattr(v, f, &a) < 0); /* in the offline chunk */
 	CHECK_EQ(fs_close(v), 0);
 }
 
@@ -415,7 +634,9 @@ int main(void)
 	test_seen(v);
 	test_cap(v);
 	test_crash_copy(v);
-	test_failed_placement();
+	test_failed_retried();
+	test_give_up();
+	test_offline();
 	CHECK_EQ(fs_check_invariants(v, NULL, NULL), 0);
 	CHECK_EQ(fs_close(v), 0);
 	v = NULL;

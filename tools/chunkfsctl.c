@@ -182,7 +182,7 @@ static void print_json(struct record *recs, int n, int ok, const char *error)
 		    !strcmp(recs[i].type, "connections") || !strcmp(recs[i].type, "scrub") ||
 		    !strcmp(recs[i].type, "evacuate") ||
 		    !strcmp(recs[i].type, "repair") || !strcmp(recs[i].type, "stores") ||
-		    !strcmp(recs[i].type, "predictor")) {
+		    !strcmp(recs[i].type, "predictor") || !strcmp(recs[i].type, "dalloc")) {
 			printf(", ");
 			json_string(recs[i].type);
 			printf(": ");
@@ -325,6 +325,21 @@ static void print_status(struct record *recs, int n)
 			       get(r, "path"), num(r, "chunks"), num(r, "online"), num(r, "txid"),
 			       num(r, "txns"), num(r, "txns_one_flush"), num(r, "txn_flushes"),
 			       num(r, "healed"), num(r, "unreadable"), num(r, "needing_repair"));
+		else if (!strcmp(r->type, "dalloc"))
+			printf("delayed allocation: cap %llu MiB (0: off), placed after %llu s; "
+			       "%.1f MiB buffered in %llu files; %llu files placed\n"
+			       "  failed placements: %llu (buffer kept and tried again), %llu "
+			       "files placed on a later try, %llu failing now\n"
+			       "  buffers given up (the write verifier changed): %llu failing "
+			       "too long, %llu chunk offline, %llu over the cap, %llu at close\n"
+			       "  placement under one hold of the volume lock: at most %.1f ms, "
+			       "%llu times over 10 ms\n\n",
+			       num(r, "limit_mb"), num(r, "age"),
+			       (double)num(r, "bytes") / 1048576.0, num(r, "files"),
+			       num(r, "placed"), num(r, "failures"), num(r, "retried"),
+			       num(r, "failing"), num(r, "gave_up_time"), num(r, "gave_up_offline"),
+			       num(r, "gave_up_memory"), num(r, "gave_up_close"),
+			       (double)num(r, "hold_max_us") / 1000.0, num(r, "holds_over_10ms"));
 		else if (!strcmp(r->type, "server"))
 			printf("server: %llu calls answered by the event loop, %llu by the "
 			       "workers (%llu of them bulk); %llu workers, %llu of which may "
