@@ -462,6 +462,21 @@ void vol_pred_free(struct fs_volume *v);
 void vol_pred_observe(struct fs_volume *v, const struct iref *r);
 int vol_pred_kind(struct fs_volume *v, const char *name, size_t len, uint32_t uid, uint32_t mode,
 		  int table_kind);
+/* A regular file's last link, name, went: its lifetime (from its ctime:
+ * the inode keeps no birth time) is learned. Anything else: nothing. */
+void vol_pred_removed(struct fs_volume *v, const struct od_inode *ino, const char *name,
+		      size_t len);
+/* vol_pred_store.c: the table read from chunk 0 at open (a damaged chain
+ * drops it, counted; only -ENOMEM fails); staged into the transaction
+ * being prepared when due (PRED_SAVE_MIN changes and PRED_SAVE_INTERVAL
+ * seconds since the last, or closing with any change): its units in
+ * chunk 0 rewritten, pred_start and the ro_compat bit set. No room for
+ * the units: the save waits for a later one (counted), the sync goes on. */
+int vol_pred_load(struct fs_volume *v);
+void vol_pred_save(struct fs_volume *v, int closing);
+/* The chain's blocks in chunk 0 as this session knows them (*units), and
+ * how many (0: none). */
+uint32_t vol_pred_units(struct fs_volume *v, const uint32_t **units);
 
 /* pin.c: a chunk pinned (the volume locked) keeps its store until unpinned
  * (from any thread); a reopen waits, locked, for its chunk to be unpinned.

@@ -351,6 +351,8 @@ static int vol_open_source(struct fs_volume *v, struct vol_source *src, struct f
 		ret = vol_recover(v);
 	if (ret == 0 && !v->rdonly)
 		ret = vol_lf_anchor(v);
+	if (ret == 0)
+		ret = vol_pred_load(v);
 	if (ret < 0) {
 		vol_free(v);
 		return ret;
@@ -462,6 +464,9 @@ static int vol_prepare(struct fs_volume *v, int closing, struct txn *t)
 	int ret;
 
 	vol_end_inflight(v);
+	/* the predictor's table, when due: its units and chunk 0's header
+	 * join this transaction (vol_pred_store.c) */
+	vol_pred_save(v, closing);
 	for (uint32_t i = 0; i < v->nchunks; i++) {
 		struct chunk *c = &v->chunks[i];
 		if (c->offline)

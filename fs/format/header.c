@@ -26,6 +26,8 @@ const char *od_unit_name(uint16_t type)
 		return "directory unit";
 	case OD_MB_EXTENTS:
 		return "extent unit";
+	case OD_MB_PREDICT:
+		return "predictor unit";
 	}
 	return "unit";
 }
