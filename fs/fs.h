@@ -170,6 +170,8 @@ struct fs_counters {
 	uint64_t dalloc_bytes;       /* UNSTABLE data buffered, not placed yet */
 	uint32_t dalloc_files;       /* ... in that many files */
 	uint64_t dalloc_placed;      /* files whose buffer was placed since open */
+	uint64_t large_continues;    /* continuations the continuation policy made
+				      * (fs_set_large_continue) since open */
 	struct fs_recovery_stats recovery;
 };
 
@@ -209,6 +211,15 @@ int fs_statfs(struct fs_volume *vol, struct fs_statfs *out);
 /* The 16-byte volume UUID and the 32-byte per-volume handle secret. */
 void fs_volume_uuid(struct fs_volume *vol, uint8_t uuid[16]);
 void fs_volume_secret(struct fs_volume *vol, uint8_t secret[32]);
+
+/* volume.c: the continuation policy (the seed's small-file and large-file
+ * chunks): a file whose last segment is in a small-file or general chunk
+ * continues in a large-file chunk once it grows past bytes (a new
+ * continuation from that block on), when a large-file chunk has room
+ * outside its metadata zone. FS_LARGE_CONTINUE_DEFAULT until set; 0: off.
+ * Rounded down to whole blocks. */
+#define FS_LARGE_CONTINUE_DEFAULT (1ull << 20)
+void fs_set_large_continue(struct fs_volume *vol, uint64_t bytes);
 
 /* dalloc.c: delayed allocation. Data written FS_UNSTABLE waits in memory
  * without blocks until it must reach the disk: fs_commit of the file, a

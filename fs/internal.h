@@ -170,6 +170,12 @@ struct fs_volume {
 
 	/* Delayed allocation: files' buffered data (dalloc.c). */
 	struct dalloc *da;
+
+	/* The continuation policy: file blocks from which a file in a
+	 * small-file or general chunk continues in a large-file chunk (0:
+	 * never); fs_set_large_continue. */
+	uint64_t large_continue_blocks;
+	uint64_t large_continues;     /* continuations it made since open */
 };
 
 /* A loaded inode: where it lives and its decoded form. */
@@ -525,6 +531,11 @@ struct chunk *vol_pick_chunk(struct fs_volume *v, struct chunk *prefer, int kind
 			     int need_inode, const uint8_t *exclude);
 /* A chunk other than except with data room outside its metadata zone. */
 struct chunk *vol_pick_data_chunk(struct fs_volume *v, struct chunk *except);
+/* The continuation policy's chunk: the large-file chunk (online, not
+ * draining) with the most free blocks outside its zone, when that is at
+ * least want (or all the volume's large_continue_blocks, whichever is
+ * less); NULL: none. */
+struct chunk *vol_pick_large_chunk(struct fs_volume *v, uint64_t want);
 /* Room for a directory unit (and a map entry when need_inode). */
 int vol_chunk_has_room(struct chunk *c, int need_inode);
 /* The header at base of st (od_header_read with any index: the newer
