@@ -8,6 +8,9 @@
 #            [--sync-every N] [--seed S] [--large N] [--large-mib M]
 #            [--small N] [--dirs N] [--rounds R] [--no-ext4]
 #            [--no-drop-caches] [--builddir DIR] [--tmp DIR] [--keep] [--quick]
+#            [--conf "KEY = VALUE"]...
+# --conf: a line added to chunkfsd's configuration (large_continue_kb = 0,
+# say, to compare the continuation policy off and on).
 # --quick: a 256 MiB volume of 64 MiB chunks, write factor 0.5, 2 x 8 MiB and
 # 200 small files, one read round (about 10-20 s; it does not wait for
 # /work/QUIET).
@@ -71,9 +74,10 @@ keep=0
 quick=0
 drop=1
 rounds=3
+conf_extra=
 
 usage() {
-	sed -n '2,51s/^# \{0,1\}//p' "$0"
+	sed -n '2,54s/^# \{0,1\}//p' "$0"
 	exit "$1"
 }
 
@@ -96,6 +100,8 @@ while [ $# -gt 0 ]; do
 	--builddir) builddir=$2; shift 2 ;;
 	--tmp) tmpbase=$2; shift 2 ;;
 	--keep) keep=1; shift ;;
+	--conf) conf_extra="$conf_extra$2
+"; shift 2 ;;
 	--quick)
 		# small enough for make check: a 256 MiB volume of 64 MiB chunks
 		quick=1
@@ -209,6 +215,7 @@ listen = 127.0.0.1
 port = 0
 rpcbind = no
 export / clients=127.0.0.0/8 access=rw squash=none
+$conf_extra
 EOF
 	: >"$out"
 	start_server

@@ -46,6 +46,14 @@ set -- $obs
 "$builddir/chunkfsctl" -s "$tmp/control" status | grep -q "^predictor: $1 files observed as made durable, $2 entries" ||
 	fail "predictor line in the status table"
 stop_server
+# The clean stop saved the table in the volume: a restart reads it back.
+start_server "control = $tmp/control"
+"$builddir/chunkfsctl" -s "$tmp/control" --json status >"$tmp/status.json" || fail "status --json"
+grep -q "\"loaded\": 1, \"loaded_entries\": $2," "$tmp/status.json" ||
+	fail "predictor table not read back: $(cat "$tmp/status.json")"
+"$builddir/chunkfsctl" -s "$tmp/control" status | grep -q "^  table: read from the volume at open ($2 entries); last saved " ||
+	fail "predictor table line in the status table"
+stop_server
 
 start_ro_server
 "$procs" 127.0.0.1 "$port" ro || fail "nfs_procs on the read-only, squashed export"

@@ -344,6 +344,23 @@ int chain_alloc(struct fs_volume *v, struct fchain *fc, uint64_t lblk, uint64_t 
 			if (e->lblk + e->len <= lblk)
 				goal = e->pblk + e->len + (uint32_t)(lblk - (e->lblk + e->len));
 		}
+		/* The continuation policy: a file whose last segment is in a
+		 * small-file or general chunk continues in a large-file chunk
+		 * from block large_continue_blocks on (what lies before it
+		 * stays), when one has room; an allocation that crosses
+		 * that block stops at it first. A hole inside the segment is
+		 * filled where it is (chain_extend refuses it). */
+		if (v->large_continue_blocks && si == fc->n - 1 &&
+		    c->hdr.kind != FS_KIND_LARGE && lblk + limit > v->large_continue_blocks &&
+		    lblk >= seg_last_lblk(s)) {
+			struct chunk *big = vol_pick_large_chunk(v, limit);
+			if (big && lblk < v->large_continue_blocks) {
+				limit = v->large_continue_blocks - lblk;
+			} else if (big && chain_extend(v, fc, lblk, big) == 0) {
+				v->large_continues++;
+				continue;
+			}
+		}
 		/* Where the file's last chunk is full outside its metadata
 		 * zone, it continues in a chunk with such room (free_outside
 		 * counts only blocks that can be taken now); the zone is taken

@@ -179,6 +179,8 @@ struct fs_counters {
 	uint64_t dalloc_gave_up_close;   /* ... failing at close */
 	uint64_t dalloc_hold_max_us;     /* the longest placement under one lock hold */
 	uint64_t dalloc_holds_over_10ms; /* placements under one lock hold over 10 ms */
+	uint64_t large_continues;    /* continuations the continuation policy made
+				      * (fs_set_large_continue) since open */
 	struct fs_recovery_stats recovery;
 };
 
@@ -221,6 +223,15 @@ int fs_statfs(struct fs_volume *vol, struct fs_statfs *out);
 /* The 16-byte volume UUID and the 32-byte per-volume handle secret. */
 void fs_volume_uuid(struct fs_volume *vol, uint8_t uuid[16]);
 void fs_volume_secret(struct fs_volume *vol, uint8_t secret[32]);
+
+/* volume.c: the continuation policy (the seed's small-file and large-file
+ * chunks): a file whose last segment is in a small-file or general chunk
+ * continues in a large-file chunk once it grows past bytes (a new
+ * continuation from that block on), when a large-file chunk has room
+ * outside its metadata zone. FS_LARGE_CONTINUE_DEFAULT until set; 0: off.
+ * Rounded down to whole blocks. */
+#define FS_LARGE_CONTINUE_DEFAULT (1ull << 20)
+void fs_set_large_continue(struct fs_volume *vol, uint64_t bytes);
 
 /* dalloc.c: delayed allocation. Data written FS_UNSTABLE waits in memory
  * without blocks until it must reach the disk: fs_commit of the file, a
@@ -266,22 +277,39 @@ int fs_nowait_end(struct fs_volume *vol);
  * to those waiting when they came). Threads start not bulk. */
 void fs_thread_set_bulk(int bulk);
 
-/* vol_predict.c: what the learned size predictor has seen (in memory, since
- * the volume was opened): files observed, table entries in use and
- * replaced, new files it placed, and the most sampled name suffixes with
- * their median size class (0 empty, b: [2^(b-1), 2^b) bytes) and share of
- * files of 1 MiB or more. */
+/* vol_predict.c: what the learned size predictor has seen (kept in the
+ * volume: counts since it was first learned, but answered since open):
+ * files observed, lifetimes observed (at a regular file's last remove),
+ * table entries in use and replaced, new files it placed, and the most
+ * sampled name suffixes with their median size class (0 empty, b:
+ * [2^(b-1), 2^b) bytes), share of files of 1 MiB or more, lifetimes held
+ * and median lifetime class (0 under a second, b: [2^(b-1), 2^b)
+ * seconds). Keeping: loaded (the table was read at open, with
+ * loaded_entries), dropped (tables found damaged at open and dropped),
+ * saves staged since open, saves given up for want of room, last_save
+ * (time(2) of the newest save, the one read at open when none since; 0
+ * never) and the units the table takes in chunk 0. */
 #define FS_PRED_TOP 8
 struct fs_predictor_info {
-	uint64_t observed, evicted, answered;
+	uint64_t observed, evicted, answered, lives;
 	uint32_t entries;
 	uint32_t ntop;
 	char top_suffix[FS_PRED_TOP][16];
 	uint32_t top_samples[FS_PRED_TOP];
 	uint32_t top_median_class[FS_PRED_TOP];
 	uint32_t top_large_permille[FS_PRED_TOP];
+	uint32_t top_life_samples[FS_PRED_TOP];
+	uint32_t top_life_median[FS_PRED_TOP];
+	int loaded;
+	uint32_t loaded_entries, units;
+	uint64_t dropped, saves, save_failed;
+	int64_t last_save;
 };
 int fs_predictor_info(struct fs_volume *vol, struct fs_predictor_info *out);
+/* The predictor's save policy (tests, benchmarks): a save waits for
+ * min_changes changes and interval seconds since the last (defaults 64
+ * and 60). */
+void fs_predictor_save_policy(struct fs_volume *vol, uint32_t min_changes, uint32_t interval);
 /* A client made this file durable (a server's COMMIT or stable WRITE that
  * its group commit, not fs_commit, makes so): the predictor learns its
  * size. fs_commit and stable fs_writes observe by themselves. */

@@ -174,6 +174,12 @@ struct fs_volume {
 
 	/* Delayed allocation: files' buffered data (dalloc.c). */
 	struct dalloc *da;
+
+	/* The continuation policy: file blocks from which a file in a
+	 * small-file or general chunk continues in a large-file chunk (0:
+	 * never); fs_set_large_continue. */
+	uint64_t large_continue_blocks;
+	uint64_t large_continues;     /* continuations it made since open */
 };
 
 /* A loaded inode: where it lives and its decoded form. */
@@ -509,6 +515,21 @@ void vol_pred_free(struct fs_volume *v);
 void vol_pred_observe(struct fs_volume *v, const struct iref *r);
 int vol_pred_kind(struct fs_volume *v, const char *name, size_t len, uint32_t uid, uint32_t mode,
 		  int table_kind);
+/* A regular file's last link, name, went: its lifetime (from its ctime:
+ * the inode keeps no birth time) is learned. Anything else: nothing. */
+void vol_pred_removed(struct fs_volume *v, const struct od_inode *ino, const char *name,
+		      size_t len);
+/* vol_pred_store.c: the table read from chunk 0 at open (a damaged chain
+ * drops it, counted; only -ENOMEM fails); staged into the transaction
+ * being prepared when due (PRED_SAVE_MIN changes and PRED_SAVE_INTERVAL
+ * seconds since the last, or closing with any change): its units in
+ * chunk 0 rewritten, pred_start and the ro_compat bit set. No room for
+ * the units: the save waits for a later one (counted), the sync goes on. */
+int vol_pred_load(struct fs_volume *v);
+void vol_pred_save(struct fs_volume *v, int closing);
+/* The chain's blocks in chunk 0 as this session knows them (*units), and
+ * how many (0: none). */
+uint32_t vol_pred_units(struct fs_volume *v, const uint32_t **units);
 
 /* pin.c: a chunk pinned (the volume locked) keeps its store until unpinned
  * (from any thread); a reopen waits, locked, for its chunk to be unpinned.
@@ -557,6 +578,11 @@ struct chunk *vol_pick_chunk(struct fs_volume *v, struct chunk *prefer, int kind
 			     int need_inode, const uint8_t *exclude);
 /* A chunk other than except with data room outside its metadata zone. */
 struct chunk *vol_pick_data_chunk(struct fs_volume *v, struct chunk *except);
+/* The continuation policy's chunk: the large-file chunk (online, not
+ * draining) with the most free blocks outside its zone, when that is at
+ * least want (or all the volume's large_continue_blocks, whichever is
+ * less); NULL: none. */
+struct chunk *vol_pick_large_chunk(struct fs_volume *v, uint64_t want);
 /* Room for a directory unit (and a map entry when need_inode). */
 int vol_chunk_has_room(struct chunk *c, int need_inode);
 /* The header at base of st (od_header_read with any index: the newer

@@ -390,6 +390,15 @@ int fs_check_invariants(struct fs_volume *v, void (*report)(void *ctx, const cha
 			problem(&iv, "foster map of chunk %u unreadable", f->home);
 		used_inodes += used;
 	}
+	/* the predictor's units in chunk 0, both copies: the volume's own */
+	{
+		const uint32_t *pu;
+		uint32_t npu = vol_pred_units(v, &pu);
+		for (uint32_t k = 0; k < npu; k++) {
+			claim(&iv, 0, pu[k], 1, 0);
+			claim(&iv, 0, chunk_mirror(&v->chunks[0], pu[k]), 1, 0);
+		}
+	}
 	check_accounting(&iv);
 	for (uint32_t i = 0; i < v->nchunks; i++)
 		used_inodes += v->chunks[i].hdr.used_inodes;

@@ -424,14 +424,17 @@ static int is_embedded_at(const struct dirpos *pos, const struct iref *r)
 	       l.block == r->loc.block && l.off == r->loc.off;
 }
 
-/* Drop one link of r through the entry at pos in dir. */
+/* Drop one link of r through the entry name at pos in dir (a regular
+ * file's last: the predictor learns its lifetime). */
 static int unlink_entry(struct fs_volume *v, struct iref *dir, const struct dirpos *pos,
-			struct iref *r)
+			struct iref *r, const char *name, size_t len)
 {
 	int embedded = is_embedded_at(pos, r);
 	int ret;
 
 	if (S_ISDIR(r->ino.mode) || r->ino.nlink <= 1) {
+		struct od_inode gone = r->ino;
+
 		/* The last link: the inode and everything it holds go. */
 		if (S_ISDIR(r->ino.mode))
 			ret = dir_free_all(v, r);
@@ -443,6 +446,8 @@ static int unlink_entry(struct fs_volume *v, struct iref *dir, const struct dirp
 			ret = slot_free(v, r->loc);
 		if (ret == 0)
 			ret = dir_remove_entry(v, dir, pos);
+		if (ret == 0)
+			vol_pred_removed(v, &gone, name, len);
 		return ret;
 	}
 	if (embedded) {
@@ -496,7 +501,7 @@ static int remove_common(struct fs_volume *v, const struct fs_cred *cred, struct
 		ret = ret < 0 ? ret : -ENOTEMPTY;
 		goto out;
 	}
-	ret = unlink_entry(v, &dir, &pos, &r);
+	ret = unlink_entry(v, &dir, &pos, &r, name, len);
 	if (ret < 0)
 		goto out;
 	if (want_dir)
@@ -759,7 +764,7 @@ int fs_rename(struct fs_volume *v, const struct fs_cred *cred, struct fs_ino fro
 		/* dst's entry may have gained slack; it did not move. */
 		ret = entry_inode(v, &dpos, &dst);
 		if (ret == 0)
-			ret = unlink_entry(v, tdir, &dpos, &dst);
+			ret = unlink_entry(v, tdir, &dpos, &dst, to_name, tlen);
 		if (ret < 0) {
 			/* (no room to relocate dst's inode) undo the new entry:
 			 * the old one, and the inode in it, are still there */

@@ -4,7 +4,9 @@
  * log2 size classes that halves when it reaches PRED_DECAY_AT samples so
  * that what a volume does now outweighs what it did long ago. An entry is
  * looked for in PRED_PROBE slots from its hash; a new entry with none
- * free replaces the one of those with the fewest samples. */
+ * free replaces the one of those with the fewest samples. Lifetimes
+ * (log2 seconds) are a second histogram of each entry, halved the same
+ * way. The byte form of an entry for the volume's copy is here too. */
 #include "config.h"
 
 #include <errno.h>
@@ -111,17 +113,44 @@ static struct pred_entry *get(struct predictor *p, const char *suffix, int speci
 	return victim;
 }
 
-static void add(struct pred_entry *e, uint32_t cls)
+/* One sample into a histogram of n classes with its count: halved when
+ * the count reaches PRED_DECAY_AT. */
+static void add_to(uint16_t *hist, uint32_t n, uint32_t *count, uint32_t cls)
 {
-	e->hist[cls]++;
-	e->samples++;
-	if (e->samples >= PRED_DECAY_AT) {
-		e->samples = 0;
-		for (uint32_t c = 0; c < PRED_CLASSES; c++) {
-			e->hist[c] /= 2;
-			e->samples += e->hist[c];
+	hist[cls]++;
+	(*count)++;
+	if (*count >= PRED_DECAY_AT) {
+		*count = 0;
+		for (uint32_t c = 0; c < n; c++) {
+			hist[c] /= 2;
+			*count += hist[c];
 		}
 	}
+}
+
+static void add(struct pred_entry *e, uint32_t cls)
+{
+	add_to(e->hist, PRED_CLASSES, &e->samples, cls);
+}
+
+uint32_t pred_life_class(int64_t seconds)
+{
+	uint32_t b = seconds <= 0 ? 0 : pred_class((uint64_t)seconds);
+
+	return b < PRED_LIFE_CLASSES ? b : PRED_LIFE_CLASSES - 1;
+}
+
+void pred_add_life(struct predictor *p, const char *suffix, uint32_t uid, uint32_t mode,
+		   uint32_t cls)
+{
+	if (cls >= PRED_LIFE_CLASSES)
+		cls = PRED_LIFE_CLASSES - 1;
+	for (int specific = 0; specific < 2; specific++) {
+		struct pred_entry *e = get(p, suffix, specific, entry_key(suffix, specific, uid, mode));
+		add_to(e->life, PRED_LIFE_CLASSES, &e->life_samples, cls);
+	}
+	p->lives++;
+	p->changes++;
 }
 
 void pred_add(struct predictor *p, const char *suffix, uint32_t uid, uint32_t mode, uint32_t cls)
@@ -129,6 +158,7 @@ void pred_add(struct predictor *p, const char *suffix, uint32_t uid, uint32_t mo
 	for (int specific = 0; specific < 2; specific++)
 		add(get(p, suffix, specific, entry_key(suffix, specific, uid, mode)), cls);
 	p->observed++;
+	p->changes++;
 }
 
 void pred_remove(struct predictor *p, const char *suffix, uint32_t uid, uint32_t mode,
@@ -143,6 +173,7 @@ void pred_remove(struct predictor *p, const char *suffix, uint32_t uid, uint32_t
 			e->samples--;
 		}
 	}
+	p->changes++;
 }
 
 void pred_observe(struct predictor *p, const char *name, size_t len, uint32_t uid, uint32_t mode,
@@ -169,7 +200,16 @@ static void expect_from(const struct pred_entry *e, int specific, struct pred_ex
 		if (c >= large_cls)
 			large += e->hist[c];
 	}
-	out->large_permille = (uint32_t)((uint64_t)large * 1000 / e->samples);
+	out->large_permille = e->samples ? (uint32_t)((uint64_t)large * 1000 / e->samples) : 0;
+	out->life_samples = e->life_samples;
+	out->life_median = 0;
+	below = 0;
+	for (uint32_t c = 0; c < PRED_LIFE_CLASSES; c++) {
+		if (below * 2 < e->life_samples) {
+			below += e->life[c];
+			out->life_median = c;
+		}
+	}
 }
 
 int pred_lookup(const struct predictor *p, const char *name, size_t len, uint32_t uid,
@@ -237,4 +277,83 @@ uint32_t pred_top(const struct predictor *p, struct pred_expect *out,
 			got++;
 	}
 	return got;
+}
+
+/* The byte form (doc/format.md, "Predictor units"): little-endian. */
+static void put16(uint8_t *b, uint16_t x)
+{
+	b[0] = (uint8_t)x;
+	b[1] = (uint8_t)(x >> 8);
+}
+
+static void put32(uint8_t *b, uint32_t x)
+{
+	put16(b, (uint16_t)x);
+	put16(b + 2, (uint16_t)(x >> 16));
+}
+
+static uint16_t get16(const uint8_t *b)
+{
+	return (uint16_t)(b[0] | b[1] << 8);
+}
+
+static uint32_t get32(const uint8_t *b)
+{
+	return get16(b) | (uint32_t)get16(b + 2) << 16;
+}
+
+#define E_KEY 0
+#define E_SAMPLES 8
+#define E_LIFE_SAMPLES 12
+#define E_SLOT 16
+#define E_SPECIFIC 18
+#define E_SUFFIX 20
+#define E_HIST 36
+#define E_LIFE (E_HIST + 2 * PRED_CLASSES)
+_Static_assert(E_LIFE + 2 * PRED_LIFE_CLASSES == PRED_ENTRY_BYTES, "predictor entry size");
+
+void pred_entry_put(const struct predictor *p, uint32_t slot, uint8_t *b)
+{
+	const struct pred_entry *e = &p->slot[slot];
+
+	memset(b, 0, PRED_ENTRY_BYTES);
+	put32(b + E_KEY, (uint32_t)e->key);
+	put32(b + E_KEY + 4, (uint32_t)(e->key >> 32));
+	put32(b + E_SAMPLES, e->samples);
+	put32(b + E_LIFE_SAMPLES, e->life_samples);
+	put16(b + E_SLOT, (uint16_t)slot);
+	b[E_SPECIFIC] = e->specific;
+	memcpy(b + E_SUFFIX, e->suffix, PRED_SUFFIX_MAX + 1);
+	for (uint32_t c = 0; c < PRED_CLASSES; c++)
+		put16(b + E_HIST + 2 * c, e->hist[c]);
+	for (uint32_t c = 0; c < PRED_LIFE_CLASSES; c++)
+		put16(b + E_LIFE + 2 * c, e->life[c]);
+}
+
+int pred_entry_get(struct predictor *p, const uint8_t *b)
+{
+	struct pred_entry e;
+	uint32_t slot = get16(b + E_SLOT), sum = 0, lsum = 0, dist;
+
+	memset(&e, 0, sizeof(e));
+	e.key = get32(b + E_KEY) | (uint64_t)get32(b + E_KEY + 4) << 32;
+	e.samples = get32(b + E_SAMPLES);
+	e.life_samples = get32(b + E_LIFE_SAMPLES);
+	e.specific = b[E_SPECIFIC];
+	memcpy(e.suffix, b + E_SUFFIX, PRED_SUFFIX_MAX + 1);
+	for (uint32_t c = 0; c < PRED_CLASSES; c++)
+		sum += e.hist[c] = get16(b + E_HIST + 2 * c);
+	for (uint32_t c = 0; c < PRED_LIFE_CLASSES; c++)
+		lsum += e.life[c] = get16(b + E_LIFE + 2 * c);
+	dist = (uint32_t)((slot + PRED_SLOTS - e.key % PRED_SLOTS) % PRED_SLOTS);
+	if (e.key == 0 || slot >= PRED_SLOTS || dist >= PRED_PROBE || p->slot[slot].key != 0 ||
+	    e.specific > 1 || sum != e.samples || lsum != e.life_samples ||
+	    sum >= PRED_DECAY_AT || lsum >= PRED_DECAY_AT || e.suffix[PRED_SUFFIX_MAX] != '\0')
+		return -EBADMSG;
+	/* a suffix entry's key is its suffix's (the specific ones hash the
+	 * owner and mode, which the table does not keep) */
+	if (!e.specific && e.key != entry_key(e.suffix, 0, 0, 0))
+		return -EBADMSG;
+	p->slot[slot] = e;
+	return 0;
 }

@@ -3,9 +3,10 @@
  * count and a decaying histogram of log2 sizes, in a fixed-size table.
  * Files are observed with the size they have when committed; a new
  * file's expectation comes from the most specific entry with enough
- * samples. Kept in memory only (doc/design.md, "The learned predictor",
- * says how it would persist in the volume). Pure computation: no locks
- * (the caller serialises), no I/O. */
+ * samples. A second histogram per entry holds lifetimes (log2 seconds
+ * from create to remove). Entries pack into PRED_ENTRY_BYTES each for the
+ * volume to keep (fs/vol_pred_store.c). Pure computation: no locks (the
+ * caller serialises), no I/O. */
 #ifndef CHUNKFS_FS_PREDICT_H
 #define CHUNKFS_FS_PREDICT_H
 
@@ -19,6 +20,8 @@
 #define PRED_MIN_SAMPLES 8u       /* fewer: no expectation from that entry */
 #define PRED_DECAY_AT 1024u       /* an entry reaching this many halves its counts */
 #define PRED_SUFFIX_MAX 15u       /* longer suffixes count as none */
+/* Lifetime classes: 0 under a second, b >= 1 [2^(b-1), 2^b) seconds. */
+#define PRED_LIFE_CLASSES 32
 /* A file of at least this many bytes belongs in a large-file chunk. */
 #define PRED_LARGE_BYTES (1ull << 20)
 
@@ -26,6 +29,8 @@ struct pred_entry {
 	uint64_t key;             /* 0: a free slot */
 	uint32_t samples;         /* sum of hist[] */
 	uint16_t hist[PRED_CLASSES];
+	uint32_t life_samples;    /* sum of life[] */
+	uint16_t life[PRED_LIFE_CLASSES];
 	uint8_t specific;         /* the suffix+owner+mode entry */
 	char suffix[PRED_SUFFIX_MAX + 1];
 };
@@ -34,6 +39,9 @@ struct predictor {
 	struct pred_entry slot[PRED_SLOTS];
 	uint64_t observed;        /* observations taken */
 	uint64_t evicted;         /* entries replaced to make room */
+	uint64_t lives;           /* lifetimes observed */
+	uint64_t changes;         /* observations, lifetimes and take-backs: moves
+				   * whenever the table changes (a keeper's cue) */
 };
 
 /* What the predictor expects of a new file. */
@@ -42,6 +50,8 @@ struct pred_expect {
 	int specific;             /* 1: the suffix+owner+mode entry, 0: the suffix's */
 	uint32_t median_class;    /* the size class half the samples are at or below */
 	uint32_t large_permille;  /* share of samples of at least PRED_LARGE_BYTES */
+	uint32_t life_samples;    /* lifetimes the entry holds */
+	uint32_t life_median;     /* the lifetime class half of them are at or below */
 };
 
 void pred_init(struct predictor *p);
@@ -61,6 +71,12 @@ void pred_observe(struct predictor *p, const char *name, size_t len, uint32_t ui
 void pred_add(struct predictor *p, const char *suffix, uint32_t uid, uint32_t mode, uint32_t cls);
 void pred_remove(struct predictor *p, const char *suffix, uint32_t uid, uint32_t mode,
 		 uint32_t cls);
+/* The lifetime class of a number of seconds (negative: 0). */
+uint32_t pred_life_class(int64_t seconds);
+/* A file of this suffix, owner and mode lived seconds from create to
+ * remove (lifetime class cls): both entries learn it. */
+void pred_add_life(struct predictor *p, const char *suffix, uint32_t uid, uint32_t mode,
+		   uint32_t cls);
 /* The expectation for a new file: 0 and *out, or -ENOENT when neither
  * entry has PRED_MIN_SAMPLES samples. */
 int pred_lookup(const struct predictor *p, const char *name, size_t len, uint32_t uid,
@@ -76,5 +92,15 @@ uint32_t pred_entries(const struct predictor *p);
  * how many. */
 uint32_t pred_top(const struct predictor *p, struct pred_expect *out,
 		  char (*suffix)[PRED_SUFFIX_MAX + 1], uint32_t n);
+
+/* The table kept as bytes: each entry in use as PRED_ENTRY_BYTES
+ * (doc/format.md, the predictor unit), with the slot it sits in so that a
+ * table read back answers exactly as the one written. put: entry of slot
+ * into b. get: the entry in b into the table at its slot; -EBADMSG when
+ * it cannot be one (a free key, a slot outside its probe window or taken,
+ * counts that do not add up, a suffix without its end). */
+#define PRED_ENTRY_BYTES 184u
+void pred_entry_put(const struct predictor *p, uint32_t slot, uint8_t *b);
+int pred_entry_get(struct predictor *p, const uint8_t *b);
 
 #endif

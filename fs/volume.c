@@ -283,6 +283,7 @@ static struct fs_volume *vol_alloc(int flags)
 	pthread_cond_init(&v->pin_cond, NULL);
 	v->fd = -1;
 	v->rdonly = !!(flags & FS_OPEN_RDONLY);
+	v->large_continue_blocks = FS_LARGE_CONTINUE_DEFAULT / OD_BLOCK_SIZE;
 	if (dalloc_init(v) < 0) {
 		vol_free(v);
 		return NULL;
@@ -351,6 +352,8 @@ static int vol_open_source(struct fs_volume *v, struct vol_source *src, struct f
 		ret = vol_recover(v);
 	if (ret == 0 && !v->rdonly)
 		ret = vol_lf_anchor(v);
+	if (ret == 0)
+		ret = vol_pred_load(v);
 	if (ret < 0) {
 		vol_free(v);
 		return ret;
@@ -462,6 +465,9 @@ static int vol_prepare(struct fs_volume *v, int closing, struct txn *t)
 	int ret;
 
 	vol_end_inflight(v);
+	/* the predictor's table, when due: its units and chunk 0's header
+	 * join this transaction (vol_pred_store.c) */
+	vol_pred_save(v, closing);
 	for (uint32_t i = 0; i < v->nchunks; i++) {
 		struct chunk *c = &v->chunks[i];
 		if (c->offline)
@@ -640,6 +646,7 @@ int fs_get_counters(struct fs_volume *v, struct fs_counters *out)
 	out->txns_one_flush = v->txns_one_flush;
 	out->txn_flushes = v->txn_flushes;
 	out->held_named = v->held_named;
+	out->large_continues = v->large_continues;
 	dalloc_counters(v, out);
 	vol_unlock(v);
 	return 0;
@@ -698,6 +705,30 @@ struct chunk *vol_pick_chunk(struct fs_volume *v, struct chunk *prefer, int kind
 		}
 	}
 	return best;
+}
+
+struct chunk *vol_pick_large_chunk(struct fs_volume *v, uint64_t want)
+{
+	struct chunk *best = NULL;
+
+	if (want > v->large_continue_blocks)
+		want = v->large_continue_blocks;
+	for (uint32_t i = 0; i < v->nchunks; i++) {
+		struct chunk *c = &v->chunks[i];
+		if (c->hdr.kind != FS_KIND_LARGE || c->offline || chunk_draining(c) ||
+		    chunk_load(c) < 0 || c->free_outside < want || c->free_outside == 0)
+			continue;
+		if (!best || c->free_outside > best->free_outside)
+			best = c;
+	}
+	return best;
+}
+
+void fs_set_large_continue(struct fs_volume *v, uint64_t bytes)
+{
+	vol_lock(v);
+	v->large_continue_blocks = bytes / OD_BLOCK_SIZE;
+	vol_unlock(v);
 }
 
 struct chunk *vol_pick_data_chunk(struct fs_volume *v, struct chunk *except)

@@ -52,6 +52,7 @@ void config_defaults(struct config *cfg)
 	cfg->max_io = 1u << 20;
 	cfg->cache_mb = 256;
 	cfg->dalloc_mb = 64; /* delayed allocation (chunkfsd.conf(5)) */
+	cfg->large_continue_kb = FS_LARGE_CONTINUE_DEFAULT >> 10;
 	cfg->dalloc_age = 5;
 	cfg->loop_poll_us = 50;
 	snprintf(cfg->control, sizeof(cfg->control), "/run/chunkfs/control");
@@ -275,6 +276,7 @@ static const char *const key_wants[][2] = {
 	{ "cache_mb", "4-1048576" },
 	{ "dalloc_mb", "0-65536 (MiB; 0: no delayed allocation)" },
 	{ "dalloc_age", "1-3600 (seconds)" },
+	{ "large_continue_kb", "0-16777216 (KiB; 0: files do not move to large-file chunks)" },
 	{ "loop_poll_us", "0-10000 (microseconds)" },
 	{ "log_level", "error, warning, info or debug" },
 	{ "syslog", "yes or no" },
@@ -382,6 +384,10 @@ static int parse_key(const char *k, const char *v, struct config *cfg, char *err
 		if (parse_uint(v, 65536, &n) < 0)
 			goto bad;
 		cfg->dalloc_mb = n;
+	} else if (!strcmp(k, "large_continue_kb")) {
+		if (parse_uint(v, 16u << 20, &n) < 0)
+			goto bad;
+		cfg->large_continue_kb = n;
 	} else if (!strcmp(k, "dalloc_age")) {
 		if (parse_uint(v, 3600, &n) < 0 || n < 1)
 			goto bad;

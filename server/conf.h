@@ -69,6 +69,8 @@ struct config {
 	uint64_t cache_mb;      /* metadata cache bound */
 	uint64_t dalloc_mb;     /* delayed allocation's cap on buffered data (0: off) */
 	uint32_t dalloc_age;    /* seconds buffered data may wait for a placement */
+	uint64_t large_continue_kb; /* a file in a small-file or general chunk grown
+				     * past this continues in a large-file chunk (0: never) */
 	uint32_t loop_poll_us;  /* the loop polls this long after answering a call */
 	enum log_level log_level;
 	int use_syslog;

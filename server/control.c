@@ -352,9 +352,13 @@ static void add_estimate(struct control *ctl, struct answer *a, uint32_t i,
 		add(a, " repair_estimate_us=%" PRIu64, res.usec);
 }
 
-/* What the learned size predictor has seen: top lists the most sampled
- * suffixes as suffix:samples:median_class:large_permille, comma-separated
- * ("-" for files without a suffix). */
+/* What the learned size predictor has seen: lifetimes observed, whether
+ * its table was read from the volume at open (loaded, loaded_entries;
+ * dropped: tables found damaged and dropped), saves since open and those
+ * given up, when it was last saved (last_save, time(2), 0 never) and the
+ * units it takes in chunk 0; top lists the most sampled suffixes as
+ * suffix:samples:median_class:large_permille:lifetimes:median_life_class,
+ * comma-separated ("-" for files without a suffix). */
 static void add_predictor(struct fs_volume *v, struct answer *a)
 {
 	struct fs_predictor_info pi;
@@ -362,11 +366,15 @@ static void add_predictor(struct fs_volume *v, struct answer *a)
 	if (fs_predictor_info(v, &pi) < 0)
 		return;
 	add(a, "predictor observed=%" PRIu64 " entries=%u evicted=%" PRIu64 " placed=%" PRIu64
-	       " top=",
-	    pi.observed, pi.entries, pi.evicted, pi.answered);
+	       " lives=%" PRIu64 " loaded=%d loaded_entries=%u dropped=%" PRIu64 " saves=%" PRIu64
+	       " save_failed=%" PRIu64 " last_save=%" PRId64 " units=%u top=",
+	    pi.observed, pi.entries, pi.evicted, pi.answered, pi.lives, pi.loaded,
+	    pi.loaded_entries, pi.dropped, pi.saves, pi.save_failed, pi.last_save, pi.units);
 	for (uint32_t i = 0; i < pi.ntop; i++)
-		add(a, "%s%s:%u:%u:%u", i ? "," : "", pi.top_suffix[i][0] ? pi.top_suffix[i] : "-",
-		    pi.top_samples[i], pi.top_median_class[i], pi.top_large_permille[i]);
+		add(a, "%s%s:%u:%u:%u:%u:%u", i ? "," : "",
+		    pi.top_suffix[i][0] ? pi.top_suffix[i] : "-", pi.top_samples[i],
+		    pi.top_median_class[i], pi.top_large_permille[i], pi.top_life_samples[i],
+		    pi.top_life_median[i]);
 	if (!pi.ntop)
 		add(a, "-");
 	add(a, "\n");

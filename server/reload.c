@@ -1,5 +1,5 @@
 /* SIGHUP: the configuration file is read again while connections stay up.
- * Exports (and their options), log_level, cache_mb, dalloc_mb, max_connections,
+ * Exports (and their options), log_level, cache_mb, dalloc_mb, large_continue_kb, max_connections,
  * max_connections_per_client, idle_timeout and record_timeout take effect
  * for the requests and connections that start afterwards (and idle_timeout
  * for the connections open); max_calls_per_client and max_bytes_per_client
@@ -116,6 +116,10 @@ int reload_config(struct server *srv)
 	if (nc.cache_mb != srv->cfg.cache_mb) {
 		srv->cfg.cache_mb = nc.cache_mb;
 		fs_set_cache_limit(srv->vol, nc.cache_mb << 20);
+	}
+	if (nc.large_continue_kb != srv->cfg.large_continue_kb) {
+		srv->cfg.large_continue_kb = nc.large_continue_kb;
+		fs_set_large_continue(srv->vol, nc.large_continue_kb << 10);
 	}
 	if (nc.dalloc_mb != srv->cfg.dalloc_mb) {
 		srv->cfg.dalloc_mb = nc.dalloc_mb;

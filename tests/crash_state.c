@@ -772,6 +772,15 @@ static void check_state(struct checker *ck, const struct cstate *cs)
 			cnt.recovery.damaged, cnt.chunks_needing_repair);
 		goto fail;
 	}
+	/* The predictor's table is saved by transactions like any unit:
+	 * no crash may leave it unreadable (fs/vol_pred_store.c). */
+	{
+		struct fs_predictor_info pi;
+		if (fs_predictor_info(v, &pi) == 0 && pi.dropped) {
+			msg_add(&m, "\n  the predictor's table was dropped at open");
+			goto fail;
+		}
+	}
 	bad = fs_check_invariants(v, collect_invariant, &m);
 	if (bad) {
 		msg_add(&m, "\n  %d invariant problems after recovery", bad);

@@ -578,6 +578,47 @@ static void wl_turns(struct wl *w)
 	do_sync(w);
 }
 
+/* (h) The predictor kept in the volume: saved at every transaction (the
+ * policy at 1 change, no interval), so crash states fall inside its
+ * saves: the chain grows from one unit to two (22 entries and more),
+ * lifetimes come with removes, and a file renamed over another ends one.
+ * Every state's open must read the table whole (crash_state.c fails a
+ * state whose open dropped it), fsck claims its units. */
+static void wl_predict(struct wl *w)
+{
+	char p[48], q[48];
+
+	fs_predictor_save_policy(w->v, 1, 0);
+	do_mkdir(w, "/d", 0755);
+	do_sync(w);
+	for (unsigned i = 0; i < 14; i++) {
+		snprintf(p, sizeof(p), "/d/n%u.s%u", i, i);
+		do_put(w, p, 0644, 100 + 300 * i, 70 + i, FS_FILE_SYNC);
+		do_sync(w);
+		if (i % 4 == 2) {
+			snprintf(p, sizeof(p), "/d/n%u.s%u", i - 1, i - 1);
+			do_unlink(w, p);
+			do_sync(w);
+		}
+	}
+	snprintf(p, sizeof(p), "/d/n%u.s%u", 13, 13);
+	snprintf(q, sizeof(q), "/d/n%u.s%u", 12, 12);
+	do_rename(w, p, q);
+	do_sync(w);
+	/* (the saves happened, and the chain grew to its second unit) */
+	if (!w->err) {
+		struct fs_predictor_info pi;
+		if (fs_predictor_info(w->v, &pi) < 0 || pi.units != 2 || pi.saves < 14 ||
+		    pi.lives != 4) {
+			w->err = -EUCLEAN;
+			snprintf(w->what, sizeof(w->what),
+				 "predictor: %u units, %llu saves, %llu lifetimes (2, 14+, 4 expected)",
+				 pi.units, (unsigned long long)pi.saves,
+				 (unsigned long long)pi.lives);
+		}
+	}
+}
+
 /* Draining chunk k (a commit: a durability point). */
 static void do_drain(struct wl *w, uint32_t k)
 {
@@ -805,6 +846,7 @@ static const struct workload workloads[] = {
 	{ "turns", wl_turns, 2, 4096, 0 },
 	{ "evac", wl_evac, 6, 4096, 0 },
 	{ "dalloc", wl_dalloc, 4, 4096, 1 },
+	{ "predict", wl_predict, 2, 4096, 0 },
 };
 
 /* --- recording ------------------------------------------------------------ */

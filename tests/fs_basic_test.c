@@ -29,6 +29,16 @@ static int invariants(struct fs_volume *v)
 	return fs_check_invariants(v, report, NULL);
 }
 
+/* The blocks the learned predictor's table takes in chunk 0 (both copies
+ * of its units): a clean close saves it, so free counts across a reopen
+ * differ by them. */
+static uint64_t pred_blocks(struct fs_volume *v)
+{
+	struct fs_predictor_info pi;
+
+	return fs_predictor_info(v, &pi) == 0 ? 2ull * pi.units : 0;
+}
+
 static struct fs_volume *make(uint32_t chunks, uint64_t chunk_size, uint32_t bpi)
 {
 	struct fs_mkfs_opts o = {
@@ -297,7 +307,7 @@ static void test_data(void)
 	CHECK_EQ(fs_remove(v, NULL, root, "holes"), 0);
 	CHECK_EQ(fs_remove(v, NULL, root, "small"), 0);
 	CHECK_EQ(fs_statfs(v, &s1), 0);
-	CHECK_EQ(s1.free_blocks, s0.free_blocks);
+	CHECK_EQ(s1.free_blocks + pred_blocks(v), s0.free_blocks); /* s0: no table yet */
 	CHECK_EQ(s1.free_inodes, s0.free_inodes);
 	CHECK_EQ(invariants(v), 0);
 	CHECK_EQ(fs_close(v), 0);
@@ -412,7 +422,7 @@ static void test_inline_move(void)
 		CHECK_EQ(fs_remove(v, NULL, d, name), 0);
 	}
 	CHECK_EQ(fs_statfs(v, &s1), 0);
-	CHECK_EQ(s1.free_blocks, s0.free_blocks);
+	CHECK_EQ(s1.free_blocks + pred_blocks(v), s0.free_blocks); /* s0: no table yet */
 	CHECK_EQ(s1.free_inodes, s0.free_inodes);
 	CHECK_EQ(invariants(v), 0);
 	CHECK_EQ(fs_close(v), 0);

@@ -192,9 +192,17 @@ static int fsb_root(struct backend *be, struct fs_ino *out)
 	return fs_root(VOL(be), out);
 }
 
+/* The free blocks as the model counts them: the learned predictor's table
+ * in chunk 0 (both copies of its units, saved at a clean close) is the
+ * volume's own, like its bitmap, and counts as free here. */
 static int fsb_statfs(struct backend *be, struct fs_statfs *out)
 {
-	return fs_statfs(VOL(be), out);
+	struct fs_predictor_info pi;
+	int ret = fs_statfs(VOL(be), out);
+
+	if (ret == 0 && fs_predictor_info(VOL(be), &pi) == 0)
+		out->free_blocks += 2ull * pi.units;
+	return ret;
 }
 
 static void fsb_report(void *ctx, const char *msg)

@@ -1,10 +1,13 @@
 /* The learned size predictor (fs/predict.c): size classes, suffixes,
  * the specific entry before the suffix's, the sample threshold, the
- * large/small verdict, decay, and a full table keeping its well-sampled
- * entries. */
+ * large/small verdict, decay, a full table keeping its well-sampled
+ * entries, lifetimes (classes, the median, decay), and the byte form of
+ * entries: a table packed and read back answers the same, and bytes that
+ * cannot be an entry are refused. */
 #include "config.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -126,5 +129,67 @@ int main(void)
 	CHECK_EQ(x.samples, 50);
 	CHECK_EQ(x.specific, 1);
 	CHECK_EQ(pred_large(&p, "again.iso", 9, 5, 0644), 1);
+
+	/* lifetimes: classes of seconds; the median of each entry */
+	CHECK_EQ(pred_life_class(-5), 0);
+	CHECK_EQ(pred_life_class(0), 0);
+	CHECK_EQ(pred_life_class(1), 1);
+	CHECK_EQ(pred_life_class(3600), 12);
+	CHECK_EQ(pred_life_class(INT64_MAX), PRED_LIFE_CLASSES - 1);
+	pred_init(&p);
+	observe("t.tmp", 7, 0600, 100, 8);
+	for (int i = 0; i < 5; i++)
+		pred_add_life(&p, "tmp", 7, 0600, pred_life_class(3));
+	for (int i = 0; i < 2; i++)
+		pred_add_life(&p, "tmp", 7, 0600, pred_life_class(86400));
+	CHECK_EQ(p.lives, 7);
+	CHECK_EQ(lookup("u.tmp", 7, 0600, &x), 0);
+	CHECK_EQ(x.specific, 1);
+	CHECK_EQ(x.life_samples, 7);
+	CHECK_EQ(x.life_median, 2);
+	CHECK_EQ(lookup("u.tmp", 8, 0600, &x), 0); /* the suffix's entry */
+	CHECK_EQ(x.specific, 0);
+	CHECK_EQ(x.life_samples, 7);
+	for (uint32_t i = 0; i < PRED_DECAY_AT - 7; i++)
+		pred_add_life(&p, "tmp", 7, 0600, 1);
+	CHECK_EQ(lookup("u.tmp", 7, 0600, &x), 0);
+	CHECK_EQ(x.life_samples, 511); /* 1017, 5, 2 halved */
+	CHECK_EQ(x.samples, 8); /* sizes untouched */
+
+	/* the byte form: a table packed and read back */
+	{
+		static struct predictor q;
+		static uint8_t bytes[PRED_SLOTS][PRED_ENTRY_BYTES];
+		uint32_t n = 0;
+		struct pred_expect y;
+
+		observe("a.mkv", 3, 0644, 5ull << 30, 20);
+		observe("b.c", 3, 0644, 3000, 9);
+		for (uint32_t s = 0; s < PRED_SLOTS; s++)
+			if (p.slot[s].key)
+				pred_entry_put(&p, s, bytes[n++]);
+		CHECK_EQ(n, pred_entries(&p));
+		CHECK_EQ(n, 6);
+		pred_init(&q);
+		for (uint32_t i = 0; i < n; i++)
+			CHECK_EQ(pred_entry_get(&q, bytes[i]), 0);
+		CHECK_EQ(memcmp(q.slot, p.slot, sizeof(q.slot)), 0);
+		CHECK_EQ(pred_lookup(&q, "z.mkv", 5, 3, 0644, &y), 0);
+		CHECK_EQ(y.samples, 20);
+		CHECK_EQ(pred_large(&q, "z.mkv", 5, 3, 0644), 1);
+		CHECK_EQ(pred_large(&q, "z.c", 3, 3, 0644), 0);
+		/* the same entry twice: its slot is taken */
+		CHECK_EQ(pred_entry_get(&q, bytes[0]), -EBADMSG);
+		pred_init(&q);
+		bytes[0][36] ^= 1; /* a count that no longer adds up */
+		CHECK_EQ(pred_entry_get(&q, bytes[0]), -EBADMSG);
+		bytes[0][36] ^= 1;
+		bytes[0][16] = (uint8_t)(bytes[0][16] + 9); /* outside its probe window */
+		CHECK_EQ(pred_entry_get(&q, bytes[0]), -EBADMSG);
+		bytes[0][16] = (uint8_t)(bytes[0][16] - 9);
+		memset(bytes[0], 0, 8); /* a free key */
+		CHECK_EQ(pred_entry_get(&q, bytes[0]), -EBADMSG);
+		CHECK_EQ(pred_entries(&q), 0);
+	}
 	return test_done("predict_test");
 }

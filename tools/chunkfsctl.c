@@ -255,22 +255,47 @@ static void print_scrub(const struct record *r)
 	       num(r, "backoff") ? " (halved: calls queued)" : "");
 }
 
-/* The predictor's line: its counts, then per suffix (suffix:samples:
- * median size class:permille of 1 MiB or more) what its files grew to. */
+/* The predictor's lines: its counts, whether its table came from the
+ * volume and when it was saved, then per suffix (suffix:samples:median
+ * size class:permille of 1 MiB or more:lifetimes:median lifetime class)
+ * what its files grew to and how long they lived. */
 static void print_predictor(const struct record *r)
 {
 	static const char *unit[] = { "B", "KiB", "MiB", "GiB", "TiB" };
 	char top[512];
 	char *save = NULL;
+	time_t saved = (time_t)num(r, "last_save");
 
 	printf("predictor: %llu files observed as made durable, %llu entries (%llu replaced), "
-	       "%llu new files placed by what it learned\n",
-	       num(r, "observed"), num(r, "entries"), num(r, "evicted"), num(r, "placed"));
+	       "%llu new files placed by what it learned, %llu lifetimes observed\n",
+	       num(r, "observed"), num(r, "entries"), num(r, "evicted"), num(r, "placed"),
+	       num(r, "lives"));
+	if (num(r, "loaded"))
+		printf("  table: read from the volume at open (%llu entries)",
+		       num(r, "loaded_entries"));
+	else
+		printf("  table: not read from the volume at open");
+	if (num(r, "dropped"))
+		printf(", %llu damaged table%s dropped", num(r, "dropped"),
+		       num(r, "dropped") == 1 ? "" : "s");
+	if (saved) {
+		char when[64];
+		struct tm tm;
+		strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S UTC", gmtime_r(&saved, &tm));
+		printf("; last saved %s", when);
+	} else {
+		printf("; never saved");
+	}
+	printf(" (%llu units in chunk 0, %llu saves since open", num(r, "units"), num(r, "saves"));
+	if (num(r, "save_failed"))
+		printf(", %llu given up for want of room", num(r, "save_failed"));
+	printf(")\n");
 	snprintf(top, sizeof(top), "%s", get(r, "top"));
 	for (char *t = strtok_r(top, ",", &save); t && strcmp(t, "-"); t = strtok_r(NULL, ",", &save)) {
 		char suffix[32];
-		unsigned samples, cls, permille;
-		if (sscanf(t, "%31[^:]:%u:%u:%u", suffix, &samples, &cls, &permille) != 4)
+		unsigned samples, cls, permille, lives = 0, life = 0;
+		if (sscanf(t, "%31[^:]:%u:%u:%u:%u:%u", suffix, &samples, &cls, &permille, &lives,
+			   &life) < 4)
 			continue;
 		/* class c: sizes below 2^c bytes (0: empty) */
 		unsigned e = cls, u = e / 10 < 4 ? e / 10 : 4;
@@ -281,9 +306,12 @@ static void print_predictor(const struct record *r)
 			printf("  %s%s: %u files, half of them under %llu %s",
 			       strcmp(suffix, "-") ? "." : "", suffix, samples,
 			       1ull << (e - 10 * u), unit[u]);
-		printf(", %u.%u%% of 1 MiB or more\n", permille / 10, permille % 10);
+		printf(", %u.%u%% of 1 MiB or more", permille / 10, permille % 10);
+		/* lifetime class c: under 2^c seconds (0: under a second) */
+		if (lives)
+			printf(", %u removed, half within %llu s", lives, life ? 1ull << life : 1ull);
+		printf("\n");
 	}
-	putchar('\n');
 }
 
 static void print_evac(const struct record *r)

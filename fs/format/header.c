@@ -28,6 +28,8 @@ const char *od_unit_name(uint16_t type)
 		return "extent unit";
 	case OD_MB_FOSTER:
 		return "foster map block";
+	case OD_MB_PREDICT:
+		return "predictor unit";
 	}
 	return "unit";
 }

@@ -148,6 +148,7 @@ void od_put_chunk_header(uint8_t *b, const struct od_chunk_header *c)
 		put32(p + 16, f->entries);
 		put32(p + 20, f->flags);
 	}
+	put32(b + CH + 232, c->pred_start); /* predp */
 }
 
 int od_get_chunk_header(const uint8_t *b, struct od_chunk_header *c)
@@ -200,6 +201,7 @@ int od_get_chunk_header(const uint8_t *b, struct od_chunk_header *c)
 		f->entries = get32(p + 16);
 		f->flags = get32(p + 20);
 	}
+	c->pred_start = get32(b + CH + 232); /* predp */
 	return 0;
 }
 #undef CH
@@ -367,4 +369,29 @@ void od_get_dl_entry(const uint8_t *b, struct od_dl_entry *e)
 	e->units = get16(b + 4);
 	e->copy = b[6];
 	e->flags = b[7];
+}
+
+/* predp: the head of a predictor unit's payload. */
+void od_put_pred_head(uint8_t *b, const struct od_pred_head *h)
+{
+	put32(b + 0, h->count);
+	put32(b + 4, h->total);
+	put32(b + 8, h->nunits);
+	put32(b + 12, 0);
+	put64(b + 16, h->observed);
+	put64(b + 24, h->lives);
+	put64(b + 32, h->evicted);
+	put64(b + 40, (uint64_t)h->saved);
+}
+
+void od_get_pred_head(const uint8_t *b, struct od_pred_head *h)
+{
+	h->count = get32(b + 0);
+	h->total = get32(b + 4);
+	h->nunits = get32(b + 8);
+	h->reserved = get32(b + 12);
+	h->observed = get64(b + 16);
+	h->lives = get64(b + 24);
+	h->evicted = get64(b + 32);
+	h->saved = (int64_t)get64(b + 40);
 }

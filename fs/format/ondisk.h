@@ -32,6 +32,9 @@ enum od_mb_type {
 	OD_MB_DIR = 6,
 	OD_MB_EXTENTS = 7,
 	OD_MB_FOSTER = 8, /* a block of an evacuated chunk's foster map */
+	/* predp: the learned predictor's table, a chain in chunk 0 named by
+	 * od_chunk_header.pred_start (OD_FEATURE_RO_COMPAT_PREDICT). */
+	OD_MB_PREDICT = 9,
 };
 
 struct od_mb_header {
@@ -93,7 +96,10 @@ enum od_chunk_kind {
  * there, and a check unaware of them would free the foster map's blocks. */
 #define OD_FEATURE_INCOMPAT_FOSTER 0x2u
 #define OD_FEATURE_INCOMPAT_SUPP (OD_FEATURE_INCOMPAT_HELD_ENTRIES | OD_FEATURE_INCOMPAT_FOSTER)
-#define OD_FEATURE_RO_COMPAT_SUPP 0u
+/* predp: chunk 0 keeps the learned predictor's table (pred_start): a
+ * chunkfs that does not know it would free its units as unowned. */
+#define OD_FEATURE_RO_COMPAT_PREDICT 0x1u
+#define OD_FEATURE_RO_COMPAT_SUPP OD_FEATURE_RO_COMPAT_PREDICT
 
 #define OD_DIRTY_LIST_BLOCKS 16u
 #define OD_DEFAULT_DIR_UNIT 4u /* blocks per directory unit: 16 KiB */
@@ -155,6 +161,9 @@ struct od_chunk_header {
 	 * payload, apart from other features' fields. */
 	uint32_t nfosters;
 	struct od_foster fosters[OD_MAX_FOSTERS];
+	/* predp (the learned predictor kept in the volume): chunk 0 only, the
+	 * first unit of its OD_MB_PREDICT chain, 0 = none. */
+	uint32_t pred_start;
 };
 
 /* Locations of inodes: a slot in the inode area or an entry in a dir unit. */
@@ -277,7 +286,27 @@ struct od_dl_entry {
 #define OD_DLE_HELD 0x1u
 #define OD_DLE_KNOWN OD_DLE_HELD
 
+/* predp: a predictor unit's payload starts with this head, then `count`
+ * entries of PRED_ENTRY_BYTES (fs/predict.c gives their bytes). Every unit
+ * of the chain carries the same head but for count; the unit header's seq
+ * is the unit's index in the chain, next the next unit's block. */
+#define OD_PRED_HEAD_SIZE 48u
+#define OD_PRED_ENTRY_SIZE 184u
+#define OD_PRED_PER_UNIT ((OD_MB_PAYLOAD - OD_PRED_HEAD_SIZE) / OD_PRED_ENTRY_SIZE)
+struct od_pred_head {
+	uint32_t count;     /* entries in this unit */
+	uint32_t total;     /* entries in the chain */
+	uint32_t nunits;    /* units in the chain */
+	uint32_t reserved;
+	uint64_t observed;  /* sizes observed, lifetimes observed, entries replaced */
+	uint64_t lives;
+	uint64_t evicted;
+	int64_t saved;      /* time(2) of the save */
+};
+
 /* ondisk.c */
+void od_put_pred_head(uint8_t *buf, const struct od_pred_head *h);
+void od_get_pred_head(const uint8_t *buf, struct od_pred_head *h);
 void od_put_mb_header(uint8_t *buf, const struct od_mb_header *h);
 void od_get_mb_header(const uint8_t *buf, struct od_mb_header *h);
 /* Stamp the CRC of a unit of len bytes; check returns 0 or -EBADMSG. */

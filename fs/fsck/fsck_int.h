@@ -82,6 +82,7 @@ const struct fsck_problem *fsck_problem_find(uint32_t code);
 #define PR_3_EXTU_BAD 0x030006
 #define PR_3_EXT_NONFILE 0x030007
 #define PR_3_DUP_CLONE 0x030008
+#define PR_3_PRED_BAD 0x030009
 /* 0x04: pass 4, link counts, the map, continuation chains */
 #define PR_4_ENT_FREE 0x040001
 #define PR_4_ENT_MISSING 0x040002
@@ -547,6 +548,10 @@ void fsck_check_inode(struct fsck_ctx *c, uint32_t ri);
 uint32_t fsck_chunk_count(const struct fsck_ctx *c);
 int fsck_mode_ok(uint32_t mode);
 void fsck_zero_slot(struct fsck_ctx *c, uint32_t ri);
+
+/* fsck_pred.c (from pass 3): the predictor's chain in chunk 0, checked
+ * and claimed for the volume, or cleared. 0 or a negative errno. */
+int fsck_pred(struct fsck_ctx *c);
 
 /* fsck_pass3.c: forget the blocks claimed by r (its inode is going away) */
 void fsck_unclaim(struct fsck_ctx *c, uint32_t ri);

@@ -12,6 +12,7 @@
  *           OWNER_FIXED for the fixed metadata of both halves and the
  *           foster map units hosted here (fsck_foster.c). That is the
  *           expected bitmap pass 5 compares with the one on disk.
+ * The predictor's chain in chunk 0 is checked and claimed (fsck_pred.c).
  * Relies on pass 1 and 2 for the records of every inode of the chunk. */
 #include "config.h"
 
@@ -422,7 +423,10 @@ int fsck_pass3(struct fsck_ctx *c)
 		if (ret < 0)
 			goto out;
 	}
-	ret = resolve_dups(c, &dl);
+	/* the volume's own units, after every inode's */
+	ret = fsck_pred(c);
+	if (ret == 0)
+		ret = resolve_dups(c, &dl);
 out:
 	fsck_exts_free(&x);
 	free(dl.d);

@@ -114,6 +114,8 @@ static const struct fsck_problem problems[] = {
 	{ PR_3_EXT_NONFILE, "%i: %s", NULL, PR_NOFIX },
 	{ PR_3_DUP_CLONE, "block %b: data of %i, also claimed by %j",
 	  "give %j a copy of the %n blocks of its extent", 0 },
+	{ PR_3_PRED_BAD, "predictor table from block %b: %s",
+	  "clear it (pred_start = 0, its units freed; no file is touched)", PR_PREEN_OK },
 
 	/* --- pass 4: link counts, the map, continuation chains --- */
 	{ PR_4_ENT_FREE, "entry %e in unit %b names inode %I, which is free", "clear the entry",
