@@ -52,7 +52,7 @@ void config_defaults(struct config *cfg)
 	cfg->max_io = 1u << 20;
 	cfg->cache_mb = 256;
 	cfg->dalloc_mb = 64; /* delayed allocation (chunkfsd.conf(5)) */
-	cfg->large_continue_kb = FS_LARGE_CONTINUE_DEFAULT >> 10;
+	cfg->large_continue_kb = 0; /* measured no better (chunkfsd.conf(5)) */
 	cfg->dalloc_age = 5;
 	cfg->loop_poll_us = 50;
 	snprintf(cfg->control, sizeof(cfg->control), "/run/chunkfs/control");
