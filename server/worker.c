@@ -154,6 +154,7 @@ int workers_start(struct server *srv, size_t scratch_size)
 		log_warn("fair_queue = no: the workers take calls first come, first served "
 			 "(for tests and benchmarks)");
 	srv->scratch_size = scratch_size;
+	srv->nbulk = 0; /* the first config_bulk_workers threads to start are bulk */
 	replybufs_init(scratch_size, 2 * (unsigned)srv->cfg.workers);
 	srv->threads = calloc((size_t)srv->cfg.workers, sizeof(*srv->threads));
 	if (!srv->threads) {
