@@ -10,8 +10,10 @@
 #include "fs/predict.h"
 
 #define PRED_RECENT 1024u /* recently observed files, by stable number */
-/* Units a whole table takes: PRED_SLOTS entries, OD_PRED_PER_UNIT a unit. */
-#define PRED_MAX_UNITS ((PRED_SLOTS + OD_PRED_PER_UNIT - 1) / OD_PRED_PER_UNIT)
+/* Units a whole table takes: PRED_SLOTS entries, OD_PRED_PER_UNIT a unit
+ * (the format's bound, which fsck checks chains against). */
+#define PRED_MAX_UNITS OD_PRED_MAX_UNITS
+_Static_assert(PRED_SLOTS <= OD_PRED_MAX_ENTRIES, "the table outgrows the format's chain");
 /* A save waits for this many changes and this many seconds since the last
  * (a clean close saves whatever changed). */
 #define PRED_SAVE_MIN 64u

@@ -293,6 +293,10 @@ struct od_dl_entry {
 #define OD_PRED_HEAD_SIZE 48u
 #define OD_PRED_ENTRY_SIZE 184u
 #define OD_PRED_PER_UNIT ((OD_MB_PAYLOAD - OD_PRED_HEAD_SIZE) / OD_PRED_ENTRY_SIZE)
+/* The table holds at most this many entries (fs/predict.h's PRED_SLOTS),
+ * so a chain has at most OD_PRED_MAX_UNITS units. */
+#define OD_PRED_MAX_ENTRIES 1024u
+#define OD_PRED_MAX_UNITS ((OD_PRED_MAX_ENTRIES + OD_PRED_PER_UNIT - 1) / OD_PRED_PER_UNIT)
 struct od_pred_head {
 	uint32_t count;     /* entries in this unit */
 	uint32_t total;     /* entries in the chain */

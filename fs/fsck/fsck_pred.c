@@ -7,7 +7,7 @@
  *          each unit inside the metadata area, claimed by nothing else,
  *          with a good copy, of the type, at its index in the chain; its
  *          counts within a unit and adding up to the chain's; no loop, at
- *          most PRED_MAX_UNITS units.
+ *          most OD_PRED_MAX_UNITS units.
  * Repairs: a damaged chain is cleared (pred_start = 0); its units are then
  *          claimed by no one and pass 5 frees them. No file is touched:
  *          the table is a hint, learnt again. */
@@ -17,7 +17,6 @@
 #include <string.h>
 
 #include "fs/fsck/fsck_int.h"
-#include "fs/vol_pred.h"
 
 /* Has the unit at block a copy that passes as a predictor unit? (one
  * that has none is lost with the chain, not replaced by an empty one) */
@@ -62,8 +61,8 @@ static int walk(struct fsck_ctx *c, uint32_t *units, uint32_t *n, char *why, siz
 		int ret, incomplete = c->incomplete;
 		uint32_t lost = c->lost_units;
 
-		if (*n >= PRED_MAX_UNITS) {
-			snprintf(why, wlen, "more than %u units", PRED_MAX_UNITS);
+		if (*n >= OD_PRED_MAX_UNITS) {
+			snprintf(why, wlen, "more than %u units", OD_PRED_MAX_UNITS);
 			return 0;
 		}
 		for (uint32_t k = 0; k < *n; k++)
@@ -120,7 +119,7 @@ static int walk(struct fsck_ctx *c, uint32_t *units, uint32_t *n, char *why, siz
 
 int fsck_pred(struct fsck_ctx *c)
 {
-	uint32_t units[PRED_MAX_UNITS], n = 0;
+	uint32_t units[OD_PRED_MAX_UNITS], n = 0;
 	char why[128] = "";
 	int ret;
 
