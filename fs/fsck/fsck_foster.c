@@ -152,18 +152,8 @@ void fsck_foster_check(struct fsck_ctx *c)
 					c->defs[c->ndefs - 1].gen = e->generation;
 				continue;
 			}
-			ri = e->loc.chunk == c->index ? fsck_rec_at(c, e->loc.block, e->loc.off)
-						      : FSCK_NONE;
-			if (ri != FSCK_NONE && !c->recs[ri].dead && c->recs[ri].ino.stable == s &&
-			    !(c->recs[ri].ino.flags & OD_INF_CONT)) {
-				if (c->recs[ri].ino.generation != e->generation) {
-					p.rec = &c->recs[ri];
-					p.num = c->recs[ri].ino.generation;
-					p.num2 = e->generation;
-					fix_problem(c, PR_4_MAP_GEN, &p);
-				}
+			if (fsck_map_entry_found(c, s, e, &p))
 				continue;
-			}
 			ri = head_here(c, s);
 			if (ri != FSCK_NONE) {
 				p.rec2 = &c->recs[ri];

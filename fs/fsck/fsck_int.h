@@ -648,4 +648,10 @@ int fsck_check_chunk(struct chunk_store *st, uint32_t expect, const struct fsck_
 		     struct fsck_vol *vol, struct fsck_result *out);
 void fsck_add_result(struct fsck_result *to, const struct fsck_result *r);
 
+/* fsck_pass4.c: does map entry e of number s place a live head inode of
+ * this chunk where it says? 1 (a generation that differs reported to
+ * p), else 0. */
+int fsck_map_entry_found(struct fsck_ctx *c, uint64_t s, const struct od_map_entry *e,
+			 struct fsck_pctx *p);
+
 #endif

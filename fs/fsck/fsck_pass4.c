@@ -144,6 +144,24 @@ static void rebuild_map(struct fsck_ctx *c)
 		fsck_note(c, "%u map entries rebuilt from the inodes found", n);
 }
 
+int fsck_map_entry_found(struct fsck_ctx *c, uint64_t s, const struct od_map_entry *e,
+			 struct fsck_pctx *p)
+{
+	uint32_t ri = e->loc.chunk == c->index ? fsck_rec_at(c, e->loc.block, e->loc.off)
+					       : FSCK_NONE;
+
+	if (ri == FSCK_NONE || c->recs[ri].dead || c->recs[ri].ino.stable != s ||
+	    (c->recs[ri].ino.flags & OD_INF_CONT))
+		return 0;
+	if (c->recs[ri].ino.generation != e->generation) {
+		p->rec = &c->recs[ri];
+		p->num = c->recs[ri].ino.generation;
+		p->num2 = e->generation;
+		fix_problem(c, PR_4_MAP_GEN, p);
+	}
+	return 1;
+}
+
 static void check_map(struct fsck_ctx *c)
 {
 	uint32_t count = fsck_chunk_count(c);
@@ -153,7 +171,7 @@ static void check_map(struct fsck_ctx *c)
 		struct od_map_entry *e = &c->map[idx];
 		uint64_t s = OD_STABLE(c->index, idx);
 		struct fsck_pctx p = { .num = idx, .ino = s, .blk = e->loc.block };
-		uint32_t ri, found;
+		uint32_t found;
 
 		if (c->map_lost[idx] == 1 || !(e->flags & OD_MAPF_USED))
 			continue;
@@ -162,17 +180,8 @@ static void check_map(struct fsck_ctx *c)
 			fsck_defer(c, DEF_MAP_LOC, FSCK_NONE, idx, s, e->loc);
 			continue;
 		}
-		ri = e->loc.chunk == c->index ? fsck_rec_at(c, e->loc.block, e->loc.off) : FSCK_NONE;
-		if (ri != FSCK_NONE && !c->recs[ri].dead && c->recs[ri].ino.stable == s &&
-		    !(c->recs[ri].ino.flags & OD_INF_CONT)) {
-			if (c->recs[ri].ino.generation != e->generation) {
-				p.rec = &c->recs[ri];
-				p.num = c->recs[ri].ino.generation;
-				p.num2 = e->generation;
-				fix_problem(c, PR_4_MAP_GEN, &p);
-			}
+		if (fsck_map_entry_found(c, s, e, &p))
 			continue;
-		}
 		/* Leads nowhere: to the inode if it is here after all, else freed. */
 		found = fsck_hmap_get(&c->by_stable, s);
 		if (found != FSCK_NONE && !c->recs[found].dead) {
