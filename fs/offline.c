@@ -47,11 +47,15 @@ int fs_chunk_offline(struct fs_volume *v, uint32_t i, int force, char *why, size
 	struct chunk *c;
 	int ret;
 
-	/* What is uncommitted now goes first without the lock, so that the
-	 * commit below, with it, has only what came meanwhile to write (a
-	 * failure here is met again there). */
-	if (!v->rdonly)
+	/* What is buffered and uncommitted now goes first, placed a file per
+	 * lock hold and committed without the lock, so that the placement
+	 * and commit below, with it, have only what came meanwhile to write
+	 * (a failure here is met again there). */
+	if (!v->rdonly) {
+		uint32_t placed;
+		(void)dalloc_place_sliced(v, -1, &placed);
 		(void)vol_sync_unlocked(v);
+	}
 	c = lock_chunk(v, i, why, whylen);
 	if (!c) {
 		ret = -EINVAL;
