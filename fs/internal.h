@@ -530,6 +530,12 @@ void vol_pred_save(struct fs_volume *v, int closing);
 /* The chain's blocks in chunk 0 as this session knows them (*units), and
  * how many (0: none). */
 uint32_t vol_pred_units(struct fs_volume *v, const uint32_t **units);
+/* Both copies of the chain's unit at block are bad (the scrub found it):
+ * the table in memory is whole, so the next transaction writes the whole
+ * chain again (a table holding nothing, dropped at open, gives the chain
+ * up: its blocks freed, pred_start 0). -ENOENT: not a unit of the chain as
+ * this session knows it (fsck's to mend). */
+int vol_pred_damaged(struct fs_volume *v, uint32_t block);
 
 /* pin.c: a chunk pinned (the volume locked) keeps its store until unpinned
  * (from any thread); a reopen waits, locked, for its chunk to be unpinned.

@@ -10,8 +10,10 @@
  * the bitmap; the map up to map_watermark and the inode area up to
  * islot_watermark (blocks above were never written); then the metadata
  * zone [data_start, zone end): a block in use with its mirror in use is a
- * directory or extent unit when one of its copies says so in its header,
- * else data. Units placed past the zone (only once it is full) are not
+ * directory, extent or foster unit when one of its copies says so in its
+ * header, else data; in chunk 0 a unit of the predictor's chain as this
+ * session knows it is one whatever its copies say (both bad: the table,
+ * whole in memory, is written again: vol_pred_damaged). Units placed past the zone (only once it is full) are not
  * walked: fsck --both-copies covers them.
  *
  * The rule (doc/format.md §10-11): every transaction writes both copies
@@ -188,6 +190,11 @@ static int scrub_unit(struct scrub *s, uint32_t block, uint32_t units, uint16_t 
 	if (!ok[0] && !ok[1]) {
 		count_bad(s);
 		count_bad(s);
+		/* The predictor's table is whole in memory: written again. */
+		if (type == OD_MB_PREDICT && vol_pred_damaged(s->v, block) == 0) {
+			count_healed(s);
+			return 0;
+		}
 		count_both_bad(s);
 		return 0;
 	}
@@ -241,7 +248,8 @@ static int looks_like_unit(struct scrub *s, int k, uint32_t block, uint16_t *typ
 	if (h.magic != OD_MB_MAGIC || h.chunk != c->index || h.block != block)
 		return 0;
 	if (!(h.type == OD_MB_DIR && h.units == c->hdr.dir_unit) &&
-	    !(h.type == OD_MB_EXTENTS && h.units == 1) && !(h.type == OD_MB_FOSTER && h.units == 1))
+	    !(h.type == OD_MB_EXTENTS && h.units == 1) && !(h.type == OD_MB_FOSTER && h.units == 1) &&
+	    !(h.type == OD_MB_PREDICT && h.units == 1 && c->index == 0))
 		return 0;
 	if (block + h.units > c->half)
 		return 0;
@@ -249,6 +257,18 @@ static int looks_like_unit(struct scrub *s, int k, uint32_t block, uint16_t *typ
 	*units = h.units;
 	*owner = h.owner;
 	return 1;
+}
+
+/* Is block a unit of the predictor's chain as this session knows it? */
+static int pred_unit_known(struct fs_volume *v, uint32_t block)
+{
+	const uint32_t *units;
+	uint32_t n = vol_pred_units(v, &units);
+
+	for (uint32_t k = 0; k < n; k++)
+		if (units[k] == block)
+			return 1;
+	return 0;
 }
 
 /* The zone block at block: a unit (judged) or data. Its length in blocks. */
@@ -273,6 +293,9 @@ static int scrub_zone_block(struct scrub *s, uint32_t block, uint32_t *step)
 	if (seen0 < 0 || seen1 < 0)
 		return -ERANGE;
 	if (!seen0 && !seen1) {
+		/* (the predictor's chain is known whatever its copies hold) */
+		if (c->index == 0 && pred_unit_known(s->v, block))
+			return scrub_unit(s, block, 1, OD_MB_PREDICT);
 		s->res->probed++;
 		return 0;
 	}
@@ -286,7 +309,8 @@ static int scrub_zone_block(struct scrub *s, uint32_t block, uint32_t *step)
 		/* One copy alone says "unit": so might a data block that holds
 		 * an image of one. Believed only when its owner is live. */
 		struct od_map_entry e;
-		if (map_lookup(s->v, owner, &e) < 0) {
+		if (type == OD_MB_PREDICT ? !pred_unit_known(s->v, block)
+					  : map_lookup(s->v, owner, &e) < 0) {
 			s->res->probed++;
 			return 0;
 		}

@@ -242,6 +242,25 @@ void vol_pred_save(struct fs_volume *v, int closing)
 	vp->heal = 0;
 }
 
+int vol_pred_damaged(struct fs_volume *v, uint32_t block)
+{
+	struct vol_pred *vp = v->pred;
+	struct chunk *c = vol_chunk(v, 0);
+	uint32_t k = 0;
+
+	if (!vp || !c)
+		return -ENOENT;
+	while (k < vp->nunits && vp->units[k] != block)
+		k++;
+	if (k == vp->nunits)
+		return -ENOENT;
+	if (pred_entries(&vp->p) == 0)
+		drop_chain(c, vp, vp->nunits); /* (a table dropped at open) */
+	else
+		vp->heal = 1;
+	return 0;
+}
+
 uint32_t vol_pred_units(struct fs_volume *v, const uint32_t **units)
 {
 	if (!v->pred)

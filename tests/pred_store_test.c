@@ -16,7 +16,10 @@
  *   again, and the next save reuses the chain's blocks (fsck clean);
  * - the same damage repaired by fsck -p instead: the chain cleared
  *   (pred_start 0), its 6 blocks free again, files untouched;
- * - the save policy: no save before PRED_SAVE_MIN changes, one at them. */
+ * - the save policy: no save before PRED_SAVE_MIN changes, one at them;
+ * - the scrub: one copy of a unit spoiled while the volume is open is
+ *   healed from the other; both copies spoiled, the table is written
+ *   again from memory, the chunk not marked for repair; fsck clean. */
 #include "config.h"
 
 #include <errno.h>
@@ -137,6 +140,26 @@ static int fsck(const char *path, int mode)
 	if (fsck_volume_path(path, -1, &o, &r) < 0)
 		return -1;
 	return r.exit_code;
+}
+
+/* One whole pass of the scrub over the volume, summed. */
+static int scrub_pass(struct fs_scrub_result *sum)
+{
+	struct fs_scrub_cursor cur = { 0, 0 };
+	struct fs_scrub_result r;
+	int ret, steps = 0;
+
+	memset(sum, 0, sizeof(*sum));
+	do {
+		ret = fs_scrub_step(vol, &cur, 16, &r);
+		if (ret < 0)
+			return ret;
+		sum->units += r.units;
+		sum->bad += r.bad;
+		sum->healed += r.healed;
+		sum->both_bad += r.both_bad;
+	} while (!r.wrapped && ++steps < 100000);
+	return r.wrapped ? 0 : -ELOOP;
 }
 
 static int copy_file(const char *from, const char *to)
@@ -317,6 +340,52 @@ int main(void)
 	CHECK_EQ(pj.saves, 1);
 	CHECK_EQ(fs_close(vol), 0);
 	CHECK_EQ(fsck(path2, FSCK_CHECK_ONLY), 0);
+
+	/* The scrub judges the chain's units: one copy spoiled while the
+	 * volume serves is healed from the other; both copies spoiled, the
+	 * table (whole in memory) is written again, the chunk not marked for
+	 * repair; fsck clean after, and the table read back whole. */
+	n = chain(path2, units, 64);
+	CHECK(n >= 1);
+	CHECK_EQ(open_vol(path2), 0);
+	CHECK_EQ(fs_predictor_info(vol, &pi), 0);
+	CHECK_EQ(pi.loaded, 1);
+	{
+		struct fs_scrub_result sr, clean;
+		struct fs_chunk_info ci;
+		CHECK_EQ(scrub_pass(&clean), 0);
+		CHECK_EQ(clean.bad, 0);
+		spoil(path2, units[0], 1);
+		CHECK_EQ(scrub_pass(&sr), 0);
+		CHECK_EQ(sr.units, clean.units);
+		CHECK_EQ(sr.bad, 1);
+		CHECK_EQ(sr.healed, 1);
+		CHECK_EQ(sr.both_bad, 0);
+		CHECK_EQ(fs_sync(vol), 0);
+		spoil(path2, units[n - 1], 0);
+		spoil(path2, units[n - 1], 1);
+		CHECK_EQ(scrub_pass(&sr), 0);
+		CHECK_EQ(sr.units, clean.units);
+		CHECK_EQ(sr.bad, 2);
+		CHECK_EQ(sr.healed, 1);
+		CHECK_EQ(sr.both_bad, 0);
+		CHECK_EQ(fs_chunk_info(vol, 0, &ci), 0);
+		CHECK_EQ(ci.scrub_both_bad, 0);
+		CHECK(ci.state != OD_STATE_NEEDS_REPAIR);
+		CHECK_EQ(fs_sync(vol), 0);
+		CHECK_EQ(fs_predictor_info(vol, &pj), 0);
+		CHECK_EQ(pj.saves, pi.saves + 1);
+		CHECK_EQ(scrub_pass(&sr), 0);
+		CHECK_EQ(sr.bad, 0);
+	}
+	CHECK_EQ(fs_close(vol), 0);
+	CHECK_EQ(fsck(path2, FSCK_CHECK_ONLY), 0);
+	CHECK_EQ(open_vol(path2), 0);
+	CHECK_EQ(fs_predictor_info(vol, &pj), 0);
+	CHECK_EQ(pj.loaded, 1);
+	CHECK_EQ(pj.dropped, 0);
+	CHECK_EQ(pj.entries, pi.entries);
+	CHECK_EQ(fs_close(vol), 0);
 
 	unlink(path);
 	unlink(path2);
