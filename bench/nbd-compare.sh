@@ -1,15 +1,17 @@
 #!/bin/bash
 # nbd-compare.sh: chunkfsd with its volume on one local file against
-# chunkfsd with chunks 1-3 of the same kind of volume on three nbdkit file
-# servers on loopback (chunk 0 stays in the image: it names the volume), in
-# the same run, loaded by bench/nfs_bench (a raw libnfs client, one
+# chunkfsd with chunks 1-4 of the same volume on four nbdkit file servers
+# on loopback (chunk 0 stays in the image: it names the volume), in the
+# same run, loaded by bench/nfs_bench (a raw libnfs client, one
 # connection, QD calls in flight). Alternating rounds, medians, the ratio
-# nbd/local per workload. nfs_bench's files land in its directory's chunk,
-# chunk 0 here (in the image for both): what the ratio measures is what
-# placed chunks cost every commit, a flush of every placed store, over NBD
-# a round trip to each server (data over NBD is nbd-faults.sh's and the
-# other client tests' business, not timed here). Not a test: it prints
-# figures.
+# nbd/local per workload. The volume is 5 chunks, kinds general,small...
+# (mkfs -d of a tree holding one directory, work/, which lands in a small
+# chunk, so on an NBD server); both servers export /work, so nfs_bench's
+# directory, files and data live in an NBD chunk: every data write, read
+# and flush of the workload crosses NBD, and every commit flushes each
+# placed store that changed. The bytes each nbdkit server wrote and read
+# are printed (from /proc/PID/io) to show where the workload went. Not a
+# test: it prints figures.
 #
 # usage: bash bench/nbd-compare.sh [--rounds N] [--files N] [--size MIB]
 #            [--qd "1 8"] [--tests "create ..."] [--builddir DIR] [--keep]
@@ -26,7 +28,7 @@ builddir=$top/build
 keep=0
 
 usage() {
-	sed -n '2,13s/^# \{0,1\}//p' "$0"
+	sed -n '2,17s/^# \{0,1\}//p' "$0"
 	exit "$1"
 }
 
@@ -80,7 +82,7 @@ start() {
 		echo "port = 0"
 		echo "rpcbind = no"
 		echo "control = none"
-		echo "export / clients=127.0.0.0/8 access=rw squash=none"
+		echo "export /work clients=127.0.0.0/8 access=rw squash=none"
 		for l in "$@"; do echo "$l"; done
 	} >"$tmp/$name.conf"
 	"$builddir/chunkfsd" -f -c "$tmp/$name.conf" --port-file "$tmp/$name.port" \
@@ -95,17 +97,21 @@ start() {
 
 MB=1048576
 CHUNK_MB=512
+NCHUNKS=5
+mkdir -p "$tmp/tree/work" || die "mkdir"
 for name in local nbd; do
-	"$builddir/mkfs.chunkfs" -q -f --preallocate -s ${CHUNK_MB}M -n 4 "$tmp/$name.img" ||
-		die "mkfs"
+	"$builddir/mkfs.chunkfs" -q -f --preallocate -s ${CHUNK_MB}M -n $NCHUNKS \
+		-k general,small -d "$tmp/tree" "$tmp/$name.img" || die "mkfs"
 done
 places=()
-for c in 1 2 3; do
+nbdpids=()
+for c in $(seq 1 $((NCHUNKS - 1))); do
 	dd if="$tmp/nbd.img" of="$tmp/nbd-c$c.img" bs=1M skip=$((c * CHUNK_MB)) count=$CHUNK_MB \
 		status=none || die "dd chunk $c"
 	port=$((30000 + $$ % 10000 + c))
 	nbdkit -f -i 127.0.0.1 -p "$port" file "$tmp/nbd-c$c.img" 2>"$tmp/nbdkit$c.log" &
 	pids+=($!)
+	nbdpids+=($!)
 	for _ in $(seq 1 100); do
 		nbdinfo --size "nbd://127.0.0.1:$port/" >/dev/null 2>&1 && break
 		sleep 0.05
@@ -114,14 +120,14 @@ for c in 1 2 3; do
 done
 start local
 start nbd "${places[@]}"
-say "local: one image of 4 x $CHUNK_MB MiB; nbd: chunks 1-3 on nbdkit file servers on loopback"
+say "local: one image of $NCHUNKS x $CHUNK_MB MiB; nbd: chunks 1-$((NCHUNKS - 1)) on nbdkit file servers on loopback; export /work"
 
 declare -A rate unitof
 for r in $(seq 1 "$rounds"); do
 	for qd in $qds; do
 		for name in local nbd; do
 			port=$(cat "$tmp/$name.port")
-			"$bench" --server 127.0.0.1 --port "$port" --export / --qd "$qd" \
+			"$bench" --server 127.0.0.1 --port "$port" --export /work --qd "$qd" \
 				--files "$files" --size "$size" --test $tests >"$tmp/out" 2>"$tmp/err" ||
 				{ cat "$tmp/err" >&2; die "nfs_bench against $name failed"; }
 			while read -r test q _count _secs rt unit p50 p99; do
@@ -145,3 +151,9 @@ for qd in $qds; do
 	done
 done
 echo "(medians of $rounds rounds, in nfs_bench's unit for each test)"
+# Where the nbd runs' I/O went: each server's bytes written and read.
+for i in "${!nbdpids[@]}"; do
+	awk -v c=$((i + 1)) '/^wchar/ {w = $2} /^rchar/ {r = $2}
+		END {printf "nbdkit of chunk %d: %.1f MiB written, %.1f MiB read\n", c, w / 1048576, r / 1048576}' \
+		"/proc/${nbdpids[$i]}/io"
+done
