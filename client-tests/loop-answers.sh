@@ -64,5 +64,17 @@ set -- $(calls)
 [ $(($3 - b4)) -ge 1 ] || fail "copy in: no bulk call counted"
 nfs-cp "$url/d/copy$q" "$tmp/copy.out" >/dev/null || fail "nfs-cp of the copy"
 cmp -s "$src/d/big" "$tmp/copy.out" || fail "the copy read back differs"
+# The volume lock's record: every call above held it, each hold timed
+# under the name of the function that took the lock.
+"$CTL" -s "$tmp/control" --json status >"$tmp/status.json" || fail "status: exit $?"
+python3 -c 'import json, sys
+l = json.load(open(sys.argv[1]))["lock"]
+assert l["holds"] >= 20, l
+assert 0 < l["hold_max_us"] < 60000000, l
+assert l["hold_max_site"] not in ("", "-"), l
+assert l["holds_over_10ms"] <= l["holds_over_1ms"] <= l["holds"], l' "$tmp/status.json" ||
+	fail "the lock record: $(cat "$tmp/status.json")"
+"$CTL" -s "$tmp/control" status | grep -q '^volume lock: [0-9]* holds since start, the longest [0-9.]* ms (taken in [a-z_]*);' ||
+	fail "no lock line in the status table"
 stop_server
 echo "PASS: warm read-only calls on the loop ($((l3 - l1)) of two listings), MNT/UMNT, cold reads and writes on the workers"

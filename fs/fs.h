@@ -181,6 +181,12 @@ struct fs_counters {
 	uint64_t dalloc_holds_over_10ms; /* placements under one lock hold over 10 ms */
 	uint64_t large_continues;    /* continuations the continuation policy made
 				      * (fs_set_large_continue) since open */
+	/* The volume lock since open: holds, the longest (and the function
+	 * that took the lock for it), holds over 1 ms and over 10 ms. */
+	uint64_t lock_holds;
+	uint64_t lock_hold_max_us;
+	char lock_hold_max_site[48];
+	uint64_t lock_holds_over_1ms, lock_holds_over_10ms;
 	struct fs_recovery_stats recovery;
 };
 

@@ -120,6 +120,13 @@ struct fs_volume {
 	pthread_cond_t gate_cond;
 	uint32_t light_waiting, gate_waiters;
 	uint64_t light_turns;
+	/* vol_lock.c: how long the lock is held, under the lock: since when
+	 * and by which function now, and the record since open (the longest
+	 * hold and where, holds over 1 ms and over 10 ms). */
+	uint64_t lock_since_ns;
+	const char *lock_site;
+	uint64_t lock_holds, lock_hold_max_ns, lock_holds_over_1ms, lock_holds_over_10ms;
+	const char *lock_hold_max_site;
 	int fd;
 	int rdonly;
 	uint32_t nchunks;
@@ -565,11 +572,17 @@ static inline int vol_nowait(const struct fs_volume *v)
 }
 int vol_would_wait(void);
 
-/* vol_lock.c: the volume lock; bulk threads give way to light ones. */
+/* vol_lock.c: the volume lock; bulk threads give way to light ones. Each
+ * hold is timed, under the name of the function that took the lock. */
 void vol_lock_init(struct fs_volume *v);
 void vol_lock_destroy(struct fs_volume *v);
-void vol_lock(struct fs_volume *v);
+void vol_lock_at(struct fs_volume *v, const char *site);
+#define vol_lock(v) vol_lock_at((v), __func__)
 void vol_unlock(struct fs_volume *v);
+/* The lock just taken (by site): its hold starts now. */
+void vol_lock_held(struct fs_volume *v, const char *site);
+/* The hold ends now: counted (before the lock is let go). */
+void vol_lock_releasing(struct fs_volume *v);
 
 /* volume.c */
 int vol_flush(struct fs_volume *v);

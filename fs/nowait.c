@@ -22,6 +22,7 @@ int fs_nowait_begin(struct fs_volume *v)
 		return -EAGAIN;
 	vol_nowait_owner = v;
 	nowait_blocked = 0;
+	vol_lock_held(v, "fs_nowait_begin");
 	return 0;
 }
 
@@ -33,6 +34,7 @@ int fs_nowait_end(struct fs_volume *v)
 		return -EINVAL;
 	vol_nowait_owner = NULL;
 	nowait_blocked = 0;
+	vol_lock_releasing(v);
 	pthread_mutex_unlock(&v->lock);
 	return blocked ? -EAGAIN : 0;
 }

@@ -8,8 +8,15 @@
  * at most to the light waiters there when it came (counted by turns, not
  * by time), so an endless stream of light calls delays a bulk call, it
  * never starves it. Threads not marked are light; the event loop's nowait
- * sections take the lock by trylock and are neither. */
+ * sections take the lock by trylock and are neither.
+ *
+ * Every hold is timed (two clock reads, about 0.1 us here) under the name
+ * of the function that took the lock: the longest since open and where,
+ * and the holds over 1 ms and 10 ms, are what fs_get_counters and
+ * chunkfsctl status show, so a stall can be told from the lock or not. */
 #include "config.h"
+
+#include <time.h>
 
 #include "fs/internal.h"
 
@@ -63,16 +70,44 @@ static void bulk_give_way(struct fs_volume *v)
 	pthread_mutex_unlock(&v->gate_lock);
 }
 
-void vol_lock(struct fs_volume *v)
+static uint64_t mono_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+void vol_lock_held(struct fs_volume *v, const char *site)
+{
+	v->lock_since_ns = mono_ns();
+	v->lock_site = site;
+}
+
+void vol_lock_releasing(struct fs_volume *v)
+{
+	uint64_t held = mono_ns() - v->lock_since_ns;
+
+	v->lock_holds++;
+	if (held > v->lock_hold_max_ns) {
+		v->lock_hold_max_ns = held;
+		v->lock_hold_max_site = v->lock_site;
+	}
+	v->lock_holds_over_1ms += held > 1000000u;
+	v->lock_holds_over_10ms += held > 10000000u;
+}
+
+void vol_lock_at(struct fs_volume *v, const char *site)
 {
 	if (vol_nowait(v))
 		return; /* held since fs_nowait_begin */
 	if (!thread_bulk) {
-		if (pthread_mutex_trylock(&v->lock) == 0)
-			return;
-		__atomic_add_fetch(&v->light_waiting, 1, __ATOMIC_SEQ_CST);
-		pthread_mutex_lock(&v->lock);
-		light_got_lock(v);
+		if (pthread_mutex_trylock(&v->lock) != 0) {
+			__atomic_add_fetch(&v->light_waiting, 1, __ATOMIC_SEQ_CST);
+			pthread_mutex_lock(&v->lock);
+			light_got_lock(v);
+		}
+		vol_lock_held(v, site);
 		return;
 	}
 	if (__atomic_load_n(&v->light_waiting, __ATOMIC_SEQ_CST))
@@ -85,6 +120,7 @@ void vol_lock(struct fs_volume *v)
 		bulk_give_way(v);
 		pthread_mutex_lock(&v->lock);
 	}
+	vol_lock_held(v, site);
 }
 
 /* Units a transaction may carry is bounded by the dirty lists; a volume
@@ -99,5 +135,6 @@ void vol_unlock(struct fs_volume *v)
 		return; /* fs_nowait_end unlocks */
 	if (v->ndirty > VOL_AUTOSYNC_UNITS && !v->rdonly)
 		vol_sync(v, 0);
+	vol_lock_releasing(v);
 	pthread_mutex_unlock(&v->lock);
 }

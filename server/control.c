@@ -408,6 +408,11 @@ static void cmd_status(struct control *ctl, struct answer *a)
 	    fc.dalloc_placed, fc.dalloc_failures, fc.dalloc_retried, fc.dalloc_failing,
 	    fc.dalloc_gave_up_time, fc.dalloc_gave_up_offline, fc.dalloc_gave_up_memory,
 	    fc.dalloc_gave_up_close, fc.dalloc_hold_max_us, fc.dalloc_holds_over_10ms);
+	add(a, "lock holds=%" PRIu64 " hold_max_us=%" PRIu64 " holds_over_1ms=%" PRIu64
+	       " holds_over_10ms=%" PRIu64 " hold_max_site=",
+	    fc.lock_holds, fc.lock_hold_max_us, fc.lock_holds_over_1ms, fc.lock_holds_over_10ms);
+	add_value(a, fc.lock_hold_max_site);
+	add(a, "\n");
 	add(a, "server calls_loop=%" PRIu64 " calls_workers=%" PRIu64 " calls_bulk=%" PRIu64
 	       " workers=%d bulk_workers=%d\n",
 	    __atomic_load_n(&ctl->srv->calls_loop, __ATOMIC_RELAXED),

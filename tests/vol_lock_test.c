@@ -8,7 +8,9 @@
  *   back to back for as long as it runs do not stop it from taking it 200
  *   times;
  * - a thread is light until it says otherwise, and nowait sections are
- *   untouched (the lock taken by trylock, vol_lock inside a no-op).
+ *   untouched (the lock taken by trylock, vol_lock inside a no-op);
+ * - every hold is timed under the name of the function that took the
+ *   lock: the longest and where, holds over 1 ms and 10 ms.
  * Threads are known to be waiting by their state in /proc (sleeping) and
  * the lock's own count of light waiters, not by sleeping for a while. */
 #include "config.h"
@@ -18,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -183,6 +186,49 @@ static void test_nowait(void)
 	pthread_mutex_unlock(&vol.lock);
 }
 
+/* Each hold timed under the name of the function that took the lock. */
+static void hold_a_while(void)
+{
+	struct timespec ts = { 0, 12 * 1000 * 1000 };
+
+	vol_lock(&vol);
+	nanosleep(&ts, NULL);
+	vol_unlock(&vol);
+}
+
+static void quick(void)
+{
+	vol_lock(&vol);
+	vol_unlock(&vol);
+}
+
+static void test_hold_record(void)
+{
+	uint64_t holds = vol.lock_holds, over1 = vol.lock_holds_over_1ms,
+		 over10 = vol.lock_holds_over_10ms;
+
+	vol.lock_hold_max_ns = 0;
+	quick();
+	CHECK_EQ(vol.lock_holds, holds + 1);
+	CHECK(vol.lock_hold_max_ns > 0 && vol.lock_hold_max_ns < 1000000u);
+	CHECK(vol.lock_hold_max_site && !strcmp(vol.lock_hold_max_site, "quick"));
+	hold_a_while();
+	CHECK_EQ(vol.lock_holds, holds + 2);
+	CHECK(vol.lock_hold_max_ns >= 12000000u);
+	CHECK(vol.lock_hold_max_site && !strcmp(vol.lock_hold_max_site, "hold_a_while"));
+	CHECK_EQ(vol.lock_holds_over_1ms, over1 + 1);
+	CHECK_EQ(vol.lock_holds_over_10ms, over10 + 1);
+	quick(); /* shorter: the record stays */
+	CHECK(vol.lock_hold_max_site && !strcmp(vol.lock_hold_max_site, "hold_a_while"));
+	CHECK_EQ(vol.lock_holds, holds + 3);
+	/* A nowait section is a hold of its own; vol_lock inside it none. */
+	CHECK_EQ(fs_nowait_begin(&vol), 0);
+	vol_lock(&vol);
+	vol_unlock(&vol);
+	CHECK_EQ(fs_nowait_end(&vol), 0);
+	CHECK_EQ(vol.lock_holds, holds + 4);
+}
+
 int main(void)
 {
 	alarm(120); /* a starved thread fails the test instead of hanging it */
@@ -191,6 +237,7 @@ int main(void)
 	test_order();
 	test_no_starvation();
 	test_nowait();
+	test_hold_record();
 	vol_lock_destroy(&vol);
 	return test_done("vol_lock");
 }

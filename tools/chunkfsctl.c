@@ -182,7 +182,8 @@ static void print_json(struct record *recs, int n, int ok, const char *error)
 		    !strcmp(recs[i].type, "connections") || !strcmp(recs[i].type, "scrub") ||
 		    !strcmp(recs[i].type, "evacuate") ||
 		    !strcmp(recs[i].type, "repair") || !strcmp(recs[i].type, "stores") ||
-		    !strcmp(recs[i].type, "predictor") || !strcmp(recs[i].type, "dalloc")) {
+		    !strcmp(recs[i].type, "predictor") || !strcmp(recs[i].type, "dalloc") ||
+		    !strcmp(recs[i].type, "lock")) {
 			printf(", ");
 			json_string(recs[i].type);
 			printf(": ");
@@ -368,6 +369,12 @@ static void print_status(struct record *recs, int n)
 			       num(r, "failing"), num(r, "gave_up_time"), num(r, "gave_up_offline"),
 			       num(r, "gave_up_memory"), num(r, "gave_up_close"),
 			       (double)num(r, "hold_max_us") / 1000.0, num(r, "holds_over_10ms"));
+		else if (!strcmp(r->type, "lock"))
+			printf("volume lock: %llu holds since start, the longest %.1f ms (taken "
+			       "in %s); %llu over 1 ms, %llu over 10 ms\n\n",
+			       num(r, "holds"), (double)num(r, "hold_max_us") / 1000.0,
+			       get(r, "hold_max_site"), num(r, "holds_over_1ms"),
+			       num(r, "holds_over_10ms"));
 		else if (!strcmp(r->type, "server"))
 			printf("server: %llu calls answered by the event loop, %llu by the "
 			       "workers (%llu of them bulk); %llu workers, %llu of which may "
