@@ -17,6 +17,8 @@
 # order. Printed per loop
 # and kind: the medians over the rounds of the window's calls, median, p99,
 # max and calls over 10 ms, the worst max of any round, the repair's time;
+# the volume lock's longest hold in each run and where it was taken
+# (chunkfsctl status: a stall with no long hold beside it is not the lock's);
 # then what the last repair did and the goals: max <= 10 ms during the
 # repair, p99 within 1.2x of the loop alone. Not a test.
 #
@@ -183,6 +185,9 @@ one() {
 	for p in "${probe_pids[@]}"; do kill -TERM "$p"; done
 	for p in "${probe_pids[@]}"; do wait "$p" || rc=$?; done
 	probe_pids=()
+	# The volume lock's record over the run: "longest_us holds_over_10ms site"
+	ctl --json status | json 'd["lock"]["hold_max_us"], d["lock"]["holds_over_10ms"], d["lock"]["hold_max_site"]' \
+		>>"$tmp/$kind.lock" 2>/dev/null || echo "0 0 -" >>"$tmp/$kind.lock"
 	stop
 	[ "$rc" -eq 0 ] || { cat "$dir"/*.out >&2; die "round $r, $kind: a probe or the repair failed"; }
 	for loop in getattr read; do
@@ -216,6 +221,14 @@ for loop in getattr read; do
 			"$(col "$f" 2)" "$(col "$f" 3)" "$(col "$f" 4)" \
 			"$(awk '{ print $4 }' "$f" | sort -n | tail -1)" "$(col "$f" 5)" "$(col "$f" 6)"
 	done
+done
+echo "the volume lock in each run (a fresh server): the longest hold, in us, median and worst of the"
+echo "  rounds, holds over 10 ms (median), and where the worst was taken"
+for kind in alone repair normal; do
+	f=$tmp/$kind.lock
+	printf '  %-7s longest %8s us (worst %8s), over 10 ms %3s, worst in %s\n' "$kind" "$(col "$f" 1)" \
+		"$(sort -n "$f" | tail -1 | awk '{ print $1 }')" "$(col "$f" 2)" \
+		"$(sort -n "$f" | tail -1 | awk '{ print $3 }')"
 done
 echo "the last repair did:"
 grep -E "^chunk $chunk: [0-9]+ inodes|^fsck of chunk|is o(n|ff)line|deferred until" \

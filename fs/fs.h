@@ -282,6 +282,15 @@ int fs_nowait_end(struct fs_volume *vol);
  * way to the other calls already waiting for it (each time they take it,
  * to those waiting when they came). Threads start not bulk. */
 void fs_thread_set_bulk(int bulk);
+/* vol_lock.c: the calling thread runs at background priority from now on
+ * (SCHED_IDLE, and the idle I/O class where the kernel has it), except
+ * while it holds the volume lock: then it runs at normal priority, so that
+ * a thread holding what every call needs is never starved of the CPU by
+ * the calls waiting for it (priority inversion). 1: SCHED_IDLE taken; 0:
+ * the thread runs at normal priority (the reason in errno). *raises: the
+ * way back to normal priority is open (CAP_SYS_NICE, or an RLIMIT_NICE of
+ * 20 or more); when it is not, the thread stays idle under the lock too. */
+int fs_thread_set_background(int *raises);
 
 /* vol_predict.c: what the learned size predictor has seen (kept in the
  * volume: counts since it was first learned, but answered since open):

@@ -10,21 +10,62 @@
  * never starves it. Threads not marked are light; the event loop's nowait
  * sections take the lock by trylock and are neither.
  *
+ * A background thread (fs_thread_set_background: SCHED_IDLE, the idle
+ * I/O class) runs at normal priority while it holds the lock: at idle
+ * priority under full load it would get a sliver of a CPU now and then,
+ * and every call waiting for the lock would wait for that sliver (a
+ * priority inversion; measured with the repair probe before: holds of
+ * the repair's offline and online steps starved by the probe's own calls).
+ *
  * Every hold is timed (two clock reads, about 0.1 us here) under the name
  * of the function that took the lock: the longest since open and where,
  * and the holds over 1 ms and 10 ms, are what fs_get_counters and
  * chunkfsctl status show, so a stall can be told from the lock or not. */
 #include "config.h"
 
+#include <sched.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "fs/internal.h"
 
 static __thread int thread_bulk;
+static __thread int thread_background; /* SCHED_IDLE outside the lock */
 
 void fs_thread_set_bulk(int bulk)
 {
 	thread_bulk = !!bulk;
+}
+
+/* ioprio_set(2) has no glibc wrapper; its values are the kernel's ABI.
+ * Class "none" follows the CPU policy: best effort at normal priority. */
+#define IOPRIO_WHO_PROCESS 1
+#define IOPRIO_CLASS_NONE 0
+#define IOPRIO_CLASS_IDLE 3
+#define IOPRIO_CLASS_SHIFT 13
+
+/* The calling thread (pid 0: on Linux both act on it alone) to the idle
+ * policy and I/O class, or back to normal. The I/O class is best effort. */
+static int set_idle(int idle)
+{
+	struct sched_param sp = { .sched_priority = 0 };
+	int ret = sched_setscheduler(0, idle ? SCHED_IDLE : SCHED_OTHER, &sp);
+
+	(void)syscall(SYS_ioprio_set, IOPRIO_WHO_PROCESS, 0,
+		      (idle ? IOPRIO_CLASS_IDLE : IOPRIO_CLASS_NONE) << IOPRIO_CLASS_SHIFT);
+	return ret;
+}
+
+int fs_thread_set_background(int *raises)
+{
+	int idle = set_idle(1) == 0;
+
+	/* The way back tried once: without CAP_SYS_NICE or an RLIMIT_NICE
+	 * letting it to nice 0, SCHED_IDLE is a one-way door. */
+	*raises = idle && set_idle(0) == 0 && set_idle(1) == 0;
+	thread_background = *raises;
+	return idle;
 }
 
 void vol_lock_init(struct fs_volume *v)
@@ -101,6 +142,8 @@ void vol_lock_at(struct fs_volume *v, const char *site)
 {
 	if (vol_nowait(v))
 		return; /* held since fs_nowait_begin */
+	if (thread_background)
+		(void)set_idle(0); /* (at most as slow as a normal thread) */
 	if (!thread_bulk) {
 		if (pthread_mutex_trylock(&v->lock) != 0) {
 			__atomic_add_fetch(&v->light_waiting, 1, __ATOMIC_SEQ_CST);
@@ -137,4 +180,6 @@ void vol_unlock(struct fs_volume *v)
 		vol_sync(v, 0);
 	vol_lock_releasing(v);
 	pthread_mutex_unlock(&v->lock);
+	if (thread_background)
+		(void)set_idle(1);
 }

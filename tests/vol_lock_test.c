@@ -10,7 +10,9 @@
  * - a thread is light until it says otherwise, and nowait sections are
  *   untouched (the lock taken by trylock, vol_lock inside a no-op);
  * - every hold is timed under the name of the function that took the
- *   lock: the longest and where, holds over 1 ms and 10 ms.
+ *   lock: the longest and where, holds over 1 ms and 10 ms;
+ * - a background thread runs at SCHED_IDLE but at normal priority while
+ *   it holds the lock (root here; without the right, idle throughout).
  * Threads are known to be waiting by their state in /proc (sleeping) and
  * the lock's own count of light waiters, not by sleeping for a while. */
 #include "config.h"
@@ -19,7 +21,9 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sched.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -229,6 +233,45 @@ static void test_hold_record(void)
 	CHECK_EQ(vol.lock_holds, holds + 4);
 }
 
+/* A background thread: SCHED_IDLE, but normal priority while it holds
+ * the lock (when the way back is open to this process). */
+static void *background_main(void *arg)
+{
+	int *out = arg, raises = 0;
+
+	out[0] = fs_thread_set_background(&raises);
+	out[1] = raises;
+	out[2] = sched_getscheduler(0);
+	vol_lock(&vol);
+	out[3] = sched_getscheduler(0);
+	vol_unlock(&vol);
+	out[4] = sched_getscheduler(0);
+	return NULL;
+}
+
+static void test_background(void)
+{
+	int out[5] = { -1, -1, -1, -1, -1 };
+	pthread_t t;
+	struct rlimit rl;
+	int may_raise = geteuid() == 0 ||
+			(getrlimit(RLIMIT_NICE, &rl) == 0 && rl.rlim_cur >= 20);
+
+	CHECK_EQ(pthread_create(&t, NULL, background_main, out), 0);
+	pthread_join(t, NULL);
+	CHECK_EQ(out[0], 1);
+	CHECK_EQ(out[2], SCHED_IDLE);
+	CHECK_EQ(out[4], SCHED_IDLE);
+	if (may_raise) {
+		CHECK_EQ(out[1], 1);
+		CHECK_EQ(out[3], SCHED_OTHER);
+	} else {
+		CHECK_EQ(out[1], 0);
+		CHECK_EQ(out[3], SCHED_IDLE);
+	}
+	CHECK_EQ(sched_getscheduler(0), SCHED_OTHER); /* (this thread untouched) */
+}
+
 int main(void)
 {
 	alarm(120); /* a starved thread fails the test instead of hanging it */
@@ -238,6 +281,7 @@ int main(void)
 	test_no_starvation();
 	test_nowait();
 	test_hold_record();
+	test_background();
 	vol_lock_destroy(&vol);
 	return test_done("vol_lock");
 }
