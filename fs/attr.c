@@ -179,6 +179,10 @@ int fs_setattr(struct fs_volume *v, const struct fs_cred *cred, struct fs_ino id
 		ret = -EFBIG;
 		goto out;
 	}
+	/* A cut ends the file's reservation (fs/prealloc.c); a size set
+	 * to what it is, or grown, keeps it. */
+	if ((sa->valid & FS_SET_SIZE) && S_ISREG(r.ino.mode) && sa->size < dalloc_size(v, &r))
+		prealloc_drop(v, r.ino.stable);
 	if ((sa->valid & FS_SET_SIZE) && S_ISREG(r.ino.mode) && dalloc_has(v, r.ino.stable)) {
 		/* A file with buffered data (fs/dalloc.c): cut to 0, the
 		 * buffer goes; grown, the buffer's size grows; cut part way,

@@ -344,6 +344,11 @@ int chain_alloc(struct fs_volume *v, struct fchain *fc, uint64_t lblk, uint64_t 
 			if (e->lblk + e->len <= lblk)
 				goal = e->pblk + e->len + (uint32_t)(lblk - (e->lblk + e->len));
 		}
+		/* The file's reservation (fs/prealloc.c) first: its blocks
+		 * are busy for every other allocation, and taking them keeps
+		 * the file in one extent. */
+		if (prealloc_take(v, fc->s[0].r.ino.stable, c, lblk, limit, &start, &got) == 0)
+			goto have;
 		/* The continuation policy: a file whose last segment is in a
 		 * small-file or general chunk continues in a large-file chunk
 		 * from block large_continue_blocks on (what lies before it
@@ -394,6 +399,12 @@ int chain_alloc(struct fs_volume *v, struct fchain *fc, uint64_t lblk, uint64_t 
 			if (seg_new_empty(fc, si) && (ret = chain_pop_new(v, fc)) < 0)
 				goto out;
 			next = vol_pick_chunk(v, NULL, FS_KIND_LARGE, 0, tried);
+			/* No room anywhere: reservations are given back (the
+			 * other files' first, fs/prealloc.c) before it fails. */
+			if (!next && prealloc_give_back(v, fc->s[0].r.ino.stable)) {
+				memset(tried, 0, v->nchunks);
+				continue;
+			}
 			ret = chain_extend(v, fc, lblk, next);
 			if (ret < 0)
 				goto out;
@@ -401,6 +412,7 @@ int chain_alloc(struct fs_volume *v, struct fchain *fc, uint64_t lblk, uint64_t 
 		}
 		if (ret < 0)
 			goto out;
+have:
 		ret = note_new(fc, c->index, start, got);
 		if (ret == 0)
 			ret = seg_insert(s, lblk, start, got);

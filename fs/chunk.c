@@ -35,7 +35,7 @@ static void bitmap_set(struct chunk *c, uint32_t block, int used)
 static int block_busy(const struct chunk *c, uint32_t b)
 {
 	return bitmap_test(c, b) || ((c->reserved[b >> 3] >> (b & 7)) & 1) ||
-	       ((c->frozen[b >> 3] >> (b & 7)) & 1);
+	       ((c->frozen[b >> 3] >> (b & 7)) & 1) || ((c->pa_map[b >> 3] >> (b & 7)) & 1);
 }
 
 void chunk_freeze_frees(struct chunk *c)
@@ -114,8 +114,9 @@ static int load_bitmap(struct chunk *c)
 	c->bitmap = calloc(1, bytes);
 	c->reserved = calloc(1, bytes);
 	c->frozen = calloc(1, bytes);
+	c->pa_map = calloc(1, bytes);
 	c->bitmap_dirty = calloc(h->bitmap_blocks, 1);
-	if (!c->bitmap || !c->reserved || !c->frozen || !c->bitmap_dirty)
+	if (!c->bitmap || !c->reserved || !c->frozen || !c->pa_map || !c->bitmap_dirty)
 		return -ENOMEM;
 	if (h->flags & OD_CHF_BITMAP_UNINIT) {
 		/* Never written: the fixed metadata of both halves is used,
@@ -181,7 +182,11 @@ void chunk_unload(struct chunk *c)
 {
 	if (c->loaded)
 		vol_blocks_reusable(c->vol); /* its frees are forgotten */
+	prealloc_chunk_gone(c);       /* (its reservations with them) */
 	free(c->bitmap);
+	free(c->pa_map);
+	c->pa_map = NULL;
+	c->pa_blocks = 0;
 	free(c->reserved);
 	free(c->frozen);
 	free(c->bitmap_dirty);
@@ -373,7 +378,7 @@ int alloc_data(struct chunk *c, uint32_t goal, uint32_t want, int allow_zone, ui
 
 	if (ret < 0)
 		return ret;
-	if (want == 0 || c->hdr.free_blocks == 0)
+	if (want == 0 || chunk_avail_blocks(c) == 0)
 		return -ENOSPC;
 	if (goal == 0 || goal >= c->hdr.nblocks || !data_usable(c, goal) || in_meta_zone(c, goal))
 		goal = c->alloc_hint_data;
@@ -400,7 +405,7 @@ int alloc_meta(struct chunk *c, uint32_t units, uint32_t *start)
 
 	if (ret < 0)
 		return ret;
-	if (c->hdr.free_blocks < 2 * units || hi < lo)
+	if (chunk_avail_blocks(c) < 2 * units || hi < lo)
 		return -ENOSPC;
 	for (uint32_t i = 0; i <= hi - lo; i++) {
 		uint32_t b = lo + (c->alloc_hint_meta - lo + i) % (hi - lo + 1);
@@ -435,4 +440,103 @@ void free_meta(struct chunk *c, uint32_t start, uint32_t units)
 	buf_forget(c, start);
 	free_blocks(c, start, units);
 	free_blocks(c, chunk_mirror(c, start), units);
+}
+
+/* --- preallocation's blocks (fs/prealloc.c) ------------------------------ */
+
+/* A reserved block is busy for every allocation (block_busy) but stays
+ * free in the bitmap and in hdr.free_blocks, which are on disk: the
+ * reservation lives in memory only. It is taken from free_outside at once
+ * (every reserved block lies outside the zone), so chunk choices see it
+ * as used. */
+uint32_t chunk_avail_blocks(const struct chunk *c)
+{
+	return c->hdr.free_blocks > c->pa_blocks ? c->hdr.free_blocks - c->pa_blocks : 0;
+}
+
+static int pa_test(const struct chunk *c, uint32_t b)
+{
+	return (c->pa_map[b >> 3] >> (b & 7)) & 1;
+}
+
+static void pa_set(struct chunk *c, uint32_t b, int on)
+{
+	uint8_t bit = (uint8_t)(1u << (b & 7));
+
+	if (on) {
+		c->pa_map[b >> 3] |= bit;
+		c->pa_blocks++;
+		c->free_outside--;
+	} else {
+		c->pa_map[b >> 3] &= (uint8_t)~bit;
+		c->pa_blocks--;
+		c->free_outside++;
+	}
+}
+
+int chunk_pa_find(struct chunk *c, uint32_t goal, uint32_t want, uint32_t *start, uint32_t *got)
+{
+	uint32_t n, best = 0, best_len = 0;
+	int ret = chunk_load(c);
+
+	if (ret < 0)
+		return ret;
+	n = c->hdr.nblocks;
+	if (want == 0)
+		return -EINVAL;
+	if (goal == 0 || goal >= n || !outside_zone(c, goal))
+		goal = c->alloc_hint_data;
+	/* From goal to the end, then from the start: a run does not wrap. */
+	for (uint32_t i = 0; i < n && best_len < want;) {
+		uint32_t b = (goal + i) % n, len = 0;
+		if (!pass_takes(c, b, PASS_OUTSIDE)) {
+			i++;
+			continue;
+		}
+		while (len < want && b + len < n && pass_takes(c, b + len, PASS_OUTSIDE))
+			len++;
+		if (len > best_len) {
+			best = b;
+			best_len = len;
+		}
+		i += len;
+	}
+	if (best_len == 0)
+		return -ENOSPC;
+	for (uint32_t b = best; b < best + best_len; b++)
+		pa_set(c, b, 1);
+	*start = best;
+	*got = best_len;
+	return 0;
+}
+
+uint32_t chunk_pa_take(struct chunk *c, uint32_t start, uint32_t want)
+{
+	uint32_t len = 0;
+
+	if (!c->loaded)
+		return 0;
+	while (len < want && start + len < c->hdr.nblocks && pa_test(c, start + len)) {
+		pa_set(c, start + len, 0);
+		len++;
+	}
+	if (len) {
+		mark_range(c, start, len, 1);
+		c->alloc_hint_data = start + len < c->hdr.nblocks ? start + len : c->half;
+	}
+	return len;
+}
+
+uint32_t chunk_pa_release(struct chunk *c, uint32_t start, uint32_t len)
+{
+	uint32_t n = 0;
+
+	if (!c->loaded)
+		return 0;
+	for (uint32_t b = start; b < start + len && b < c->hdr.nblocks; b++)
+		if (pa_test(c, b)) {
+			pa_set(c, b, 0);
+			n++;
+		}
+	return n;
 }

@@ -317,7 +317,7 @@ static int room_for(struct fs_volume *v, uint64_t n)
 		const struct chunk *c = &v->chunks[i];
 		total += c->hdr.nblocks;
 		if (!c->offline && !chunk_draining(c)) /* (a draining chunk takes no new data) */
-			free_blocks += c->hdr.free_blocks;
+			free_blocks += chunk_avail_blocks(c); /* (less reservations) */
 	}
 	want = v->da->bytes / DA_PAGE + n;
 	return free_blocks > 2 * want + total / 8 + DA_SLACK_BLOCKS;
@@ -373,7 +373,7 @@ int dalloc_write(struct fs_volume *v, const struct iref *r, uint64_t off, size_t
 		 * placement: only while that chunk keeps room. */
 		const struct chunk *c = vol_chunk(v, r->loc.chunk);
 		if (!c || c->offline || chunk_draining(c) ||
-		    c->hdr.free_blocks <= c->hdr.nblocks / 8 + DA_SLACK_BLOCKS)
+		    chunk_avail_blocks(c) <= c->hdr.nblocks / 8 + DA_SLACK_BLOCKS)
 			return -EAGAIN;
 	}
 	for (uint64_t i = first; i <= last; i++) {

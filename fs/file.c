@@ -348,6 +348,11 @@ int fs_write(struct fs_volume *v, const struct fs_cred *cred, struct fs_ino id, 
 				ret = file_write(v, &r, offset, len, buf);
 				if (ret == -ENOSPC && ino_write(v, &r) == 0 && vol_enospc_retry(v))
 					ret = file_write(v, &r, offset, len, buf);
+				/* Other files' reservations are given back
+				 * (fs/prealloc.c) before the write fails. */
+				while (ret == -ENOSPC && ino_write(v, &r) == 0 &&
+				       prealloc_give_back(v, r.ino.stable))
+					ret = file_write(v, &r, offset, len, buf);
 			}
 		}
 	}
@@ -370,6 +375,8 @@ written:
 	if (ret == 0 && stable != FS_UNSTABLE) {
 		vol_pred_observe(v, &r);
 		ret = vol_sync(v, 0);
+		if (ret == 0 && !dalloc_has(v, r.ino.stable))
+			prealloc_committed(v, r.ino.stable); /* (FS_PREALLOC_TRIM) */
 	}
 	if (ret == 0 && post && (ret = ino_get(v, id, &r)) == 0)
 		vol_attr(v, &r.ino, post);
@@ -395,6 +402,8 @@ int fs_commit(struct fs_volume *v, struct fs_ino id)
 		vol_pred_observe(v, &r);
 		ret = vol_sync(v, 0);
 	}
+	if (ret == 0 && !dalloc_has(v, id.num))
+		prealloc_committed(v, id.num); /* (FS_PREALLOC_TRIM) */
 	vol_unlock(v);
 	return ret;
 }

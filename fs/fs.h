@@ -267,6 +267,73 @@ void fs_set_dalloc_give_up(struct fs_volume *vol, uint32_t fails, unsigned ms);
  * and commit them: the number of files placed, or a negative errno. */
 int fs_place_old(struct fs_volume *vol, unsigned max_age_ms);
 
+/* prealloc.c: preallocation. fs_prealloc reserves for a regular file,
+ * in memory only (nothing on disk changes; a crash forgets it and leaves
+ * nothing to trim), one run of free blocks for its file blocks from its
+ * current end (from 0 for a file whose data is inline) up to size bytes:
+ * the first run of that length outside the metadata zone from where the
+ * file's next block would go in the chunk of its last segment, else the
+ * longest run there (best effort; *reserved says how many blocks, 0 when
+ * nothing is left to reserve). No other file and no metadata unit is
+ * given those blocks; data later placed for the file at those file blocks
+ * (a direct write, delayed allocation's placement) takes them first, so
+ * they form one extent. A file holds one reservation: a second call
+ * replaces it. Reserved blocks count as used (fs_statfs, every free
+ * count), and when an allocation finds no room elsewhere, other files'
+ * reservations are given back first (with FS_PREALLOC_TRIM before those
+ * without, the oldest first), one at a time until it fits. With
+ * FS_PREALLOC_TRIM, what is not written is released when the file is
+ * made durable (fs_commit, a stable fs_write, fs_prealloc_committed),
+ * when it has not been used for the timeout (fs_prealloc_expire), at
+ * fs_close, when its chunk goes offline, and when it is truncated or
+ * removed; without the flag only the last four (and fs_prealloc_release).
+ * -ENOSPC: no free block outside the zone in that chunk; -EINVAL: not a
+ * regular file, or unknown flags. */
+#define FS_PREALLOC_TRIM 0x1u
+#define FS_PREALLOC_TIMEOUT_DEFAULT_MS 30000u
+int fs_prealloc(struct fs_volume *vol, struct fs_ino ino, uint64_t size, unsigned flags,
+		uint64_t *reserved);
+/* Release what the file's reservation still holds (0, or -ENOENT when it
+ * has none). */
+int fs_prealloc_release(struct fs_volume *vol, struct fs_ino ino);
+/* The blocks the file's reservation still holds (0, or -ENOENT: none). */
+int fs_prealloc_held(struct fs_volume *vol, struct fs_ino ino, uint64_t *blocks);
+/* A server's COMMIT or stable WRITE of the file (its group commit makes it
+ * durable, not fs_commit): a FS_PREALLOC_TRIM reservation is trimmed. */
+void fs_prealloc_committed(struct fs_volume *vol, struct fs_ino ino);
+/* Release the FS_PREALLOC_TRIM reservations not used (made, or data placed
+ * in them) for the timeout: how many were released. */
+uint32_t fs_prealloc_expire(struct fs_volume *vol);
+void fs_set_prealloc_timeout(struct fs_volume *vol, unsigned ms);
+/* A new file name was made by a server: when its name (the name table's
+ * files that grow by appends, *.log) or the learned predictor (enough
+ * samples, more than half of them large) says it will grow, reserve its
+ * expected size (the learned median class's upper bound, else
+ * FS_PREALLOC_APPEND_BYTES for appending names), at most max_bytes, with
+ * FS_PREALLOC_TRIM. *reserved: blocks reserved (0: no hint, or none). */
+#define FS_PREALLOC_APPEND_BYTES (1ull << 20)
+int fs_prealloc_hinted(struct fs_volume *vol, struct fs_ino ino, const char *name,
+		       uint64_t max_bytes, uint64_t *reserved);
+/* Reservations now (how many, blocks still held) and since open:
+ * made, blocks reserved, blocks taken by the files' data, released by
+ * cause (the file made durable, unused for the timeout, close or its chunk
+ * offline, truncate or remove or an explicit release; count and blocks),
+ * given back for another file's allocation (count, blocks), and refused
+ * (no room). */
+struct fs_prealloc_info {
+	uint32_t active;
+	uint64_t held_blocks;
+	uint64_t made, reserved_blocks, taken_blocks;
+	uint64_t trim_commit, trim_commit_blocks;
+	uint64_t trim_timeout, trim_timeout_blocks;
+	uint64_t trim_close, trim_close_blocks;
+	uint64_t released, released_blocks;
+	uint64_t given_back, given_back_blocks;
+	uint64_t refused;
+	uint32_t timeout_ms;
+};
+int fs_prealloc_info(struct fs_volume *vol, struct fs_prealloc_info *out);
+
 /* nowait.c: a thread that must not block (an event loop) runs read-only
  * calls between these two. begin: 0, or -EAGAIN when the volume is busy
  * (its lock held elsewhere). end: 0, or -EAGAIN when a call inside would

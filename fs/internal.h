@@ -83,6 +83,8 @@ struct chunk {
 	uint32_t reserved_outside;    /* ... and those freed since the last commit */
 	uint32_t *free_map;           /* free map indices below the watermark */
 	uint32_t nfree_map, cap_free_map;
+	uint8_t *pa_map;              /* reserved for a file (prealloc.c), not in the bitmap */
+	uint32_t pa_blocks;           /* ... how many */
 	uint32_t *free_slots;         /* free inode-area slots below the watermark */
 	uint32_t nfree_slots, cap_free_slots;
 
@@ -178,6 +180,9 @@ struct fs_volume {
 	 * files it placed (it had enough samples). */
 	struct vol_pred *pred;
 	uint64_t pred_answered;
+
+	/* Preallocation: files' reservations, in memory only (prealloc.c). */
+	struct prealloc *pa;
 
 	/* Delayed allocation: files' buffered data (dalloc.c). */
 	struct dalloc *da;
@@ -312,6 +317,36 @@ uint32_t chunk_meta_zone_end(const struct chunk *c);
  * when it ends they are free (thaw, committed) or wait for the next. */
 void chunk_freeze_frees(struct chunk *c);
 void chunk_thaw_frees(struct chunk *c, int committed);
+
+/* chunk.c: preallocation's blocks (fs/prealloc.c). avail: free blocks
+ * less those reserved. pa_find: reserve the first run of want blocks free
+ * outside the metadata zone from goal, else the longest such run (*got),
+ * -ENOSPC when there is none. pa_take: the reserved blocks from start on
+ * (at most want, while reserved) allocated: how many. pa_release: the
+ * blocks of [start, start + len) still reserved released: how many. */
+uint32_t chunk_avail_blocks(const struct chunk *c);
+int chunk_pa_find(struct chunk *c, uint32_t goal, uint32_t want, uint32_t *start, uint32_t *got);
+uint32_t chunk_pa_take(struct chunk *c, uint32_t start, uint32_t want);
+uint32_t chunk_pa_release(struct chunk *c, uint32_t start, uint32_t len);
+
+/* prealloc.c: per file reservations, keyed by stable number. take: data
+ * for file blocks [lblk, lblk + want) of the file in chunk c from its
+ * reservation (*start, *got: -ENOENT when it has none there); drop: the
+ * file's reservation released (truncate, remove); give_back: the next
+ * other file's reservation released for an allocation that found no room
+ * (FS_PREALLOC_TRIM ones first, the oldest first; except's own last):
+ * the blocks released (at least 1 when one ended), 0 when none is left; chunk_gone: c's reservations forgotten (its
+ * allocation state unloaded); close: every reservation released. */
+int prealloc_init(struct fs_volume *v);
+void prealloc_destroy(struct fs_volume *v);
+int prealloc_take(struct fs_volume *v, uint64_t stable, struct chunk *c, uint64_t lblk,
+		  uint64_t want, uint32_t *start, uint32_t *got);
+void prealloc_drop(struct fs_volume *v, uint64_t stable);
+uint32_t prealloc_give_back(struct fs_volume *v, uint64_t except);
+void prealloc_chunk_gone(struct chunk *c);
+void prealloc_close(struct fs_volume *v);
+/* A file made durable (fs_commit, a stable write): trimmed when flagged. */
+void prealloc_committed(struct fs_volume *v, uint64_t stable);
 
 /* offline_parts.c: the directory parts of an offline chunk. record: keep
  * the chunk's (a block that cannot be read is left out: walks through it

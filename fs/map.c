@@ -185,6 +185,7 @@ int map_free(struct fs_volume *v, uint64_t stable)
 	int ret;
 
 	dalloc_drop(v, stable); /* the number's buffered data goes with it */
+	prealloc_drop(v, stable); /* ... and its reservation */
 	ret = map_open(v, stable, &c, &idx, &b, &p, &e);
 
 	if (ret == 0 && !chunk_fostered(c) && (ret = chunk_load(c)) < 0)

@@ -22,7 +22,7 @@
 uint32_t vol_chunk_load(const struct chunk *c)
 {
 	uint64_t blocks = c->hdr.nblocks - 2ull * c->hdr.data_start;
-	uint64_t used_b = blocks > c->hdr.free_blocks ? blocks - c->hdr.free_blocks : 0;
+	uint64_t used_b = blocks > chunk_avail_blocks(c) ? blocks - chunk_avail_blocks(c) : 0;
 	uint64_t li = 0, lb = 0;
 
 	if (c->hdr.max_inodes)

@@ -276,6 +276,7 @@ static void vol_free(struct fs_volume *v)
 	pthread_mutex_destroy(&v->commit_lock);
 	vol_lock_destroy(v);
 	vol_pred_free(v);
+	prealloc_destroy(v);
 	free(v);
 }
 
@@ -297,7 +298,7 @@ static struct fs_volume *vol_alloc(int flags)
 	v->fd = -1;
 	v->rdonly = !!(flags & FS_OPEN_RDONLY);
 	v->large_continue_blocks = FS_LARGE_CONTINUE_DEFAULT / OD_BLOCK_SIZE;
-	if (dalloc_init(v) < 0) {
+	if (dalloc_init(v) < 0 || prealloc_init(v) < 0) {
 		vol_free(v);
 		return NULL;
 	}
@@ -589,6 +590,7 @@ int fs_close(struct fs_volume *v)
 		return 0;
 	vol_lock(v);
 	pret = v->rdonly ? 0 : dalloc_place_all(v, DA_LAST);
+	prealloc_close(v); /* (in memory only: nothing to write) */
 	ret = vol_sync(v, 1);
 	if (ret == 0)
 		ret = pret; /* (what could not be placed is given up, and counted) */
@@ -631,7 +633,8 @@ int fs_statfs(struct fs_volume *v, struct fs_statfs *out)
 		/* A draining chunk's free room takes nothing new: not free. */
 		if (chunk_draining(c))
 			continue;
-		out->free_blocks += c->hdr.free_blocks;
+		/* Blocks reserved for files (fs/prealloc.c) are promised. */
+		out->free_blocks += chunk_avail_blocks(c);
 		out->free_inodes += c->hdr.max_inodes - c->hdr.used_inodes;
 	}
 	/* Buffered pages will take blocks: they are not free to promise. */
@@ -694,7 +697,7 @@ int vol_chunk_has_room(struct chunk *c, int need_inode)
 {
 	if (c->offline || chunk_draining(c))
 		return 0;
-	if (c->hdr.free_blocks < 2 * c->hdr.dir_unit + 2)
+	if (chunk_avail_blocks(c) < 2 * c->hdr.dir_unit + 2)
 		return 0;
 	return !need_inode || map_free_count(c) > 0;
 }
@@ -718,7 +721,7 @@ struct chunk *vol_pick_chunk(struct fs_volume *v, struct chunk *prefer, int kind
 			continue;
 		kind_ok = (int)c->hdr.kind == kind_hint;
 		if (!best || kind_ok > best_kind ||
-		    (kind_ok == best_kind && c->hdr.free_blocks > best->hdr.free_blocks)) {
+		    (kind_ok == best_kind && chunk_avail_blocks(c) > chunk_avail_blocks(best))) {
 			best = c;
 			best_kind = kind_ok;
 		}

@@ -270,7 +270,23 @@ static int copy_regular(struct populate *p, const struct src_dir *d, const char 
 		report(d, name, "fs_create", ret);
 		goto out;
 	}
+	/* Its exact size is known: reserved before the first byte
+	 * (fs/prealloc.c), so the file lands in one extent however often a
+	 * sync places part of it. A file of one block cannot be in pieces.
+	 * No room for a run is no error: the copy goes on unreserved. What
+	 * the copy did not write (holes, a file that shrank) is given back
+	 * below. */
+	if (st.st_size > 4096) {
+		uint64_t got;
+		ret = fs_prealloc(p->vol, ino, (uint64_t)st.st_size, FS_PREALLOC_TRIM, &got);
+		if (ret < 0 && ret != -ENOSPC) {
+			report(d, name, "fs_prealloc", ret);
+			goto out;
+		}
+	}
 	ret = copy_file_data(p, d, name, fd, ino, st.st_size, &written_end);
+	if (st.st_size > 4096)
+		(void)fs_prealloc_release(p->vol, ino); /* (-ENOENT: used up, or none) */
 	if (ret < 0)
 		goto out;
 	ret = set_attrs(p, ino, &st, written_end < (uint64_t)st.st_size ? FS_SET_SIZE : 0,
