@@ -36,6 +36,13 @@
  *   svc_client HOST PORT interleave DIR PIECES
  *       Three files made in a new directory DIR, then PIECES 4 KiB
  *       UNSTABLE writes to each by turns, then a COMMIT of each.
+ *   svc_client HOST PORT prealloc DIR PIECES
+ *       In a new directory DIR, other.dat and then app.log made; PIECES
+ *       4 KiB UNSTABLE writes to each by turns, then a COMMIT of each.
+ *       Prints the free blocks FSSTAT lost at each step: "created=N"
+ *       (app.log's CREATE: its reservation), "written=N" (after the
+ *       writes), "committed=N" (after the COMMITs), each counted from
+ *       just after other.dat's CREATE.
  *   svc_client HOST PORT commit-retry DIR FILES
  *       FILES files made in the existing directory DIR (a CREATE that
  *       fails is sent again), each written in 16 UNSTABLE WRITEs of 4 KiB
@@ -633,6 +640,54 @@ static void interleave(const char *dir, const char *pieces)
 	printf("interleave: 3 files of %ld x 4 KiB written by turns and committed\n", n);
 }
 
+static uint64_t fsstat_free(nfs_fh3 fh)
+{
+	FSSTAT3args a = { .fsroot = fh };
+	FSSTAT3res r = call_fsstat(&a);
+
+	expect("FSSTAT", r.status, NFS3_OK);
+	return r.FSSTAT3res_u.resok.fbytes / 4096;
+}
+
+/* A .log file appended by turns with another file (preallocation). */
+static void prealloc(const char *dir, const char *pieces)
+{
+	nfs_fh3 root = mount_root(), d, f[2];
+	MKDIR3args m;
+	MKDIR3res mr;
+	long n = atol(pieces);
+	static char buf[4096];
+	uint64_t base, created, written;
+
+	memset(&m, 0, sizeof(m));
+	m.where.dir = root;
+	m.where.name = (char *)dir;
+	mr = call_mkdir(&m);
+	expect("MKDIR", mr.status, NFS3_OK);
+	CHECK(mr.MKDIR3res_u.resok.obj.handle_follows, "MKDIR %s: no handle", dir);
+	d = mr.MKDIR3res_u.resok.obj.post_op_fh3_u.handle;
+	f[0] = create_ok(d, "other.dat");
+	base = fsstat_free(root);
+	f[1] = create_ok(d, "app.log");
+	created = fsstat_free(root);
+	for (long p = 0; p < n; p++)
+		for (int i = 0; i < 2; i++) {
+			WRITE3args a = { .file = f[i], .offset = (uint64_t)p * sizeof(buf),
+					 .count = sizeof(buf), .stable = UNSTABLE };
+			fill(buf, sizeof(buf), (uint32_t)(p * 2 + i));
+			a.data.data_len = sizeof(buf);
+			a.data.data_val = buf;
+			expect("WRITE UNSTABLE", call_write(&a).status, NFS3_OK);
+		}
+	written = fsstat_free(root);
+	for (int i = 0; i < 2; i++) {
+		COMMIT3args c = { .file = f[i], .offset = 0, .count = 0 };
+		expect("COMMIT", call_commit(&c).status, NFS3_OK);
+	}
+	printf("prealloc: created=%" PRIu64 " written=%" PRIu64 " committed=%" PRIu64 "\n",
+	       base - created, base - written, base - fsstat_free(root));
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 3 ? argv[3] : "";
@@ -643,13 +698,14 @@ int main(int argc, char **argv)
 			     !strcmp(mode, "full-disk") || !strcmp(mode, "getattr-loop") ||
 			     !strcmp(mode, "unstable-write") || !strcmp(mode, "read-verify") ||
 			     !strcmp(mode, "interleave") || !strcmp(mode, "commit-retry") ||
+			     !strcmp(mode, "prealloc") ||
 			     !strcmp(mode, "commit-check"))))) {
 		fprintf(stderr, "usage: svc_client HOST PORT reload TO_RO BROKEN TO_RW\n"
 				"       svc_client HOST PORT commit-stream|commit-verify STATE ACKS\n"
 				"       svc_client HOST PORT full-disk FILL FREE\n"
 				"       svc_client HOST PORT getattr-loop SECONDS LATENCIES\n"
 				"       svc_client HOST PORT unstable-write|read-verify NAME RECORDS\n"
-				"       svc_client HOST PORT interleave DIR PIECES\n"
+				"       svc_client HOST PORT interleave|prealloc DIR PIECES\n"
 				"       svc_client HOST PORT commit-retry|commit-check DIR FILES\n");
 		return 2;
 	}
@@ -668,6 +724,8 @@ int main(int argc, char **argv)
 		read_verify(argv[4], argv[5]);
 	else if (!strcmp(mode, "interleave"))
 		interleave(argv[4], argv[5]);
+	else if (!strcmp(mode, "prealloc"))
+		prealloc(argv[4], argv[5]);
 	else if (!strcmp(mode, "commit-retry"))
 		commit_retry(argv[4], argv[5]);
 	else if (!strcmp(mode, "commit-check"))

@@ -587,11 +587,23 @@ void nfs3_proc_write(struct nfs_ctx *ctx, WRITE3args *args, WRITE3res *res)
 		if (how != FS_UNSTABLE) {
 			ctx->needs_sync = 1;
 			fs_observe(ctx->vol, ino); /* the learned size predictor */
+			fs_prealloc_committed(ctx->vol, ino); /* a trim reservation */
 		}
 	} else {
 		wcc_end(ctx, ino, &wcc);
 		res->WRITE3res_u.resfail.file_wcc = wcc;
 	}
+}
+
+/* A new file whose name or learned size says it will grow gets a
+ * reservation that trims itself (fs/prealloc.c); a hint that finds no
+ * room is no error of the CREATE. */
+static void prealloc_hint(struct nfs_ctx *ctx, struct fs_ino ino, const char *name)
+{
+	uint64_t got;
+
+	if (ctx->prealloc_max)
+		(void)fs_prealloc_hinted(ctx->vol, ino, name, ctx->prealloc_max, &got);
 }
 
 /* CREATE's three ways: UNCHECKED and GUARDED with initial attributes,
@@ -617,6 +629,7 @@ static int create_obj(struct nfs_ctx *ctx, struct fs_ino dir, CREATE3args *args,
 				attr);
 		if (ret == 0) {
 			ctx->needs_sync = 1;
+			prealloc_hint(ctx, *ino, name);
 			return apply_rest(ctx, *ino, &sa,
 					  FS_SET_UID | FS_SET_GID | FS_SET_SIZE | FS_SET_TIMES,
 					  attr);
@@ -636,8 +649,10 @@ static int create_obj(struct nfs_ctx *ctx, struct fs_ino dir, CREATE3args *args,
 		memcpy(&verf, args->how.createhow3_u.verf, sizeof(verf));
 		ret = fs_create(ctx->vol, &ctx->cred, dir, name, NFS3_FILE_MODE,
 				FS_CREATE_EXCLUSIVE, verf, ino, attr);
-		if (ret == 0)
+		if (ret == 0) {
 			ctx->needs_sync = 1;
+			prealloc_hint(ctx, *ino, name);
+		}
 		return ret;
 	default:
 		return -EINVAL;
@@ -1225,6 +1240,7 @@ void nfs3_proc_commit(struct nfs_ctx *ctx, COMMIT3args *args, COMMIT3res *res)
 	if (ret == 0) {
 		ctx->needs_sync = 1;
 		fs_observe(ctx->vol, ino); /* the learned size predictor */
+		fs_prealloc_committed(ctx->vol, ino); /* a trim reservation */
 	}
 	wcc_end(ctx, ino, &wcc);
 	res->status = nfs3_status(ret);

@@ -39,6 +39,7 @@ struct nfs_ctx {
 				    * written before is durable (a buffer given up
 				    * since it began fails it, not the others) */
 	uint32_t rtmax, wtmax;     /* FSINFO limits; READ/WRITE counts are clamped to them */
+	uint64_t prealloc_max;     /* bytes a new file's hinted reservation may take (0: none) */
 	int needs_sync;            /* set by a modifying procedure: durable before the reply */
 	struct arena arena;
 	/* Where READ may put its data so that the reply is not copied: the

@@ -54,6 +54,8 @@ void config_defaults(struct config *cfg)
 	cfg->dalloc_mb = 64; /* delayed allocation (chunkfsd.conf(5)) */
 	cfg->large_continue_kb = 0; /* measured no better (chunkfsd.conf(5)) */
 	cfg->dalloc_age = 5;
+	cfg->prealloc_kb = 65536; /* preallocation from names (chunkfsd.conf(5)) */
+	cfg->prealloc_timeout = 30;
 	cfg->loop_poll_us = 50;
 	snprintf(cfg->control, sizeof(cfg->control), "/run/chunkfs/control");
 	cfg->scrub_rate_mb = 2;
@@ -276,6 +278,8 @@ static const char *const key_wants[][2] = {
 	{ "cache_mb", "4-1048576" },
 	{ "dalloc_mb", "0-65536 (MiB; 0: no delayed allocation)" },
 	{ "dalloc_age", "1-3600 (seconds)" },
+	{ "prealloc_kb", "0-16777216 (KiB; 0: no reservations from names)" },
+	{ "prealloc_timeout", "1-3600 (seconds)" },
 	{ "large_continue_kb", "0-16777216 (KiB; 0: files do not move to large-file chunks)" },
 	{ "loop_poll_us", "0-10000 (microseconds)" },
 	{ "log_level", "error, warning, info or debug" },
@@ -388,6 +392,14 @@ static int parse_key(const char *k, const char *v, struct config *cfg, char *err
 		if (parse_uint(v, 16u << 20, &n) < 0)
 			goto bad;
 		cfg->large_continue_kb = n;
+	} else if (!strcmp(k, "prealloc_kb")) {
+		if (parse_uint(v, 16u << 20, &n) < 0)
+			goto bad;
+		cfg->prealloc_kb = n;
+	} else if (!strcmp(k, "prealloc_timeout")) {
+		if (parse_uint(v, 3600, &n) < 0 || n < 1)
+			goto bad;
+		cfg->prealloc_timeout = (uint32_t)n;
 	} else if (!strcmp(k, "dalloc_age")) {
 		if (parse_uint(v, 3600, &n) < 0 || n < 1)
 			goto bad;

@@ -69,6 +69,8 @@ struct config {
 	uint64_t cache_mb;      /* metadata cache bound */
 	uint64_t dalloc_mb;     /* delayed allocation's cap on buffered data (0: off) */
 	uint32_t dalloc_age;    /* seconds buffered data may wait for a placement */
+	uint64_t prealloc_kb;   /* the most a new file's hinted reservation takes (0: none) */
+	uint32_t prealloc_timeout; /* seconds an unused trim reservation is kept */
 	uint64_t large_continue_kb; /* a file in a small-file or general chunk grown
 				     * past this continues in a large-file chunk (0: never) */
 	uint32_t loop_poll_us;  /* the loop polls this long after answering a call */

@@ -413,6 +413,23 @@ static void cmd_status(struct control *ctl, struct answer *a)
 	    fc.lock_holds, fc.lock_hold_max_us, fc.lock_holds_over_1ms, fc.lock_holds_over_10ms);
 	add_value(a, fc.lock_hold_max_site);
 	add(a, "\n");
+	{
+		struct fs_prealloc_info pi;
+		fs_prealloc_info(v, &pi);
+		add(a,
+		    "prealloc max_kb=%" PRIu64 " timeout=%u active=%u held_blocks=%" PRIu64
+		    " made=%" PRIu64 " reserved_blocks=%" PRIu64 " taken_blocks=%" PRIu64
+		    " trimmed_commit=%" PRIu64 " trimmed_commit_blocks=%" PRIu64
+		    " trimmed_timeout=%" PRIu64 " trimmed_timeout_blocks=%" PRIu64
+		    " trimmed_close=%" PRIu64 " trimmed_close_blocks=%" PRIu64 " released=%" PRIu64
+		    " released_blocks=%" PRIu64 " given_back=%" PRIu64 " given_back_blocks=%" PRIu64
+		    " refused=%" PRIu64 "\n",
+		    __atomic_load_n(&ctl->srv->cfg.prealloc_kb, __ATOMIC_RELAXED), pi.timeout_ms / 1000,
+		    pi.active, pi.held_blocks, pi.made, pi.reserved_blocks, pi.taken_blocks,
+		    pi.trim_commit, pi.trim_commit_blocks, pi.trim_timeout, pi.trim_timeout_blocks,
+		    pi.trim_close, pi.trim_close_blocks, pi.released, pi.released_blocks,
+		    pi.given_back, pi.given_back_blocks, pi.refused);
+	}
 	add(a, "server calls_loop=%" PRIu64 " calls_workers=%" PRIu64 " calls_bulk=%" PRIu64
 	       " workers=%d bulk_workers=%d\n",
 	    __atomic_load_n(&ctl->srv->calls_loop, __ATOMIC_RELAXED),
@@ -964,6 +981,11 @@ static void place_old(struct control *ctl)
 {
 	struct server *srv = ctl->srv;
 	int ret = fs_place_old(srv->vol, srv->cfg.dalloc_age * 1000u);
+	uint32_t expired = fs_prealloc_expire(srv->vol); /* (prealloc_timeout) */
+
+	if (expired)
+		log_debug("released %u reservations unused for %u s", expired,
+			  srv->cfg.prealloc_timeout);
 
 	if (ret < 0)
 		log_warn("placing buffered data older than %u s failed: %s", srv->cfg.dalloc_age,

@@ -401,6 +401,7 @@ static void setup_ctx(struct call_run *r, uint8_t *out, size_t outcap)
 	for (int k = 0; k < 8; k++)
 		ctx->write_verf[k] ^= (uint8_t)(ctx->drop_gen >> (8 * k));
 	ctx->rtmax = ctx->wtmax = srv->cfg.max_io;
+	ctx->prealloc_max = __atomic_load_n(&srv->cfg.prealloc_kb, __ATOMIC_RELAXED) << 10;
 	ctx->srv = r->srv;
 	ctx->conn = r->c;
 	if (r->e) {

@@ -1,5 +1,6 @@
 /* SIGHUP: the configuration file is read again while connections stay up.
- * Exports (and their options), log_level, cache_mb, dalloc_mb, large_continue_kb, max_connections,
+ * Exports (and their options), log_level, cache_mb, dalloc_mb, large_continue_kb,
+ * prealloc_kb, prealloc_timeout, max_connections,
  * max_connections_per_client, idle_timeout and record_timeout take effect
  * for the requests and connections that start afterwards (and idle_timeout
  * for the connections open); max_calls_per_client and max_bytes_per_client
@@ -120,6 +121,13 @@ int reload_config(struct server *srv)
 	if (nc.large_continue_kb != srv->cfg.large_continue_kb) {
 		srv->cfg.large_continue_kb = nc.large_continue_kb;
 		fs_set_large_continue(srv->vol, nc.large_continue_kb << 10);
+	}
+	/* (prealloc_kb is read at each CREATE, by the workers: a word) */
+	if (nc.prealloc_kb != srv->cfg.prealloc_kb)
+		__atomic_store_n(&srv->cfg.prealloc_kb, nc.prealloc_kb, __ATOMIC_RELAXED);
+	if (nc.prealloc_timeout != srv->cfg.prealloc_timeout) {
+		srv->cfg.prealloc_timeout = nc.prealloc_timeout;
+		fs_set_prealloc_timeout(srv->vol, nc.prealloc_timeout * 1000u);
 	}
 	if (nc.dalloc_mb != srv->cfg.dalloc_mb) {
 		srv->cfg.dalloc_mb = nc.dalloc_mb;

@@ -183,7 +183,7 @@ static void print_json(struct record *recs, int n, int ok, const char *error)
 		    !strcmp(recs[i].type, "evacuate") ||
 		    !strcmp(recs[i].type, "repair") || !strcmp(recs[i].type, "stores") ||
 		    !strcmp(recs[i].type, "predictor") || !strcmp(recs[i].type, "dalloc") ||
-		    !strcmp(recs[i].type, "lock")) {
+		    !strcmp(recs[i].type, "lock") || !strcmp(recs[i].type, "prealloc")) {
 			printf(", ");
 			json_string(recs[i].type);
 			printf(": ");
@@ -375,6 +375,24 @@ static void print_status(struct record *recs, int n)
 			       num(r, "holds"), (double)num(r, "hold_max_us") / 1000.0,
 			       get(r, "hold_max_site"), num(r, "holds_over_1ms"),
 			       num(r, "holds_over_10ms"));
+		else if (!strcmp(r->type, "prealloc"))
+			printf("preallocation: new files' reservations from names up to %llu KiB "
+			       "(0: none), unused ones trimmed after %llu s\n"
+			       "  now: %llu reservations holding %llu blocks; since start: %llu made "
+			       "(%llu blocks), %llu blocks taken by their files' data\n"
+			       "  released: %llu at a commit (%llu blocks), %llu unused too long "
+			       "(%llu), %llu at close or chunk offline (%llu), %llu at truncate, "
+			       "remove or on request (%llu)\n"
+			       "  given back under pressure: %llu (%llu blocks); refused for want "
+			       "of room: %llu\n\n",
+			       num(r, "max_kb"), num(r, "timeout"), num(r, "active"),
+			       num(r, "held_blocks"), num(r, "made"), num(r, "reserved_blocks"),
+			       num(r, "taken_blocks"), num(r, "trimmed_commit"),
+			       num(r, "trimmed_commit_blocks"), num(r, "trimmed_timeout"),
+			       num(r, "trimmed_timeout_blocks"), num(r, "trimmed_close"),
+			       num(r, "trimmed_close_blocks"), num(r, "released"),
+			       num(r, "released_blocks"), num(r, "given_back"),
+			       num(r, "given_back_blocks"), num(r, "refused"));
 		else if (!strcmp(r->type, "server"))
 			printf("server: %llu calls answered by the event loop, %llu by the "
 			       "workers (%llu of them bulk); %llu workers, %llu of which may "
