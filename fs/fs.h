@@ -285,7 +285,8 @@ int fs_place_old(struct fs_volume *vol, unsigned max_age_ms);
  * FS_PREALLOC_TRIM, what is not written is released when the file is
  * made durable (fs_commit, a stable fs_write, fs_prealloc_committed),
  * when it has not been used for the timeout (fs_prealloc_expire), at
- * fs_close, when its chunk goes offline, and when it is truncated or
+ * fs_close, when its chunk goes offline (or drains: at its next
+ * placement), and when it is truncated or
  * removed; without the flag only the last four (and fs_prealloc_release).
  * -ENOSPC: no free block outside the zone in that chunk; -EINVAL: not a
  * regular file, or unknown flags. */
@@ -317,7 +318,7 @@ int fs_prealloc_hinted(struct fs_volume *vol, struct fs_ino ino, const char *nam
 /* Reservations now (how many, blocks still held) and since open:
  * made, blocks reserved, blocks taken by the files' data, released by
  * cause (the file made durable, unused for the timeout, close or its chunk
- * offline, truncate or remove or an explicit release; count and blocks),
+ * offline or draining, truncate or remove or an explicit release; count and blocks),
  * given back for another file's allocation (count, blocks), and refused
  * (no room). */
 struct fs_prealloc_info {

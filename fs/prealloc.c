@@ -120,6 +120,11 @@ int prealloc_take(struct fs_volume *v, uint64_t stable, struct chunk *c, uint64_
 
 	if (!r || r->chunk != c->index || lblk < r->lstart || lblk >= r->lstart + r->len)
 		return -ENOENT;
+	if (chunk_draining(c)) {
+		/* Being evacuated: it takes no new data, and gives the run back. */
+		end_res(v, r, PA_CLOSE);
+		return -ENOENT;
+	}
 	end = r->lstart + r->len;
 	if (want > end - lblk)
 		want = end - lblk;

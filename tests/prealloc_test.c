@@ -9,7 +9,8 @@
  * volume is full, FS_PREALLOC_TRIM reservations are given back (the oldest
  * first) before plain ones, and a write fails ENOSPC only when none is
  * left; nothing of a reservation is on disk (reopened, the free count is
- * the bitmap's). */
+ * the bitmap's); a draining chunk's reservation goes at the next
+ * placement. */
 #include "config.h"
 
 #include <errno.h>
@@ -365,6 +366,51 @@ static void test_enospc_order(void)
 	CHECK_EQ(fs_close(v), 0);
 }
 
+/* A chunk drained (evacuation): its reservation is given back at the
+ * file's next placement, and the data goes to another chunk. */
+static void test_draining(void)
+{
+	struct fs_mkfs_opts o = { .chunk_size = 16ull * MiB, .chunk_count = 2, .force = 1 };
+	struct fs_volume *v = NULL;
+	struct ext_list *l = calloc(1, sizeof(*l));
+	struct fs_ino root, d, f;
+	uint64_t got;
+	char why[256];
+
+	CHECK_EQ(fs_mkfs(image, &o), 0);
+	CHECK_EQ(fs_open(image, 0, &v), 0);
+	if (!v || !l)
+		goto out;
+	fs_set_dalloc_limit(v, 0);
+	CHECK_EQ(fs_root(v, &root), 0);
+	/* (a directory of the root goes to the least loaded chunk: 1, once
+	 * chunk 0 holds 2 MiB) */
+	CHECK_EQ(fs_create(v, NULL, root, "load", 0644, FS_CREATE_GUARDED, 0, &f, NULL), 0);
+	CHECK_EQ(put(v, f, 0, MiB, FS_FILE_SYNC), 0);
+	CHECK_EQ(put(v, f, MiB, MiB, FS_FILE_SYNC), 0);
+	CHECK_EQ(fs_mkdir(v, NULL, root, "d", 0755, &d, NULL), 0);
+	CHECK_EQ(fs_create(v, NULL, d, "f", 0644, FS_CREATE_GUARDED, 0, &f, NULL), 0);
+	CHECK_EQ(put(v, f, 0, 64 * KiB, FS_FILE_SYNC), 0);
+	CHECK_EQ(fs_file_extents(v, f, list_ext, l), 0);
+	CHECK_EQ(l->n, 1);
+	CHECK_EQ(l->e[0].chunk, 1);
+	CHECK_EQ(fs_prealloc(v, f, 1 * MiB, 0, &got), 0);
+	CHECK_EQ(got, 240);
+	CHECK_EQ(fs_chunk_drain(v, 1, 1, why, sizeof(why)), 0);
+	CHECK_EQ(put(v, f, 64 * KiB, 8 * KiB, FS_FILE_SYNC), 0);
+	CHECK_EQ(fs_prealloc_held(v, f, &got), -ENOENT);
+	CHECK_EQ(info(v).trim_close, 1);
+	CHECK_EQ(info(v).trim_close_blocks, 240);
+	l->n = 0;
+	CHECK_EQ(fs_file_extents(v, f, list_ext, l), 0);
+	CHECK_EQ(l->n, 2);
+	CHECK_EQ(l->e[1].chunk, 0); /* continued outside the draining chunk */
+	CHECK_EQ(fs_check_invariants(v, NULL, NULL), 0);
+	CHECK_EQ(fs_close(v), 0);
+out:
+	free(l);
+}
+
 int main(void)
 {
 	const char *dir = getenv("TMPDIR");
@@ -379,6 +425,7 @@ int main(void)
 	test_by_turns();
 	test_exclusive();
 	test_enospc_order();
+	test_draining();
 	unlink(image);
 	return test_done("prealloc");
 }
