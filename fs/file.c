@@ -346,12 +346,10 @@ int fs_write(struct fs_volume *v, const struct fs_cred *cred, struct fs_ino id, 
 				 * data out to a block: the inode is written
 				 * either way, before any retry commits. */
 				ret = file_write(v, &r, offset, len, buf);
+				/* (chain_alloc gave reservations back one
+				 * by one first; the retry gives back what
+				 * is left, fs/prealloc.c) */
 				if (ret == -ENOSPC && ino_write(v, &r) == 0 && vol_enospc_retry(v))
-					ret = file_write(v, &r, offset, len, buf);
-				/* Other files' reservations are given back
-				 * (fs/prealloc.c) before the write fails. */
-				while (ret == -ENOSPC && ino_write(v, &r) == 0 &&
-				       prealloc_give_back(v, r.ino.stable))
 					ret = file_write(v, &r, offset, len, buf);
 			}
 		}

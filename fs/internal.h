@@ -344,6 +344,8 @@ int prealloc_take(struct fs_volume *v, uint64_t stable, struct chunk *c, uint64_
 void prealloc_drop(struct fs_volume *v, uint64_t stable);
 uint32_t prealloc_give_back(struct fs_volume *v, uint64_t except);
 void prealloc_chunk_gone(struct chunk *c);
+/* Every reservation given back (a name operation found no room): how many. */
+uint32_t prealloc_give_back_all(struct fs_volume *v);
 void prealloc_close(struct fs_volume *v);
 /* A file made durable (fs_commit, a stable write): trimmed when flagged. */
 void prealloc_committed(struct fs_volume *v, uint64_t stable);
@@ -626,7 +628,8 @@ int vol_sync(struct fs_volume *v, int closing);
 /* The same without the lock held: only the transaction's prepare and
  * finish take it, operations go on while it is written (fs_sync's way). */
 int vol_sync_unlocked(struct fs_volume *v);
-/* After -ENOSPC: 1 if committing made freed blocks available (retry). */
+/* After -ENOSPC: 1 if committing made freed blocks available, or
+ * reservations were given back (retry). */
 int vol_enospc_retry(struct fs_volume *v);
 struct chunk *vol_pick_chunk(struct fs_volume *v, struct chunk *prefer, int kind_hint,
 			     int need_inode, const uint8_t *exclude);

@@ -187,6 +187,17 @@ uint32_t prealloc_give_back(struct fs_volume *v, uint64_t except)
 	}
 }
 
+uint32_t prealloc_give_back_all(struct fs_volume *v)
+{
+	uint32_t n = 0;
+
+	while (v->pa && v->pa->n) {
+		end_res(v, &v->pa->r[0], PA_PRESSURE);
+		n++;
+	}
+	return n;
+}
+
 void prealloc_chunk_gone(struct chunk *c)
 {
 	struct prealloc *pa = c->vol->pa;

@@ -676,11 +676,14 @@ int fs_get_counters(struct fs_volume *v, struct fs_counters *out)
 
 int vol_enospc_retry(struct fs_volume *v)
 {
-	int any = 0;
+	int any = 0, synced;
 
 	for (uint32_t i = 0; i < v->nchunks; i++)
 		any |= v->chunks[i].any_reserved || v->chunks[i].any_frozen;
-	return any && vol_sync(v, 0) == 0;
+	synced = any && vol_sync(v, 0) == 0;
+	/* The volume is full: every file's reservation (fs/prealloc.c) is
+	 * given back before the operation fails. */
+	return prealloc_give_back_all(v) || synced;
 }
 
 void fs_volume_uuid(struct fs_volume *v, uint8_t uuid[16])
