@@ -7,7 +7,9 @@
 # pieces go to its reservation, other.dat's follow one another outside it
 # (bench/age_count on the stopped volume's image); the
 # COMMIT trims what app.log did not write, and chunkfsctl status counts it.
-# With prealloc_kb = 0, no reservation: 63 pieces each.
+# With prealloc_kb = 0, no reservation: 63 pieces each. With
+# prealloc_timeout = 1, an app.log left without a write is given back by
+# the daemon's timer.
 . "$(dirname "$0")/functions.sh"
 . "$(dirname "$0")/svc-functions.sh"
 need_svc_client
@@ -55,4 +57,25 @@ grep -q '^prealloc: created=0 written=132 committed=132$' "$tmp/out2" ||
 grep '^files nopa ' "$tmp/count2"
 grep -q '^files nopa n=2 data=2 extents=126 one=0 max=63 ' "$tmp/count2" ||
 	fail "without a reservation the pieces were not placed as they came"
-echo "ok: by turns, 1 extent each with app.log's reservation, 63 each without"
+start_server "control = $tmp/control" "prealloc_timeout = 1"
+"$client" 127.0.0.1 "$port" prealloc idle -1 >"$tmp/out3" || fail "prealloc idle: $(cat "$tmp/out3")"
+cat "$tmp/out3"
+grep -q '^prealloc: created=256$' "$tmp/out3" || fail "the idle app.log reserved no 1 MiB"
+# (the timer looks once a second: at most 1 s after the timeout)
+i=0
+while :; do
+	"$CTL" -s "$tmp/control" --json status >"$tmp/status3.json" || fail "status --json"
+	python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))["prealloc"]; sys.exit(0 if d["trimmed_timeout"] == 1 else 1)' "$tmp/status3.json" && break
+	i=$((i + 1))
+	[ $i -lt 50 ] || fail "the reservation was not given back after its timeout"
+	sleep 0.1
+done
+python3 - "$tmp/status3.json" <<'PY' || fail "the timeout's counters"
+import json, sys
+d = json.load(open(sys.argv[1]))["prealloc"]
+print("prealloc after the timeout:", d)
+assert d["timeout"] == 1 and d["active"] == 0 and d["held_blocks"] == 0, d
+assert d["trimmed_timeout_blocks"] == 256 and d["trimmed_commit"] == 0, d
+PY
+stop_server
+echo "ok: by turns, 1 extent each with app.log's reservation, 63 each without; an idle one given back after prealloc_timeout"

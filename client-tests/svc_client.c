@@ -42,7 +42,8 @@
  *       Prints the free blocks FSSTAT lost at each step: "created=N"
  *       (app.log's CREATE: its reservation), "written=N" (after the
  *       writes), "committed=N" (after the COMMITs), each counted from
- *       just after other.dat's CREATE.
+ *       just after other.dat's CREATE. PIECES -1: no writes and no
+ *       COMMIT, only "created=N".
  *   svc_client HOST PORT commit-retry DIR FILES
  *       FILES files made in the existing directory DIR (a CREATE that
  *       fails is sent again), each written in 16 UNSTABLE WRITEs of 4 KiB
@@ -658,6 +659,7 @@ static void prealloc(const char *dir, const char *pieces)
 	long n = atol(pieces);
 	static char buf[4096];
 	uint64_t base, created, written;
+	int idle = n < 0; /* (make app.log and leave it: its reservation's timeout) */
 
 	memset(&m, 0, sizeof(m));
 	m.where.dir = root;
@@ -670,6 +672,10 @@ static void prealloc(const char *dir, const char *pieces)
 	base = fsstat_free(root);
 	f[1] = create_ok(d, "app.log");
 	created = fsstat_free(root);
+	if (idle) {
+		printf("prealloc: created=%" PRIu64 "\n", base - created);
+		return;
+	}
 	for (long p = 0; p < n; p++)
 		for (int i = 0; i < 2; i++) {
 			WRITE3args a = { .file = f[i], .offset = (uint64_t)p * sizeof(buf),
