@@ -110,8 +110,12 @@ def accepted_result(rep, xid):
     return rep[24 + vlen:]
 
 
-def null_call(port, xid, within=1.0):
-    """A NULL call on a fresh connection: the seconds it took."""
+def null_call(port, xid, within=2.0):
+    """A NULL call on a fresh connection: the seconds it took. The bound
+    is below the test's record_timeout (3 s), so a server that served it
+    only once the held records timed out fails; it is not tighter because
+    a 2-core runner under a parallel build has answered in more than 1 s
+    (the daemon's answer is in milliseconds on a quiet one)."""
     t = time.monotonic()
     s = connect(port, timeout=within)
     try:
