@@ -604,40 +604,57 @@ static void commit_check(const char *dir, const char *files)
 	printf("commit-check: %s files read back\n", files);
 }
 
+static nfs_fh3 mkdir_ok(nfs_fh3 dir, const char *name)
+{
+	MKDIR3args m;
+	MKDIR3res mr;
+
+	memset(&m, 0, sizeof(m));
+	m.where.dir = dir;
+	m.where.name = (char *)name;
+	mr = call_mkdir(&m);
+	expect("MKDIR", mr.status, NFS3_OK);
+	CHECK(mr.MKDIR3res_u.resok.obj.handle_follows, "MKDIR %s: no handle", name);
+	return mr.MKDIR3res_u.resok.obj.post_op_fh3_u.handle;
+}
+
+/* n pieces of 4 KiB to each of nf files by turns, UNSTABLE. */
+static void write_by_turns(const nfs_fh3 *f, int nf, long n)
+{
+	static char buf[4096];
+
+	for (long p = 0; p < n; p++)
+		for (int i = 0; i < nf; i++) {
+			WRITE3args a = { .file = f[i], .offset = (uint64_t)p * sizeof(buf),
+					 .count = sizeof(buf), .stable = UNSTABLE };
+			fill(buf, sizeof(buf), (uint32_t)(p * nf + i));
+			a.data.data_len = sizeof(buf);
+			a.data.data_val = buf;
+			expect("WRITE UNSTABLE", call_write(&a).status, NFS3_OK);
+		}
+}
+
+static void commit_all(const nfs_fh3 *f, int nf)
+{
+	for (int i = 0; i < nf; i++) {
+		COMMIT3args c = { .file = f[i], .offset = 0, .count = 0 };
+		expect("COMMIT", call_commit(&c).status, NFS3_OK);
+	}
+}
+
 /* Three files written by turns (delayed allocation's server test). */
 static void interleave(const char *dir, const char *pieces)
 {
-	nfs_fh3 root = mount_root(), d, f[3];
-	MKDIR3args m;
-	MKDIR3res mr;
+	nfs_fh3 d = mkdir_ok(mount_root(), dir), f[3];
 	long n = atol(pieces);
-	static char buf[4096];
 
-	memset(&m, 0, sizeof(m));
-	m.where.dir = root;
-	m.where.name = (char *)dir;
-	mr = call_mkdir(&m);
-	expect("MKDIR", mr.status, NFS3_OK);
-	CHECK(mr.MKDIR3res_u.resok.obj.handle_follows, "MKDIR %s: no handle", dir);
-	d = mr.MKDIR3res_u.resok.obj.post_op_fh3_u.handle;
 	for (int i = 0; i < 3; i++) {
 		char name[16];
 		snprintf(name, sizeof(name), "f%d", i);
 		f[i] = create_ok(d, name);
 	}
-	for (long p = 0; p < n; p++)
-		for (int i = 0; i < 3; i++) {
-			WRITE3args a = { .file = f[i], .offset = (uint64_t)p * sizeof(buf),
-					 .count = sizeof(buf), .stable = UNSTABLE };
-			fill(buf, sizeof(buf), (uint32_t)(p * 3 + i));
-			a.data.data_len = sizeof(buf);
-			a.data.data_val = buf;
-			expect("WRITE UNSTABLE", call_write(&a).status, NFS3_OK);
-		}
-	for (int i = 0; i < 3; i++) {
-		COMMIT3args c = { .file = f[i], .offset = 0, .count = 0 };
-		expect("COMMIT", call_commit(&c).status, NFS3_OK);
-	}
+	write_by_turns(f, 3, n);
+	commit_all(f, 3);
 	printf("interleave: 3 files of %ld x 4 KiB written by turns and committed\n", n);
 }
 
@@ -653,21 +670,11 @@ static uint64_t fsstat_free(nfs_fh3 fh)
 /* A .log file appended by turns with another file (preallocation). */
 static void prealloc(const char *dir, const char *pieces)
 {
-	nfs_fh3 root = mount_root(), d, f[2];
-	MKDIR3args m;
-	MKDIR3res mr;
+	nfs_fh3 root = mount_root(), d = mkdir_ok(root, dir), f[2];
 	long n = atol(pieces);
-	static char buf[4096];
 	uint64_t base, created, written;
 	int idle = n < 0; /* (make app.log and leave it: its reservation's timeout) */
 
-	memset(&m, 0, sizeof(m));
-	m.where.dir = root;
-	m.where.name = (char *)dir;
-	mr = call_mkdir(&m);
-	expect("MKDIR", mr.status, NFS3_OK);
-	CHECK(mr.MKDIR3res_u.resok.obj.handle_follows, "MKDIR %s: no handle", dir);
-	d = mr.MKDIR3res_u.resok.obj.post_op_fh3_u.handle;
 	f[0] = create_ok(d, "other.dat");
 	base = fsstat_free(root);
 	f[1] = create_ok(d, "app.log");
@@ -676,20 +683,9 @@ static void prealloc(const char *dir, const char *pieces)
 		printf("prealloc: created=%" PRIu64 "\n", base - created);
 		return;
 	}
-	for (long p = 0; p < n; p++)
-		for (int i = 0; i < 2; i++) {
-			WRITE3args a = { .file = f[i], .offset = (uint64_t)p * sizeof(buf),
-					 .count = sizeof(buf), .stable = UNSTABLE };
-			fill(buf, sizeof(buf), (uint32_t)(p * 2 + i));
-			a.data.data_len = sizeof(buf);
-			a.data.data_val = buf;
-			expect("WRITE UNSTABLE", call_write(&a).status, NFS3_OK);
-		}
+	write_by_turns(f, 2, n);
 	written = fsstat_free(root);
-	for (int i = 0; i < 2; i++) {
-		COMMIT3args c = { .file = f[i], .offset = 0, .count = 0 };
-		expect("COMMIT", call_commit(&c).status, NFS3_OK);
-	}
+	commit_all(f, 2);
 	printf("prealloc: created=%" PRIu64 " written=%" PRIu64 " committed=%" PRIu64 "\n",
 	       base - created, base - written, base - fsstat_free(root));
 }
