@@ -200,7 +200,8 @@ uint32_t prealloc_give_back_all(struct fs_volume *v)
 
 void prealloc_chunk_gone(struct chunk *c)
 {
-	struct prealloc *pa = c->vol->pa;
+	/* (a chunk an open that failed never reached has no volume yet) */
+	struct prealloc *pa = c->vol ? c->vol->pa : NULL;
 
 	if (!pa)
 		return;
