@@ -646,3 +646,35 @@ int chain_zero_new_partial(struct fs_volume *v, struct fchain *fc, uint64_t lblk
 			return data_io(v, s->r.loc.chunk, p, 0, (void *)zero, OD_BLOCK_SIZE, 1);
 	return 0;
 }
+
+/* Reallocation (fs/realloc.c): segment si's extents, mapping file blocks
+ * [a, a + len) without a hole, let go of (freed by chain_free_gone once
+ * the chain is stored) and replaced by one extent from pblk of the same
+ * chunk; the caller allocated [pblk, pblk + len) and gives it back when
+ * the store fails. */
+int chain_seg_replace(struct fchain *fc, uint32_t si, uint32_t pblk)
+{
+	struct seg *s = &fc->s[si];
+	struct extlist *el = &s->el;
+	uint64_t a, len = 0;
+
+	if (el->n == 0)
+		return -EINVAL;
+	a = el->e[0].lblk;
+	for (uint32_t k = 0; k < el->n; k++) {
+		if (el->e[k].lblk != a + len)
+			return -EINVAL; /* a hole: not this function's case */
+		len += el->e[k].len;
+	}
+	for (uint32_t k = 0; k < el->n; k++) {
+		int ret = note_gone(fc, s->r.loc.chunk, el->e[k].pblk, el->e[k].len);
+		if (ret < 0)
+			return ret;
+	}
+	el->e[0].lblk = a;
+	el->e[0].pblk = pblk;
+	el->e[0].len = (uint32_t)len;
+	el->n = 1;
+	s->dirty = 1;
+	return 0;
+}

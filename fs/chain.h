@@ -1,7 +1,7 @@
 /* A regular file's chain of continuation inodes as one operation holds it
  * (fs/chain.c): its segments, each an inode with its extent list, what the
  * operation allocated and what it lets go of. Private to fs/chain.c,
- * fs/file.c and fs/evac_move.c. */
+ * fs/file.c, fs/evac_move.c and fs/realloc.c. */
 #ifndef CHUNKFS_FS_CHAIN_H
 #define CHUNKFS_FS_CHAIN_H
 
@@ -64,5 +64,10 @@ int chain_cut(struct fs_volume *v, struct fchain *fc, uint64_t lblk);
 int chain_cow_tail(struct fs_volume *v, struct fchain *fc, uint64_t size);
 /* Zero the block at lblk when this operation allocated it. */
 int chain_zero_new_partial(struct fs_volume *v, struct fchain *fc, uint64_t lblk);
+
+/* Reallocation: segment si's extents (no hole between them) let go of
+ * and replaced by one extent from pblk of its chunk, allocated by the
+ * caller (-EINVAL: no extent, or a hole). */
+int chain_seg_replace(struct fchain *fc, uint32_t si, uint32_t pblk);
 
 #endif

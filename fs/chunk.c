@@ -398,6 +398,41 @@ int alloc_data(struct chunk *c, uint32_t goal, uint32_t want, int allow_zone, ui
 			 PASS_PAIRS, start, got);
 }
 
+/* Reallocation (fs/realloc.c): want blocks in one piece, outside the
+ * metadata zones, or -ENOSPC. Best fit: the smallest free run that holds
+ * them (the lowest of equal ones), so that a file gathered into one
+ * extent takes the large runs last. */
+int alloc_data_run(struct chunk *c, uint32_t want, uint32_t *start)
+{
+	uint32_t n, best = 0, best_len = UINT32_MAX;
+	int ret = chunk_load(c);
+
+	if (ret < 0)
+		return ret;
+	if (want == 0 || c->hdr.free_blocks < want)
+		return -ENOSPC;
+	n = c->hdr.nblocks;
+	for (uint32_t b = 0; b < n;) {
+		uint32_t len = 0;
+		if (!pass_takes(c, b, PASS_OUTSIDE)) {
+			b++;
+			continue;
+		}
+		while (b + len < n && pass_takes(c, b + len, PASS_OUTSIDE))
+			len++;
+		if (len >= want && len < best_len) {
+			best = b;
+			best_len = len;
+		}
+		b += len;
+	}
+	if (best_len == UINT32_MAX)
+		return -ENOSPC;
+	mark_range(c, best, want, 1);
+	*start = best;
+	return 0;
+}
+
 int alloc_meta(struct chunk *c, uint32_t units, uint32_t *start)
 {
 	uint32_t lo = c->hdr.data_start, hi = c->half - units;

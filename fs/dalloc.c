@@ -43,6 +43,10 @@
 #define DA_PAGE OD_BLOCK_SIZE
 /* Free blocks kept beyond room_for's share before a write may be buffered. */
 #define DA_SLACK_BLOCKS 64u
+/* A rewrite's write may start this many pages past those buffered in a
+ * row from the file's start (NFS clients send several WRITEs at once, and
+ * they arrive out of order); one further on ends the rewrite. */
+#define DA_REWRITE_AHEAD 256u
 /* A failed placement is tried again after this, doubled per failure. */
 #define DA_RETRY_FIRST_MS 250
 #define DA_RETRY_MAX_MS 4000
@@ -68,6 +72,8 @@ struct da_file {
 	int64_t retry_at;             /* ms: not tried by a sync or the timer before */
 	uint64_t seq;                 /* its order of arrival (dalloc_step's bound) */
 	uint64_t pass;                /* the last dalloc_step pass that tried it */
+	int rewrite;                  /* a rewrite from its start (fs/realloc.c) */
+	uint32_t lead;                /* ... pages buffered from page 0 on, in a row */
 	struct da_file *hnext;
 	struct da_file *prev, *next;  /* age order: oldest at head.next */
 };
@@ -361,6 +367,8 @@ int dalloc_write(struct fs_volume *v, const struct iref *r, uint64_t off, size_t
 	struct da_file *f = find(d, r->ino.stable);
 	const uint8_t *in = buf;
 	uint64_t first = off / DA_PAGE, last = (off + len - 1) / DA_PAGE, fresh = 0;
+	uint64_t placed_pages = r->ino.size / DA_PAGE;
+	int rewrite = 0;
 
 	if (!d->limit || len == 0)
 		return -EAGAIN;
@@ -376,10 +384,16 @@ int dalloc_write(struct fs_volume *v, const struct iref *r, uint64_t off, size_t
 		    chunk_avail_blocks(c) <= c->hdr.nblocks / 8 + DA_SLACK_BLOCKS)
 			return -EAGAIN;
 	}
+	/* Except a rewrite of the whole file from its start, in order, of a
+	 * file in pieces (fs/realloc.c): held, so that placed whole it can
+	 * go to one new run instead of over the old pieces. */
+	if (first < placed_pages)
+		rewrite = f ? f->rewrite && first <= (uint64_t)f->lead + DA_REWRITE_AHEAD
+			    : first == 0 && realloc_candidate(v, r);
 	for (uint64_t i = first; i <= last; i++) {
 		if (f && page_get(f, i))
 			continue;
-		if (i < r->ino.size / DA_PAGE)
+		if (i < placed_pages && !rewrite)
 			return -EAGAIN;
 		fresh++;
 	}
@@ -394,6 +408,7 @@ int dalloc_write(struct fs_volume *v, const struct iref *r, uint64_t off, size_t
 		f->size = r->ino.size;
 		f->since = now_ms();
 		f->seq = d->seq++;
+		f->rewrite = rewrite;
 		f->hnext = d->hash[hash_of(f->stable)];
 		d->hash[hash_of(f->stable)] = f;
 		f->prev = d->head.prev;
@@ -441,6 +456,8 @@ int dalloc_write(struct fs_volume *v, const struct iref *r, uint64_t off, size_t
 		if (off > f->size)
 			f->size = off;
 	}
+	while (f->rewrite && page_get(f, f->lead))
+		f->lead++;
 	return 0;
 }
 
@@ -524,9 +541,20 @@ static int place_file(struct fs_volume *v, struct da_file *f, int last)
 			ret = -ENOMEM;
 			goto out;
 		}
+		uint32_t i0 = 0;
 		for (uint32_t i = 0; i < f->n; i++)
 			data[i] = f->pg[i].data;
-		for (uint32_t i = 0; ret == 0 && i < f->n;) {
+		/* A rewrite that holds every placed page: reallocated (new runs
+		 * for the placed blocks) when it applies; the pages past them
+		 * follow as a run of their own. */
+		if (f->rewrite && f->lead >= (r.ino.size + DA_PAGE - 1) / DA_PAGE) {
+			int done = 0;
+			ret = realloc_rewrite(v, &r, data,
+					      (uint32_t)((r.ino.size + DA_PAGE - 1) / DA_PAGE), &done);
+			if (done)
+				i0 = (uint32_t)((r.ino.size + DA_PAGE - 1) / DA_PAGE);
+		}
+		for (uint32_t i = i0; ret == 0 && i < f->n;) {
 			uint32_t j = i + 1;
 			uint64_t end;
 			while (j < f->n && f->pg[j].idx == f->pg[j - 1].idx + 1)

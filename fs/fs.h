@@ -187,6 +187,11 @@ struct fs_counters {
 	uint64_t lock_hold_max_us;
 	char lock_hold_max_site[48];
 	uint64_t lock_holds_over_1ms, lock_holds_over_10ms;
+	uint32_t realloc_min_extents; /* reallocation on rewrite: files with this many
+				       * extents or more (0: off; fs_set_realloc) */
+	uint64_t reallocs;           /* files rewritten whole into new runs since open */
+	uint64_t realloc_blocks;     /* ... blocks written into those runs */
+	uint64_t realloc_no_run;     /* whole rewrites written in place: no run was free */
 	struct fs_recovery_stats recovery;
 };
 
@@ -238,6 +243,17 @@ void fs_volume_secret(struct fs_volume *vol, uint8_t secret[32]);
  * Rounded down to whole blocks. */
 #define FS_LARGE_CONTINUE_DEFAULT (1ull << 20)
 void fs_set_large_continue(struct fs_volume *vol, uint64_t bytes);
+
+/* realloc.c: reallocation on sequential rewrite (BSD FFS). A file with
+ * at least min_extents extents (FS_REALLOC_DEFAULT_EXTENTS until set; 0:
+ * off) that is rewritten FS_UNSTABLE from its first byte on, in order,
+ * has the rewrite held by delayed allocation; placed whole, each of its
+ * segments in pieces is written into one new run of its chunk (the
+ * smallest free one that holds it, outside the metadata zones) and its
+ * old blocks are freed, in the transaction that commits the data. No run:
+ * written in place, as without it. */
+#define FS_REALLOC_DEFAULT_EXTENTS 2u
+void fs_set_realloc(struct fs_volume *vol, uint32_t min_extents);
 
 /* dalloc.c: delayed allocation. Data written FS_UNSTABLE waits in memory
  * without blocks until it must reach the disk: fs_commit of the file, a

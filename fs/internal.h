@@ -192,6 +192,14 @@ struct fs_volume {
 	 * never); fs_set_large_continue. */
 	uint64_t large_continue_blocks;
 	uint64_t large_continues;     /* continuations it made since open */
+
+	/* Reallocation on rewrite (realloc.c): files with at least this many
+	 * extents, rewritten whole, are gathered into one run a segment (0:
+	 * never); fs_set_realloc. What it did since open. */
+	uint32_t realloc_min_extents;
+	uint64_t reallocs;            /* files reallocated */
+	uint64_t realloc_blocks;      /* blocks they were written into anew */
+	uint64_t realloc_no_run;      /* whole rewrites written in place: no run */
 };
 
 /* A loaded inode: where it lives and its decoded form. */
@@ -306,6 +314,9 @@ int bitmap_test(const struct chunk *c, uint32_t block);
  * the metadata zone only with allow_zone. */
 int alloc_data(struct chunk *c, uint32_t goal, uint32_t want, int allow_zone, uint32_t *start,
 	       uint32_t *got);
+/* Allocate want data blocks in one run outside the metadata zones, the
+ * smallest free run that holds them (reallocation), or -ENOSPC. */
+int alloc_data_run(struct chunk *c, uint32_t want, uint32_t *start);
 /* Allocate one metadata unit of units blocks with its mirror. */
 int alloc_meta(struct chunk *c, uint32_t units, uint32_t *start);
 void free_blocks(struct chunk *c, uint32_t start, uint32_t len);
@@ -486,6 +497,21 @@ int file_read(struct fs_volume *v, const struct iref *r, uint64_t off, size_t le
  * first, in one allocation; the size raised to end when below it. */
 int file_place_run(struct fs_volume *v, struct iref *r, uint8_t *const *pages, uint64_t first,
 		   uint32_t n, uint64_t end);
+
+/* realloc.c: reallocation on sequential rewrite. candidate: is r worth
+ * holding a rewrite from its start for (enabled, a regular file placed
+ * in blocks, no hole, at least realloc_min_extents extents, no segment
+ * in a chunk offline or draining)? rewrite: pages[0..n) are the whole
+ * file's new blocks (n: its placed size in blocks); each segment in
+ * pieces whose chunk has a run that long is written into it, the others
+ * over their blocks, the extents stored and the old blocks freed, for
+ * the next transaction: *done 1; *done 0 and nothing written when it
+ * does not apply or no segment found a run (counted: the caller writes
+ * in place). */
+int realloc_candidate(struct fs_volume *v, const struct iref *r);
+int realloc_rewrite(struct fs_volume *v, struct iref *r, uint8_t *const *pages, uint32_t n,
+		    int *done);
+void realloc_counters(struct fs_volume *v, struct fs_counters *out);
 
 /* dalloc.c: delayed allocation, keyed by stable number. write: buffer
  * the bytes (-EAGAIN: not buffered, write them now: buffering is off or

@@ -298,6 +298,7 @@ static struct fs_volume *vol_alloc(int flags)
 	v->fd = -1;
 	v->rdonly = !!(flags & FS_OPEN_RDONLY);
 	v->large_continue_blocks = FS_LARGE_CONTINUE_DEFAULT / OD_BLOCK_SIZE;
+	v->realloc_min_extents = FS_REALLOC_DEFAULT_EXTENTS;
 	if (dalloc_init(v) < 0 || prealloc_init(v) < 0) {
 		vol_free(v);
 		return NULL;
@@ -670,6 +671,7 @@ int fs_get_counters(struct fs_volume *v, struct fs_counters *out)
 		 v->lock_hold_max_site ? v->lock_hold_max_site : "-");
 	out->lock_holds_over_1ms = v->lock_holds_over_1ms;
 	out->lock_holds_over_10ms = v->lock_holds_over_10ms;
+	realloc_counters(v, out);
 	vol_unlock(v);
 	return 0;
 }
