@@ -927,6 +927,61 @@ static void wl_prealloc(struct wl *w)
 	}
 }
 
+/* The file's buffer placed (fs_place): not a durability point. */
+static void do_place(struct wl *w, const char *path)
+{
+	struct fs_ino ino;
+	int ret;
+
+	if (w->err)
+		return;
+	ret = resolve(w, path, &ino);
+	if (ret == 0)
+		ret = fs_place(w->v, ino);
+	if (ret < 0)
+		op_failed(w, "place", path, ret);
+}
+
+/* (h) Reallocation on rewrite (fs/realloc.c): /r written in 8 pieces
+ * between a spacer's, then rewritten whole from its start, UNSTABLE, and
+ * committed: its new run is written, then one transaction points the
+ * file at it and frees the old pieces; every crash state must show the
+ * old bytes or the new ones, never a mixture. Then once more, placed
+ * (reallocated, not committed) before another file's stable write that
+ * needs blocks next to them: the old pieces, freed but not committed,
+ * must not be what that write takes (a crash before the commit shows /q
+ * in them; with the reservation of frees ignored, states fail).
+ * The run checks that both rewrites were reallocations. */
+static void wl_realloc(struct wl *w)
+{
+	fs_set_dalloc_limit(w->v, 0);
+	do_put(w, "/s", 0644, 4096, 1, FS_FILE_SYNC);
+	do_write(w, "/s", 4096, 4096, 1, FS_FILE_SYNC); /* (out of its entry) */
+	do_create(w, "/r", 0644);
+	do_create(w, "/q", 0644);
+	for (unsigned i = 0; i < 8; i++) {
+		do_write(w, "/r", i * 8192, 8192, 2, FS_FILE_SYNC);
+		do_write(w, "/s", 8192 + i * 4096, 4096, 1, FS_FILE_SYNC);
+		do_write(w, "/q", i * 8192, 8192, 5, FS_FILE_SYNC);
+	}
+	fs_set_dalloc_limit(w->v, 64u << 20);
+	for (unsigned i = 0; i < 8; i++)
+		do_write(w, "/r", i * 8192, 8192, 3, FS_UNSTABLE);
+	do_commit(w, "/r");
+	expect_disk(w, "/r", 65536, 0, 65536, 3);
+	/* /q: placed into a new run, then the spacer grows by a stable
+	 * write whose goal is the block after its last piece: /q's last
+	 * old piece, freed by the placement but not committed. */
+	for (unsigned i = 0; i < 8; i++)
+		do_write(w, "/q", i * 8192, 8192, 6, FS_UNSTABLE);
+	do_place(w, "/q");
+	do_write(w, "/s", 40960, 8192, 1, FS_FILE_SYNC);
+	expect_disk(w, "/q", 65536, 0, 65536, 6);
+	expect_disk(w, "/s", 49152, 0, 49152, 1);
+	do_unlink(w, "/s");
+	do_sync(w);
+}
+
 /* Each on its own mkfs image of nchunks 1 MiB chunks; spill's sparse
  * inodes (32 a chunk) make chunk 0 run out of them part way. */
 struct workload {
@@ -951,6 +1006,7 @@ static const struct workload workloads[] = {
 	{ "dalloc", wl_dalloc, 4, 4096, 1 },
 	{ "predict", wl_predict, 2, 4096, 0 },
 	{ "prealloc", wl_prealloc, 2, 4096, 1 },
+	{ "realloc", wl_realloc, 2, 4096, 1 },
 };
 
 /* --- recording ------------------------------------------------------------ */
@@ -1260,6 +1316,11 @@ int main(void)
 		       r.wk->name, r.rec.log.n, res.barriers, r.rec.nck,
 		       (unsigned long long)r.fc.txns, (unsigned long long)r.fc.txns_one_flush,
 		       (unsigned long long)r.fc.txn_flushes, res.states, res.failed, now() - t);
+		if (!strcmp(r.wk->name, "realloc") && r.fc.reallocs != 2) {
+			fprintf(stderr, "crash: realloc: %llu reallocations, not 2: the path is "
+				"untested\n", (unsigned long long)r.fc.reallocs);
+			status = 1;
+		}
 		one_flush += r.fc.txns_one_flush;
 		held += r.fc.held_named;
 		total += res.states;
