@@ -55,7 +55,12 @@
  *       the data and a later COMMIT places it. Prints how many COMMITs
  *       failed.
  *   svc_client HOST PORT commit-check DIR FILES
- *       The files commit-retry wrote read back exactly. */
+ *       The files commit-retry wrote read back exactly.
+ *   svc_client HOST PORT rewrite DIR PIECES
+ *       DIR/f1 (interleave's) rewritten whole in PIECES UNSTABLE WRITEs of
+ *       4 KiB, new bytes, in the order 0, 2, 1, 4, 3, ... (as several
+ *       WRITEs in flight arrive), then COMMITted; it reads back exactly
+ *       (reallocation on rewrite's server test). */
 #include <errno.h>
 #include <inttypes.h>
 #include <netinet/in.h>
@@ -690,6 +695,57 @@ static void prealloc(const char *dir, const char *pieces)
 	       base - created, base - written, base - fsstat_free(root));
 }
 
+/* interleave's f1 rewritten whole, pairs of pieces swapped after the
+ * first, and committed. */
+static void rewrite(const char *dir, const char *pieces)
+{
+	nfs_fh3 root = mount_root(), d, f;
+	long n = atol(pieces);
+	static char buf[4096];
+	char verf[NFS3_WRITEVERFSIZE] = { 0 };
+	LOOKUP3args l = { .what = { .dir = root, .name = (char *)dir } };
+	LOOKUP3res lr = call_lookup(&l);
+	COMMIT3res cr;
+
+	expect("LOOKUP DIR", lr.status, NFS3_OK);
+	d = lr.LOOKUP3res_u.resok.object;
+	l.what.dir = d;
+	l.what.name = "f1";
+	lr = call_lookup(&l);
+	expect("LOOKUP f1", lr.status, NFS3_OK);
+	f = lr.LOOKUP3res_u.resok.object;
+	for (long k = 0; k < n; k++) {
+		/* 0, 2, 1, 4, 3, ...: each odd piece after the even one past it */
+		long p = k == 0 ? 0 : (k % 2 ? (k + 1 < n ? k + 1 : k) : k - 1);
+		WRITE3args a = { .file = f, .offset = (uint64_t)p * sizeof(buf),
+				 .count = sizeof(buf), .stable = UNSTABLE };
+		WRITE3res w;
+		fill(buf, sizeof(buf), (uint32_t)(100000 + p));
+		a.data.data_len = sizeof(buf);
+		a.data.data_val = buf;
+		w = call_write(&a);
+		expect("WRITE UNSTABLE", w.status, NFS3_OK);
+		if (k == 0)
+			memcpy(verf, w.WRITE3res_u.resok.verf, sizeof(verf));
+	}
+	{
+		COMMIT3args c = { .file = f, .offset = 0, .count = 0 };
+		cr = call_commit(&c);
+	}
+	expect("COMMIT", cr.status, NFS3_OK);
+	CHECK(!memcmp(verf, cr.COMMIT3res_u.resok.verf, sizeof(verf)), "the verifier changed");
+	for (long p = 0; p < n; p++) {
+		READ3args a = { .file = f, .offset = (uint64_t)p * sizeof(buf), .count = sizeof(buf) };
+		READ3res r = call_read(&a);
+		fill(buf, sizeof(buf), (uint32_t)(100000 + p));
+		expect("READ", r.status, NFS3_OK);
+		CHECK(r.READ3res_u.resok.data.data_len == sizeof(buf) &&
+			      !memcmp(r.READ3res_u.resok.data.data_val, buf, sizeof(buf)),
+		      "f1: bytes at piece %ld differ", p);
+	}
+	printf("rewrite: %s/f1 rewritten whole in %ld x 4 KiB, committed, read back\n", dir, n);
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 3 ? argv[3] : "";
@@ -700,7 +756,7 @@ int main(int argc, char **argv)
 			     !strcmp(mode, "full-disk") || !strcmp(mode, "getattr-loop") ||
 			     !strcmp(mode, "unstable-write") || !strcmp(mode, "read-verify") ||
 			     !strcmp(mode, "interleave") || !strcmp(mode, "commit-retry") ||
-			     !strcmp(mode, "prealloc") ||
+			     !strcmp(mode, "prealloc") || !strcmp(mode, "rewrite") ||
 			     !strcmp(mode, "commit-check"))))) {
 		fprintf(stderr, "usage: svc_client HOST PORT reload TO_RO BROKEN TO_RW\n"
 				"       svc_client HOST PORT commit-stream|commit-verify STATE ACKS\n"
@@ -708,7 +764,8 @@ int main(int argc, char **argv)
 				"       svc_client HOST PORT getattr-loop SECONDS LATENCIES\n"
 				"       svc_client HOST PORT unstable-write|read-verify NAME RECORDS\n"
 				"       svc_client HOST PORT interleave|prealloc DIR PIECES\n"
-				"       svc_client HOST PORT commit-retry|commit-check DIR FILES\n");
+				"       svc_client HOST PORT commit-retry|commit-check DIR FILES\n"
+				"       svc_client HOST PORT rewrite DIR PIECES\n");
 		return 2;
 	}
 	call_connect(argv[1], atoi(argv[2]), 0, 0);
@@ -732,6 +789,8 @@ int main(int argc, char **argv)
 		commit_retry(argv[4], argv[5]);
 	else if (!strcmp(mode, "commit-check"))
 		commit_check(argv[4], argv[5]);
+	else if (!strcmp(mode, "rewrite"))
+		rewrite(argv[4], argv[5]);
 	else
 		commit_verify(argv[4], argv[5]);
 	call_disconnect();

@@ -403,11 +403,13 @@ static void cmd_status(struct control *ctl, struct answer *a)
 	    "dalloc limit_mb=%u age=%u bytes=%" PRIu64 " files=%u placed=%" PRIu64
 	    " failures=%" PRIu64 " retried=%" PRIu64 " failing=%u gave_up_time=%" PRIu64
 	    " gave_up_offline=%" PRIu64 " gave_up_memory=%" PRIu64 " gave_up_close=%" PRIu64
-	    " hold_max_us=%" PRIu64 " holds_over_10ms=%" PRIu64 "\n",
+	    " hold_max_us=%" PRIu64 " holds_over_10ms=%" PRIu64 " realloc_extents=%u"
+	    " reallocs=%" PRIu64 " realloc_blocks=%" PRIu64 " realloc_no_run=%" PRIu64 "\n",
 	    ctl->srv->cfg.dalloc_mb, ctl->srv->cfg.dalloc_age, fc.dalloc_bytes, fc.dalloc_files,
 	    fc.dalloc_placed, fc.dalloc_failures, fc.dalloc_retried, fc.dalloc_failing,
 	    fc.dalloc_gave_up_time, fc.dalloc_gave_up_offline, fc.dalloc_gave_up_memory,
-	    fc.dalloc_gave_up_close, fc.dalloc_hold_max_us, fc.dalloc_holds_over_10ms);
+	    fc.dalloc_gave_up_close, fc.dalloc_hold_max_us, fc.dalloc_holds_over_10ms,
+	    fc.realloc_min_extents, fc.reallocs, fc.realloc_blocks, fc.realloc_no_run);
 	add(a, "lock holds=%" PRIu64 " hold_max_us=%" PRIu64 " holds_over_1ms=%" PRIu64
 	       " holds_over_10ms=%" PRIu64 " hold_max_site=",
 	    fc.lock_holds, fc.lock_hold_max_us, fc.lock_holds_over_1ms, fc.lock_holds_over_10ms);

@@ -362,13 +362,18 @@ static void print_status(struct record *recs, int n)
 			       "  buffers given up (the write verifier changed): %llu failing "
 			       "too long, %llu chunk offline, %llu over the cap, %llu at close\n"
 			       "  placement under one hold of the volume lock: at most %.1f ms, "
-			       "%llu times over 10 ms\n\n",
+			       "%llu times over 10 ms\n"
+			       "  reallocation on rewrite (files of %llu extents or more; 0: off): "
+			       "%llu files gathered into new runs, %llu blocks; %llu written in "
+			       "place for want of a run\n\n",
 			       num(r, "limit_mb"), num(r, "age"),
 			       (double)num(r, "bytes") / 1048576.0, num(r, "files"),
 			       num(r, "placed"), num(r, "failures"), num(r, "retried"),
 			       num(r, "failing"), num(r, "gave_up_time"), num(r, "gave_up_offline"),
 			       num(r, "gave_up_memory"), num(r, "gave_up_close"),
-			       (double)num(r, "hold_max_us") / 1000.0, num(r, "holds_over_10ms"));
+			       (double)num(r, "hold_max_us") / 1000.0, num(r, "holds_over_10ms"),
+			       num(r, "realloc_extents"), num(r, "reallocs"),
+			       num(r, "realloc_blocks"), num(r, "realloc_no_run"));
 		else if (!strcmp(r->type, "lock"))
 			printf("volume lock: %llu holds since start, the longest %.1f ms (taken "
 			       "in %s); %llu over 1 ms, %llu over 10 ms\n\n",
