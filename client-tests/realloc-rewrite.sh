@@ -15,8 +15,11 @@ CTL=$builddir/chunkfsctl
 [ -x "$count" ] || { echo "SKIP: $count was not built"; exit 77; }
 make_volume -n 1 -s 64M
 
-start_server "$no_control" "dalloc_mb = 0"
+start_server "control = $tmp/control" "dalloc_mb = 0" "realloc_extents = 0"
 "$client" 127.0.0.1 "$port" interleave d 64 || fail "interleave without delayed allocation"
+"$CTL" -s "$tmp/control" --json status >"$tmp/status0.json" || fail "status --json"
+python3 -c 'import json, sys; assert int(json.load(open(sys.argv[1]))["dalloc"]["realloc_extents"]) == 0' \
+	"$tmp/status0.json" || fail "realloc_extents = 0 not in force"
 stop_server
 "$count" "$tmp/volume.img" >"$tmp/count1" || fail "age_count"
 grep '^files d ' "$tmp/count1"

@@ -53,6 +53,7 @@ void config_defaults(struct config *cfg)
 	cfg->cache_mb = 256;
 	cfg->dalloc_mb = 64; /* delayed allocation (chunkfsd.conf(5)) */
 	cfg->large_continue_kb = 0; /* measured no better (chunkfsd.conf(5)) */
+	cfg->realloc_extents = 2; /* reallocation on rewrite (chunkfsd.conf(5)) */
 	cfg->dalloc_age = 5;
 	cfg->prealloc_kb = 65536; /* preallocation from names (chunkfsd.conf(5)) */
 	cfg->prealloc_timeout = 30;
@@ -281,6 +282,7 @@ static const char *const key_wants[][2] = {
 	{ "prealloc_kb", "0-16777216 (KiB; 0: no reservations from names)" },
 	{ "prealloc_timeout", "1-3600 (seconds)" },
 	{ "large_continue_kb", "0-16777216 (KiB; 0: files do not move to large-file chunks)" },
+	{ "realloc_extents", "0-65536 (extents; 0: no reallocation on rewrite)" },
 	{ "loop_poll_us", "0-10000 (microseconds)" },
 	{ "log_level", "error, warning, info or debug" },
 	{ "syslog", "yes or no" },
@@ -400,6 +402,10 @@ static int parse_key(const char *k, const char *v, struct config *cfg, char *err
 		if (parse_uint(v, 3600, &n) < 0 || n < 1)
 			goto bad;
 		cfg->prealloc_timeout = (uint32_t)n;
+	} else if (!strcmp(k, "realloc_extents")) {
+		if (parse_uint(v, 65536, &n) < 0)
+			goto bad;
+		cfg->realloc_extents = (uint32_t)n;
 	} else if (!strcmp(k, "dalloc_age")) {
 		if (parse_uint(v, 3600, &n) < 0 || n < 1)
 			goto bad;

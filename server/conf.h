@@ -73,6 +73,8 @@ struct config {
 	uint32_t prealloc_timeout; /* seconds an unused trim reservation is kept */
 	uint64_t large_continue_kb; /* a file in a small-file or general chunk grown
 				     * past this continues in a large-file chunk (0: never) */
+	uint32_t realloc_extents; /* a file in this many extents or more rewritten
+				   * whole goes to a new run (0: never) */
 	uint32_t loop_poll_us;  /* the loop polls this long after answering a call */
 	enum log_level log_level;
 	int use_syslog;

@@ -216,6 +216,7 @@ static int open_volume(struct server *srv)
 	fs_set_dalloc_limit(srv->vol, srv->cfg.dalloc_mb << 20);
 	fs_set_large_continue(srv->vol, srv->cfg.large_continue_kb << 10);
 	fs_set_prealloc_timeout(srv->vol, srv->cfg.prealloc_timeout * 1000u);
+	fs_set_realloc(srv->vol, srv->cfg.realloc_extents);
 	for (int i = 0; i < srv->cfg.nexports; i++) {
 		ret = export_resolve(srv->vol, &srv->cfg.exports[i]);
 		if (ret < 0) {
