@@ -115,7 +115,7 @@ done
 say() { echo "age-bench: $*" >&2; }
 die() { say "$*"; exit 1; }
 
-for b in chunkfsd mkfs.chunkfs bench/age_bench bench/age_count; do
+for b in chunkfsd chunkfsctl mkfs.chunkfs bench/age_bench bench/age_count; do
 	[ -x "$builddir/$b" ] || die "$builddir/$b not found: build chunkfs first (with libnfs), or --builddir DIR"
 done
 if [ "$quick" -eq 0 ] && [ -e /work/QUIET ]; then
@@ -168,7 +168,7 @@ cache_note=
 # Copies of the programs: a rebuild of the tree during the run cannot
 # change (or remove) what is measured.
 mkdir -p "$tmp/bin"
-for b in chunkfsd mkfs.chunkfs bench/age_bench bench/age_count; do
+for b in chunkfsd chunkfsctl mkfs.chunkfs bench/age_bench bench/age_count; do
 	cp "$builddir/$b" "$tmp/bin/" || die "cannot copy $builddir/$b"
 done
 AB="$tmp/bin/age_bench"
@@ -215,6 +215,7 @@ listen = 127.0.0.1
 port = 0
 rpcbind = no
 export / clients=127.0.0.0/8 access=rw squash=none
+control = $tmp/control
 $conf_extra
 EOF
 	: >"$out"
@@ -222,6 +223,10 @@ EOF
 	if [ "$state" = aged ]; then
 		# shellcheck disable=SC2086
 		"$AB" --nfs "127.0.0.1:$port" $age_opts age >>"$out" || die "chunkfs: age failed"
+		# what reallocation on rewrite did during the ageing
+		"$tmp/bin/chunkfsctl" -s "$tmp/control" status | sed -n \
+			's/.*(files of \([0-9]*\) extents.*: \([0-9]*\) files gathered into new runs, \([0-9]*\) blocks; \([0-9]*\) written in place.*/realloc extents=\1 files=\2 blocks=\3 no_run=\4/p' \
+			>>"$out"
 	fi
 	# shellcheck disable=SC2086
 	"$AB" --nfs "127.0.0.1:$port" $probe_opts probe-write >>"$out" || die "chunkfs: probe-write failed"
@@ -363,6 +368,11 @@ for fs in chunkfs ext4; do
 			printf "first placement by name (the aged trace, %d files judged at their first sync, large >= 1 MiB): name table %.1f%% right, learned predictor %.1f%% right (it answered for %.1f%%, the table for the rest)\n",
 				v["judged"], 100 * v["table_right"] / v["judged"], 100 * v["learned_right"] / v["judged"],
 				100 * v["learned_used"] / v["judged"]
+	}
+	$1 == "realloc" {
+		for (i = 2; i <= NF; i++) { split($i, b, "="); r[b[1]] = b[2] }
+		printf "reallocation on rewrite during the ageing (files of %d extents or more): %d files gathered into new runs, %d blocks; %d whole rewrites written in place for want of a run\n",
+			r["extents"], r["files"], r["blocks"], r["no_run"]
 	}' "$tmp/$fs-aged.out"
 	break
 done

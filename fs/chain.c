@@ -678,3 +678,26 @@ int chain_seg_replace(struct fchain *fc, uint32_t si, uint32_t pblk)
 	s->dirty = 1;
 	return 0;
 }
+
+/* Reallocation (fs/realloc.c): the file's blocks from lblk on (the last
+ * segment's range, without a hole) let go of and mapped instead by a new
+ * continuation in chunk t from lblk, one extent from pblk of len blocks
+ * (allocated by the caller in t); the last segment, when it began at
+ * lblk and is not the head, goes whole. As a file whose chunk is full
+ * continues elsewhere, invariant 1 kept. On failure the caller undoes
+ * (chain_undo gives back the new continuation) and frees its run. */
+int chain_move_tail(struct fs_volume *v, struct fchain *fc, uint64_t lblk, struct chunk *t,
+		    uint32_t pblk, uint32_t len)
+{
+	int ret = chain_cut(v, fc, lblk);
+
+	/* (a segment the cut took off is not this operation's to give back;
+	 * the continuation made next is) */
+	if (fc->n_orig > fc->n)
+		fc->n_orig = fc->n;
+	if (ret == 0)
+		ret = chain_extend(v, fc, lblk, t);
+	if (ret == 0)
+		ret = seg_insert(&fc->s[fc->n - 1], lblk, pblk, len);
+	return ret;
+}

@@ -69,5 +69,10 @@ int chain_zero_new_partial(struct fs_volume *v, struct fchain *fc, uint64_t lblk
  * and replaced by one extent from pblk of its chunk, allocated by the
  * caller (-EINVAL: no extent, or a hole). */
 int chain_seg_replace(struct fchain *fc, uint32_t si, uint32_t pblk);
+/* Reallocation: the file's blocks from lblk on (its last segment's
+ * range) let go of and mapped by a new continuation in chunk t, one
+ * extent [pblk, pblk + len) the caller allocated there. */
+int chain_move_tail(struct fs_volume *v, struct fchain *fc, uint64_t lblk, struct chunk *t,
+		    uint32_t pblk, uint32_t len);
 
 #endif

@@ -43,10 +43,11 @@
 #define DA_PAGE OD_BLOCK_SIZE
 /* Free blocks kept beyond room_for's share before a write may be buffered. */
 #define DA_SLACK_BLOCKS 64u
-/* A rewrite's write may start this many pages past those buffered in a
- * row from the file's start (NFS clients send several WRITEs at once, and
- * they arrive out of order); one further on ends the rewrite. */
-#define DA_REWRITE_AHEAD 256u
+/* A rewrite's write may start this many pages (16 MiB) past those
+ * buffered in a row from the file's start (NFS clients send several
+ * WRITEs at once, up to 1 MiB each, and they arrive out of order); one
+ * further on ends the rewrite. */
+#define DA_REWRITE_AHEAD 4096u
 /* A failed placement is tried again after this, doubled per failure. */
 #define DA_RETRY_FIRST_MS 250
 #define DA_RETRY_MAX_MS 4000

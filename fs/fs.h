@@ -247,6 +247,8 @@ void fs_set_large_continue(struct fs_volume *vol, uint64_t bytes);
 /* realloc.c: reallocation on sequential rewrite (BSD FFS). A file with
  * at least min_extents extents (FS_REALLOC_DEFAULT_EXTENTS until set; 0:
  * off) that is rewritten FS_UNSTABLE from its first byte on, in order,
+ * (a write may start up to 16 MiB past the pages received in a row from
+ * the start; one further on ends the rewrite, which then goes in place)
  * has the rewrite held by delayed allocation; placed whole, each of its
  * segments in pieces is written into one new run of its chunk (the
  * smallest free one that holds it, outside the metadata zones) and its

@@ -110,8 +110,9 @@ int realloc_rewrite(struct fs_volume *v, struct iref *r, uint8_t *const *pages, 
 		    int *done)
 {
 	uint64_t nb = (r->ino.size + OD_BLOCK_SIZE - 1) / OD_BLOCK_SIZE, moved = 0;
-	uint32_t *run = NULL, extents;
-	int ret, any = 0, no_run = 0;
+	struct newrange *run = NULL; /* per segment: the run taken (len 0: none) */
+	uint32_t extents, nseg;
+	int ret, any = 0, no_run = 0, tail = 0;
 	struct fchain fc;
 
 	*done = 0;
@@ -122,38 +123,49 @@ int realloc_rewrite(struct fs_volume *v, struct iref *r, uint8_t *const *pages, 
 		return ret;
 	if (!tiled(&fc, nb, &extents) || extents < v->realloc_min_extents)
 		goto out; /* (changed since the rewrite began: written in place) */
-	run = malloc(fc.n * sizeof(*run));
+	nseg = fc.n;
+	run = calloc(nseg, sizeof(*run));
 	if (!run) {
 		ret = -ENOMEM;
 		goto out;
 	}
-	/* A run for each segment in pieces, in its own chunk; a segment
-	 * already in one extent, or whose chunk has no run that long, keeps
-	 * its blocks and is written over. */
-	for (uint32_t si = 0; si < fc.n; si++) {
-		struct chunk *c = vol_chunk(v, fc.s[si].r.loc.chunk);
+	/* A run for each segment in pieces, in its own chunk; the last
+	 * segment, when its chunk has none (full outside its metadata zone),
+	 * in the chunk a file growing there would continue in
+	 * (vol_pick_data_chunk), by a new continuation. A segment already in
+	 * one extent, or with no run anywhere, keeps its blocks and is
+	 * written over. */
+	for (uint32_t si = 0; si < nseg; si++) {
+		struct chunk *c = vol_chunk(v, fc.s[si].r.loc.chunk), *t = c;
 		uint64_t lo, hi;
-		run[si] = 0;
+		uint32_t len, start;
 		seg_range(&fc, si, nb, &lo, &hi);
+		len = (uint32_t)(hi - lo);
 		if (fc.s[si].el.n < 2 || !chunk_takes(c))
 			continue;
-		ret = alloc_data_run(c, (uint32_t)(hi - lo), &run[si]);
+		ret = alloc_data_run(c, len, &start);
+		if (ret == -ENOSPC && si == nseg - 1) {
+			t = vol_pick_data_chunk(v, c);
+			ret = t ? alloc_data_run(t, len, &start) : -ENOSPC;
+		}
 		if (ret == -ENOSPC) {
 			no_run = 1;
 			ret = 0;
 			continue;
 		}
-		if (ret == 0) {
-			ret = chain_seg_replace(&fc, si, run[si]);
-			if (ret < 0)
-				free_blocks(c, run[si], (uint32_t)(hi - lo));
-		}
-		if (ret < 0) {
-			run[si] = 0;
+		if (ret < 0)
 			goto undo;
+		run[si] = (struct newrange){ t->index, start, len };
+		if (t == c) {
+			ret = chain_seg_replace(&fc, si, start);
+		} else {
+			tail = 1;
+			ret = chain_move_tail(v, &fc, lo, t, start, len);
 		}
+		if (ret < 0)
+			goto undo;
 		any = 1;
-		moved += hi - lo;
+		moved += len;
 	}
 	if (!any) {
 		v->realloc_no_run += no_run;
@@ -175,14 +187,13 @@ int realloc_rewrite(struct fs_volume *v, struct iref *r, uint8_t *const *pages, 
 	goto out;
 undo:
 	/* Nothing points at the new runs: they go back (reserved until the
-	 * next commit like any free, harmless), and the buffer is kept. */
-	for (uint32_t si = 0; si < fc.n; si++) {
-		uint64_t lo, hi;
-		if (!run[si])
-			continue;
-		seg_range(&fc, si, nb, &lo, &hi);
-		free_blocks(vol_chunk(v, fc.s[si].r.loc.chunk), run[si], (uint32_t)(hi - lo));
-	}
+	 * next commit like any free, harmless), and so does a continuation
+	 * made for the tail; the buffer is kept. */
+	for (uint32_t si = 0; si < nseg; si++)
+		if (run[si].len)
+			free_blocks(vol_chunk(v, run[si].chunk), run[si].pblk, run[si].len);
+	if (tail)
+		chain_undo(v, &fc);
 out:
 	free(run);
 	chain_release(&fc);

@@ -8,8 +8,8 @@
  * place (the same blocks); a file with a second link is reallocated and
  * reads the same through both names; when no free run outside the
  * metadata zones is long enough the rewrite is written in place and
- * counted; and a copy of the image taken before the commit's transaction
- * holds the old bytes in the old blocks. */
+ * counted; on two chunks, the first full outside its zones, the rewrite
+ * goes to one run of the second (a continuation from block 0). */
 #include "config.h"
 
 #include <errno.h>
@@ -98,16 +98,25 @@ static int put(struct fs_volume *v, struct fs_ino f, uint64_t off, size_t len, u
 	return fs_write(v, NULL, f, off, len, buf, how, NULL);
 }
 
+/* Does f read back as seed's bytes for [0, size), and exactly size? */
 static int reads_back(struct fs_volume *v, struct fs_ino f, uint64_t size, unsigned seed)
 {
-	static uint8_t got[(4 << 20) + 1], want[(4 << 20) + 1];
-	size_t n = 0;
-	int eof = 0;
+	static uint8_t got[1 << 20], want[1 << 20];
+	uint64_t off = 0;
 
-	if (size > sizeof(got) - 1 || fs_read(v, NULL, f, 0, sizeof(got), got, &n, &eof) < 0)
-		return 0;
-	fill(want, (size_t)size, 0, seed);
-	return n == size && eof && memcmp(got, want, (size_t)size) == 0;
+	for (;;) {
+		size_t n = 0;
+		int eof = 0;
+		if (fs_read(v, NULL, f, off, sizeof(got), got, &n, &eof) < 0)
+			return 0;
+		fill(want, n, off, seed);
+		if (memcmp(got, want, n) != 0)
+			return 0;
+		off += n;
+		if (eof || n == 0)
+			break;
+	}
+	return off == size;
 }
 
 static struct fs_counters counters(struct fs_volume *v)
@@ -230,19 +239,24 @@ static void test_order(struct fs_volume *v)
 	CHECK_EQ(counters(v).reallocs - k0.reallocs, 1);
 	CHECK(reads_back(v, f, size, 5));
 
-	/* 8 pieces of 512 KiB (1024 blocks): a write 2 MiB on from the
-	 * first piece is past the 256-page window. */
-	fragment(v, g, s, 8, 512 * KiB, 6);
+	/* 8 pieces of 3 MiB: a write 18 MiB on from the first piece is
+	 * past the 16 MiB window. */
+	fragment(v, g, s, 8, 3u << 20, 6);
 	before = layout(v, g);
-	CHECK_EQ(before.n, 8);
+	CHECK_EQ(before.n, 9); /* (one piece meets a block the others hold) */
 	CHECK_EQ(put(v, g, 0, PIECE, 7, FS_UNSTABLE), 0);
-	CHECK_EQ(put(v, g, 2u << 20, 2u << 20, 7, FS_UNSTABLE), 0);
-	CHECK_EQ(put(v, g, PIECE, (2u << 20) - PIECE, 7, FS_UNSTABLE), 0);
+	CHECK_EQ(put(v, g, 18u << 20, 4u << 20, 7, FS_UNSTABLE), 0);
+	CHECK_EQ(put(v, g, 22u << 20, 2u << 20, 7, FS_UNSTABLE), 0);
+	for (uint64_t off = PIECE; off < (18u << 20); off += 2u << 20)
+		CHECK_EQ(put(v, g, off, (18u << 20) - off < (2u << 20) ? (size_t)((18u << 20) - off)
+									: 2u << 20,
+			     7, FS_UNSTABLE),
+			 0);
 	CHECK_EQ(fs_commit(v, g), 0);
 	after = layout(v, g);
 	CHECK(same_layout(&before, &after));
 	CHECK_EQ(counters(v).reallocs - k0.reallocs, 1);
-	CHECK(reads_back(v, g, 4u << 20, 7));
+	CHECK(reads_back(v, g, 24u << 20, 7));
 	CHECK_EQ(fs_check_invariants(v, NULL, NULL), 0);
 }
 
@@ -373,6 +387,78 @@ static void test_no_run(struct fs_volume *v)
 	CHECK_EQ(fs_sync(v), 0);
 }
 
+/* Two chunks, the first full outside its metadata zones but for the
+ * spacer's holes: the rewrite goes to one run of the second chunk, by a
+ * continuation from block 0 (as a file growing in a full chunk continues
+ * elsewhere); the pieces in the first are freed. Rewritten again: in
+ * place (one extent). */
+static void test_other_chunk(void)
+{
+	struct fs_mkfs_opts o = { .chunk_size = 16u << 20, .chunk_count = 2, .force = 1 };
+	char img2[300];
+	struct fs_volume *v = NULL;
+	struct fs_ino f, s, fill_f, root;
+	struct exts before, after;
+	struct outside out;
+	uint64_t size = 8 * PIECE, free0;
+
+	snprintf(img2, sizeof(img2), "%s.two", image);
+	CHECK_EQ(fs_mkfs(img2, &o), 0);
+	CHECK_EQ(fs_open(img2, 0, &v), 0);
+	if (!v)
+		return;
+	f = make_file(v, "frag");
+	s = make_file(v, "spacer");
+	fill_f = make_file(v, "filler");
+	fragment(v, f, s, 8, PIECE, 20);
+	before = layout(v, f);
+	CHECK_EQ(before.n, 8);
+	CHECK_EQ(before.e[0].chunk, 0);
+	out = outside_free(v);
+	for (uint64_t off = 0; off < out.blocks * 4096; off += 4u << 20) {
+		uint64_t n = out.blocks * 4096 - off;
+		CHECK_EQ(put(v, fill_f, off, n < (4u << 20) ? (size_t)n : 4u << 20, 21, FS_UNSTABLE),
+			 0);
+	}
+	CHECK_EQ(fs_commit(v, fill_f), 0);
+	CHECK_EQ(outside_free(v).blocks, 0);
+	CHECK_EQ(fs_root(v, &root), 0);
+	free0 = free_blocks(v);
+	rewrite(v, f, size, 22);
+	CHECK_EQ(fs_commit(v, f), 0);
+	after = layout(v, f);
+	CHECK_EQ(after.n, 1);
+	CHECK_EQ(after.e[0].chunk, 1);
+	CHECK_EQ(after.e[0].lblk, 0);
+	CHECK_EQ(after.e[0].len, size / 4096);
+	CHECK_EQ(counters(v).reallocs, 1);
+	CHECK_EQ(counters(v).realloc_blocks, size / 4096);
+	/* the pieces back, the extent unit of 8 extents too; the new
+	 * continuation's slot is in an inode area, not in blocks */
+	CHECK_EQ(free_blocks(v), free0 + 2);
+	CHECK(reads_back(v, f, size, 22));
+	CHECK_EQ(fs_check_invariants(v, NULL, NULL), 0);
+	before = after;
+	rewrite(v, f, size, 23);
+	CHECK_EQ(fs_commit(v, f), 0);
+	after = layout(v, f);
+	CHECK(same_layout(&before, &after));
+	CHECK_EQ(counters(v).reallocs, 1);
+	CHECK_EQ(fs_close(v), 0);
+	v = NULL;
+	CHECK_EQ(fs_open(img2, 0, &v), 0);
+	if (v) {
+		CHECK_EQ(fs_root(v, &root), 0);
+		CHECK_EQ(fs_lookup(v, NULL, root, "frag", &f, NULL), 0);
+		after = layout(v, f);
+		CHECK(same_layout(&before, &after));
+		CHECK(reads_back(v, f, size, 23));
+		CHECK_EQ(fs_check_invariants(v, NULL, NULL), 0);
+		CHECK_EQ(fs_close(v), 0);
+	}
+	unlink(img2);
+}
+
 /* Reopened: what the commits wrote is what the disk holds. */
 static void test_reopen(struct fs_volume **vp)
 {
@@ -421,6 +507,7 @@ int main(void)
 	test_reopen(&v);
 	if (v)
 		CHECK_EQ(fs_close(v), 0);
+	test_other_chunk();
 	unlink(image);
 	return test_done("realloc");
 }
