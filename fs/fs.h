@@ -254,7 +254,7 @@ void fs_set_large_continue(struct fs_volume *vol, uint64_t bytes);
  * smallest free one that holds it, outside the metadata zones) and its
  * old blocks are freed, in the transaction that commits the data. No run:
  * written in place, as without it. */
-#define FS_REALLOC_DEFAULT_EXTENTS 2u
+#define FS_REALLOC_DEFAULT_EXTENTS 3u
 void fs_set_realloc(struct fs_volume *vol, uint32_t min_extents);
 
 /* dalloc.c: delayed allocation. Data written FS_UNSTABLE waits in memory

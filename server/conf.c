@@ -53,7 +53,7 @@ void config_defaults(struct config *cfg)
 	cfg->cache_mb = 256;
 	cfg->dalloc_mb = 64; /* delayed allocation (chunkfsd.conf(5)) */
 	cfg->large_continue_kb = 0; /* measured no better (chunkfsd.conf(5)) */
-	cfg->realloc_extents = 2; /* reallocation on rewrite (chunkfsd.conf(5)) */
+	cfg->realloc_extents = 3; /* reallocation on rewrite (chunkfsd.conf(5)) */
 	cfg->dalloc_age = 5;
 	cfg->prealloc_kb = 65536; /* preallocation from names (chunkfsd.conf(5)) */
 	cfg->prealloc_timeout = 30;

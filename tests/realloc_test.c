@@ -293,7 +293,7 @@ static void test_threshold_links(struct fs_volume *v)
 	CHECK(same_layout(&before, &after));
 	CHECK(reads_back(v, g, 2 * PIECE, 11));
 	CHECK_EQ(counters(v).reallocs, k0.reallocs);
-	fs_set_realloc(v, FS_REALLOC_DEFAULT_EXTENTS);
+	fs_set_realloc(v, 2);
 	CHECK_EQ(counters(v).realloc_min_extents, 2);
 
 	fragment(v, h, s, 4, PIECE, 12);
@@ -499,7 +499,7 @@ int main(void)
 	CHECK_EQ(fs_open(image, 0, &v), 0);
 	if (!v)
 		return test_done("realloc");
-	CHECK_EQ(counters(v).realloc_min_extents, FS_REALLOC_DEFAULT_EXTENTS);
+	CHECK_EQ(counters(v).realloc_min_extents, 3);
 	test_gathered(v);
 	test_order(v);
 	test_threshold_links(v);
