@@ -409,7 +409,7 @@ int alloc_data_run(struct chunk *c, uint32_t want, uint32_t *start)
 
 	if (ret < 0)
 		return ret;
-	if (want == 0 || c->hdr.free_blocks < want)
+	if (want == 0 || chunk_avail_blocks(c) < want)
 		return -ENOSPC;
 	n = c->hdr.nblocks;
 	for (uint32_t b = 0; b < n;) {
