@@ -160,9 +160,49 @@ static int move_cont(struct fs_volume *v, struct chunk *k, const struct iref *co
 	return ret;
 }
 
-/* One inode of k moved with its entry into the first chunk that takes it
- * (*moved set), from k's map cursor on; 0 with *moved 0 when none can. */
-static int move_inode(struct fs_volume *v, struct chunk *k, int *moved)
+/* A piece of the tail of head (a file holding more than an inode's move
+ * copies in k) carried into the chunk of its next segment, else the first
+ * chunk that has room. */
+static int move_tail(struct fs_volume *v, struct chunk *k, const struct iref *head,
+		     uint32_t max_blocks, struct evac_moved *m)
+{
+	uint8_t *tried = calloc(v->nchunks, 1);
+	int ret = tried ? evac_move_head_tail(v, head, NULL, max_blocks, m) : -ENOMEM;
+
+	while (ret == -ENOSPC) {
+		struct chunk *t = pick_target(v, k, tried);
+		if (!t)
+			break;
+		tried[t->index] = 1;
+		ret = evac_move_head_tail(v, head, t, max_blocks, m);
+	}
+	free(tried);
+	return ret;
+}
+
+/* What a step does with the inode at loc, homed in k and placed there. */
+enum { EV_NONE, EV_TAIL, EV_EMBEDDED, EV_LINKED };
+
+static int inode_move_kind(struct fs_volume *v, const struct od_loc *loc, uint32_t max_blocks,
+			   struct iref *r)
+{
+	if (ino_read(v, *loc, r) < 0 || r->ino.mode == 0)
+		return EV_NONE;
+	/* More data than a step copies: its tail goes first, a piece a step. */
+	if (S_ISREG(r->ino.mode) && !(r->ino.flags & (OD_INF_CONT | OD_INF_INLINE)) &&
+	    r->ino.blocks > (max_blocks < EVAC_INODE_BLOCKS ? max_blocks : EVAC_INODE_BLOCKS))
+		return EV_TAIL;
+	if (evac_inode_movable(v, loc))
+		return EV_EMBEDDED;
+	if (evac_linked_movable(v, loc))
+		return EV_LINKED;
+	return EV_NONE;
+}
+
+/* One inode of k moved (with its entries) into the first chunk that takes
+ * it, or a piece of a large file's tail (*moved set), from k's map cursor
+ * on; 0 with *moved 0 when none can. */
+static int move_inode(struct fs_volume *v, struct chunk *k, uint32_t max_blocks, int *moved)
 {
 	const struct od_foster *f = vol_foster(v, k->index);
 	uint32_t n = f ? f->entries : 0, from = k->evac_map < n ? k->evac_map : 0, idx;
@@ -177,6 +217,9 @@ static int move_inode(struct fs_volume *v, struct chunk *k, int *moved)
 	if (!tried)
 		return -ENOMEM;
 	for (;;) {
+		struct evac_moved m = { 0 };
+		struct iref r;
+		int kind;
 		ret = evac_foster_next(v, k->index, from, &idx, &loc);
 		if (ret < 0)
 			break;
@@ -191,20 +234,30 @@ static int move_inode(struct fs_volume *v, struct chunk *k, int *moved)
 		if (wrapped && idx >= k->evac_map)
 			break;
 		from = idx + 1;
-		if (!evac_inode_movable(v, &loc))
+		kind = inode_move_kind(v, &loc, max_blocks, &r);
+		if (kind == EV_NONE)
 			continue;
-		memset(tried, 0, v->nchunks);
-		tried[k->index] = 1;
-		for (;;) {
-			struct chunk *t = vol_pick_chunk(v, NULL, (int)k->hdr.kind, 0, tried);
-			if (!t) {
-				ret = -ENOSPC;
-				break;
+		if (kind == EV_TAIL) {
+			ret = move_tail(v, k, &r, max_blocks, &m);
+			blocks = m.blocks;
+		} else {
+			memset(tried, 0, v->nchunks);
+			tried[k->index] = 1;
+			for (;;) {
+				struct chunk *t = vol_pick_chunk(v, NULL, (int)k->hdr.kind, 0, tried);
+				if (!t) {
+					ret = -ENOSPC;
+					break;
+				}
+				tried[t->index] = 1;
+				ret = kind == EV_EMBEDDED
+					      ? evac_move_embedded(v, OD_STABLE(k->index, idx), t,
+								   &blocks)
+					      : evac_move_linked(v, OD_STABLE(k->index, idx), t,
+								 &blocks);
+				if (ret != -ENOSPC)
+					break;
 			}
-			tried[t->index] = 1;
-			ret = evac_move_embedded(v, OD_STABLE(k->index, idx), t, &blocks);
-			if (ret != -ENOSPC)
-				break;
 		}
 		if (ret == -EIO || ret == -EUCLEAN || ret == -ESTALE || ret == -EINVAL) {
 			/* Its directory cannot be read now (offline, damaged:
@@ -214,8 +267,12 @@ static int move_inode(struct fs_volume *v, struct chunk *k, int *moved)
 		}
 		if (ret == 0) {
 			*moved = 1;
-			k->evac_map = idx + 1;
-			k->evac_inodes++;
+			if (kind == EV_TAIL) {
+				k->evac_map = idx; /* the rest of it next */
+			} else {
+				k->evac_map = idx + 1;
+				k->evac_inodes++;
+			}
 			k->evac_blocks += blocks;
 		}
 		break;
@@ -280,7 +337,16 @@ int fs_evac_step(struct fs_volume *v, uint32_t i, uint32_t max_blocks,
 	 * map), from its cursor, wrapping once: the first one that can move
 	 * moves with its entry. */
 	if (ret == 0 && !moved && chunk_fostered(c))
-		ret = move_inode(v, c, &moved);
+		ret = move_inode(v, c, max_blocks ? max_blocks : EVAC_STEP_BLOCKS, &moved);
+	/* Last, K's directory parts left empty by those moves (lost+found's
+	 * too, which the library keeps otherwise). */
+	if (ret == 0 && !moved && chunk_fostered(c)) {
+		ret = evac_drop_empty_part(v, c);
+		if (ret > 0) {
+			moved = 1;
+			ret = 0;
+		}
+	}
 	vol_unlock(v);
 	/* Committed as fs_sync commits (only the transaction's prepare and
 	 * finish hold the lock), together with whatever clients changed. */

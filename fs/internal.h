@@ -442,6 +442,15 @@ int dir_walk_skipping(struct fs_volume *v, const struct iref *dir, uint64_t from
 int dir_walk(struct fs_volume *v, const struct iref *dir, uint64_t from_cookie, dir_walk_fn fn,
 	     void *ctx);
 uint64_t dir_cookie(uint32_t part, uint32_t unit_seq, uint32_t off);
+/* Evacuation: every entry naming stable in the units of the directory
+ * segment seg (a head or a part, its units in its own chunk), fn called
+ * for each as dir_walk calls it (a non-zero return stops); and an empty
+ * directory part (lost+found's too) unlinked from its chain, its slot
+ * freed (-ENOTEMPTY while it has units). */
+int dir_seg_entries_of(struct fs_volume *v, const struct iref *seg, uint64_t stable,
+		       dir_walk_fn fn, void *ctx);
+int dir_part_drop_empty(struct fs_volume *v, const struct iref *part);
+
 int dir_read_inline(struct fs_volume *v, const struct iref *r, void *buf, uint32_t len);
 /* The name of the entry embedding r's inode (name: FS_NAME_MAX + 1 bytes);
  * -ENOENT for an inode in a slot. */
