@@ -94,10 +94,22 @@ static int is_file_cont(const struct od_inode *ino)
 static int fill_info(struct chunk *c, struct fs_evac_info *info)
 {
 	struct fs_volume *v = c->vol;
-	int ret = chunk_load(c);
+	int ret;
 
 	memset(info, 0, sizeof(*info));
 	info->chunk = c->index;
+	if (c->retired) {
+		const struct od_foster *f = vol_foster(v, c->index);
+		info->retired = 1;
+		info->draining = 1;
+		info->fostered = 1;
+		info->foster_chunk = f ? f->chunk : OD_LOC_NONE;
+		info->conts_moved = c->evac_conts;
+		info->blocks_moved = c->evac_blocks;
+		info->inodes_moved = c->evac_inodes;
+		return 0;
+	}
+	ret = chunk_load(c);
 	info->draining = chunk_draining(c);
 	info->conts_moved = c->evac_conts;
 	info->blocks_moved = c->evac_blocks;
@@ -281,16 +293,101 @@ static int move_inode(struct fs_volume *v, struct chunk *k, uint32_t max_blocks,
 	return ret;
 }
 
+/* Does k hold nothing but its fixed metadata? Checked by a scan, not by
+ * counters: every inode-area slot free, no number homed here placed here
+ * (its foster map), and no block in use outside the header, dirty lists,
+ * bitmap, map and inode area of either half. 1 yes, 0 no, or a negative
+ * errno. */
+static int chunk_empty(struct fs_volume *v, struct chunk *k)
+{
+	uint32_t idx;
+	struct od_loc loc;
+	int ret = chunk_load(k);
+
+	if (ret < 0)
+		return ret;
+	for (uint32_t s = 0; s < k->hdr.islot_watermark; s++) {
+		struct iref r;
+		ret = ino_read(v, slot_at(k, s), &r);
+		if (ret < 0)
+			return ret;
+		if (r.ino.mode != 0)
+			return 0;
+	}
+	ret = evac_foster_next(v, k->index, 0, &idx, &loc);
+	if (ret != 0)
+		return ret < 0 ? ret : 0;
+	for (uint32_t b = 0; b < k->hdr.nblocks; b++) {
+		uint32_t rel = b < k->half ? b : b - k->half;
+		if (rel >= k->hdr.data_start && bitmap_test(k, b))
+			return 0;
+	}
+	return 1;
+}
+
+/* The retiring transaction: k's foster record, in chunk 0's header (which
+ * decides, with k's size) and in the host's and k's own, marked
+ * OD_FOSTER_RETIRED. The caller commits, then takes k out of service. */
+static int retire_mark(struct fs_volume *v, struct chunk *k)
+{
+	struct chunk *c0 = &v->chunks[0];
+	const struct od_foster *f = vol_foster(v, k->index);
+	struct chunk *host = f ? vol_chunk(v, f->chunk) : NULL;
+	struct chunk *mark[3] = { c0, host, k };
+
+	if (!f || !host || host->offline || c0->offline)
+		return -EIO;
+	for (int m = 0; m < 3; m++) {
+		struct chunk *c = mark[m];
+		if (m == 1 && c == c0)
+			continue;
+		for (uint32_t r = 0; r < c->hdr.nfosters && r < OD_MAX_FOSTERS; r++) {
+			if (c->hdr.fosters[r].home != k->index)
+				continue;
+			c->hdr.fosters[r].flags |= OD_FOSTER_RETIRED;
+			c->hdr.retired_nblocks[r] = c == c0 ? k->hdr.nblocks : 0;
+		}
+		c->hdr.feature_incompat |= OD_FEATURE_INCOMPAT_RETIRED;
+		c->header_dirty = 1;
+	}
+	k->hdr.evac_state = OD_EVAC_NONE;
+	return 0;
+}
+
+/* After the retiring transaction committed: k offline for good, its store
+ * closed (the admin may remove it), never opened again. */
+static int retire_close(struct fs_volume *v, struct chunk *k)
+{
+	char why[256];
+	int ret = fs_chunk_offline(v, k->index, 0, why, sizeof(why));
+
+	if (ret < 0)
+		return ret;
+	vol_lock(v);
+	chunk_wait_unpinned(k);
+	store_close(k->store);
+	k->store = store_dead_new();
+	k->retired = 1;
+	snprintf(k->why_offline, sizeof(k->why_offline), "retired (evacuated)");
+	vol_unlock(v);
+	return k->store ? 0 : -ENOMEM;
+}
+
 int fs_evac_step(struct fs_volume *v, uint32_t i, uint32_t max_blocks,
 		 struct fs_evac_info *info)
 {
 	struct evac_moved m = { 0 };
 	struct chunk *c;
 	uint32_t n, s;
-	int ret = 0, moved = 0;
+	int ret = 0, moved = 0, retiring = 0;
 
 	vol_lock(v);
 	c = vol_chunk(v, i);
+	if (c && c->retired) {
+		if (info)
+			ret = fill_info(c, info);
+		goto out;
+	}
 	if (!c || !chunk_draining(c) || v->rdonly) {
 		ret = !c || !chunk_draining(c) ? -EINVAL : -EROFS;
 		goto out;
@@ -347,11 +444,22 @@ int fs_evac_step(struct fs_volume *v, uint32_t i, uint32_t max_blocks,
 			ret = 0;
 		}
 	}
+	/* Nothing left to move: once a scan finds K empty, it retires. */
+	if (ret == 0 && !moved && chunk_fostered(c)) {
+		ret = chunk_empty(v, c);
+		if (ret > 0)
+			ret = retire_mark(v, c);
+		if (ret == 0 && vol_foster(v, c->index) &&
+		    (vol_foster(v, c->index)->flags & OD_FOSTER_RETIRED))
+			moved = retiring = 1;
+	}
 	vol_unlock(v);
 	/* Committed as fs_sync commits (only the transaction's prepare and
 	 * finish hold the lock), together with whatever clients changed. */
 	if (ret == 0 && moved)
 		ret = fs_sync(v);
+	if (ret == 0 && retiring)
+		ret = retire_close(v, c);
 	if (ret == 0 && info) {
 		vol_lock(v);
 		ret = fill_info(c, info);
@@ -370,7 +478,7 @@ int fs_evac_info(struct fs_volume *v, uint32_t i, struct fs_evac_info *info)
 
 	vol_lock(v);
 	c = vol_chunk(v, i);
-	ret = !c ? -EINVAL : c->offline ? -EIO : fill_info(c, info);
+	ret = !c ? -EINVAL : c->offline && !c->retired ? -EIO : fill_info(c, info);
 	vol_unlock(v);
 	return ret;
 }

@@ -110,6 +110,8 @@ struct chunk {
 	uint64_t evac_conts, evac_blocks;
 	uint32_t evac_map;            /* the next foster map entry a step looks at */
 	uint64_t evac_inodes;         /* inodes moved since open */
+	int retired;                  /* evacuated and retired: no store, never read
+				       * (OD_FOSTER_RETIRED in chunk 0's record) */
 };
 
 #define TXN_SPARE_PER_SIZE 64 /* spare copy buffers kept per unit size */
@@ -665,6 +667,12 @@ uint32_t vol_chunk_load(const struct chunk *c);
 int vol_chunk_crowded(struct fs_volume *v, struct chunk *c, int kind_hint);
 struct chunk *vol_pick_spread(struct fs_volume *v, struct chunk *prefer, int kind_hint,
 			      const uint8_t *exclude);
+
+/* volume.c: the header a retired chunk's entry carries (it is never read):
+ * chunk 0's volume, index i, nblocks blocks, draining and fostered, nothing
+ * free, nothing in use. */
+void vol_retired_header(const struct od_chunk_header *h0, uint32_t i, uint32_t nblocks,
+			struct od_chunk_header *h);
 
 /* grow.c: the chunks from count on are no longer part of the volume (a
  * chunk added whose count did not commit): their stores closed, their

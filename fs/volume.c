@@ -109,6 +109,22 @@ static size_t chunk_table_bytes(void)
 	return (size_t)OD_MAX_CHUNKS * sizeof(struct chunk);
 }
 
+void vol_retired_header(const struct od_chunk_header *h0, uint32_t i, uint32_t nblocks,
+			struct od_chunk_header *h)
+{
+	memset(h, 0, sizeof(*h));
+	h->version = h0->version;
+	memcpy(h->volume_uuid, h0->volume_uuid, 16);
+	h->chunk_index = i;
+	h->chunk_count = h0->chunk_count;
+	h->block_size = OD_BLOCK_SIZE;
+	h->nblocks = nblocks;
+	h->kind = OD_KIND_GENERAL;
+	h->state = OD_STATE_CLEAN;
+	h->flags = OD_CHF_DRAINING | OD_CHF_FOSTERED;
+	h->dir_unit = h0->dir_unit;
+}
+
 static int open_chunks(struct fs_volume *v, struct vol_source *src, char *why, size_t whylen)
 {
 	struct od_chunk_header h0;
@@ -156,6 +172,26 @@ static int open_chunks(struct fs_volume *v, struct vol_source *src, char *why, s
 		c->vol = v;
 		c->index = i;
 		c->header_heal = -1;
+		if (i && od_retired_nblocks(&h0, i)) {
+			/* Retired (evacuated): no store, never read. Its entry
+			 * keeps a geometry for the layout and the counts. */
+			uint32_t nb = od_retired_nblocks(&h0, i);
+			if (!src->whole) {
+				store_close(src->stores[i]);
+				src->stores[i] = NULL;
+			}
+			c->store = store_dead_new();
+			if (!c->store)
+				return -ENOMEM;
+			vol_retired_header(&h0, i, nb, &c->hdr);
+			c->half = nb / 2;
+			c->offline = 1;
+			c->retired = 1;
+			c->base = base;
+			snprintf(c->why_offline, sizeof(c->why_offline), "retired (evacuated)");
+			base += (uint64_t)nb * OD_BLOCK_SIZE;
+			continue;
+		}
 		if (!src->whole) {
 			c->store = st; /* the volume owns it from here on */
 			src->stores[i] = NULL;
@@ -656,7 +692,7 @@ int fs_get_counters(struct fs_volume *v, struct fs_counters *out)
 		const struct chunk *c = &v->chunks[i];
 		out->healed += c->healed;
 		out->unreadable += c->bad_both;
-		out->chunks_needing_repair += c->offline || c->hdr.state == OD_STATE_NEEDS_REPAIR;
+		out->chunks_needing_repair += !c->retired && (c->offline || c->hdr.state == OD_STATE_NEEDS_REPAIR);
 	}
 	out->txns = v->txns;
 	out->txns_one_flush = v->txns_one_flush;

@@ -778,12 +778,13 @@ static void wl_evac(struct wl *w)
 			}
 			if (!w->err && (fs_evac_info(w->v, k, &ei) < 0 || ei.inodes_moved < 7))
 				op_failed(w, "fewer than seven inodes moved", "", -ENOENT);
-			if (!w->err && (ei.homed_here || ei.slots_left || ei.conts_left ||
-					ei.blocks_used)) {
+			if (!w->err && (!ei.retired || ei.homed_here || ei.slots_left ||
+					ei.conts_left || ei.blocks_used)) {
 				w->err = -EEXIST;
 				snprintf(w->what, sizeof(w->what),
-					 "chunk %u not empty: %u homed there, %u slots, %u "
-					 "continuations, %llu blocks", k, ei.homed_here,
+					 "chunk %u not emptied and retired (%d): %u homed there, "
+					 "%u slots, %u continuations, %llu blocks", k, ei.retired,
+					 ei.homed_here,
 					 ei.slots_left, ei.conts_left,
 					 (unsigned long long)ei.blocks_used);
 			}

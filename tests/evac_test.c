@@ -292,9 +292,12 @@ static void fostering(void)
 	{
 		uint32_t homed = ei.homed_here;
 		int steps = 0, ret;
-		while ((ret = fs_evac_step(v, 1, 0, &ei)) == 1 && steps < 50)
+		/* (until every inode moved: once empty, the chunk would
+		 * retire, which emptying() below tests) */
+		while (ei.homed_here && (ret = fs_evac_step(v, 1, 0, &ei)) == 1 && steps < 50)
 			steps++;
-		CHECK_EQ(ret, 0);
+		CHECK_EQ(ret, 1);
+		CHECK_EQ(ei.retired, 0);
 		CHECK_EQ(ei.inodes_moved, homed);
 		CHECK_EQ(ei.blocks_moved, 2 * sizeof(buf) / 4096);
 		CHECK_EQ(ei.homed_here, 0);
@@ -476,12 +479,25 @@ static void emptying(void)
 	while ((ret = fs_evac_step(v, 1, 0, &ei)) == 1 && steps < 200)
 		steps++;
 	CHECK_EQ(ret, 0);
-	printf("# %d steps emptied chunk 1: %llu inodes, %llu blocks moved\n", steps,
+	printf("# %d steps emptied and retired chunk 1: %llu inodes, %llu blocks moved\n", steps,
 	       (unsigned long long)ei.inodes_moved, (unsigned long long)ei.blocks_moved);
+	/* The last step that did something retired it: a scan found it empty. */
+	CHECK_EQ(ei.retired, 1);
 	CHECK_EQ(ei.homed_here, 0);
 	CHECK_EQ(ei.conts_left, 0);
 	CHECK_EQ(ei.slots_left, 0);
 	CHECK_EQ(ei.blocks_used, 0);
+	{
+		struct fs_chunk_info ci;
+		CHECK_EQ(fs_chunk_info(v, 1, &ci), 0);
+		CHECK_EQ(ci.retired, 1);
+		CHECK_EQ(ci.online, 0);
+		CHECK_EQ(fs_chunk_drain(v, 1, 0, why, sizeof(why)), -EIO);
+		CHECK_EQ(fs_chunk_online(v, 1, NULL, NULL, why, sizeof(why)), -EINVAL);
+		CHECK(strstr(why, "retired") != NULL);
+		CHECK_EQ(fs_evac_step(v, 1, 0, &ei), 0);
+		CHECK_EQ(ei.retired, 1);
+	}
 	printf("# big had %u blocks in chunk 1\n", big_in1);
 	CHECK(ei.blocks_moved >= big_in1);
 	CHECK_EQ(extents_of(v, big).in[1], 0);
@@ -520,14 +536,51 @@ static void emptying(void)
 	CHECK_EQ(res.problems, 0);
 	CHECK_EQ(res.exit_code, 0);
 
+	/* Never read again: its region overwritten, the volume opens, serves
+	 * and checks clean, chunk 1 retired. */
+	{
+		int fd = open(image, O_RDWR);
+		uint8_t *junk = malloc(MB);
+		CHECK(fd >= 0 && junk);
+		memset(junk, 0xa5, MB);
+		for (uint32_t o = 0; o < mo.chunk_size; o += MB)
+			CHECK_EQ(pwrite(fd, junk, MB, (off_t)mo.chunk_size + o), (ssize_t)MB);
+		close(fd);
+		free(junk);
+	}
+	CHECK_EQ(fsck_volume_path(image, -1, &fo, &res), 0);
+	CHECK_EQ(res.problems, 0);
+	CHECK_EQ(res.exit_code, 0);
 	CHECK_EQ(fs_open(image, 0, &v), 0);
 	CHECK_EQ(fs_evac_info(v, 1, &ei), 0);
-	CHECK_EQ(ei.blocks_used, 0);
-	CHECK_EQ(ei.slots_left, 0);
+	CHECK_EQ(ei.retired, 1);
+	{
+		struct fs_chunk_info ci;
+		CHECK_EQ(fs_chunk_info(v, 1, &ci), 0);
+		CHECK_EQ(ci.retired, 1);
+		CHECK_EQ(ci.online, 0);
+	}
+	CHECK_EQ(fs_getattr(v, dk, &a), 0);
+	CHECK_EQ(a.gen, dk.gen);
+	CHECK_EQ(fs_getattr(v, hl, &a), 0);
+	CHECK_EQ(a.gen, hl.gen);
+	CHECK_EQ(fs_getattr(v, in, &a), 0);
+	check_bytes(v, in, 60, 24);
 	check_bytes_n(v, big, big_len, 21, bigbuf);
+	/* New objects never land in it. */
+	for (int i = 0; i < 6; i++) {
+		snprintf(name, sizeof(name), "post%d", i);
+		CHECK_EQ(fs_mkdir(v, NULL, root, name, 0755, &x, NULL), 0);
+		CHECK(x.num >> 32 != 1);
+		CHECK_EQ(fs_create(v, NULL, x, "f", 0644, FS_CREATE_GUARDED, 0, &d, NULL), 0);
+		CHECK(d.num >> 32 != 1);
+	}
 	CHECK_EQ(fs_getattr(v, sl, &a), 0);
 	CHECK_EQ(a.nlink, 2);
 	CHECK_EQ(fs_close(v), 0);
+	CHECK_EQ(fsck_volume_path(image, -1, &fo, &res), 0);
+	CHECK_EQ(res.problems, 0);
+	CHECK_EQ(res.exit_code, 0);
 	free(bigbuf);
 	unlink(image);
 }

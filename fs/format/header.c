@@ -92,6 +92,12 @@ static int check_fosters(const struct od_chunk_header *h, uint32_t index, char *
 			  (f->flags & ~OD_FOSTER_RETIRED);
 		for (uint32_t j = 0; j < i && !bad; j++)
 			bad = h->fosters[j].home == f->home;
+		if (!bad && index == 0 && (f->flags & OD_FOSTER_RETIRED)) {
+			uint32_t nb = h->retired_nblocks[i];
+			bad = !(h->feature_incompat & OD_FEATURE_INCOMPAT_RETIRED) ||
+			      nb < OD_MIN_CHUNK_SIZE / OD_BLOCK_SIZE ||
+			      (uint64_t)nb > OD_MAX_CHUNK_SIZE / OD_BLOCK_SIZE || (nb & (nb - 1));
+		}
 		if (!bad && f->chunk == index)
 			bad = f->start < h->data_start ||
 			      (uint64_t)f->start + f->nblocks > h->nblocks / 2;
