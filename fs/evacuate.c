@@ -58,10 +58,17 @@ int fs_chunk_drain(struct fs_volume *v, uint32_t i, int on, char *why, size_t wh
 	 * has returned a restart goes on excluding the chunk. */
 	old = c->hdr.flags;
 	c->hdr.flags = on ? old | OD_CHF_DRAINING : old & ~OD_CHF_DRAINING;
+	/* The evacuation's record goes with it: running from the start, or
+	 * none (and its cursors forgotten). */
+	c->hdr.feature_compat |= OD_FEATURE_COMPAT_EVAC;
+	c->hdr.evac_state = on ? OD_EVAC_RUNNING : OD_EVAC_NONE;
+	if (!on)
+		c->hdr.evac_slot = c->hdr.evac_map = c->evac_slot = c->evac_map = 0;
 	c->header_dirty = 1;
 	ret = vol_sync(v, 0);
 	if (ret < 0) {
 		c->hdr.flags = old;
+		c->hdr.evac_state = (old & OD_CHF_DRAINING) ? OD_EVAC_RUNNING : OD_EVAC_NONE;
 		c->header_dirty = 1;
 		snprintf(why, whylen, "committing the chunk's header failed: %s",
 			 strerror(-ret));
@@ -126,6 +133,7 @@ static int fill_info(struct chunk *c, struct fs_evac_info *info)
 		info->inodes_homed = (uint32_t)used;
 		info->homed_here = (uint32_t)here;
 	}
+	info->paused = c->hdr.evac_state == OD_EVAC_PAUSED;
 	info->blocks_used = (uint64_t)c->hdr.nblocks - 2ull * c->hdr.data_start -
 			    c->hdr.free_blocks;
 	for (uint32_t s = 0; ret == 0 && s < c->hdr.islot_watermark; s++) {
@@ -397,6 +405,10 @@ int fs_evac_step(struct fs_volume *v, uint32_t i, uint32_t max_blocks,
 		goto out;
 	}
 	ret = chunk_load(c);
+	if (ret == 0 && c->hdr.evac_state == OD_EVAC_PAUSED) {
+		ret = -EAGAIN; /* paused (fs_evac_pause): resume it first */
+		goto out;
+	}
 	/* First the map: once fostered, the numbers homed here no longer
 	 * need this chunk (one transaction, committed below). */
 	if (ret == 0 && !chunk_fostered(c)) {
@@ -444,6 +456,15 @@ int fs_evac_step(struct fs_volume *v, uint32_t i, uint32_t max_blocks,
 			ret = 0;
 		}
 	}
+	/* Where the scans go on, kept with the step's transaction (a restart
+	 * resumes there). */
+	if (ret == 0 && moved &&
+	    (c->hdr.evac_slot != c->evac_slot || c->hdr.evac_map != c->evac_map)) {
+		c->hdr.feature_compat |= OD_FEATURE_COMPAT_EVAC;
+		c->hdr.evac_slot = c->evac_slot;
+		c->hdr.evac_map = c->evac_map;
+		c->header_dirty = 1;
+	}
 	/* Nothing left to move: once a scan finds K empty, it retires. */
 	if (ret == 0 && !moved && chunk_fostered(c)) {
 		ret = chunk_empty(v, c);
@@ -467,6 +488,36 @@ int fs_evac_step(struct fs_volume *v, uint32_t i, uint32_t max_blocks,
 	}
 	return ret < 0 ? ret : moved;
 out:
+	vol_unlock(v);
+	return ret;
+}
+
+int fs_evac_pause(struct fs_volume *v, uint32_t i, int paused, char *why, size_t whylen)
+{
+	struct chunk *c;
+	uint32_t old;
+	int ret;
+
+	vol_lock(v);
+	c = vol_chunk(v, i);
+	if (!c || c->retired || !chunk_draining(c)) {
+		snprintf(why, whylen, "chunk %u is not being evacuated", i);
+		ret = -EINVAL;
+	} else if (c->offline || v->rdonly) {
+		snprintf(why, whylen, "chunk %u is %s", i, c->offline ? "offline" : "read-only");
+		ret = c->offline ? -EIO : -EROFS;
+	} else {
+		old = c->hdr.evac_state;
+		c->hdr.feature_compat |= OD_FEATURE_COMPAT_EVAC;
+		c->hdr.evac_state = paused ? OD_EVAC_PAUSED : OD_EVAC_RUNNING;
+		c->header_dirty = 1;
+		ret = vol_sync(v, 0);
+		if (ret < 0) {
+			c->hdr.evac_state = old;
+			snprintf(why, whylen, "committing the chunk's header failed: %s",
+				 strerror(-ret));
+		}
+	}
 	vol_unlock(v);
 	return ret;
 }

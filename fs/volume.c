@@ -263,6 +263,11 @@ static int open_chunks(struct fs_volume *v, struct vol_source *src, char *why, s
 					 used ? "; " : "", i, c->why_offline);
 		}
 		c->half = c->hdr.nblocks / 2;
+		if (!c->offline && (c->hdr.feature_compat & OD_FEATURE_COMPAT_EVAC)) {
+			/* An evacuation goes on where its scans were. */
+			c->evac_slot = c->hdr.evac_slot;
+			c->evac_map = c->hdr.evac_map;
+		}
 		if (healed && !c->offline) {
 			c->header_dirty = 1;
 			c->header_heal = healed - 1;
