@@ -127,7 +127,8 @@ void vol_retired_header(const struct od_chunk_header *h0, uint32_t i, uint32_t n
 
 static int open_chunks(struct fs_volume *v, struct vol_source *src, char *why, size_t whylen)
 {
-	struct od_chunk_header h0;
+	struct od_chunk_header h0, r0, r1;
+	int both = 0;
 	uint64_t base = 0;
 	int healed, ret;
 
@@ -146,6 +147,16 @@ static int open_chunks(struct fs_volume *v, struct vol_source *src, char *why, s
 		return -EUCLEAN;
 	}
 	v->nchunks = h0.chunk_count;
+	{
+		/* Retired chunks: those both copies of chunk 0's header name so
+		 * (one copy alone may be a retiring transaction that recovery
+		 * rolls back: such a chunk is opened as usual, and its
+		 * evacuation retires it again). */
+		struct od_header_src hs =
+			store_header_src(src->whole ? src->whole : src->stores[0]);
+		if (od_header_copies(&hs, 0, &r0, &r1) == 0)
+			both = 1;
+	}
 	/* Room for every chunk the volume may ever have, so that a chunk
 	 * added while it serves never moves the others (fs/grow.c): 97 MB of
 	 * address space, an anonymous mapping whose pages the kernel gives
@@ -172,7 +183,8 @@ static int open_chunks(struct fs_volume *v, struct vol_source *src, char *why, s
 		c->vol = v;
 		c->index = i;
 		c->header_heal = -1;
-		if (i && od_retired_nblocks(&h0, i)) {
+		if (i && both && od_retired_nblocks(&h0, i) && od_retired_nblocks(&r0, i) &&
+		    od_retired_nblocks(&r1, i) == od_retired_nblocks(&h0, i)) {
 			/* Retired (evacuated): no store, never read. Its entry
 			 * keeps a geometry for the layout and the counts. */
 			uint32_t nb = od_retired_nblocks(&h0, i);

@@ -238,6 +238,21 @@ static int header_copy(const struct od_header_src *src, uint64_t base, uint64_t 
 	return 0;
 }
 
+int od_header_copies(const struct od_header_src *src, uint64_t base, struct od_chunk_header *h0,
+		     struct od_chunk_header *h1)
+{
+	uint64_t t;
+
+	if (header_copy(src, base, 0, UINT32_MAX, h0, &t) < 0)
+		return -EUCLEAN;
+	if (h0->flags & OD_CHF_SINGLE_COPY) {
+		*h1 = *h0;
+		return 0;
+	}
+	return header_copy(src, base, (uint64_t)(h0->nblocks / 2) * OD_BLOCK_SIZE, UINT32_MAX, h1,
+			   &t);
+}
+
 int od_header_read(const struct od_header_src *src, uint64_t base, uint32_t index,
 		   uint32_t guess_nblocks, struct od_chunk_header *h, int *healed)
 {
