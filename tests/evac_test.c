@@ -410,6 +410,40 @@ static void fostering(void)
 		check_bytes(v, dt, sizeof(buf), 9);
 		CHECK_EQ(fs_close(v), 0);
 	}
+	/* Both copies of chunk 1's header lost: fsck makes it again from
+	 * another chunk's, with chunk 1's own foster record (from chunk 0's
+	 * header) and FOSTERED, not the donor's; a second run is clean and
+	 * the numbers homed in chunk 1 answer. */
+	{
+		struct od_chunk_header h1;
+		int fd = open(image, O_RDWR);
+		struct od_header_src src;
+		uint8_t junk[4096];
+		CHECK(fd >= 0);
+		memset(junk, 0x3c, sizeof(junk));
+		CHECK_EQ(pwrite(fd, junk, sizeof(junk), (off_t)mo.chunk_size), (ssize_t)sizeof(junk));
+		CHECK_EQ(pwrite(fd, junk, sizeof(junk), (off_t)mo.chunk_size + mo.chunk_size / 2),
+			 (ssize_t)sizeof(junk));
+		fo.mode = FSCK_YES;
+		CHECK_EQ(fsck_volume_path(image, -1, &fo, &res), 0);
+		CHECK(res.fixed >= 1);
+		fo.mode = FSCK_CHECK_ONLY;
+		CHECK_EQ(fsck_volume_path(image, -1, &fo, &res), 0);
+		CHECK_EQ(res.problems, 0);
+		src = od_header_src_fd(fd, (uint64_t)mo.chunk_size * mo.chunk_count);
+		CHECK_EQ(od_header_read(&src, mo.chunk_size, 1, 0, &h1, NULL), 0);
+		CHECK_EQ(h1.nfosters, 1);
+		CHECK_EQ(h1.fosters[0].home, 1);
+		CHECK(h1.flags & OD_CHF_FOSTERED);
+		close(fd);
+		CHECK_EQ(fs_open(image, 0, &v), 0);
+		CHECK_EQ(fs_getattr(v, dt, &a), 0);
+		CHECK_EQ(a.gen, dt.gen);
+		check_bytes(v, dt, sizeof(buf), 9);
+		CHECK_EQ(fs_getattr(v, wr, &a), 0);
+		CHECK_EQ(a.gen, wr.gen);
+		CHECK_EQ(fs_close(v), 0);
+	}
 	unlink(image);
 }
 
