@@ -1,6 +1,6 @@
 #!/bin/bash
-# evac-bench.sh: issue 23's evacuation benchmark, as far as evacuation is
-# built (file continuations move; inodes do not). A volume of four chunks
+# evac-bench.sh: issue 23's evacuation benchmark: chunk 1 emptied (its
+# continuations, its inodes and their data moved) and retired. A volume of four chunks
 # of --chunk-size is filled through NFS (nfs-cp) with --files (10) files of a
 # quarter chunk each, so that data spills from chunk to chunk and the
 # chunks past 0 hold continuations. Then chunk 1 is evacuated with
@@ -112,6 +112,8 @@ blocks=$(field evacuate blocks_moved)
 conts=$(field evacuate conts_moved)
 steps=$(field evacuate steps)
 left=$(field evacuate conts_left)
+inodes=$(field evacuate inodes_moved)
+retired=$(field evacuate retired)
 # The daemon's own span: its log lines at the start and at the end.
 secs=$(python3 - "$tmp/server.log" <<'PY'
 import sys, datetime
@@ -119,13 +121,13 @@ t = {}
 for line in open(sys.argv[1]):
     if "evacuate: chunk 1 drains" in line:
         t["a"] = line.split()[0]
-    elif "evacuate: chunk 1: " in line and "moved" in line:
+    elif ("evacuate: chunk 1: " in line or "evacuate: chunk 1 emptied" in line) and "moved" in line:
         t["b"] = line.split()[0]
 f = lambda s: datetime.datetime.strptime(s.rstrip("Z"), "%Y-%m-%dT%H:%M:%S.%f")
 print("%.3f" % (f(t["b"]) - f(t["a"])).total_seconds() if len(t) == 2 else "0")
 PY
 )
-echo "evacuate 1 ($state, cap $rate MiB/s): $((blocks * 4096 >> 20)) MiB and $conts continuations in $steps steps, $secs s: $(echo "scale=1; $blocks * 4096 / 1048576 / $secs" | bc) MiB/s, $(echo "scale=2; $conts / $secs" | bc) continuations/s; $left continuations left"
+echo "evacuate 1 ($state, cap $rate MiB/s): $((blocks * 4096 >> 20)) MiB and $conts continuations in $steps steps, $secs s: $(echo "scale=1; $blocks * 4096 / 1048576 / $secs" | bc) MiB/s, $(echo "scale=2; $conts / $secs" | bc) continuations/s; $inodes inodes, $(echo "scale=1; $inodes / $secs" | bc) inodes/s; $left continuations left; retired: $retired"
 echo "client alone:  $(cat "$tmp/alone")"
 # The turns that began between evacuate and done.
 python3 - "$tmp/lat1" "$t0" "$t1" <<'PY'

@@ -461,6 +461,63 @@ out:
 	return ret;
 }
 
+int dir_part_drop_empty(struct fs_volume *v, const struct iref *part)
+{
+	struct iref head;
+	int ret;
+
+	if (!(part->ino.flags & OD_INF_CONT) || !S_ISDIR(part->ino.mode))
+		return -EINVAL;
+	if (part->ino.nextents || part->ino.ext_block)
+		return -ENOTEMPTY;
+	ret = ino_get_stable(v, part->ino.head_stable, &head);
+	if (ret < 0)
+		return ret;
+	if (!S_ISDIR(head.ino.mode) || head.loc.chunk == part->loc.chunk)
+		return -EUCLEAN;
+	return part_drop(v, &head, part);
+}
+
+int dir_seg_entries_of(struct fs_volume *v, const struct iref *seg, uint64_t stable,
+		       dir_walk_fn fn, void *ctx)
+{
+	struct chunk *c = vol_chunk(v, seg->loc.chunk);
+	struct extlist el = { 0 };
+	int ret;
+
+	if (!c)
+		return -EUCLEAN;
+	ret = ext_load(v, seg, &el);
+	for (uint32_t i = 0; ret == 0 && i < el.n; i++) {
+		struct buf *b;
+		ret = buf_read(c, el.e[i].pblk, c->hdr.dir_unit, &b);
+		if (ret < 0)
+			break;
+		for (uint32_t off = OD_MB_HEADER_SIZE; off < unit_bytes(c);) {
+			struct dir_walk_ent we;
+			ret = entry_at(b, off, &we.pos.de);
+			if (ret < 0)
+				break;
+			if (we.pos.de.kind != OD_DE_FREE && we.pos.de.stable == stable) {
+				we.pos.unit.chunk = c->index;
+				we.pos.unit.block = el.e[i].pblk;
+				we.pos.unit.off = 0;
+				we.pos.off = off;
+				we.name = (const char *)b->data + off + OD_DIRENT_HEADER;
+				we.part = c->index;
+				we.unit_seq = (uint32_t)el.e[i].lblk;
+				ret = fn(v, ctx, &we);
+				if (ret != 0)
+					break;
+			}
+			off += we.pos.de.rec_len;
+		}
+		buf_put(b);
+	}
+	ext_release(&el);
+	return ret;
+}
+
 /* --- walking ------------------------------------------------------------ */
 
 /* The next part of a directory's chain; a part in an offline chunk comes

@@ -7,6 +7,12 @@
 
 #include "fs/internal.h"
 
+/* The most data blocks an inode's move copies (2 MiB): the volume lock is
+ * held meanwhile, as for a continuation's piece. A file holding more in
+ * its chunk first gives its tail away a piece at a time
+ * (evac_move_head_tail). */
+#define EVAC_INODE_BLOCKS 512u
+
 /* What moves carried out of a chunk. */
 struct evac_moved {
 	uint64_t conts;  /* continuations */
@@ -61,5 +67,46 @@ int evac_foster_next(struct fs_volume *v, uint32_t home, uint32_t from, uint32_t
 int evac_inode_movable(struct fs_volume *v, const struct od_loc *loc);
 int evac_move_embedded(struct fs_volume *v, uint64_t stable, struct chunk *t,
 		       uint64_t *blocks);
+
+/* evac_inode.c's pieces, shared with evac_linked.c: r's data (its extents,
+ * all in k) copied into t and mapped by r2 (its extent units made in t,
+ * r2 written); the segments after a head from next on checked to have
+ * none in t (-ENOSPC), and with set, each one's head_chunk set to t; what
+ * r held in k (data blocks, extent units) freed. */
+int evac_move_data(struct fs_volume *v, struct chunk *k, const struct iref *r,
+		   struct iref *r2, struct chunk *t, uint64_t *blocks);
+int evac_rehead_chain(struct fs_volume *v, struct od_loc next, struct chunk *t, int set);
+int evac_free_old(struct fs_volume *v, struct chunk *k, struct iref *r);
+
+/* evac_move.c: the last max_blocks mapped blocks of the regular file head
+ * (in a draining chunk K), or all of them, carried into t in the running
+ * transaction: copied, then mapped by the segment after the head when that
+ * is in t (it starts lower), else by a new continuation of t put right
+ * after the head; the head's range ends where the piece began, and K's
+ * copied blocks are freed. t NULL: the chunk of the segment after the
+ * head, when it may take data (else -ENOSPC). The caller commits. 0 (m's
+ * blocks counted), or a negative errno with the chain as it was. */
+int evac_move_head_tail(struct fs_volume *v, const struct iref *head, struct chunk *t,
+			uint32_t max_blocks, struct evac_moved *m);
+
+/* evac_linked.c: may the inode at loc (in a draining chunk K) move with
+ * every entry naming it (an inode in a slot of K, or embedded with more
+ * than one link; not a directory, continuation or lost+found part; at
+ * most EVAC_INODE_BLOCKS data blocks in K)? move: its data copied into t,
+ * the inode put in a slot of t (an embedded one: embedded in its entry's
+ * copy in t), every entry naming it (all in K: invariant 2) added to its
+ * directory's part in t and removed from K, its map entry pointed there,
+ * number and generation kept; a slot of K freed. The caller commits. 0, or
+ * a negative errno with nothing changed (-ENOSPC: t has no room;
+ * -EINVAL: not movable; -EUCLEAN: its entries do not add up to its link
+ * count). */
+int evac_linked_movable(struct fs_volume *v, const struct od_loc *loc);
+int evac_move_linked(struct fs_volume *v, uint64_t stable, struct chunk *t, uint64_t *blocks);
+
+/* evac_linked.c: K's empty directory parts (lost+found's among them, kept
+ * by the library otherwise) unlinked from their chains and their slots
+ * freed, the first one found from slot *cursor on: 1 when one went, 0 when
+ * none is left. The caller commits. */
+int evac_drop_empty_part(struct fs_volume *v, struct chunk *k);
 
 #endif

@@ -23,10 +23,6 @@
 
 #include "fs/evac.h"
 
-/* The most data blocks an inode's move copies (2 MiB): the volume lock is
- * held meanwhile, as for a continuation's piece. */
-#define EVAC_INODE_BLOCKS 512u
-
 /* Does the inode hold nothing in its chunk but itself? */
 static int holds_nothing(const struct od_inode *ino)
 {
@@ -48,7 +44,7 @@ static int movable(const struct od_inode *ino)
 
 /* r's data (its extents, all in its chunk k) copied into t and mapped by
  * the inode moved there (at r2->loc): its extent units made in t. */
-static int move_data(struct fs_volume *v, struct chunk *k, const struct iref *r,
+int evac_move_data(struct fs_volume *v, struct chunk *k, const struct iref *r,
 		     struct iref *r2, struct chunk *t, uint64_t *blocks)
 {
 	struct extlist el = { 0 }, nel = { 0 };
@@ -78,7 +74,7 @@ out:
  * from next on: none may be in t (a chain never has two segments in one
  * chunk: -ENOSPC, try another), and with set, each names t as its head's
  * chunk from now on. */
-static int rehead_chain(struct fs_volume *v, struct od_loc next, struct chunk *t, int set)
+int evac_rehead_chain(struct fs_volume *v, struct od_loc next, struct chunk *t, int set)
 {
 	for (uint32_t n = 0; next.chunk != OD_LOC_NONE; n++) {
 		struct iref c;
@@ -104,7 +100,7 @@ static int rehead_chain(struct fs_volume *v, struct od_loc next, struct chunk *t
 }
 
 /* What r held in k given back: its data blocks and extent units. */
-static int free_old(struct fs_volume *v, struct chunk *k, struct iref *r)
+int evac_free_old(struct fs_volume *v, struct chunk *k, struct iref *r)
 {
 	struct extlist el = { 0 }, none = { 0 };
 	int ret = ext_load(v, r, &el);
@@ -113,6 +109,48 @@ static int free_old(struct fs_volume *v, struct chunk *k, struct iref *r)
 		free_blocks(k, el.e[i].pblk, el.e[i].len);
 	if (ret == 0)
 		ret = ext_store(v, r, &none); /* frees its extent units */
+	ext_release(&el);
+	return ret;
+}
+
+/* The segment of head's chain just before part (the head itself, or a
+ * part before it). */
+static int part_pred(struct fs_volume *v, const struct iref *head, const struct iref *part,
+		     struct iref *pred)
+{
+	struct iref cur = *head;
+
+	for (uint32_t n = 0; cur.ino.next.chunk != OD_LOC_NONE; n++) {
+		struct iref nxt;
+		int ret;
+		if (n > OD_MAX_CHUNKS)
+			return -EUCLEAN;
+		if (cur.ino.next.chunk == part->loc.chunk && cur.ino.next.block == part->loc.block &&
+		    cur.ino.next.off == part->loc.off) {
+			*pred = cur;
+			return 0;
+		}
+		ret = ino_read(v, cur.ino.next, &nxt);
+		if (ret < 0)
+			return ret;
+		cur = nxt;
+	}
+	return -EUCLEAN;
+}
+
+/* The units of a directory's part in t handed to the head moved there (at
+ * r2, in t): its extent list stored in the head (written). */
+static int take_units(struct fs_volume *v, const struct iref *part, struct iref *r2)
+{
+	struct extlist el = { 0 };
+	int ret = ext_load(v, part, &el);
+
+	if (ret == 0)
+		ret = ext_store(v, r2, &el);
+	if (ret == 0) {
+		r2->ino.blocks = part->ino.blocks;
+		ret = ino_write(v, r2);
+	}
 	ext_release(&el);
 	return ret;
 }
@@ -135,12 +173,14 @@ int evac_move_embedded(struct fs_volume *v, uint64_t stable, struct chunk *t,
 	struct od_mb_header uh;
 	struct iref r, r2, dir;
 	struct od_inode bare;
+	struct iref part, pred;
 	struct dirpos pos, npos;
 	struct chunk *k;
 	struct buf *b;
 	char name[FS_NAME_MAX + 1];
 	uint8_t *inl = NULL;
 	size_t len = 0;
+	int has_part = 0;
 	int ret = ino_get_stable(v, stable, &r);
 
 	if (ret < 0)
@@ -165,9 +205,27 @@ int evac_move_embedded(struct fs_volume *v, uint64_t stable, struct chunk *t,
 		return ret == -ENOENT ? -EUCLEAN : ret;
 	if (pos.de.stable != stable || pos.unit.chunk != k->index)
 		return -EUCLEAN;
-	/* Its continuations or parts, read (and none in t) before anything
-	 * changes. */
-	ret = rehead_chain(v, r.ino.next, t, 0);
+	/* A directory with a part in t: the head moved there takes the
+	 * part's units over, and the part leaves the chain (a chain has one
+	 * segment a chunk). pred: the segment before the part. */
+	if (S_ISDIR(r.ino.mode)) {
+		ret = dir_part_for(v, &r, t, 0, &part);
+		if (ret == 0) {
+			has_part = 1;
+			ret = part_pred(v, &r, &part, &pred);
+		} else if (ret == -ENOENT) {
+			ret = 0;
+		}
+		if (ret < 0)
+			return ret;
+	}
+	/* Its continuations or parts, read (and none in t but that part)
+	 * before anything changes. */
+	ret = evac_rehead_chain(v, has_part && pred.loc.chunk == r.loc.chunk ? part.ino.next
+									: r.ino.next,
+				t, 0);
+	if (ret == 0 && has_part && pred.loc.chunk != r.loc.chunk)
+		ret = evac_rehead_chain(v, part.ino.next, t, 0);
 	if (ret < 0)
 		return ret;
 	if (r.ino.flags & OD_INF_INLINE) {
@@ -185,14 +243,23 @@ int evac_move_embedded(struct fs_volume *v, uint64_t stable, struct chunk *t,
 	bare.nextents = 0;
 	bare.ext_block = 0;
 	memset(bare.ext, 0, sizeof(bare.ext));
+	if (has_part && pred.loc.chunk == r.loc.chunk)
+		bare.next = part.ino.next;
 	ret = dir_add(v, &dir, t, name, len, stable, &bare, inl,
 		      (r.ino.flags & OD_INF_INLINE) ? r.ino.inline_len : 0, &npos);
 	if (ret < 0)
 		goto out;
 	r2.loc = dir_embedded_loc(&npos);
 	r2.ino = bare;
+	if (has_part) {
+		ret = take_units(v, &part, &r2);
+		if (ret < 0) {
+			dir_remove_entry(v, &dir, &npos);
+			goto out;
+		}
+	}
 	if (!holds_nothing(&r.ino)) {
-		ret = move_data(v, k, &r, &r2, t, blocks);
+		ret = evac_move_data(v, k, &r, &r2, t, blocks);
 		if (ret < 0) {
 			dir_remove_entry(v, &dir, &npos); /* the old entry is still there */
 			goto out;
@@ -201,15 +268,32 @@ int evac_move_embedded(struct fs_volume *v, uint64_t stable, struct chunk *t,
 	ret = map_set_loc(v, stable, r2.loc);
 	if (ret < 0) {
 		if (!holds_nothing(&r.ino))
-			free_old(v, t, &r2);
+			evac_free_old(v, t, &r2);
+		if (has_part) {
+			struct extlist none = { 0 };
+			ext_store(v, &r2, &none); /* the part still maps its units */
+		}
 		dir_remove_entry(v, &dir, &npos);
 		goto out;
 	}
 	/* From here on the inode is in t: what it held in k goes, and its
-	 * chain's back pointers name t. */
-	ret = rehead_chain(v, r.ino.next, t, 1);
+	 * chain's back pointers name t; a part in t leaves the chain, its
+	 * slot freed (its units are the head's now). */
+	if (has_part) {
+		struct extlist none = { 0 };
+		if (pred.loc.chunk != r.loc.chunk) {
+			pred.ino.next = part.ino.next;
+			ret = ino_write(v, &pred);
+		}
+		if (ret == 0)
+			ret = ext_store(v, &part, &none);
+		if (ret == 0)
+			ret = slot_free(v, part.loc);
+	}
+	if (ret == 0)
+		ret = evac_rehead_chain(v, r2.ino.next, t, 1);
 	if (ret == 0 && !holds_nothing(&r.ino))
-		ret = free_old(v, k, &r);
+		ret = evac_free_old(v, k, &r);
 	if (ret == 0)
 		ret = dir_remove_entry(v, &dir, &pos);
 out:

@@ -303,3 +303,127 @@ out:
 	chain_release(&fc);
 	return ret;
 }
+
+/* Where the last max_blocks mapped blocks of el begin (the first mapped
+ * block when el maps no more than that). */
+static uint64_t tail_start(const struct extlist *el, uint32_t max_blocks)
+{
+	uint64_t left = max_blocks;
+
+	for (uint32_t i = el->n; i-- > 0;) {
+		if (el->e[i].len >= left)
+			return el->e[i].lblk + el->e[i].len - left;
+		left -= el->e[i].len;
+	}
+	return el->n ? el->e[0].lblk : 0;
+}
+
+int evac_move_head_tail(struct fs_volume *v, const struct iref *head, struct chunk *t,
+			uint32_t max_blocks, struct evac_moved *m)
+{
+	struct chunk *k = vol_chunk(v, head->loc.chunk);
+	struct extlist keep = { 0 }, mv = { 0 }, nel = { 0 }, both = { 0 };
+	struct od_loc new_loc = { .chunk = OD_LOC_NONE };
+	struct iref h = *head;
+	struct fchain fc;
+	uint64_t blocks = 0, L;
+	int ret;
+
+	if (!S_ISREG(h.ino.mode) || (h.ino.flags & (OD_INF_CONT | OD_INF_INLINE)))
+		return -EINVAL;
+	ret = chain_load(v, &h, &fc);
+	if (ret < 0)
+		return ret;
+	if (!t) {
+		/* The chunk of the segment after the head, when it may take
+		 * data: the piece then extends it downwards. */
+		struct chunk *p = fc.n > 1 ? vol_chunk(v, fc.s[1].r.loc.chunk) : NULL;
+		t = p;
+		if (!p || p == k || p->offline || chunk_draining(p) || chunk_load(p) < 0 ||
+		    chunk_free_blocks(p) < 2 * max_blocks) {
+			ret = -ENOSPC;
+			goto out;
+		}
+	}
+	if (t == k || fc.s[0].el.n == 0) {
+		ret = -EINVAL;
+		goto out;
+	}
+	L = tail_start(&fc.s[0].el, max_blocks);
+	ret = split_at(&fc.s[0].el, L, &keep, &mv);
+	if (ret == 0)
+		ret = evac_copy_extents(v, k, &mv, t, &nel, &blocks);
+	if (ret < 0)
+		goto out;
+	/* nel (the piece's new blocks in t) stays as it is until the end:
+	 * a failure gives them back. */
+	for (uint32_t i = 0; i < nel.n && ret == 0; i++)
+		ret = push_ext(&both, nel.e[i].lblk, nel.e[i].pblk, nel.e[i].len);
+	if (ret < 0)
+		goto undo;
+	if (fc.n > 1 && fc.s[1].r.loc.chunk == t->index) {
+		/* The next segment starts at L now: the piece goes in front
+		 * of its extents. */
+		struct seg *s1 = &fc.s[1];
+		for (uint32_t i = 0; i < s1->el.n && ret == 0; i++)
+			ret = push_ext(&both, s1->el.e[i].lblk, s1->el.e[i].pblk, s1->el.e[i].len);
+		if (ret < 0)
+			goto undo;
+		ext_release(&s1->el);
+		s1->el = both;
+		memset(&both, 0, sizeof(both));
+		s1->r.ino.cont_start = L;
+		s1->r.ino.blocks += blocks;
+		s1->dirty = 1;
+	} else {
+		struct seg ns;
+		memset(&ns, 0, sizeof(ns));
+		ret = slot_alloc(t, &new_loc);
+		if (ret < 0) {
+			new_loc.chunk = OD_LOC_NONE;
+			goto undo;
+		}
+		ns.r.loc = new_loc;
+		ns.r.ino.mode = S_IFREG;
+		ns.r.ino.flags = OD_INF_CONT;
+		ns.r.ino.head_chunk = h.loc.chunk;
+		ns.r.ino.head_stable = h.ino.stable;
+		ns.r.ino.cont_start = L;
+		ns.r.ino.next = fc.s[0].r.ino.next;
+		ns.r.ino.blocks = blocks;
+		ns.dirty = 1;
+		ns.el = both;
+		ret = seg_insert_at(&fc, 1, &ns);
+		if (ret < 0)
+			goto undo; /* both still holds the list */
+		memset(&both, 0, sizeof(both));
+		fc.s[0].r.ino.next = new_loc;
+		h.ino.next = new_loc;
+	}
+	ext_release(&fc.s[0].el);
+	fc.s[0].el = keep;
+	memset(&keep, 0, sizeof(keep));
+	fc.s[0].r.ino.blocks -= blocks;
+	fc.s[0].dirty = 1;
+	ret = chain_store(v, &fc, &h);
+	if (ret < 0)
+		goto undo; /* chain_store secures every extent unit first: nothing changed */
+	ret = ino_write(v, &h);
+	for (uint32_t i = 0; i < mv.n; i++)
+		free_blocks(k, mv.e[i].pblk, mv.e[i].len);
+	if (ret == 0)
+		m->blocks += blocks;
+	goto out;
+undo:
+	for (uint32_t i = 0; i < nel.n; i++)
+		free_blocks(t, nel.e[i].pblk, nel.e[i].len);
+	if (new_loc.chunk != OD_LOC_NONE)
+		slot_free(v, new_loc);
+out:
+	ext_release(&keep);
+	ext_release(&mv);
+	ext_release(&nel);
+	ext_release(&both);
+	chain_release(&fc);
+	return ret;
+}

@@ -58,10 +58,17 @@ int fs_chunk_drain(struct fs_volume *v, uint32_t i, int on, char *why, size_t wh
 	 * has returned a restart goes on excluding the chunk. */
 	old = c->hdr.flags;
 	c->hdr.flags = on ? old | OD_CHF_DRAINING : old & ~OD_CHF_DRAINING;
+	/* The evacuation's record goes with it: running from the start, or
+	 * none (and its cursors forgotten). */
+	c->hdr.feature_compat |= OD_FEATURE_COMPAT_EVAC;
+	c->hdr.evac_state = on ? OD_EVAC_RUNNING : OD_EVAC_NONE;
+	if (!on)
+		c->hdr.evac_slot = c->hdr.evac_map = c->evac_slot = c->evac_map = 0;
 	c->header_dirty = 1;
 	ret = vol_sync(v, 0);
 	if (ret < 0) {
 		c->hdr.flags = old;
+		c->hdr.evac_state = (old & OD_CHF_DRAINING) ? OD_EVAC_RUNNING : OD_EVAC_NONE;
 		c->header_dirty = 1;
 		snprintf(why, whylen, "committing the chunk's header failed: %s",
 			 strerror(-ret));
@@ -94,10 +101,22 @@ static int is_file_cont(const struct od_inode *ino)
 static int fill_info(struct chunk *c, struct fs_evac_info *info)
 {
 	struct fs_volume *v = c->vol;
-	int ret = chunk_load(c);
+	int ret;
 
 	memset(info, 0, sizeof(*info));
 	info->chunk = c->index;
+	if (c->retired) {
+		const struct od_foster *f = vol_foster(v, c->index);
+		info->retired = 1;
+		info->draining = 1;
+		info->fostered = 1;
+		info->foster_chunk = f ? f->chunk : OD_LOC_NONE;
+		info->conts_moved = c->evac_conts;
+		info->blocks_moved = c->evac_blocks;
+		info->inodes_moved = c->evac_inodes;
+		return 0;
+	}
+	ret = chunk_load(c);
 	info->draining = chunk_draining(c);
 	info->conts_moved = c->evac_conts;
 	info->blocks_moved = c->evac_blocks;
@@ -114,6 +133,7 @@ static int fill_info(struct chunk *c, struct fs_evac_info *info)
 		info->inodes_homed = (uint32_t)used;
 		info->homed_here = (uint32_t)here;
 	}
+	info->paused = c->hdr.evac_state == OD_EVAC_PAUSED;
 	info->blocks_used = (uint64_t)c->hdr.nblocks - 2ull * c->hdr.data_start -
 			    c->hdr.free_blocks;
 	for (uint32_t s = 0; ret == 0 && s < c->hdr.islot_watermark; s++) {
@@ -160,9 +180,49 @@ static int move_cont(struct fs_volume *v, struct chunk *k, const struct iref *co
 	return ret;
 }
 
-/* One inode of k moved with its entry into the first chunk that takes it
- * (*moved set), from k's map cursor on; 0 with *moved 0 when none can. */
-static int move_inode(struct fs_volume *v, struct chunk *k, int *moved)
+/* A piece of the tail of head (a file holding more than an inode's move
+ * copies in k) carried into the chunk of its next segment, else the first
+ * chunk that has room. */
+static int move_tail(struct fs_volume *v, struct chunk *k, const struct iref *head,
+		     uint32_t max_blocks, struct evac_moved *m)
+{
+	uint8_t *tried = calloc(v->nchunks, 1);
+	int ret = tried ? evac_move_head_tail(v, head, NULL, max_blocks, m) : -ENOMEM;
+
+	while (ret == -ENOSPC) {
+		struct chunk *t = pick_target(v, k, tried);
+		if (!t)
+			break;
+		tried[t->index] = 1;
+		ret = evac_move_head_tail(v, head, t, max_blocks, m);
+	}
+	free(tried);
+	return ret;
+}
+
+/* What a step does with the inode at loc, homed in k and placed there. */
+enum { EV_NONE, EV_TAIL, EV_EMBEDDED, EV_LINKED };
+
+static int inode_move_kind(struct fs_volume *v, const struct od_loc *loc, uint32_t max_blocks,
+			   struct iref *r)
+{
+	if (ino_read(v, *loc, r) < 0 || r->ino.mode == 0)
+		return EV_NONE;
+	/* More data than a step copies: its tail goes first, a piece a step. */
+	if (S_ISREG(r->ino.mode) && !(r->ino.flags & (OD_INF_CONT | OD_INF_INLINE)) &&
+	    r->ino.blocks > (max_blocks < EVAC_INODE_BLOCKS ? max_blocks : EVAC_INODE_BLOCKS))
+		return EV_TAIL;
+	if (evac_inode_movable(v, loc))
+		return EV_EMBEDDED;
+	if (evac_linked_movable(v, loc))
+		return EV_LINKED;
+	return EV_NONE;
+}
+
+/* One inode of k moved (with its entries) into the first chunk that takes
+ * it, or a piece of a large file's tail (*moved set), from k's map cursor
+ * on; 0 with *moved 0 when none can. */
+static int move_inode(struct fs_volume *v, struct chunk *k, uint32_t max_blocks, int *moved)
 {
 	const struct od_foster *f = vol_foster(v, k->index);
 	uint32_t n = f ? f->entries : 0, from = k->evac_map < n ? k->evac_map : 0, idx;
@@ -177,6 +237,9 @@ static int move_inode(struct fs_volume *v, struct chunk *k, int *moved)
 	if (!tried)
 		return -ENOMEM;
 	for (;;) {
+		struct evac_moved m = { 0 };
+		struct iref r;
+		int kind;
 		ret = evac_foster_next(v, k->index, from, &idx, &loc);
 		if (ret < 0)
 			break;
@@ -191,20 +254,30 @@ static int move_inode(struct fs_volume *v, struct chunk *k, int *moved)
 		if (wrapped && idx >= k->evac_map)
 			break;
 		from = idx + 1;
-		if (!evac_inode_movable(v, &loc))
+		kind = inode_move_kind(v, &loc, max_blocks, &r);
+		if (kind == EV_NONE)
 			continue;
-		memset(tried, 0, v->nchunks);
-		tried[k->index] = 1;
-		for (;;) {
-			struct chunk *t = vol_pick_chunk(v, NULL, (int)k->hdr.kind, 0, tried);
-			if (!t) {
-				ret = -ENOSPC;
-				break;
+		if (kind == EV_TAIL) {
+			ret = move_tail(v, k, &r, max_blocks, &m);
+			blocks = m.blocks;
+		} else {
+			memset(tried, 0, v->nchunks);
+			tried[k->index] = 1;
+			for (;;) {
+				struct chunk *t = vol_pick_chunk(v, NULL, (int)k->hdr.kind, 0, tried);
+				if (!t) {
+					ret = -ENOSPC;
+					break;
+				}
+				tried[t->index] = 1;
+				ret = kind == EV_EMBEDDED
+					      ? evac_move_embedded(v, OD_STABLE(k->index, idx), t,
+								   &blocks)
+					      : evac_move_linked(v, OD_STABLE(k->index, idx), t,
+								 &blocks);
+				if (ret != -ENOSPC)
+					break;
 			}
-			tried[t->index] = 1;
-			ret = evac_move_embedded(v, OD_STABLE(k->index, idx), t, &blocks);
-			if (ret != -ENOSPC)
-				break;
 		}
 		if (ret == -EIO || ret == -EUCLEAN || ret == -ESTALE || ret == -EINVAL) {
 			/* Its directory cannot be read now (offline, damaged:
@@ -214,8 +287,12 @@ static int move_inode(struct fs_volume *v, struct chunk *k, int *moved)
 		}
 		if (ret == 0) {
 			*moved = 1;
-			k->evac_map = idx + 1;
-			k->evac_inodes++;
+			if (kind == EV_TAIL) {
+				k->evac_map = idx; /* the rest of it next */
+			} else {
+				k->evac_map = idx + 1;
+				k->evac_inodes++;
+			}
 			k->evac_blocks += blocks;
 		}
 		break;
@@ -224,16 +301,101 @@ static int move_inode(struct fs_volume *v, struct chunk *k, int *moved)
 	return ret;
 }
 
+/* Does k hold nothing but its fixed metadata? Checked by a scan, not by
+ * counters: every inode-area slot free, no number homed here placed here
+ * (its foster map), and no block in use outside the header, dirty lists,
+ * bitmap, map and inode area of either half. 1 yes, 0 no, or a negative
+ * errno. */
+static int chunk_empty(struct fs_volume *v, struct chunk *k)
+{
+	uint32_t idx;
+	struct od_loc loc;
+	int ret = chunk_load(k);
+
+	if (ret < 0)
+		return ret;
+	for (uint32_t s = 0; s < k->hdr.islot_watermark; s++) {
+		struct iref r;
+		ret = ino_read(v, slot_at(k, s), &r);
+		if (ret < 0)
+			return ret;
+		if (r.ino.mode != 0)
+			return 0;
+	}
+	ret = evac_foster_next(v, k->index, 0, &idx, &loc);
+	if (ret != 0)
+		return ret < 0 ? ret : 0;
+	for (uint32_t b = 0; b < k->hdr.nblocks; b++) {
+		uint32_t rel = b < k->half ? b : b - k->half;
+		if (rel >= k->hdr.data_start && bitmap_test(k, b))
+			return 0;
+	}
+	return 1;
+}
+
+/* The retiring transaction: k's foster record, in chunk 0's header (which
+ * decides, with k's size) and in the host's and k's own, marked
+ * OD_FOSTER_RETIRED. The caller commits, then takes k out of service. */
+static int retire_mark(struct fs_volume *v, struct chunk *k)
+{
+	struct chunk *c0 = &v->chunks[0];
+	const struct od_foster *f = vol_foster(v, k->index);
+	struct chunk *host = f ? vol_chunk(v, f->chunk) : NULL;
+	struct chunk *mark[3] = { c0, host, k };
+
+	if (!f || !host || host->offline || c0->offline)
+		return -EIO;
+	for (int m = 0; m < 3; m++) {
+		struct chunk *c = mark[m];
+		if (m == 1 && c == c0)
+			continue;
+		for (uint32_t r = 0; r < c->hdr.nfosters && r < OD_MAX_FOSTERS; r++) {
+			if (c->hdr.fosters[r].home != k->index)
+				continue;
+			c->hdr.fosters[r].flags |= OD_FOSTER_RETIRED;
+			c->hdr.retired_nblocks[r] = c == c0 ? k->hdr.nblocks : 0;
+		}
+		c->hdr.feature_incompat |= OD_FEATURE_INCOMPAT_RETIRED;
+		c->header_dirty = 1;
+	}
+	k->hdr.evac_state = OD_EVAC_NONE;
+	return 0;
+}
+
+/* After the retiring transaction committed: k offline for good, its store
+ * closed (the admin may remove it), never opened again. */
+static int retire_close(struct fs_volume *v, struct chunk *k)
+{
+	char why[256];
+	int ret = fs_chunk_offline(v, k->index, 0, why, sizeof(why));
+
+	if (ret < 0)
+		return ret;
+	vol_lock(v);
+	chunk_wait_unpinned(k);
+	store_close(k->store);
+	k->store = store_dead_new();
+	k->retired = 1;
+	snprintf(k->why_offline, sizeof(k->why_offline), "retired (evacuated)");
+	vol_unlock(v);
+	return k->store ? 0 : -ENOMEM;
+}
+
 int fs_evac_step(struct fs_volume *v, uint32_t i, uint32_t max_blocks,
 		 struct fs_evac_info *info)
 {
 	struct evac_moved m = { 0 };
 	struct chunk *c;
 	uint32_t n, s;
-	int ret = 0, moved = 0;
+	int ret = 0, moved = 0, retiring = 0;
 
 	vol_lock(v);
 	c = vol_chunk(v, i);
+	if (c && c->retired) {
+		if (info)
+			ret = fill_info(c, info);
+		goto out;
+	}
 	if (!c || !chunk_draining(c) || v->rdonly) {
 		ret = !c || !chunk_draining(c) ? -EINVAL : -EROFS;
 		goto out;
@@ -243,6 +405,10 @@ int fs_evac_step(struct fs_volume *v, uint32_t i, uint32_t max_blocks,
 		goto out;
 	}
 	ret = chunk_load(c);
+	if (ret == 0 && c->hdr.evac_state == OD_EVAC_PAUSED) {
+		ret = -EAGAIN; /* paused (fs_evac_pause): resume it first */
+		goto out;
+	}
 	/* First the map: once fostered, the numbers homed here no longer
 	 * need this chunk (one transaction, committed below). */
 	if (ret == 0 && !chunk_fostered(c)) {
@@ -280,12 +446,41 @@ int fs_evac_step(struct fs_volume *v, uint32_t i, uint32_t max_blocks,
 	 * map), from its cursor, wrapping once: the first one that can move
 	 * moves with its entry. */
 	if (ret == 0 && !moved && chunk_fostered(c))
-		ret = move_inode(v, c, &moved);
+		ret = move_inode(v, c, max_blocks ? max_blocks : EVAC_STEP_BLOCKS, &moved);
+	/* Last, K's directory parts left empty by those moves (lost+found's
+	 * too, which the library keeps otherwise). */
+	if (ret == 0 && !moved && chunk_fostered(c)) {
+		ret = evac_drop_empty_part(v, c);
+		if (ret > 0) {
+			moved = 1;
+			ret = 0;
+		}
+	}
+	/* Where the scans go on, kept with the step's transaction (a restart
+	 * resumes there). */
+	if (ret == 0 && moved &&
+	    (c->hdr.evac_slot != c->evac_slot || c->hdr.evac_map != c->evac_map)) {
+		c->hdr.feature_compat |= OD_FEATURE_COMPAT_EVAC;
+		c->hdr.evac_slot = c->evac_slot;
+		c->hdr.evac_map = c->evac_map;
+		c->header_dirty = 1;
+	}
+	/* Nothing left to move: once a scan finds K empty, it retires. */
+	if (ret == 0 && !moved && chunk_fostered(c)) {
+		ret = chunk_empty(v, c);
+		if (ret > 0)
+			ret = retire_mark(v, c);
+		if (ret == 0 && vol_foster(v, c->index) &&
+		    (vol_foster(v, c->index)->flags & OD_FOSTER_RETIRED))
+			moved = retiring = 1;
+	}
 	vol_unlock(v);
 	/* Committed as fs_sync commits (only the transaction's prepare and
 	 * finish hold the lock), together with whatever clients changed. */
 	if (ret == 0 && moved)
 		ret = fs_sync(v);
+	if (ret == 0 && retiring)
+		ret = retire_close(v, c);
 	if (ret == 0 && info) {
 		vol_lock(v);
 		ret = fill_info(c, info);
@@ -297,6 +492,36 @@ out:
 	return ret;
 }
 
+int fs_evac_pause(struct fs_volume *v, uint32_t i, int paused, char *why, size_t whylen)
+{
+	struct chunk *c;
+	uint32_t old;
+	int ret;
+
+	vol_lock(v);
+	c = vol_chunk(v, i);
+	if (!c || c->retired || !chunk_draining(c)) {
+		snprintf(why, whylen, "chunk %u is not being evacuated", i);
+		ret = -EINVAL;
+	} else if (c->offline || v->rdonly) {
+		snprintf(why, whylen, "chunk %u is %s", i, c->offline ? "offline" : "read-only");
+		ret = c->offline ? -EIO : -EROFS;
+	} else {
+		old = c->hdr.evac_state;
+		c->hdr.feature_compat |= OD_FEATURE_COMPAT_EVAC;
+		c->hdr.evac_state = paused ? OD_EVAC_PAUSED : OD_EVAC_RUNNING;
+		c->header_dirty = 1;
+		ret = vol_sync(v, 0);
+		if (ret < 0) {
+			c->hdr.evac_state = old;
+			snprintf(why, whylen, "committing the chunk's header failed: %s",
+				 strerror(-ret));
+		}
+	}
+	vol_unlock(v);
+	return ret;
+}
+
 int fs_evac_info(struct fs_volume *v, uint32_t i, struct fs_evac_info *info)
 {
 	struct chunk *c;
@@ -304,7 +529,7 @@ int fs_evac_info(struct fs_volume *v, uint32_t i, struct fs_evac_info *info)
 
 	vol_lock(v);
 	c = vol_chunk(v, i);
-	ret = !c ? -EINVAL : c->offline ? -EIO : fill_info(c, info);
+	ret = !c ? -EINVAL : c->offline && !c->retired ? -EIO : fill_info(c, info);
 	vol_unlock(v);
 	return ret;
 }

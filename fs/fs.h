@@ -439,6 +439,7 @@ struct fs_chunk_info {
 				    * negative errno: closed, or -ETIMEDOUT), 0 else */
 	char why_offline[160];     /* offline: why, when known ("" else) */
 	int draining;              /* being evacuated: nothing new is placed in it */
+	int retired;               /* evacuated and retired: no store, never read */
 };
 uint32_t fs_chunk_count(struct fs_volume *vol);
 int fs_chunk_info(struct fs_volume *vol, uint32_t chunk, struct fs_chunk_info *out);
@@ -575,7 +576,14 @@ struct fs_evac_info {
 	uint32_t foster_chunk;
 	uint32_t homed_here;       /* fostered: numbers homed in it whose inode is still in it */
 	uint64_t inodes_moved;     /* inodes carried out with their entries since open */
+	int retired;               /* emptied and retired: offline for good, never read */
+	int paused;                /* paused (kept in its header across restarts) */
 };
+/* Pause or resume chunk i's evacuation: the state goes in its header in a
+ * transaction of its own, so a restart finds it paused (a paused chunk's
+ * steps answer -EAGAIN). Its scan cursors are kept there by every step. 0
+ * or a negative errno with why[]. */
+int fs_evac_pause(struct fs_volume *vol, uint32_t chunk, int paused, char *why, size_t whylen);
 /* One step of chunk i's evacuation (draining first: -EINVAL otherwise):
  * a piece of one object moved into another chunk, committed before this
  * returns. Built so far: file continuations, at most max_blocks of data a

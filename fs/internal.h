@@ -110,6 +110,8 @@ struct chunk {
 	uint64_t evac_conts, evac_blocks;
 	uint32_t evac_map;            /* the next foster map entry a step looks at */
 	uint64_t evac_inodes;         /* inodes moved since open */
+	int retired;                  /* evacuated and retired: no store, never read
+				       * (OD_FOSTER_RETIRED in chunk 0's record) */
 };
 
 #define TXN_SPARE_PER_SIZE 64 /* spare copy buffers kept per unit size */
@@ -453,6 +455,15 @@ int dir_walk_skipping(struct fs_volume *v, const struct iref *dir, uint64_t from
 int dir_walk(struct fs_volume *v, const struct iref *dir, uint64_t from_cookie, dir_walk_fn fn,
 	     void *ctx);
 uint64_t dir_cookie(uint32_t part, uint32_t unit_seq, uint32_t off);
+/* Evacuation: every entry naming stable in the units of the directory
+ * segment seg (a head or a part, its units in its own chunk), fn called
+ * for each as dir_walk calls it (a non-zero return stops); and an empty
+ * directory part (lost+found's too) unlinked from its chain, its slot
+ * freed (-ENOTEMPTY while it has units). */
+int dir_seg_entries_of(struct fs_volume *v, const struct iref *seg, uint64_t stable,
+		       dir_walk_fn fn, void *ctx);
+int dir_part_drop_empty(struct fs_volume *v, const struct iref *part);
+
 int dir_read_inline(struct fs_volume *v, const struct iref *r, void *buf, uint32_t len);
 /* The name of the entry embedding r's inode (name: FS_NAME_MAX + 1 bytes);
  * -ENOENT for an inode in a slot. */
@@ -682,6 +693,12 @@ uint32_t vol_chunk_load(const struct chunk *c);
 int vol_chunk_crowded(struct fs_volume *v, struct chunk *c, int kind_hint);
 struct chunk *vol_pick_spread(struct fs_volume *v, struct chunk *prefer, int kind_hint,
 			      const uint8_t *exclude);
+
+/* volume.c: the header a retired chunk's entry carries (it is never read):
+ * chunk 0's volume, index i, nblocks blocks, draining and fostered, nothing
+ * free, nothing in use. */
+void vol_retired_header(const struct od_chunk_header *h0, uint32_t i, uint32_t nblocks,
+			struct od_chunk_header *h);
 
 /* grow.c: the chunks from count on are no longer part of the volume (a
  * chunk added whose count did not commit): their stores closed, their

@@ -296,6 +296,8 @@ static void check_accounting(struct inv *iv)
 	for (uint32_t i = 0; i < v->nchunks; i++) {
 		struct chunk *c = &v->chunks[i];
 		uint32_t free_count = 0, used_slots;
+		if (c->retired)
+			continue; /* never read: nothing may lead there */
 		if (chunk_load(c) < 0) {
 			problem(iv, "chunk %u: allocation state unreadable", i);
 			continue;

@@ -39,6 +39,10 @@ static struct chunk *lock_chunk(struct fs_volume *v, uint32_t i, char *why, size
 	c = vol_chunk(v, i);
 	if (!c)
 		snprintf(why, whylen, "no chunk %u: the volume has %u", i, v->nchunks);
+	if (c && c->retired) {
+		snprintf(why, whylen, "chunk %u is retired (evacuated): it is never opened again", i);
+		c = NULL;
+	}
 	return c;
 }
 
@@ -370,6 +374,10 @@ int fs_chunk_probe(struct fs_volume *v, uint32_t i, char *why, size_t whylen)
 	int ret;
 
 	/* c->place is set at open and never changes: read without the lock. */
+	if (c && c->retired) {
+		snprintf(why, whylen, "chunk %u is retired (evacuated)", i);
+		return -EINVAL;
+	}
 	if (!c || !c->place) {
 		snprintf(why, whylen, "chunk %u has no store of its own", i);
 		return -EINVAL;
@@ -417,6 +425,7 @@ int fs_chunk_info(struct fs_volume *v, uint32_t i, struct fs_chunk_info *out)
 	out->holds_root = holds_root(v, i);
 	out->placed = c->place != NULL;
 	out->draining = chunk_draining(c);
+	out->retired = c->retired;
 	out->lost_store = c->offline ? c->lost_store : 0;
 	if (c->offline)
 		snprintf(out->why_offline, sizeof(out->why_offline), "%s", c->why_offline);

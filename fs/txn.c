@@ -763,11 +763,12 @@ int txn_recover(struct fs_volume *v, struct fs_recovery_stats *st)
 	}
 	/* A participant missing from the count is either one whose list never
 	 * became durable (then no copy was written anywhere: not committed) or
-	 * an offline chunk, which fsck repairs; the others decide. */
+	 * an offline chunk, which fsck repairs; the others decide. A retired
+	 * chunk is never a participant. */
 	{
 		uint32_t offline = 0;
 		for (uint32_t i = 0; i < v->nchunks; i++)
-			offline += v->chunks[i].offline;
+			offline += v->chunks[i].offline && !v->chunks[i].retired;
 		if (parts > nparts || parts + offline < nparts)
 			committed = 0;
 	}

@@ -109,9 +109,26 @@ static size_t chunk_table_bytes(void)
 	return (size_t)OD_MAX_CHUNKS * sizeof(struct chunk);
 }
 
+void vol_retired_header(const struct od_chunk_header *h0, uint32_t i, uint32_t nblocks,
+			struct od_chunk_header *h)
+{
+	memset(h, 0, sizeof(*h));
+	h->version = h0->version;
+	memcpy(h->volume_uuid, h0->volume_uuid, 16);
+	h->chunk_index = i;
+	h->chunk_count = h0->chunk_count;
+	h->block_size = OD_BLOCK_SIZE;
+	h->nblocks = nblocks;
+	h->kind = OD_KIND_GENERAL;
+	h->state = OD_STATE_CLEAN;
+	h->flags = OD_CHF_DRAINING | OD_CHF_FOSTERED;
+	h->dir_unit = h0->dir_unit;
+}
+
 static int open_chunks(struct fs_volume *v, struct vol_source *src, char *why, size_t whylen)
 {
-	struct od_chunk_header h0;
+	struct od_chunk_header h0, r0, r1;
+	int both = 0;
 	uint64_t base = 0;
 	int healed, ret;
 
@@ -130,6 +147,16 @@ static int open_chunks(struct fs_volume *v, struct vol_source *src, char *why, s
 		return -EUCLEAN;
 	}
 	v->nchunks = h0.chunk_count;
+	{
+		/* Retired chunks: those both copies of chunk 0's header name so
+		 * (one copy alone may be a retiring transaction that recovery
+		 * rolls back: such a chunk is opened as usual, and its
+		 * evacuation retires it again). */
+		struct od_header_src hs =
+			store_header_src(src->whole ? src->whole : src->stores[0]);
+		if (od_header_copies(&hs, 0, &r0, &r1) == 0)
+			both = 1;
+	}
 	/* Room for every chunk the volume may ever have, so that a chunk
 	 * added while it serves never moves the others (fs/grow.c): 97 MB of
 	 * address space, an anonymous mapping whose pages the kernel gives
@@ -156,6 +183,27 @@ static int open_chunks(struct fs_volume *v, struct vol_source *src, char *why, s
 		c->vol = v;
 		c->index = i;
 		c->header_heal = -1;
+		if (i && both && od_retired_nblocks(&h0, i) && od_retired_nblocks(&r0, i) &&
+		    od_retired_nblocks(&r1, i) == od_retired_nblocks(&h0, i)) {
+			/* Retired (evacuated): no store, never read. Its entry
+			 * keeps a geometry for the layout and the counts. */
+			uint32_t nb = od_retired_nblocks(&h0, i);
+			if (!src->whole) {
+				store_close(src->stores[i]);
+				src->stores[i] = NULL;
+			}
+			c->store = store_dead_new();
+			if (!c->store)
+				return -ENOMEM;
+			vol_retired_header(&h0, i, nb, &c->hdr);
+			c->half = nb / 2;
+			c->offline = 1;
+			c->retired = 1;
+			c->base = base;
+			snprintf(c->why_offline, sizeof(c->why_offline), "retired (evacuated)");
+			base += (uint64_t)nb * OD_BLOCK_SIZE;
+			continue;
+		}
 		if (!src->whole) {
 			c->store = st; /* the volume owns it from here on */
 			src->stores[i] = NULL;
@@ -227,6 +275,11 @@ static int open_chunks(struct fs_volume *v, struct vol_source *src, char *why, s
 					 used ? "; " : "", i, c->why_offline);
 		}
 		c->half = c->hdr.nblocks / 2;
+		if (!c->offline && (c->hdr.feature_compat & OD_FEATURE_COMPAT_EVAC)) {
+			/* An evacuation goes on where its scans were. */
+			c->evac_slot = c->hdr.evac_slot;
+			c->evac_map = c->hdr.evac_map;
+		}
 		if (healed && !c->offline) {
 			c->header_dirty = 1;
 			c->header_heal = healed - 1;
@@ -657,7 +710,7 @@ int fs_get_counters(struct fs_volume *v, struct fs_counters *out)
 		const struct chunk *c = &v->chunks[i];
 		out->healed += c->healed;
 		out->unreadable += c->bad_both;
-		out->chunks_needing_repair += c->offline || c->hdr.state == OD_STATE_NEEDS_REPAIR;
+		out->chunks_needing_repair += !c->retired && (c->offline || c->hdr.state == OD_STATE_NEEDS_REPAIR);
 	}
 	out->txns = v->txns;
 	out->txns_one_flush = v->txns_one_flush;

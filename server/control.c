@@ -241,12 +241,14 @@ static void add_evac(struct control *ctl, struct answer *a)
 	    " blocks_used=%" PRIu64 " conts_moved=%" PRIu64 " blocks_moved=%" PRIu64
 	    " steps=%" PRIu64 " mb_per_s=%.1f conts_per_s=%.1f rate_mb=%u started=%" PRId64
 	    " fostered=%d foster_chunk=%d homed_here=%u inodes_moved=%" PRIu64
-	    " inodes_per_s=%.1f",
+	    " inodes_per_s=%.1f inodes_left=%u blocks_left=%" PRIu64 " retired=%d",
 	    evac_run_name(st.run), st.chunk, st.info.conts_left, st.info.slots_left,
 	    st.info.inodes_homed, st.info.blocks_used, st.info.conts_moved, st.info.blocks_moved,
 	    st.steps, st.mb_per_s, st.conts_per_s, st.rate_mb, st.started, st.info.fostered,
 	    st.info.fostered ? (int)st.info.foster_chunk : -1, st.info.homed_here,
-	    st.info.inodes_moved, st.inodes_per_s);
+	    st.info.inodes_moved, st.inodes_per_s,
+	    st.info.homed_here + st.info.slots_left + st.info.conts_left, st.info.blocks_used,
+	    st.info.retired);
 	if (st.error[0]) {
 		add(a, " error=");
 		add_value(a, st.error);
@@ -345,7 +347,7 @@ static void add_estimate(struct control *ctl, struct answer *a, uint32_t i,
 	struct fsck_opts o = { .mode = FSCK_CHECK_ONLY, .both_copies = 1 };
 	struct fsck_result res;
 
-	if ((ci->online && ci->state != OD_STATE_NEEDS_REPAIR) || ci->lost_store)
+	if ((ci->online && ci->state != OD_STATE_NEEDS_REPAIR) || ci->lost_store || ci->retired)
 		return;
 	memset(&res, 0, sizeof(res));
 	if (fsck_estimate_store(fs_chunk_store(ctl->srv->vol, i), (int)i, &o, &res) == 0)
@@ -464,8 +466,9 @@ static void cmd_status(struct control *ctl, struct answer *a)
 		    ci.free_blocks, ci.max_inodes, ci.used_inodes, ci.healed, ci.unreadable,
 		    ci.holds_root ? "yes" : "no", ci.offline_since, ci.scrub_units, ci.scrub_bad,
 		    ci.scrub_healed, ci.scrub_both_bad, ci.scrub_last);
-		add(a, " placed=%s store_lost=%s draining=%s", ci.placed ? "yes" : "no",
-		    ci.lost_store ? "yes" : "no", ci.draining ? "yes" : "no");
+		add(a, " placed=%s store_lost=%s draining=%s retired=%s", ci.placed ? "yes" : "no",
+		    ci.lost_store ? "yes" : "no", ci.draining ? "yes" : "no",
+		    ci.retired ? "yes" : "no");
 		if (ci.why_offline[0]) {
 			add(a, " reason=");
 			add_value(a, ci.why_offline);

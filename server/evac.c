@@ -3,9 +3,10 @@
  * only while no client call waits in the workers' queue and no group
  * commit is syncing (the scrub's rule, server/scrub.c), spaced so that the
  * data copied stays under evacuate_rate_mb MiB/s. Only one chunk is
- * evacuated at a time. The draining flag in the chunk's header is the
- * record that survives a restart: a chunk found draining at start is
- * evacuated on (a pause does not survive one). */
+ * evacuated at a time. The chunk's header is the record that survives a
+ * restart: a chunk found draining at start is evacuated on, paused when it
+ * was paused (fs_evac_pause), its scans going on from the cursors its
+ * steps kept there. Once the chunk is empty a step retires it. */
 #include "config.h"
 
 #include <errno.h>
@@ -119,12 +120,21 @@ static void step(struct evacuator *e)
 	if (ret == 0) {
 		e->run = EVAC_DONE;
 		e->end_ms = t;
-		log_info("evacuate: chunk %d: %llu continuations (%llu MiB) moved; left: %u "
-			 "continuations, %u other inodes in slots, %u numbers homed there "
-			 "(not moved by this build)",
-			 chunk, (unsigned long long)info.conts_moved,
-			 (unsigned long long)(info.blocks_moved * 4096 >> 20), info.conts_left,
-			 info.slots_left, info.inodes_homed);
+		if (info.retired)
+			log_info("evacuate: chunk %d emptied and retired: %llu continuations, %llu "
+				 "inodes, %llu MiB moved since start; its store may be removed",
+				 chunk, (unsigned long long)info.conts_moved,
+				 (unsigned long long)info.inodes_moved,
+				 (unsigned long long)(info.blocks_moved * 4096 >> 20));
+		else
+			log_info("evacuate: chunk %d: %llu continuations, %llu inodes (%llu MiB) "
+				 "moved; left: %u continuations, %u other inodes in slots, %u "
+				 "numbers placed there (they cannot move now: a directory "
+				 "offline or damaged)",
+				 chunk, (unsigned long long)info.conts_moved,
+				 (unsigned long long)info.inodes_moved,
+				 (unsigned long long)(info.blocks_moved * 4096 >> 20),
+				 info.conts_left, info.slots_left, info.homed_here);
 		return;
 	}
 	e->steps++;
@@ -199,6 +209,8 @@ int evac_begin(struct evacuator *e, uint32_t chunk, char *why, size_t whylen)
 	ret = fs_chunk_drain(e->srv->vol, chunk, 1, why, whylen);
 	if (ret == 0)
 		ret = fs_evac_info(e->srv->vol, chunk, &info);
+	if (ret == 0 && info.paused) /* (draining already, its header said paused) */
+		ret = fs_evac_pause(e->srv->vol, chunk, 0, why, whylen);
 	if (ret < 0) {
 		if (!why[0])
 			snprintf(why, whylen, "%s", strerror(-ret));
@@ -235,6 +247,10 @@ int evac_pause(struct evacuator *e, uint32_t chunk, char *why, size_t whylen)
 		e->end_ms = monotonic_ms();
 	}
 	pthread_mutex_unlock(&e->lock);
+	/* Kept in the chunk's header: a restart finds it paused. */
+	if (ret == 0 && fs_evac_pause(e->srv->vol, chunk, 1, why, whylen) < 0)
+		log_warn("evacuate: chunk %u paused, but not recorded: %s (a restart resumes "
+			 "it)", chunk, why);
 	if (ret == 0)
 		log_info("evacuate: chunk %u paused (it goes on draining)", chunk);
 	return ret;
@@ -249,6 +265,15 @@ int evac_resume(struct evacuator *e, uint32_t chunk, char *why, size_t whylen)
 	if (ret == 0 && e->run == EVAC_RUNNING) {
 		snprintf(why, whylen, "the evacuation of chunk %u is running", chunk);
 		ret = -EINVAL;
+	}
+	if (ret == 0) {
+		/* Its header says running again first (a paused chunk's steps
+		 * are refused). */
+		pthread_mutex_unlock(&e->lock);
+		ret = fs_evac_pause(e->srv->vol, chunk, 0, why, whylen);
+		pthread_mutex_lock(&e->lock);
+		if (ret == 0 && (e->chunk != (int)chunk || e->run == EVAC_RUNNING))
+			ret = check_chunk(e, chunk, why, whylen);
 	}
 	if (ret == 0) {
 		e->run = EVAC_RUNNING;
@@ -341,7 +366,14 @@ int evac_start(struct server *srv, struct evacuator **out)
 			e->run = EVAC_RUNNING;
 			e->started = time(NULL);
 			fs_evac_info(srv->vol, i, &e->info);
-			log_info("evacuate: chunk %u was draining: its evacuation goes on", i);
+			if (e->info.paused) {
+				e->run = EVAC_PAUSED;
+				log_info("evacuate: chunk %u was draining, paused: it stays paused "
+					 "(chunkfsctl evacuate %u resume)", i, i);
+			} else {
+				log_info("evacuate: chunk %u was draining: its evacuation goes on "
+					 "from where its steps were", i);
+			}
 		}
 	}
 	session_begin(e);

@@ -283,19 +283,24 @@ static void fostering(void)
 	CHECK_EQ(x.num, wr.num);
 	CHECK_EQ(x.gen, wr.gen);
 	check_bytes(v, wr, sizeof(buf), 8);
-	/* The steps that follow move the inodes with one link (the inline
-	 * file, the symlink, and the file with 64 KiB of data, copied) with
-	 * their entries into the directory's part in another chunk; the file
-	 * with two links and the directory stay. */
+	/* The steps that follow move every inode: those with one link (the
+	 * inline file, the symlink, and the file with 64 KiB of data, copied)
+	 * with their entries into the directory's part in another chunk, the
+	 * file with two links with both its entries, and the directory (its
+	 * entries gone) into a chunk where it has a part, whose units it
+	 * takes over. */
 	{
 		uint32_t homed = ei.homed_here;
 		int steps = 0, ret;
-		while ((ret = fs_evac_step(v, 1, 0, &ei)) == 1 && steps < 50)
+		/* (until every inode moved: once empty, the chunk would
+		 * retire, which emptying() below tests) */
+		while (ei.homed_here && (ret = fs_evac_step(v, 1, 0, &ei)) == 1 && steps < 50)
 			steps++;
-		CHECK_EQ(ret, 0);
-		CHECK_EQ(ei.inodes_moved, 3);
-		CHECK_EQ(ei.blocks_moved, sizeof(buf) / 4096);
-		CHECK_EQ(ei.homed_here, homed - 3);
+		CHECK_EQ(ret, 1);
+		CHECK_EQ(ei.retired, 0);
+		CHECK_EQ(ei.inodes_moved, homed);
+		CHECK_EQ(ei.blocks_moved, 2 * sizeof(buf) / 4096);
+		CHECK_EQ(ei.homed_here, 0);
 		CHECK_EQ(ei.inodes_homed, homed);
 		printf("# %d steps moved %llu inodes out of chunk 1\n", steps,
 		       (unsigned long long)ei.inodes_moved);
@@ -405,6 +410,235 @@ static void fostering(void)
 		check_bytes(v, dt, sizeof(buf), 9);
 		CHECK_EQ(fs_close(v), 0);
 	}
+	/* Both copies of chunk 1's header lost: fsck makes it again from
+	 * another chunk's, with chunk 1's own foster record (from chunk 0's
+	 * header) and FOSTERED, not the donor's; a second run is clean and
+	 * the numbers homed in chunk 1 answer. */
+	{
+		struct od_chunk_header h1;
+		int fd = open(image, O_RDWR);
+		struct od_header_src src;
+		uint8_t junk[4096];
+		CHECK(fd >= 0);
+		memset(junk, 0x3c, sizeof(junk));
+		CHECK_EQ(pwrite(fd, junk, sizeof(junk), (off_t)mo.chunk_size), (ssize_t)sizeof(junk));
+		CHECK_EQ(pwrite(fd, junk, sizeof(junk), (off_t)mo.chunk_size + mo.chunk_size / 2),
+			 (ssize_t)sizeof(junk));
+		fo.mode = FSCK_YES;
+		CHECK_EQ(fsck_volume_path(image, -1, &fo, &res), 0);
+		CHECK(res.fixed >= 1);
+		fo.mode = FSCK_CHECK_ONLY;
+		CHECK_EQ(fsck_volume_path(image, -1, &fo, &res), 0);
+		CHECK_EQ(res.problems, 0);
+		src = od_header_src_fd(fd, (uint64_t)mo.chunk_size * mo.chunk_count);
+		CHECK_EQ(od_header_read(&src, mo.chunk_size, 1, 0, &h1, NULL), 0);
+		CHECK_EQ(h1.nfosters, 1);
+		CHECK_EQ(h1.fosters[0].home, 1);
+		CHECK(h1.flags & OD_CHF_FOSTERED);
+		close(fd);
+		CHECK_EQ(fs_open(image, 0, &v), 0);
+		CHECK_EQ(fs_getattr(v, dt, &a), 0);
+		CHECK_EQ(a.gen, dt.gen);
+		check_bytes(v, dt, sizeof(buf), 9);
+		CHECK_EQ(fs_getattr(v, wr, &a), 0);
+		CHECK_EQ(a.gen, wr.gen);
+		CHECK_EQ(fs_close(v), 0);
+	}
+	unlink(image);
+}
+
+/* Every kind of object a chunk holds moved out until it is empty: a file
+ * of 3 MiB (more than an inode's move copies: its tail goes first, a
+ * piece a step), a file with two links, a file whose first link went (an
+ * inode-area slot), an inline file, a directory with entries in the chunk
+ * and one inside it, and lost+found's part there. Handles, generations,
+ * link counts and bytes survive; nothing is left in the chunk but its
+ * fixed metadata, and the volume checks clean with -x, also reopened. */
+static void emptying(void)
+{
+	struct fs_mkfs_opts mo = { .chunk_size = 8 * MB, .chunk_count = 3, .force = 1 };
+	struct fsck_opts fo = { .force = 1, .cross = 1, .both_copies = 1 };
+	struct fsck_result res;
+	struct fs_evac_info ei;
+	struct fs_volume *v;
+	struct fs_ino root, d, dk = { 0 }, big, hl, sl, in, sub, deep, x;
+	struct fs_attr a;
+	const size_t big_len = 3 * MB;
+	uint8_t *bigbuf = malloc(big_len);
+	static uint8_t buf[8192];
+	char name[32], why[256];
+	uint32_t big_in1;
+	uint64_t pre_blocks;
+	int steps = 0, ret;
+
+	CHECK(bigbuf != NULL);
+	CHECK_EQ(fs_mkfs(image, &mo), 0);
+	CHECK_EQ(fs_open(image, 0, &v), 0);
+	CHECK_EQ(fs_root(v, &root), 0);
+	for (int i = 0; i < 8 && !dk.num; i++) {
+		snprintf(name, sizeof(name), "g%d", i);
+		CHECK_EQ(fs_mkdir(v, NULL, root, name, 0755, &d, NULL), 0);
+		if ((d.num >> 32) == 1)
+			dk = d;
+	}
+	CHECK(dk.num != 0);
+	fill(bigbuf, big_len, 21);
+	CHECK_EQ(fs_create(v, NULL, dk, "big", 0644, FS_CREATE_GUARDED, 0, &big, NULL), 0);
+	CHECK_EQ(fs_write(v, NULL, big, 0, big_len, bigbuf, FS_FILE_SYNC, NULL), 0);
+	big_in1 = extents_of(v, big).in[1];
+	CHECK(big_in1 > 512);
+	fill(buf, sizeof(buf), 22);
+	CHECK_EQ(fs_create(v, NULL, dk, "hl", 0644, FS_CREATE_GUARDED, 0, &hl, NULL), 0);
+	CHECK_EQ(fs_write(v, NULL, hl, 0, sizeof(buf), buf, FS_FILE_SYNC, NULL), 0);
+	CHECK_EQ(fs_link(v, NULL, hl, dk, "hl2"), 0);
+	fill(buf, sizeof(buf), 23);
+	CHECK_EQ(fs_create(v, NULL, dk, "sl1", 0644, FS_CREATE_GUARDED, 0, &sl, NULL), 0);
+	CHECK_EQ(fs_write(v, NULL, sl, 0, sizeof(buf), buf, FS_FILE_SYNC, NULL), 0);
+	CHECK_EQ(fs_link(v, NULL, sl, dk, "sl2"), 0);
+	CHECK_EQ(fs_remove(v, NULL, dk, "sl1"), 0); /* the inode goes to a slot */
+	fill(buf, 60, 24);
+	CHECK_EQ(fs_create(v, NULL, dk, "inl", 0644, FS_CREATE_GUARDED, 0, &in, NULL), 0);
+	CHECK_EQ(fs_write(v, NULL, in, 0, 60, buf, FS_FILE_SYNC, NULL), 0);
+	CHECK_EQ(fs_mkdir(v, NULL, dk, "sub", 0755, &sub, NULL), 0);
+	CHECK_EQ(fs_mkdir(v, NULL, sub, "deep", 0755, &deep, NULL), 0);
+	CHECK_EQ(fs_create(v, NULL, sub, "leaf", 0644, FS_CREATE_GUARDED, 0, &x, NULL), 0);
+	CHECK_EQ(big.num >> 32, 1);
+	CHECK_EQ(hl.num >> 32, 1);
+	CHECK_EQ(sl.num >> 32, 1);
+	CHECK_EQ(in.num >> 32, 1);
+	CHECK_EQ(fs_sync(v), 0);
+
+	CHECK_EQ(fs_chunk_drain(v, 1, 1, why, sizeof(why)), 0);
+	CHECK_EQ(fs_evac_info(v, 1, &ei), 0);
+	CHECK(ei.slots_left >= 2); /* lost+found's part, the slot inode */
+	CHECK_EQ(ei.paused, 0);
+	/* Paused, the state survives a reopen; a paused chunk does not step. */
+	CHECK_EQ(fs_evac_pause(v, 1, 1, why, sizeof(why)), 0);
+	CHECK_EQ(fs_evac_step(v, 1, 0, &ei), -EAGAIN);
+	CHECK_EQ(fs_evac_pause(v, 0, 1, why, sizeof(why)), -EINVAL);
+	CHECK_EQ(fs_close(v), 0);
+	CHECK_EQ(fs_open(image, 0, &v), 0);
+	CHECK_EQ(fs_evac_info(v, 1, &ei), 0);
+	CHECK_EQ(ei.paused, 1);
+	CHECK_EQ(ei.draining, 1);
+	CHECK_EQ(fs_evac_pause(v, 1, 0, why, sizeof(why)), 0);
+	/* A few steps, then a reopen in the middle: the steps go on (from
+	 * the cursors kept in the header) to the end. */
+	for (int i = 0; i < 4; i++)
+		CHECK_EQ(fs_evac_step(v, 1, 0, &ei), 1);
+	pre_blocks = ei.blocks_moved; /* (counted since open) */
+	CHECK_EQ(fs_close(v), 0);
+	CHECK_EQ(fs_open(image, 0, &v), 0);
+	CHECK_EQ(fs_evac_info(v, 1, &ei), 0);
+	CHECK_EQ(ei.paused, 0);
+	CHECK_EQ(ei.fostered, 1);
+	steps = 4;
+	while ((ret = fs_evac_step(v, 1, 0, &ei)) == 1 && steps < 200)
+		steps++;
+	CHECK_EQ(ret, 0);
+	printf("# %d steps emptied and retired chunk 1: %llu inodes, %llu blocks moved\n", steps,
+	       (unsigned long long)ei.inodes_moved, (unsigned long long)ei.blocks_moved);
+	/* The last step that did something retired it: a scan found it empty. */
+	CHECK_EQ(ei.retired, 1);
+	CHECK_EQ(ei.homed_here, 0);
+	CHECK_EQ(ei.conts_left, 0);
+	CHECK_EQ(ei.slots_left, 0);
+	CHECK_EQ(ei.blocks_used, 0);
+	{
+		struct fs_chunk_info ci;
+		CHECK_EQ(fs_chunk_info(v, 1, &ci), 0);
+		CHECK_EQ(ci.retired, 1);
+		CHECK_EQ(ci.online, 0);
+		CHECK_EQ(fs_chunk_drain(v, 1, 0, why, sizeof(why)), -EIO);
+		CHECK_EQ(fs_chunk_online(v, 1, NULL, NULL, why, sizeof(why)), -EINVAL);
+		CHECK(strstr(why, "retired") != NULL);
+		CHECK_EQ(fs_evac_step(v, 1, 0, &ei), 0);
+		CHECK_EQ(ei.retired, 1);
+	}
+	printf("# big had %u blocks in chunk 1\n", big_in1);
+	CHECK(pre_blocks + ei.blocks_moved >= big_in1);
+	CHECK_EQ(extents_of(v, big).in[1], 0);
+	CHECK_EQ(fs_getattr(v, big, &a), 0);
+	CHECK_EQ(a.gen, big.gen);
+	CHECK_EQ(a.size, big_len);
+	check_bytes_n(v, big, big_len, 21, bigbuf);
+	CHECK_EQ(fs_getattr(v, hl, &a), 0);
+	CHECK_EQ(a.gen, hl.gen);
+	CHECK_EQ(a.nlink, 2);
+	check_bytes(v, hl, sizeof(buf), 22);
+	CHECK_EQ(fs_lookup(v, NULL, dk, "hl2", &x, NULL), 0);
+	CHECK_EQ(x.num, hl.num);
+	CHECK_EQ(x.gen, hl.gen);
+	CHECK_EQ(fs_getattr(v, sl, &a), 0);
+	CHECK_EQ(a.gen, sl.gen);
+	CHECK_EQ(a.nlink, 1);
+	check_bytes(v, sl, sizeof(buf), 23);
+	CHECK_EQ(fs_lookup(v, NULL, dk, "sl2", &x, NULL), 0);
+	CHECK_EQ(x.num, sl.num);
+	CHECK_EQ(fs_getattr(v, in, &a), 0);
+	CHECK_EQ(a.size, 60);
+	check_bytes(v, in, 60, 24);
+	CHECK_EQ(fs_getattr(v, dk, &a), 0);
+	CHECK_EQ(a.gen, dk.gen);
+	CHECK_EQ(fs_lookup(v, NULL, sub, "deep", &x, NULL), 0);
+	CHECK_EQ(x.num, deep.num);
+	CHECK_EQ(fs_lookup(v, NULL, sub, "leaf", &x, NULL), 0);
+	/* The file keeps changing through its new places. */
+	CHECK_EQ(fs_write(v, NULL, big, 4096, 4096, bigbuf + 4096, FS_FILE_SYNC, NULL), 0);
+	CHECK_EQ(fs_link(v, NULL, sl, sub, "sl3"), 0);
+	CHECK_EQ(fs_sync(v), 0);
+	CHECK_EQ(fs_check_invariants(v, NULL, NULL), 0);
+	CHECK_EQ(fs_close(v), 0);
+	CHECK_EQ(fsck_volume_path(image, -1, &fo, &res), 0);
+	CHECK_EQ(res.problems, 0);
+	CHECK_EQ(res.exit_code, 0);
+
+	/* Never read again: its region overwritten, the volume opens, serves
+	 * and checks clean, chunk 1 retired. */
+	{
+		int fd = open(image, O_RDWR);
+		uint8_t *junk = malloc(MB);
+		CHECK(fd >= 0 && junk);
+		memset(junk, 0xa5, MB);
+		for (uint32_t o = 0; o < mo.chunk_size; o += MB)
+			CHECK_EQ(pwrite(fd, junk, MB, (off_t)mo.chunk_size + o), (ssize_t)MB);
+		close(fd);
+		free(junk);
+	}
+	CHECK_EQ(fsck_volume_path(image, -1, &fo, &res), 0);
+	CHECK_EQ(res.problems, 0);
+	CHECK_EQ(res.exit_code, 0);
+	CHECK_EQ(fs_open(image, 0, &v), 0);
+	CHECK_EQ(fs_evac_info(v, 1, &ei), 0);
+	CHECK_EQ(ei.retired, 1);
+	{
+		struct fs_chunk_info ci;
+		CHECK_EQ(fs_chunk_info(v, 1, &ci), 0);
+		CHECK_EQ(ci.retired, 1);
+		CHECK_EQ(ci.online, 0);
+	}
+	CHECK_EQ(fs_getattr(v, dk, &a), 0);
+	CHECK_EQ(a.gen, dk.gen);
+	CHECK_EQ(fs_getattr(v, hl, &a), 0);
+	CHECK_EQ(a.gen, hl.gen);
+	CHECK_EQ(fs_getattr(v, in, &a), 0);
+	check_bytes(v, in, 60, 24);
+	check_bytes_n(v, big, big_len, 21, bigbuf);
+	/* New objects never land in it. */
+	for (int i = 0; i < 6; i++) {
+		snprintf(name, sizeof(name), "post%d", i);
+		CHECK_EQ(fs_mkdir(v, NULL, root, name, 0755, &x, NULL), 0);
+		CHECK(x.num >> 32 != 1);
+		CHECK_EQ(fs_create(v, NULL, x, "f", 0644, FS_CREATE_GUARDED, 0, &d, NULL), 0);
+		CHECK(d.num >> 32 != 1);
+	}
+	CHECK_EQ(fs_getattr(v, sl, &a), 0);
+	CHECK_EQ(a.nlink, 2);
+	CHECK_EQ(fs_close(v), 0);
+	CHECK_EQ(fsck_volume_path(image, -1, &fo, &res), 0);
+	CHECK_EQ(res.problems, 0);
+	CHECK_EQ(res.exit_code, 0);
+	free(bigbuf);
 	unlink(image);
 }
 
@@ -519,5 +753,6 @@ int main(void)
 
 	moves();
 	fostering();
+	emptying();
 	return test_done("evac_test");
 }

@@ -334,6 +334,14 @@ static void print_evac(const struct record *r)
 		       "still have their inode in it; %s inodes moved out, %s inodes/s)\n\n",
 		       get(r, "chunk"), get(r, "foster_chunk"), get(r, "homed_here"),
 		       get(r, "inodes_moved"), get(r, "inodes_per_s"));
+	if (num(r, "retired"))
+		printf("evacuate: chunk %s is empty and retired: never opened again, its store "
+		       "may be removed\n\n", get(r, "chunk"));
+	else
+		printf("evacuate: progress: %s inodes and %.1f MiB moved, %s inodes and %.1f MiB "
+		       "left\n\n", get(r, "inodes_moved"),
+		       (double)num(r, "blocks_moved") * 4096 / 1048576.0, get(r, "inodes_left"),
+		       (double)num(r, "blocks_left") * 4096 / 1048576.0);
 }
 
 static void print_status(struct record *recs, int n)
@@ -460,7 +468,10 @@ static void print_status(struct record *recs, int n)
 		       !strcmp(get(r, "online"), "yes") ? "online" : "OFFLINE", get(r, "kind"),
 		       get(r, "state"), blocks, inodes, get(r, "healed"), get(r, "unreadable"), scrub,
 		       check, !strcmp(get(r, "root"), "yes") ? " (root)" : "");
-		if (!strcmp(get(r, "draining"), "yes"))
+		if (!strcmp(get(r, "retired"), "yes"))
+			printf("      retired: evacuated, never opened again (its store may be "
+			       "removed)\n");
+		else if (!strcmp(get(r, "draining"), "yes"))
 			printf("      draining: nothing new is placed in it (evacuate)\n");
 		if (get(r, "reason")[0])
 			printf("      offline: %s\n", get(r, "reason"));

@@ -92,6 +92,12 @@ static int check_fosters(const struct od_chunk_header *h, uint32_t index, char *
 			  (f->flags & ~OD_FOSTER_RETIRED);
 		for (uint32_t j = 0; j < i && !bad; j++)
 			bad = h->fosters[j].home == f->home;
+		if (!bad && index == 0 && (f->flags & OD_FOSTER_RETIRED)) {
+			uint32_t nb = h->retired_nblocks[i];
+			bad = !(h->feature_incompat & OD_FEATURE_INCOMPAT_RETIRED) ||
+			      nb < OD_MIN_CHUNK_SIZE / OD_BLOCK_SIZE ||
+			      (uint64_t)nb > OD_MAX_CHUNK_SIZE / OD_BLOCK_SIZE || (nb & (nb - 1));
+		}
 		if (!bad && f->chunk == index)
 			bad = f->start < h->data_start ||
 			      (uint64_t)f->start + f->nblocks > h->nblocks / 2;
@@ -230,6 +236,21 @@ static int header_copy(const struct od_header_src *src, uint64_t base, uint64_t 
 	if (off && (uint64_t)(h->nblocks / 2) * OD_BLOCK_SIZE != off)
 		return -EUCLEAN; /* a valid header, but not this chunk's mirror */
 	return 0;
+}
+
+int od_header_copies(const struct od_header_src *src, uint64_t base, struct od_chunk_header *h0,
+		     struct od_chunk_header *h1)
+{
+	uint64_t t;
+
+	if (header_copy(src, base, 0, UINT32_MAX, h0, &t) < 0)
+		return -EUCLEAN;
+	if (h0->flags & OD_CHF_SINGLE_COPY) {
+		*h1 = *h0;
+		return 0;
+	}
+	return header_copy(src, base, (uint64_t)(h0->nblocks / 2) * OD_BLOCK_SIZE, UINT32_MAX, h1,
+			   &t);
 }
 
 int od_header_read(const struct od_header_src *src, uint64_t base, uint32_t index,

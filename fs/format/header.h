@@ -55,6 +55,12 @@ int od_pread_full(int fd, void *buf, size_t len, uint64_t off);
  * *healed (when not NULL): 0, or 1 / 2 when copy 0 / the mirror is bad
  * and needs rewriting. 0, or -EUCLEAN when no copy is usable (a copy 0
  * that is bad with a chunk marked single-copy counts as none). */
+/* Both copies of the header at base, each valid (0), or -EUCLEAN / -EIO.
+ * A chunk retired in chunk 0's header is taken as retired only when both
+ * copies say so: the retiring transaction may otherwise be rolled back by
+ * recovery, which runs after the chunks are opened. */
+int od_header_copies(const struct od_header_src *src, uint64_t base, struct od_chunk_header *h0,
+		     struct od_chunk_header *h1);
 int od_header_read(const struct od_header_src *src, uint64_t base, uint32_t index,
 		   uint32_t guess_nblocks, struct od_chunk_header *h, int *healed);
 

@@ -99,6 +99,7 @@ int od_verify(const uint8_t *buf, size_t len)
 #define CH 48
 static_assert(1032 + OD_MAX_FOSTERS * OD_FOSTER_SIZE <= OD_MB_PAYLOAD,
 	      "the foster table fits the header's payload");
+static_assert(2060 + 4 * OD_MAX_FOSTERS <= OD_MB_PAYLOAD, "evac2's block fits the header's payload");
 void od_put_chunk_header(uint8_t *b, const struct od_chunk_header *c)
 {
 	memcpy(b + CH + 0, OD_CHUNK_MAGIC, 8);
@@ -149,6 +150,12 @@ void od_put_chunk_header(uint8_t *b, const struct od_chunk_header *c)
 		put32(p + 20, f->flags);
 	}
 	put32(b + CH + 232, c->pred_start); /* predp */
+	/* evac2 at payload byte 2048. */
+	for (uint32_t i = 0; i < OD_MAX_FOSTERS; i++)
+		put32(b + CH + 2048 + 4 * i, c->retired_nblocks[i]);
+	put32(b + CH + 2048 + 4 * OD_MAX_FOSTERS, c->evac_state);
+	put32(b + CH + 2052 + 4 * OD_MAX_FOSTERS, c->evac_slot);
+	put32(b + CH + 2056 + 4 * OD_MAX_FOSTERS, c->evac_map);
 }
 
 int od_get_chunk_header(const uint8_t *b, struct od_chunk_header *c)
@@ -202,6 +209,11 @@ int od_get_chunk_header(const uint8_t *b, struct od_chunk_header *c)
 		f->flags = get32(p + 20);
 	}
 	c->pred_start = get32(b + CH + 232); /* predp */
+	for (uint32_t i = 0; i < OD_MAX_FOSTERS; i++)
+		c->retired_nblocks[i] = get32(b + CH + 2048 + 4 * i);
+	c->evac_state = get32(b + CH + 2048 + 4 * OD_MAX_FOSTERS);
+	c->evac_slot = get32(b + CH + 2052 + 4 * OD_MAX_FOSTERS);
+	c->evac_map = get32(b + CH + 2056 + 4 * OD_MAX_FOSTERS);
 	return 0;
 }
 #undef CH

@@ -88,14 +88,24 @@ enum od_chunk_kind {
 
 /* Feature flags: a reader refuses unknown incompat bits, opens read-only
  * with unknown ro_compat bits, ignores unknown compat bits. */
-#define OD_FEATURE_COMPAT_SUPP 0u
+/* evac2: a draining chunk's header keeps its evacuation's state and
+ * cursors (od_chunk_header.evac_*): a build that ignores them only scans
+ * from the start again and runs a paused evacuation. */
+#define OD_FEATURE_COMPAT_EVAC 0x1u
+#define OD_FEATURE_COMPAT_SUPP OD_FEATURE_COMPAT_EVAC
 /* Dirty lists may hold held entries (OD_DLE_HELD). */
 #define OD_FEATURE_INCOMPAT_HELD_ENTRIES 0x1u
 /* The header carries foster maps (od_chunk_header.fosters): a build that
  * reads numbers through a chunk's own map only would find stale entries
  * there, and a check unaware of them would free the foster map's blocks. */
 #define OD_FEATURE_INCOMPAT_FOSTER 0x2u
-#define OD_FEATURE_INCOMPAT_SUPP (OD_FEATURE_INCOMPAT_HELD_ENTRIES | OD_FEATURE_INCOMPAT_FOSTER)
+/* evac2: a foster record says its home chunk is retired (OD_FOSTER_RETIRED,
+ * its size in od_chunk_header.retired_nblocks): a build that does not know
+ * it would open the retired chunk, whose store may be gone. */
+#define OD_FEATURE_INCOMPAT_RETIRED 0x4u
+#define OD_FEATURE_INCOMPAT_SUPP                                                     \
+	(OD_FEATURE_INCOMPAT_HELD_ENTRIES | OD_FEATURE_INCOMPAT_FOSTER |             \
+	 OD_FEATURE_INCOMPAT_RETIRED)
 /* predp: chunk 0 keeps the learned predictor's table (pred_start): a
  * chunkfs that does not know it would free its units as unowned. */
 #define OD_FEATURE_RO_COMPAT_PREDICT 0x1u
@@ -164,7 +174,33 @@ struct od_chunk_header {
 	/* predp (the learned predictor kept in the volume): chunk 0 only, the
 	 * first unit of its OD_MB_PREDICT chain, 0 = none. */
 	uint32_t pred_start;
+	/* evac2 (retiring a chunk, an evacuation kept across restarts),
+	 * encoded at byte 2048 of the payload. retired_nblocks[i]: chunk 0's,
+	 * the size in blocks of the home chunk of fosters[i] once that record
+	 * is OD_FOSTER_RETIRED (an image's layout needs it, and the retired
+	 * chunk is never read again), 0 otherwise; with
+	 * OD_FEATURE_INCOMPAT_RETIRED. evac_*: a draining chunk's own, its
+	 * evacuation's state (OD_EVAC_*) and where its scans go on (the next
+	 * inode-area slot, the next foster map entry), with
+	 * OD_FEATURE_COMPAT_EVAC. */
+	uint32_t retired_nblocks[OD_MAX_FOSTERS];
+	uint32_t evac_state;
+	uint32_t evac_slot;
+	uint32_t evac_map;
 };
+/* The size in blocks of retired chunk i as chunk 0's header h0 records it
+ * (its foster record OD_FOSTER_RETIRED), or 0: i is not retired. */
+static inline uint32_t od_retired_nblocks(const struct od_chunk_header *h0, uint32_t i)
+{
+	for (uint32_t k = 0; k < h0->nfosters && k < OD_MAX_FOSTERS; k++)
+		if (h0->fosters[k].home == i && (h0->fosters[k].flags & OD_FOSTER_RETIRED))
+			return h0->retired_nblocks[k];
+	return 0;
+}
+
+#define OD_EVAC_NONE 0u
+#define OD_EVAC_RUNNING 1u
+#define OD_EVAC_PAUSED 2u
 
 /* Locations of inodes: a slot in the inode area or an entry in a dir unit. */
 #define OD_LOC_NONE 0xffffffffu

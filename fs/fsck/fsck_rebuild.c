@@ -38,6 +38,62 @@ static uint32_t last_valid(struct fsck_ctx *c, uint32_t start, uint32_t n, uint1
 	return 0;
 }
 
+/* The foster records of a header made again (evacuation): not the donor's
+ * but this chunk's, as the other headers carry them: for chunk K, the
+ * records naming K as home or host (chunk 0's first, which decides, then
+ * the others'); for chunk 0, every record any header carries (a retired
+ * home's size from its own header, else this chunk's size). FOSTERED and
+ * the feature bits follow the records; the evacuation's state and cursors
+ * start again (a draining chunk's evacuation scans from the start), and
+ * the predictor's chain is chunk 0's own. */
+static void rebuild_fosters(const struct fsck_vol *v, uint32_t index, uint32_t nb,
+			    struct od_chunk_header *h)
+{
+	h->nfosters = 0;
+	memset(h->fosters, 0, sizeof(h->fosters));
+	memset(h->retired_nblocks, 0, sizeof(h->retired_nblocks));
+	h->flags &= ~OD_CHF_FOSTERED;
+	h->feature_incompat &= ~(OD_FEATURE_INCOMPAT_FOSTER | OD_FEATURE_INCOMPAT_RETIRED);
+	h->feature_compat &= ~OD_FEATURE_COMPAT_EVAC;
+	h->evac_state = h->evac_slot = h->evac_map = 0;
+	if (index != 0)
+		h->pred_start = 0;
+	for (uint32_t j = 0; j < v->nchunks; j++) {
+		const struct od_chunk_header *d = &v->hdr[j];
+		if (j == index || !v->hdr_ok[j])
+			continue;
+		for (uint32_t r = 0; r < d->nfosters && r < OD_MAX_FOSTERS; r++) {
+			const struct od_foster *f = &d->fosters[r];
+			uint32_t k;
+			if (index != 0 && f->home != index && f->chunk != index)
+				continue;
+			for (k = 0; k < h->nfosters && h->fosters[k].home != f->home; k++)
+				;
+			if (k == h->nfosters) {
+				if (h->nfosters == OD_MAX_FOSTERS)
+					continue;
+				h->nfosters++;
+			}
+			h->fosters[k] = *f;
+		}
+	}
+	for (uint32_t k = 0; k < h->nfosters; k++) {
+		const struct od_foster *f = &h->fosters[k];
+		h->feature_incompat |= OD_FEATURE_INCOMPAT_FOSTER;
+		if (f->home == index)
+			h->flags |= OD_CHF_FOSTERED;
+		if (f->flags & OD_FOSTER_RETIRED) {
+			h->feature_incompat |= OD_FEATURE_INCOMPAT_RETIRED;
+			if (index == 0)
+				h->retired_nblocks[k] = f->home < v->nchunks && v->hdr_ok[f->home]
+								? v->hdr[f->home].nblocks
+								: nb;
+		}
+	}
+	if (h->flags & OD_CHF_FOSTERED)
+		h->used_inodes = 0; /* its numbers are counted in the foster map */
+}
+
 int fsck_header_rebuild(struct fsck_ctx *c, uint32_t index, struct od_chunk_header *out,
 			uint32_t *donor, const char **why)
 {
@@ -75,6 +131,7 @@ int fsck_header_rebuild(struct fsck_ctx *c, uint32_t index, struct od_chunk_head
 	h.flags &= ~(OD_CHF_BITMAP_UNINIT | OD_CHF_DRAINING);
 	if (!last_valid(c, h.bitmap_start, h.bitmap_blocks, OD_MB_BITMAP, buf))
 		h.flags |= OD_CHF_BITMAP_UNINIT;
+	rebuild_fosters(v, index, nb, &h);
 	free(buf);
 	*out = h;
 	*donor = j;

@@ -276,6 +276,13 @@ int fsck_vol_locate(struct fsck_vol *v, uint64_t total, const struct fsck_opts *
 	for (uint32_t i = 0; i < n; i++) {
 		uint64_t sz;
 		v->base[i] = base;
+		if (i > 0 && ok0 && od_retired_nblocks(&h0, i)) {
+			/* Retired: never read again; chunk 0 keeps its size. */
+			sz = (uint64_t)od_retired_nblocks(&h0, i) * OD_BLOCK_SIZE;
+			v->size[i] = base >= total ? 0 : (total - base < sz ? total - base : sz);
+			base += sz;
+			continue;
+		}
 		if (i > 0)
 			fsck_vol_read_header(v, i, base, base < total ? total - base : 0, nb0);
 		sz = (uint64_t)(v->hdr_ok[i] ? v->hdr[i].nblocks : nb0) * OD_BLOCK_SIZE;
@@ -303,8 +310,9 @@ int fsck_vol_locate_one(struct fsck_vol *v, uint64_t total, const struct fsck_op
 	h0 = v->hdr[0];
 	n = h0.chunk_count;
 	sz = (uint64_t)h0.nblocks * OD_BLOCK_SIZE;
-	if (n == 0 || n > OD_MAX_CHUNKS || k >= n || (uint64_t)(k + 1) * sz > total)
-		return fsck_vol_locate(v, total, o);
+	if (n == 0 || n > OD_MAX_CHUNKS || k >= n || (uint64_t)(k + 1) * sz > total ||
+	    h0.nfosters)
+		return fsck_vol_locate(v, total, o); /* (a retired chunk's size is chunk 0's to say) */
 	if (fsck_vol_alloc(v, n) < 0)
 		return -ENOMEM;
 	v->nchunks = n;
@@ -441,6 +449,13 @@ static void *run_worker(void *arg)
 		pthread_mutex_unlock(&r->lock);
 		if (i == UINT32_MAX)
 			break;
+		if (i > 0 && r->v->hdr_ok[0] && od_retired_nblocks(&r->v->hdr[0], i)) {
+			fsck_vol_say(&r->o, "chunk %u: retired (evacuated): not checked", i);
+			pthread_mutex_lock(&r->lock);
+			r->done++;
+			pthread_mutex_unlock(&r->lock);
+			continue;
+		}
 		st = fsck_vol_placed(r->v, i);
 		if (st) {
 			ret = fsck_check_chunk(st, i, &r->o, r->v, &one);
