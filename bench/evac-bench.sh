@@ -6,15 +6,19 @@
 # chunks past 0 hold continuations. Then chunk 1 is evacuated with
 # evacuate_rate_mb = --rate (4096: uncapped in effect) while one client
 # (client-tests/lat_probe, one call in flight) reads 4 KiB at a time from
-# a small file; the same client runs --seconds alone first. Printed: what
+# a small file at the root (chunk 0); the same client runs --seconds alone first. Printed: what
 # moved (MiB, continuations, steps), the time from `chunkfsctl evacuate 1`
 # to state done (the daemon's log lines), MiB/s, continuations/s, and the
 # client's median and p99 alone and over the turns that began during the
 # evacuation.
+# With --small N, the volume is made with chunk 1 a small-file chunk
+# (mkfs -k general,small,general) and N small files (1-4 KiB) under
+# small/, a directory mkfs -d places there: the evacuation then moves
+# N inodes too, and inodes/s is measured.
 # Not a test: it prints figures.
 #
-# usage: bash bench/evac-bench.sh [--chunk-size S] [--files N] [--rate MB]
-#            [--seconds S] [--builddir DIR] [--tmp DIR]
+# usage: bash bench/evac-bench.sh [--chunk-size S] [--files N] [--small N]
+#            [--rate MB] [--seconds S] [--builddir DIR] [--tmp DIR]
 # Needs chunkfsd, chunkfsctl, mkfs.chunkfs and client-tests/lat_probe in
 # the build directory ($BUILDDIR, default build), nfs-cp and python3, and
 # about 4 chunks of space under --tmp (default /work/tmp if /work exists).
@@ -24,6 +28,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/.." && pwd)
 chunk_size=256M
 files=
+small=0
 rate=4096
 seconds=10
 builddir=${BUILDDIR:-$top/build}
@@ -31,7 +36,7 @@ tmpbase=/tmp
 [ -d /work ] && tmpbase=/work/tmp
 
 usage() {
-	sed -n '2,23s/^# \{0,1\}//p' "$0"
+	sed -n '2,27s/^# \{0,1\}//p' "$0"
 	exit "$1"
 }
 
@@ -39,6 +44,7 @@ while [ $# -gt 0 ]; do
 	case $1 in
 	--chunk-size) chunk_size=$2; shift 2 ;;
 	--files) files=$2; shift 2 ;;
+	--small) small=$2; shift 2 ;;
 	--rate) rate=$2; shift 2 ;;
 	--seconds) seconds=$2; shift 2 ;;
 	--builddir) builddir=$2; shift 2 ;;
@@ -68,9 +74,23 @@ import json, sys
 print(json.load(sys.stdin)[sys.argv[1]].get(sys.argv[2], ""))' "$1" "$2"
 }
 
-mkdir -p "$tmp/src/big" "$tmp/src/probe"
-head -c 65536 /dev/urandom >"$tmp/src/probe/small"
-"$builddir/mkfs.chunkfs" -q -s "$chunk_size" -n 4 -d "$tmp/src" "$tmp/volume.img" || exit 1
+mkdir -p "$tmp/src/big"
+# (at the root: in chunk 0, which is not evacuated, whatever the kinds)
+head -c 65536 /dev/urandom >"$tmp/src/probe.dat"
+kinds=general
+if [ "$small" -gt 0 ]; then
+	kinds=general,small,general
+	mkdir -p "$tmp/src/small"
+	python3 - "$tmp/src/small" "$small" <<'PY'
+import os, random, sys
+random.seed(1)
+for i in range(int(sys.argv[2])):
+    with open(os.path.join(sys.argv[1], "s%d" % i), "wb") as f:
+        f.write(os.urandom(random.randint(1024, 4096)))
+PY
+fi
+"$builddir/mkfs.chunkfs" -q -s "$chunk_size" -n 4 -k "$kinds" -d "$tmp/src" "$tmp/volume.img" ||
+	exit 1
 cat >"$tmp/chunkfsd.conf" <<CONF
 volume = $tmp/volume.img
 listen = 127.0.0.1
@@ -94,9 +114,9 @@ for i in $(seq 1 "$files"); do
 done
 t1=$(date +%s.%N)
 echo "filled: $files files of $((each >> 20)) MiB in $(echo "$t1 - $t0" | bc) s"
-"$builddir/client-tests/lat_probe" 127.0.0.1 "$port" read "$seconds" "$tmp/lat0" /probe/small \
+"$builddir/client-tests/lat_probe" 127.0.0.1 "$port" read "$seconds" "$tmp/lat0" /probe.dat \
 	>"$tmp/alone" || exit 1
-"$builddir/client-tests/lat_probe" 127.0.0.1 "$port" read 3600 "$tmp/lat1" /probe/small \
+"$builddir/client-tests/lat_probe" 127.0.0.1 "$port" read 3600 "$tmp/lat1" /probe.dat \
 	>"$tmp/during" &
 probe=$!
 sleep 1

@@ -102,7 +102,10 @@ static void do_sync(struct wl *w)
 		w->checkpoint(w);
 }
 
-static void do_commit(struct wl *w, const char *path)
+/* fn (fs_commit, fs_place) on the file at path; a durability point
+ * (durable) is a checkpoint. */
+static void do_file_call(struct wl *w, const char *path,
+			 int (*fn)(struct fs_volume *, struct fs_ino), const char *what, int durable)
 {
 	struct fs_ino ino;
 	int ret;
@@ -111,11 +114,16 @@ static void do_commit(struct wl *w, const char *path)
 		return;
 	ret = resolve(w, path, &ino);
 	if (ret == 0)
-		ret = fs_commit(w->v, ino);
+		ret = fn(w->v, ino);
 	if (ret < 0)
-		op_failed(w, "commit", path, ret);
-	else
+		op_failed(w, what, path, ret);
+	else if (durable)
 		w->checkpoint(w);
+}
+
+static void do_commit(struct wl *w, const char *path)
+{
+	do_file_call(w, path, fs_commit, "commit", 1);
 }
 
 static void do_mkdir(struct wl *w, const char *path, uint32_t perm)
@@ -965,16 +973,7 @@ static void wl_prealloc(struct wl *w)
 /* The file's buffer placed (fs_place): not a durability point. */
 static void do_place(struct wl *w, const char *path)
 {
-	struct fs_ino ino;
-	int ret;
-
-	if (w->err)
-		return;
-	ret = resolve(w, path, &ino);
-	if (ret == 0)
-		ret = fs_place(w->v, ino);
-	if (ret < 0)
-		op_failed(w, "place", path, ret);
+	do_file_call(w, path, fs_place, "place", 0);
 }
 
 /* (h) Reallocation on rewrite (fs/realloc.c): /r written in 8 pieces
