@@ -162,3 +162,4 @@ else:
     print("client during: no turn began during the evacuation")
 PY
 ctl status | grep '^evacuate:'
+ctl status | grep '^volume lock:'
