@@ -65,6 +65,11 @@ int evac_foster_next(struct fs_volume *v, uint32_t home, uint32_t from, uint32_t
  * and part with it once empty. The caller commits. 0, or a negative errno
  * with nothing changed (-ENOSPC: t has no room; -EINVAL: not movable). */
 int evac_inode_movable(struct fs_volume *v, const struct od_loc *loc);
+/* evac_inode.c: what a moved inode takes to its new place: r's inode
+ * without extents (*bare) and its inline bytes (*inl, malloc'd, NULL when
+ * it has none; the caller frees it, on failure too). 0 or -errno. */
+int evac_bare_copy(struct fs_volume *v, const struct iref *r, struct od_inode *bare,
+		   uint8_t **inl);
 int evac_move_embedded(struct fs_volume *v, uint64_t stable, struct chunk *t,
 		       uint64_t *blocks);
 

@@ -167,6 +167,26 @@ int evac_inode_movable(struct fs_volume *v, const struct od_loc *loc)
 	return movable(&r.ino);
 }
 
+int evac_bare_copy(struct fs_volume *v, const struct iref *r, struct od_inode *bare,
+		   uint8_t **inl)
+{
+	*inl = NULL;
+	if (r->ino.flags & OD_INF_INLINE) {
+		int ret;
+		*inl = malloc(r->ino.inline_len ? r->ino.inline_len : 1);
+		if (!*inl)
+			return -ENOMEM;
+		ret = dir_read_inline(v, r, *inl, r->ino.inline_len);
+		if (ret < 0)
+			return ret; /* (*inl is the caller's to free) */
+	}
+	*bare = r->ino;
+	bare->nextents = 0;
+	bare->ext_block = 0;
+	memset(bare->ext, 0, sizeof(bare->ext));
+	return 0;
+}
+
 int evac_move_embedded(struct fs_volume *v, uint64_t stable, struct chunk *t,
 		       uint64_t *blocks)
 {
@@ -228,21 +248,12 @@ int evac_move_embedded(struct fs_volume *v, uint64_t stable, struct chunk *t,
 		ret = evac_rehead_chain(v, part.ino.next, t, 0);
 	if (ret < 0)
 		return ret;
-	if (r.ino.flags & OD_INF_INLINE) {
-		inl = malloc(r.ino.inline_len ? r.ino.inline_len : 1);
-		if (!inl)
-			return -ENOMEM;
-		ret = dir_read_inline(v, &r, inl, r.ino.inline_len);
-		if (ret < 0)
-			goto out;
-	}
 	/* The new entry first: without room for it nothing changed. It
 	 * embeds the inode without extents; a file's data is copied and
 	 * mapped there next. */
-	bare = r.ino;
-	bare.nextents = 0;
-	bare.ext_block = 0;
-	memset(bare.ext, 0, sizeof(bare.ext));
+	ret = evac_bare_copy(v, &r, &bare, &inl);
+	if (ret < 0)
+		goto out;
 	if (has_part && pred.loc.chunk == r.loc.chunk)
 		bare.next = part.ino.next;
 	ret = dir_add(v, &dir, t, name, len, stable, &bare, inl,

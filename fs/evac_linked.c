@@ -189,22 +189,11 @@ int evac_move_linked(struct fs_volume *v, uint64_t stable, struct chunk *t, uint
 		ret = -ENOMEM;
 		goto out;
 	}
-	if (r.ino.flags & OD_INF_INLINE) {
-		inl = malloc(r.ino.inline_len ? r.ino.inline_len : 1);
-		if (!inl) {
-			ret = -ENOMEM;
-			goto out;
-		}
-		ret = dir_read_inline(v, &r, inl, r.ino.inline_len);
-		if (ret < 0)
-			goto out;
-	}
 	/* The inode's new place first (a slot of t, or its embedding entry
 	 * in t), bare of extents; then every other entry, by reference. */
-	bare = r.ino;
-	bare.nextents = 0;
-	bare.ext_block = 0;
-	memset(bare.ext, 0, sizeof(bare.ext));
+	ret = evac_bare_copy(v, &r, &bare, &inl);
+	if (ret < 0)
+		goto out;
 	if (slot) {
 		ret = slot_alloc(t, &r2.loc);
 		if (ret < 0)
