@@ -70,10 +70,11 @@ mkdir -p "$tmp/acked"
 		i=$((i + 1))
 		head -c $(((i * 7919) % 200000 + 1000)) /dev/urandom >"$tmp/w.tmp"
 		# (a copy cut by a restart of the server is tried again, at the
-		# port the new server took)
+		# port the new server took: libnfs would otherwise try to
+		# reconnect to the old port for ever, spinning)
 		p=$(cat "$tmp/port" 2>/dev/null)
-		wq="?version=3&nfsport=$p&mountport=$p"
-		if ! nfs-cp "$tmp/w.tmp" "${url}big/w$i$wq" >/dev/null 2>&1; then
+		wq="?version=3&nfsport=$p&mountport=$p&autoreconnect=0"
+		if ! timeout 60 nfs-cp "$tmp/w.tmp" "${url}big/w$i$wq" >/dev/null 2>&1; then
 			sleep 0.3
 			continue
 		fi
