@@ -23,7 +23,10 @@
 #   sh bench/fair-bench.sh BUILDDIR   (make check TESTS= builds nfs_fair)
 #
 # Environment: GREEDY (4), DEPTH (64), SIZE (1048576), LISTING (65536),
-# DURATION (5), ROUNDS (3), GANESHA (no: chunkfsd only).
+# DURATION (5), ROUNDS (3), GANESHA (no: chunkfsd only), SERVERS (the
+# servers compared, "fair fifo" and ganesha when it runs; any other name
+# X is chunkfsd with the configuration lines in CONF_X, ';' between
+# them: SERVERS="fair bn5" CONF_bn5="bulk_nice = 5" compares a setting).
 set -u
 builddir=$(cd "${1:?usage: fair-bench.sh BUILDDIR}" && pwd)
 : "${GREEDY:=4}" "${DEPTH:=64}" "${SIZE:=1048576}" "${LISTING:=65536}"
@@ -44,6 +47,7 @@ if [ -n "${FAIR_BENCH_NS:-}" ]; then
 	before_rm="kill $rpcbind_pid"
 	servers="fair fifo ganesha"
 fi
+servers=${SERVERS:-$servers}
 
 mkdir "$tmp/src" "$tmp/src/dir" "$tmp/src/wdir"
 dd if=/dev/urandom of="$tmp/src/big" bs=1M count=256 status=none || fail "dd"
@@ -111,6 +115,17 @@ one_server() {
 	fair) start_server "fair_queue = yes"; mopt= ;;
 	fifo) start_server "fair_queue = no"; mopt= ;;
 	ganesha) start_ganesha ;;
+	*)
+		eval "conf=\${CONF_$s:-}"
+		[ -n "$conf" ] || fail "server $s: no CONF_$s"
+		oldifs=$IFS
+		IFS=';'
+		# shellcheck disable=SC2086
+		set -- $conf
+		IFS=$oldifs
+		start_server "$@"
+		mopt=
+		;;
 	esac
 	"$fair" $mopt -t "$DURATION" 127.0.0.1 "$port" small 0 1 4096 10000000 getattr \
 		>"$tmp/light.out" 2>&1
