@@ -26,7 +26,8 @@
 # DURATION (5), ROUNDS (3), GANESHA (no: chunkfsd only), SERVERS (the
 # servers compared, "fair fifo" and ganesha when it runs; any other name
 # X is chunkfsd with the configuration lines in CONF_X, ';' between
-# them: SERVERS="fair bn5" CONF_bn5="bulk_nice = 5" compares a setting).
+# them: SERVERS="fair bn5" CONF_bn5="bulk_nice = 5" compares a setting;
+# and BIN_X, when set, is X's chunkfsd binary: a build against another).
 set -u
 builddir=$(cd "${1:?usage: fair-bench.sh BUILDDIR}" && pwd)
 : "${GREEDY:=4}" "${DEPTH:=64}" "${SIZE:=1048576}" "${LISTING:=65536}"
@@ -123,7 +124,9 @@ one_server() {
 		# shellcheck disable=SC2086
 		set -- $conf
 		IFS=$oldifs
+		eval "CHUNKFSD=\${BIN_$s:-$builddir/chunkfsd}"
 		start_server "$@"
+		CHUNKFSD=$builddir/chunkfsd
 		mopt=
 		;;
 	esac
