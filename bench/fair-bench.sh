@@ -27,7 +27,12 @@
 # servers compared, "fair fifo" and ganesha when it runs; any other name
 # X is chunkfsd with the configuration lines in CONF_X, ';' between
 # them: SERVERS="fair bn5" CONF_bn5="bulk_nice = 5" compares a setting;
-# and BIN_X, when set, is X's chunkfsd binary: a build against another).
+# and BIN_X, when set, is X's chunkfsd binary: a build against another),
+# SPLIT (no; yes: the server and the clients each in a CPU cgroup of its
+# own with equal shares, as if on hosts of their own with a CPU each: on
+# one 2-CPU machine the clients' decoding otherwise takes the CPU a server
+# setting gives up, and a server's priorities among its own threads are
+# measured as the clients' priority over the server).
 set -u
 builddir=$(cd "${1:?usage: fair-bench.sh BUILDDIR}" && pwd)
 : "${GREEDY:=4}" "${DEPTH:=64}" "${SIZE:=1048576}" "${LISTING:=65536}"
@@ -49,6 +54,29 @@ if [ -n "${FAIR_BENCH_NS:-}" ]; then
 	servers="fair fifo ganesha"
 fi
 servers=${SERVERS:-$servers}
+: "${SPLIT:=no}"
+cg=
+if [ "$SPLIT" = yes ]; then
+	[ -d /sys/fs/cgroup/cpu ] && [ -w /sys/fs/cgroup/cpu ] ||
+		fail "SPLIT=yes needs the cgroup v1 cpu controller at /sys/fs/cgroup/cpu, writable"
+	cg=/sys/fs/cgroup/cpu/chunkfs-fair.$$
+	mkdir -p "$cg/server" "$cg/clients" || fail "mkdir $cg"
+	before_rm="${before_rm:+$before_rm; }rmdir $cg/server $cg/clients $cg"
+fi
+
+# client_exec COMMAND...: becomes a client, in the clients' cgroup with
+# SPLIT (in a subshell: "(client_exec ...)").
+client_exec() {
+	if [ -n "$cg" ]; then
+		exec sh -c 'echo $$ >"$0" && exec "$@"' "$cg/clients/cgroup.procs" "$@"
+	fi
+	exec "$@"
+}
+
+# into_server_group PID: the server's process (its threads with it).
+into_server_group() {
+	[ -z "$cg" ] || echo "$1" >"$cg/server/cgroup.procs" || fail "cgroup of $1"
+}
 
 mkdir "$tmp/src" "$tmp/src/dir" "$tmp/src/wdir"
 dd if=/dev/urandom of="$tmp/src/big" bs=1M count=256 status=none || fail "dd"
@@ -83,6 +111,7 @@ EOF
 	done
 	port=2049
 	mopt="-e $tmp/src -m 20048"
+	into_server_group "$ganesha_pid"
 }
 
 stop_ganesha() {
@@ -95,10 +124,10 @@ stop_ganesha() {
 loaded() {
 	s=$1 r=$2 load=$3
 	shift 3
-	"$fair" $mopt "$@" >"$tmp/greedy.out" 2>&1 &
+	(client_exec "$fair" $mopt "$@") >"$tmp/greedy.out" 2>&1 &
 	greedy_pid=$!
 	sleep 2
-	"$fair" $mopt -t "$DURATION" 127.0.0.1 "$port" small 0 1 4096 10000000 getattr \
+	(client_exec "$fair" $mopt -t "$DURATION" 127.0.0.1 "$port" small 0 1 4096 10000000 getattr) \
 		>"$tmp/light.out" 2>&1
 	kill -TERM "$greedy_pid"
 	wait "$greedy_pid"
@@ -130,7 +159,8 @@ one_server() {
 		mopt=
 		;;
 	esac
-	"$fair" $mopt -t "$DURATION" 127.0.0.1 "$port" small 0 1 4096 10000000 getattr \
+	[ "$s" = ganesha ] || into_server_group "$server_pid"
+	(client_exec "$fair" $mopt -t "$DURATION" 127.0.0.1 "$port" small 0 1 4096 10000000 getattr) \
 		>"$tmp/light.out" 2>&1
 	set -- $(sed -n 's/^light round trip p50 \([0-9.]*\) ms p99 \([0-9.]*\) ms$/\1 \2/p' \
 		"$tmp/light.out")
@@ -147,7 +177,7 @@ one_server() {
 	fi
 }
 
-echo "fair-bench: $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg);" \
+echo "fair-bench: $(nproc) CPUs${cg:+ (server and clients in cgroups of their own)}, load average $(cut -d' ' -f1-3 /proc/loadavg);" \
 	"$GREEDY greedy clients x $DEPTH in flight, SIZE $SIZE, LISTING $LISTING," \
 	"${DURATION}s light runs, $ROUNDS rounds"
 : >"$tmp/results"
