@@ -102,6 +102,12 @@ mkdir -p "$tmp/tree/work" || die "mkdir"
 for name in local nbd; do
 	"$builddir/mkfs.chunkfs" -q -f --preallocate -s ${CHUNK_MB}M -n $NCHUNKS \
 		-k general,small -d "$tmp/tree" "$tmp/$name.img" || die "mkfs"
+	# Every block written once, as the nbd servers' chunk files (copied
+	# with dd) are: a preallocated block's first write is an unwritten
+	# extent's conversion, a journal commit at each fdatasync, which made
+	# the local CREATEs 3.7x slower than over NBD for that alone.
+	dd if="$tmp/$name.img" of="$tmp/$name.w" bs=1M conv=fsync status=none &&
+		mv "$tmp/$name.w" "$tmp/$name.img" || die "rewriting $name.img"
 done
 places=()
 nbdpids=()
