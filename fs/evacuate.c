@@ -128,7 +128,7 @@ static int fill_info(struct chunk *c, struct fs_evac_info *info)
 	if (chunk_fostered(c)) {
 		uint64_t used, here;
 		const struct od_foster *f = vol_foster(v, c->index);
-		ret = evac_foster_used(v, c->index, &used, &here);
+		ret = evac_foster_used(v, c->index, c->index, &used, &here);
 		if (ret < 0)
 			return ret;
 		info->fostered = 1;
@@ -137,6 +137,10 @@ static int fill_info(struct chunk *c, struct fs_evac_info *info)
 		info->homed_here = (uint32_t)here;
 	}
 	info->paused = c->hdr.evac_state == OD_EVAC_PAUSED;
+	if (ret == 0)
+		ret = evac_foster_guests(v, c->index, &info->guests_here);
+	for (uint32_t r = 0; r < v->chunks[0].hdr.nfosters && r < OD_MAX_FOSTERS; r++)
+		info->maps_hosted += v->chunks[0].hdr.fosters[r].chunk == c->index;
 	info->blocks_used = (uint64_t)c->hdr.nblocks - 2ull * c->hdr.data_start -
 			    c->hdr.free_blocks;
 	for (uint32_t s = 0; ret == 0 && s < c->hdr.islot_watermark; s++) {
@@ -222,28 +226,97 @@ static int inode_move_kind(struct fs_volume *v, const struct od_loc *loc, uint32
 	return EV_NONE;
 }
 
+/* The inode of number stable at loc (in k) moved with its entries into
+ * the first chunk that takes it, or a piece of its tail when it is a large
+ * file (*kind EV_TAIL): 0 moved (*blocks copied), 1 it cannot move now
+ * (not movable, or its directory offline or damaged: fsck's; it stays,
+ * counted as left), or a negative errno. */
+static int move_one(struct fs_volume *v, struct chunk *k, uint64_t stable, struct od_loc loc,
+		    uint32_t max_blocks, uint8_t *tried, int *kind, uint64_t *blocks)
+{
+	struct evac_moved m = { 0 };
+	struct iref r;
+	int ret;
+
+	*kind = inode_move_kind(v, &loc, max_blocks, &r);
+	if (*kind == EV_NONE)
+		return 1;
+	if (*kind == EV_TAIL) {
+		ret = move_tail(v, k, &r, max_blocks, &m);
+		*blocks = m.blocks;
+	} else {
+		memset(tried, 0, v->nchunks);
+		tried[k->index] = 1;
+		for (;;) {
+			struct chunk *t = vol_pick_chunk(v, NULL, (int)k->hdr.kind, 0, tried);
+			if (!t) {
+				ret = -ENOSPC;
+				break;
+			}
+			tried[t->index] = 1;
+			ret = *kind == EV_EMBEDDED ? evac_move_embedded(v, stable, t, blocks)
+						   : evac_move_linked(v, stable, t, blocks);
+			if (ret != -ENOSPC)
+				break;
+		}
+	}
+	if (ret == -EIO || ret == -EUCLEAN || ret == -ESTALE || ret == -EINVAL)
+		return 1;
+	return ret;
+}
+
+/* An inode placed in k but homed in another fostered chunk (moved into k
+ * by that chunk's evacuation) moved out as k's own are, the first one
+ * found in the other foster maps: 0 with *moved set or not, or a negative
+ * errno. */
+static int move_guest(struct fs_volume *v, struct chunk *k, uint32_t max_blocks,
+		      uint8_t *tried, int *moved)
+{
+	const struct od_chunk_header *h0 = &v->chunks[0].hdr;
+	uint64_t blocks = 0;
+	int ret = 0, kind;
+
+	for (uint32_t r = 0; r < h0->nfosters && r < OD_MAX_FOSTERS && !*moved; r++) {
+		uint32_t home = h0->fosters[r].home, idx, from = 0;
+		struct od_loc loc;
+		if (home == k->index)
+			continue;
+		while ((ret = evac_foster_next(v, home, k->index, from, &idx, &loc)) == 1) {
+			from = idx + 1;
+			ret = move_one(v, k, OD_STABLE(home, idx), loc, max_blocks, tried, &kind,
+				       &blocks);
+			if (ret < 0)
+				return ret;
+			if (ret == 0) {
+				*moved = 1;
+				k->evac_inodes += kind != EV_TAIL;
+				k->evac_blocks += blocks;
+				break;
+			}
+		}
+		if (ret < 0)
+			return ret;
+	}
+	return 0;
+}
+
 /* One inode of k moved (with its entries) into the first chunk that takes
  * it, or a piece of a large file's tail (*moved set), from k's map cursor
- * on; 0 with *moved 0 when none can. */
+ * on, then those of other homes placed in k; 0 with *moved 0 when none
+ * can. */
 static int move_inode(struct fs_volume *v, struct chunk *k, uint32_t max_blocks, int *moved)
 {
 	const struct od_foster *f = vol_foster(v, k->index);
 	uint32_t n = f ? f->entries : 0, from = k->evac_map < n ? k->evac_map : 0, idx;
-	uint8_t *tried;
+	uint8_t *tried = calloc(v->nchunks, 1);
 	struct od_loc loc;
 	uint64_t blocks = 0;
-	int ret = 0, wrapped = 0;
+	int ret = 0, wrapped = 0, kind;
 
-	if (!n)
-		return 0;
-	tried = calloc(v->nchunks, 1);
 	if (!tried)
 		return -ENOMEM;
-	for (;;) {
-		struct evac_moved m = { 0 };
-		struct iref r;
-		int kind;
-		ret = evac_foster_next(v, k->index, from, &idx, &loc);
+	while (n) {
+		ret = evac_foster_next(v, k->index, k->index, from, &idx, &loc);
 		if (ret < 0)
 			break;
 		if (ret == 0) {
@@ -253,41 +326,15 @@ static int move_inode(struct fs_volume *v, struct chunk *k, uint32_t max_blocks,
 			from = 0;
 			continue;
 		}
-		ret = 0;
-		if (wrapped && idx >= k->evac_map)
-			break;
-		from = idx + 1;
-		kind = inode_move_kind(v, &loc, max_blocks, &r);
-		if (kind == EV_NONE)
-			continue;
-		if (kind == EV_TAIL) {
-			ret = move_tail(v, k, &r, max_blocks, &m);
-			blocks = m.blocks;
-		} else {
-			memset(tried, 0, v->nchunks);
-			tried[k->index] = 1;
-			for (;;) {
-				struct chunk *t = vol_pick_chunk(v, NULL, (int)k->hdr.kind, 0, tried);
-				if (!t) {
-					ret = -ENOSPC;
-					break;
-				}
-				tried[t->index] = 1;
-				ret = kind == EV_EMBEDDED
-					      ? evac_move_embedded(v, OD_STABLE(k->index, idx), t,
-								   &blocks)
-					      : evac_move_linked(v, OD_STABLE(k->index, idx), t,
-								 &blocks);
-				if (ret != -ENOSPC)
-					break;
-			}
-		}
-		if (ret == -EIO || ret == -EUCLEAN || ret == -ESTALE || ret == -EINVAL) {
-			/* Its directory cannot be read now (offline, damaged:
-			 * fsck's): it stays, counted as left. */
+		if (wrapped && idx >= k->evac_map) {
 			ret = 0;
-			continue;
+			break;
 		}
+		from = idx + 1;
+		ret = move_one(v, k, OD_STABLE(k->index, idx), loc, max_blocks, tried, &kind,
+			       &blocks);
+		if (ret == 1)
+			continue;
 		if (ret == 0) {
 			*moved = 1;
 			if (kind == EV_TAIL) {
@@ -300,6 +347,8 @@ static int move_inode(struct fs_volume *v, struct chunk *k, uint32_t max_blocks,
 		}
 		break;
 	}
+	if (ret >= 0 && !*moved)
+		ret = move_guest(v, k, max_blocks, tried, moved);
 	free(tried);
 	return ret;
 }
@@ -311,8 +360,6 @@ static int move_inode(struct fs_volume *v, struct chunk *k, uint32_t max_blocks,
  * errno. */
 static int chunk_empty(struct fs_volume *v, struct chunk *k)
 {
-	uint32_t idx;
-	struct od_loc loc;
 	int ret = chunk_load(k);
 
 	if (ret < 0)
@@ -325,7 +372,7 @@ static int chunk_empty(struct fs_volume *v, struct chunk *k)
 		if (r.ino.mode != 0)
 			return 0;
 	}
-	ret = evac_foster_next(v, k->index, 0, &idx, &loc);
+	ret = evac_foster_any_in(v, k->index);
 	if (ret != 0)
 		return ret < 0 ? ret : 0;
 	for (uint32_t b = 0; b < k->hdr.nblocks; b++) {
@@ -419,6 +466,17 @@ int fs_evac_step(struct fs_volume *v, uint32_t i, uint32_t max_blocks,
 		ret = evac_foster(v, c, &host);
 		if (ret == 0)
 			moved = 1;
+	}
+	/* Then a foster map this chunk hosts for another (it keeps the chunk
+	 * from emptying): moved to another host, one a step. When no chunk
+	 * has room for it, or its home is offline, it stays for now and the
+	 * chunk does not empty. */
+	if (ret == 0 && !moved) {
+		ret = evac_foster_rehost(v, c);
+		if (ret > 0)
+			moved = 1;
+		if (ret > 0 || ret == -ENOSPC || ret == -EIO)
+			ret = 0;
 	}
 	/* From the cursor on, wrapping once: the first continuation found
 	 * moves, a piece of it. A crash or a failed step only means this scan

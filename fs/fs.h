@@ -578,6 +578,9 @@ struct fs_evac_info {
 	uint64_t inodes_moved;     /* inodes carried out with their entries since open */
 	int retired;               /* emptied and retired: offline for good, never read */
 	int paused;                /* paused (kept in its header across restarts) */
+	uint32_t maps_hosted;      /* foster maps of other chunks it holds (moved off first) */
+	uint32_t guests_here;      /* inodes in it homed in another fostered chunk (moved
+				    * into it by that chunk's evacuation), by a scan */
 };
 /* Pause or resume chunk i's evacuation: the state goes in its header in a
  * transaction of its own, so a restart finds it paused (a paused chunk's
