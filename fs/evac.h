@@ -123,10 +123,10 @@ int evac_move_head_tail(struct fs_volume *v, const struct iref *head, struct chu
 int evac_linked_movable(struct fs_volume *v, const struct od_loc *loc);
 int evac_move_linked(struct fs_volume *v, uint64_t stable, struct chunk *t, uint64_t *blocks);
 
-/* evac_linked.c: K's empty directory parts (lost+found's among them, kept
- * by the library otherwise) unlinked from their chains and their slots
- * freed, the first one found from slot *cursor on: 1 when one went, 0 when
+/* evac_linked.c: K's empty directory parts unlinked from their chains and
+ * their slots freed, the first one found: lost+found's when lf (kept by
+ * the library otherwise), the others when not. 1 when one went, 0 when
  * none is left. The caller commits. */
-int evac_drop_empty_part(struct fs_volume *v, struct chunk *k);
+int evac_drop_empty_part(struct fs_volume *v, struct chunk *k, int lf);
 
 #endif

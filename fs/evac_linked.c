@@ -260,7 +260,7 @@ out:
 	return ret;
 }
 
-int evac_drop_empty_part(struct fs_volume *v, struct chunk *k)
+int evac_drop_empty_part(struct fs_volume *v, struct chunk *k, int lf)
 {
 	for (uint32_t s = 0; s < k->hdr.islot_watermark; s++) {
 		struct iref p;
@@ -268,7 +268,7 @@ int evac_drop_empty_part(struct fs_volume *v, struct chunk *k)
 		if (ret < 0)
 			return ret;
 		if (p.ino.mode == 0 || !S_ISDIR(p.ino.mode) || !(p.ino.flags & OD_INF_CONT) ||
-		    p.ino.nextents || p.ino.ext_block)
+		    p.ino.nextents || p.ino.ext_block || !lf != !(p.ino.flags & OD_INF_LOSTFOUND))
 			continue;
 		ret = dir_part_drop_empty(v, &p);
 		if (ret == -EIO || ret == -EUCLEAN || ret == -ESTALE)

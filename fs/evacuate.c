@@ -353,28 +353,34 @@ static int move_inode(struct fs_volume *v, struct chunk *k, uint32_t max_blocks,
 	return ret;
 }
 
-/* Does k hold nothing but its fixed metadata? Checked by a scan, not by
- * counters: every inode-area slot free, no number homed here placed here
- * (its foster map), and no block in use outside the header, dirty lists,
- * bitmap, map and inode area of either half. 1 yes, 0 no, or a negative
- * errno. */
-static int chunk_empty(struct fs_volume *v, struct chunk *k)
+/* Does k hold no inode: every inode-area slot free (but lost+found's
+ * parts, with lf_ok), no inode placed in k by a foster map? 1 yes, 0 no,
+ * or a negative errno. */
+static int no_inode_left(struct fs_volume *v, struct chunk *k, int lf_ok)
 {
 	int ret = chunk_load(k);
 
-	if (ret < 0)
-		return ret;
-	for (uint32_t s = 0; s < k->hdr.islot_watermark; s++) {
+	for (uint32_t s = 0; ret == 0 && s < k->hdr.islot_watermark; s++) {
 		struct iref r;
 		ret = ino_read(v, slot_at(k, s), &r);
-		if (ret < 0)
-			return ret;
-		if (r.ino.mode != 0)
+		if (ret == 0 && r.ino.mode != 0 && !(lf_ok && (r.ino.flags & OD_INF_LOSTFOUND)))
 			return 0;
 	}
-	ret = evac_foster_any_in(v, k->index);
-	if (ret != 0)
-		return ret < 0 ? ret : 0;
+	if (ret == 0)
+		ret = evac_foster_any_in(v, k->index);
+	return ret < 0 ? ret : !ret;
+}
+
+/* Does k hold nothing but its fixed metadata? Checked by a scan, not by
+ * counters: no inode left (above), and no block in use outside the
+ * header, dirty lists, bitmap, map and inode area of either half. 1 yes, 0
+ * no, or a negative errno. */
+static int chunk_empty(struct fs_volume *v, struct chunk *k)
+{
+	int ret = no_inode_left(v, k, 0);
+
+	if (ret <= 0)
+		return ret;
 	for (uint32_t b = 0; b < k->hdr.nblocks; b++) {
 		uint32_t rel = b < k->half ? b : b - k->half;
 		if (rel >= k->hdr.data_start && bitmap_test(k, b))
@@ -521,10 +527,14 @@ int fs_evac_step(struct fs_volume *v, uint32_t i, uint32_t max_blocks,
 			moved = 1;
 		}
 	}
-	/* Last, K's directory parts left empty by those moves (lost+found's
-	 * too, which the library keeps otherwise). */
+	/* Last, K's directory parts left empty by those moves; lost+found's
+	 * (which the library keeps otherwise) once nothing else is left, so
+	 * that until then fsck has a place in K to link K's orphans, which
+	 * the steps then move out as any inode with its entry. */
 	if (ret == 0 && !moved && chunk_fostered(c)) {
-		ret = evac_drop_empty_part(v, c);
+		ret = evac_drop_empty_part(v, c, 0);
+		if (ret == 0 && (ret = no_inode_left(v, c, 1)) > 0)
+			ret = evac_drop_empty_part(v, c, 1);
 		if (ret > 0) {
 			moved = 1;
 			ret = 0;
