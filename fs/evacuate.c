@@ -3,12 +3,13 @@
  * nothing new lands in K while it empties. Keeps: a draining chunk is never
  * chosen for a new object, directory part, continuation or data extent
  * (vol_chunk_has_room, vol_pick_data_chunk, chain_alloc); what is already
- * there stays reachable and may change. The steps: a draining chunk's
- * file continuations carried out a piece at a time (fs/evac_move.c), and
- * the counts of what is left; the first step fosters the chunk's map
- * (fs/foster.c), and once no continuation is left, inodes embedded in its
- * entries move with them (fs/evac_inode.c). Not built: moving slot
- * inodes, directories with units here, directory parts; retiring
+ * there stays reachable and may change. The steps: the first fosters the
+ * chunk's map (fs/foster.c), the next ones move the foster maps K hosts
+ * for other chunks (fs/foster.c), then K's file continuations a piece at a
+ * time (fs/evac_move.c), then the inodes placed in K, K's own and those
+ * other evacuations put there, with their entries (fs/evac_inode.c,
+ * fs/evac_linked.c), then K's empty directory parts, lost+found's last;
+ * once a scan finds K empty it retires. And the counts of what is left
  * (doc/design.md, "Evacuating a chunk"). */
 #include "config.h"
 
