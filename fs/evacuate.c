@@ -434,6 +434,9 @@ static int retire_close(struct fs_volume *v, struct chunk *k)
 	k->store = store_dead_new();
 	k->retired = 1;
 	snprintf(k->why_offline, sizeof(k->why_offline), "retired (evacuated)");
+	/* The last region of the image: given back now when chunk 0's
+	 * header has caught up on both copies, else at close or next open. */
+	vol_try_shorten(v);
 	vol_unlock(v);
 	return k->store ? 0 : -ENOMEM;
 }

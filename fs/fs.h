@@ -193,6 +193,9 @@ struct fs_counters {
 	uint64_t realloc_blocks;     /* ... blocks written into those runs */
 	uint64_t realloc_no_run;     /* whole rewrites written in place: no run was free */
 	struct fs_recovery_stats recovery;
+	uint64_t image_cut;          /* bytes the image file was shortened by since open:
+				      * retired chunks at its end (fs/shorten.c) */
+	int image_cut_err;           /* the last failed try's negative errno, 0 */
 };
 
 /* volume.c */

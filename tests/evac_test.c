@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "fs/format/header.h"
@@ -642,6 +643,13 @@ static void emptying(void)
 	unlink(image);
 }
 
+static long long image_size(void)
+{
+	struct stat st;
+
+	return stat(image, &st) == 0 ? (long long)st.st_size : -1;
+}
+
 /* Fills chunk 0 (chunks 1 and 2 draining meanwhile, so that nothing lands
  * elsewhere): a file fill/big written until no block is left. */
 static void fill_chunk0(struct fs_volume *v, struct fs_ino root, struct fs_ino *fill)
@@ -783,13 +791,18 @@ static void rehosting(void)
 		       "%u maps, %u guests\n", ei.homed_here, ei.slots_left, ei.conts_left,
 		       (unsigned long long)ei.blocks_used, ei.maps_hosted, ei.guests_here);
 	CHECK_EQ(ei.retired, 1);
-	printf("# chunk 2, which hosted chunk 1's map, retired in %d steps\n", steps);
+	printf("# chunk 2, which hosted chunk 1's map, retired in %d steps; the image: %lld "
+	       "bytes\n", steps, (long long)image_size());
 	for (steps = 2; (ret = fs_evac_step(v, 1, 0, &ei)) == 1 && steps < 200;)
 		steps++;
 	CHECK_EQ(ret, 0);
 	CHECK_EQ(ei.retired, 1);
 	CHECK_EQ(fs_check_invariants(v, NULL, NULL), 0);
 	CHECK_EQ(fs_close(v), 0);
+	/* Chunks 1 and 2, the image's last regions, retired: it ends after
+	 * chunk 0 (cut at the retirement or at close, once both copies of
+	 * chunk 0's header say so). */
+	CHECK_EQ(image_size(), 2 * MB);
 	CHECK_EQ(fsck_volume_path(image, -1, &fo, &res), 0);
 	CHECK_EQ(res.problems, 0);
 	CHECK_EQ(res.exit_code, 0);
@@ -827,7 +840,31 @@ static void rehosting(void)
 	CHECK(memcmp(target, "to/here", 7) == 0);
 	CHECK_EQ(fs_lookup(v, NULL, d2, "f2", &x, NULL), 0);
 	CHECK_EQ(x.num, f2.num);
+	/* A chunk added takes its region after the retired ones (the file
+	 * grows sparse): new files there, fsck clean. */
+	{
+		struct fs_chunk_opts co = { 0 };
+		struct fs_counters fc;
+		uint32_t index = 0;
+		CHECK_EQ(fs_get_counters(v, &fc), 0);
+		CHECK_EQ(fc.image_cut, 0); /* (cut before this open) */
+		CHECK_EQ(fc.image_cut_err, 0);
+		CHECK_EQ(fs_add_chunk(v, &co, NULL, &index, why, sizeof(why)), 0);
+		CHECK_EQ(index, 3);
+		CHECK_EQ(image_size(), 4 * 2 * MB);
+		CHECK_EQ(fs_chunk_info(v, 3, &ci), 0);
+		CHECK_EQ(ci.online, 1);
+		for (int i = 0; i < 6; i++) {
+			snprintf(name, sizeof(name), "new%d", i);
+			CHECK_EQ(fs_mkdir(v, NULL, root, name, 0755, &x, NULL), 0);
+			CHECK(x.num >> 32 == 0 || x.num >> 32 == 3);
+		}
+	}
 	CHECK_EQ(fs_close(v), 0);
+	CHECK_EQ(image_size(), 4 * 2 * MB);
+	CHECK_EQ(fsck_volume_path(image, -1, &fo, &res), 0);
+	CHECK_EQ(res.problems, 0);
+	CHECK_EQ(res.exit_code, 0);
 	unlink(image);
 }
 
