@@ -67,7 +67,8 @@ int evac_foster_next(struct fs_volume *v, uint32_t home, uint32_t in, uint32_t f
 /* Does any foster map place an inode in chunk in? 1, 0, or -errno. */
 int evac_foster_any_in(struct fs_volume *v, uint32_t in);
 /* Inodes placed in chunk in whose numbers are homed in another fostered
- * chunk (moved there by its evacuation): *guests, by a scan. */
+ * chunk (moved there by its evacuation): *guests, by a scan (a map whose
+ * host is offline is not counted). */
 int evac_foster_guests(struct fs_volume *v, uint32_t in, uint32_t *guests);
 
 /* evac_inode.c: may the inode at loc (in a draining chunk) move with its

@@ -295,6 +295,8 @@ static int move_guest(struct fs_volume *v, struct chunk *k, uint32_t max_blocks,
 				break;
 			}
 		}
+		if (ret == -EIO)
+			ret = 0; /* that map's host is offline: its guests wait */
 		if (ret < 0)
 			return ret;
 	}

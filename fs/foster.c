@@ -267,6 +267,8 @@ int evac_foster_guests(struct fs_volume *v, uint32_t in, uint32_t *guests)
 		if (h0->fosters[r].home == in)
 			continue;
 		ret = evac_foster_used(v, h0->fosters[r].home, in, &used, &here);
+		if (ret == -EIO)
+			continue; /* its host is offline: not counted */
 		if (ret < 0)
 			return ret;
 		*guests += (uint32_t)here;

@@ -583,7 +583,8 @@ struct fs_evac_info {
 	int paused;                /* paused (kept in its header across restarts) */
 	uint32_t maps_hosted;      /* foster maps of other chunks it holds (moved off first) */
 	uint32_t guests_here;      /* inodes in it homed in another fostered chunk (moved
-				    * into it by that chunk's evacuation), by a scan */
+				    * into it by that chunk's evacuation), by a scan of
+				    * the foster maps whose host is online */
 };
 /* Pause or resume chunk i's evacuation: the state goes in its header in a
  * transaction of its own, so a restart finds it paused (a paused chunk's
