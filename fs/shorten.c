@@ -52,7 +52,10 @@ int vol_shorten_image(struct fs_volume *v)
 		return ret;
 	if (holder != CHUNK_LOCK_FREE)
 		return 0;
-	if (ftruncate(v->fd, (off_t)end) < 0 || fsync(v->fd) < 0)
+	/* (no fsync: a cut lost in a crash leaves the longer image, cut
+	 * again at the next open; a flush here would hold the volume lock
+	 * for whatever else the image has in the page cache) */
+	if (ftruncate(v->fd, (off_t)end) < 0)
 		return -errno;
 	v->image_cut += size - end;
 	return 1;
