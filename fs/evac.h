@@ -46,14 +46,30 @@ int evac_copy_extents(struct fs_volume *v, struct chunk *k, const struct extlist
  * taken. The caller commits. 0, or a negative errno with nothing changed
  * (-ENOSPC: no chunk has room, or chunk 0's table is full). */
 int evac_foster(struct fs_volume *v, struct chunk *k, uint32_t *host);
+/* A foster map that k (draining) hosts for another chunk, moved in the
+ * caller's transaction into chunk 0 when it has room, else the
+ * non-draining, non-fostered chunk with the most free blocks (its units
+ * copied, k's freed; the record changed in chunk 0's header, dropped from
+ * k's, added to the new host's and changed in the home's unless it is
+ * retired): 1 when one moved, 0 when k hosts none, -ENOSPC when no chunk
+ * has room, -EIO when the home is offline. */
+int evac_foster_rehost(struct fs_volume *v, struct chunk *k);
 /* Numbers homed in home that its foster map has in use (*used), and of
- * those, how many are still located in home (*here), by a scan. -ENOENT
+ * those, how many are located in chunk in (*here), by a scan. -ENOENT
  * when home has no foster map. */
-int evac_foster_used(struct fs_volume *v, uint32_t home, uint64_t *used, uint64_t *here);
+int evac_foster_used(struct fs_volume *v, uint32_t home, uint32_t in, uint64_t *used,
+		     uint64_t *here);
 /* The first used entry of home's foster map at index from or above that
- * places its inode in home: 1 with *idx and *loc, 0 when none is left. */
-int evac_foster_next(struct fs_volume *v, uint32_t home, uint32_t from, uint32_t *idx,
-		     struct od_loc *loc);
+ * places its inode in chunk in: 1 with *idx and *loc, 0 when none is
+ * left. */
+int evac_foster_next(struct fs_volume *v, uint32_t home, uint32_t in, uint32_t from,
+		     uint32_t *idx, struct od_loc *loc);
+/* Does any foster map place an inode in chunk in? 1, 0, or -errno. */
+int evac_foster_any_in(struct fs_volume *v, uint32_t in);
+/* Inodes placed in chunk in whose numbers are homed in another fostered
+ * chunk (moved there by its evacuation): *guests, by a scan (a map whose
+ * host is offline is not counted). */
+int evac_foster_guests(struct fs_volume *v, uint32_t in, uint32_t *guests);
 
 /* evac_inode.c: may the inode at loc (in a draining chunk) move with its
  * entry (an embedded inode with one link and no continuation or directory
@@ -108,10 +124,10 @@ int evac_move_head_tail(struct fs_volume *v, const struct iref *head, struct chu
 int evac_linked_movable(struct fs_volume *v, const struct od_loc *loc);
 int evac_move_linked(struct fs_volume *v, uint64_t stable, struct chunk *t, uint64_t *blocks);
 
-/* evac_linked.c: K's empty directory parts (lost+found's among them, kept
- * by the library otherwise) unlinked from their chains and their slots
- * freed, the first one found from slot *cursor on: 1 when one went, 0 when
+/* evac_linked.c: K's empty directory parts unlinked from their chains and
+ * their slots freed, the first one found: lost+found's when lf (kept by
+ * the library otherwise), the others when not. 1 when one went, 0 when
  * none is left. The caller commits. */
-int evac_drop_empty_part(struct fs_volume *v, struct chunk *k);
+int evac_drop_empty_part(struct fs_volume *v, struct chunk *k, int lf);
 
 #endif

@@ -68,10 +68,10 @@ static struct od_loc slot_loc(const struct chunk *c, uint32_t slot)
 
 /* Every entry of K's directory units naming stable: the units of
  * directory parts in K's slots, and of directory heads placed in K (found
- * through K's foster map). */
+ * through the foster maps: K's, and those of chunks evacuated into K). */
 static int scan_entries(struct fs_volume *v, struct chunk *k, uint64_t stable, struct lscan *ls)
 {
-	uint32_t idx = 0;
+	const struct od_chunk_header *h0 = &v->chunks[0].hdr;
 	struct od_loc loc;
 	int ret = 0;
 
@@ -85,16 +85,20 @@ static int scan_entries(struct fs_volume *v, struct chunk *k, uint64_t stable, s
 		ls->dir = p.ino.head_stable;
 		ret = dir_seg_entries_of(v, &p, stable, collect, ls);
 	}
-	while (ret == 0 && (ret = evac_foster_next(v, k->index, idx, &idx, &loc)) == 1) {
-		struct iref d;
-		idx++;
-		ret = ino_read(v, loc, &d);
-		if (ret < 0)
-			break;
-		if (d.ino.mode == 0 || !S_ISDIR(d.ino.mode) || (d.ino.flags & OD_INF_CONT))
-			continue;
-		ls->dir = d.ino.stable;
-		ret = dir_seg_entries_of(v, &d, stable, collect, ls);
+	for (uint32_t r = 0; ret == 0 && r < h0->nfosters && r < OD_MAX_FOSTERS; r++) {
+		uint32_t home = h0->fosters[r].home, idx = 0;
+		while (ret == 0 &&
+		       (ret = evac_foster_next(v, home, k->index, idx, &idx, &loc)) == 1) {
+			struct iref d;
+			idx++;
+			ret = ino_read(v, loc, &d);
+			if (ret < 0)
+				break;
+			if (d.ino.mode == 0 || !S_ISDIR(d.ino.mode) || (d.ino.flags & OD_INF_CONT))
+				continue;
+			ls->dir = d.ino.stable;
+			ret = dir_seg_entries_of(v, &d, stable, collect, ls);
+		}
 	}
 	return ret;
 }
@@ -256,7 +260,7 @@ out:
 	return ret;
 }
 
-int evac_drop_empty_part(struct fs_volume *v, struct chunk *k)
+int evac_drop_empty_part(struct fs_volume *v, struct chunk *k, int lf)
 {
 	for (uint32_t s = 0; s < k->hdr.islot_watermark; s++) {
 		struct iref p;
@@ -264,7 +268,7 @@ int evac_drop_empty_part(struct fs_volume *v, struct chunk *k)
 		if (ret < 0)
 			return ret;
 		if (p.ino.mode == 0 || !S_ISDIR(p.ino.mode) || !(p.ino.flags & OD_INF_CONT) ||
-		    p.ino.nextents || p.ino.ext_block)
+		    p.ino.nextents || p.ino.ext_block || !lf != !(p.ino.flags & OD_INF_LOSTFOUND))
 			continue;
 		ret = dir_part_drop_empty(v, &p);
 		if (ret == -EIO || ret == -EUCLEAN || ret == -ESTALE)

@@ -3,12 +3,13 @@
  * nothing new lands in K while it empties. Keeps: a draining chunk is never
  * chosen for a new object, directory part, continuation or data extent
  * (vol_chunk_has_room, vol_pick_data_chunk, chain_alloc); what is already
- * there stays reachable and may change. The steps: a draining chunk's
- * file continuations carried out a piece at a time (fs/evac_move.c), and
- * the counts of what is left; the first step fosters the chunk's map
- * (fs/foster.c), and once no continuation is left, inodes embedded in its
- * entries move with them (fs/evac_inode.c). Not built: moving slot
- * inodes, directories with units here, directory parts; retiring
+ * there stays reachable and may change. The steps: the first fosters the
+ * chunk's map (fs/foster.c), the next ones move the foster maps K hosts
+ * for other chunks (fs/foster.c), then K's file continuations a piece at a
+ * time (fs/evac_move.c), then the inodes placed in K, K's own and those
+ * other evacuations put there, with their entries (fs/evac_inode.c,
+ * fs/evac_linked.c), then K's empty directory parts, lost+found's last;
+ * once a scan finds K empty it retires. And the counts of what is left
  * (doc/design.md, "Evacuating a chunk"). */
 #include "config.h"
 
@@ -128,7 +129,7 @@ static int fill_info(struct chunk *c, struct fs_evac_info *info)
 	if (chunk_fostered(c)) {
 		uint64_t used, here;
 		const struct od_foster *f = vol_foster(v, c->index);
-		ret = evac_foster_used(v, c->index, &used, &here);
+		ret = evac_foster_used(v, c->index, c->index, &used, &here);
 		if (ret < 0)
 			return ret;
 		info->fostered = 1;
@@ -137,6 +138,10 @@ static int fill_info(struct chunk *c, struct fs_evac_info *info)
 		info->homed_here = (uint32_t)here;
 	}
 	info->paused = c->hdr.evac_state == OD_EVAC_PAUSED;
+	if (ret == 0)
+		ret = evac_foster_guests(v, c->index, &info->guests_here);
+	for (uint32_t r = 0; r < v->chunks[0].hdr.nfosters && r < OD_MAX_FOSTERS; r++)
+		info->maps_hosted += v->chunks[0].hdr.fosters[r].chunk == c->index;
 	info->blocks_used = (uint64_t)c->hdr.nblocks - 2ull * c->hdr.data_start -
 			    c->hdr.free_blocks;
 	for (uint32_t s = 0; ret == 0 && s < c->hdr.islot_watermark; s++) {
@@ -222,28 +227,99 @@ static int inode_move_kind(struct fs_volume *v, const struct od_loc *loc, uint32
 	return EV_NONE;
 }
 
+/* The inode of number stable at loc (in k) moved with its entries into
+ * the first chunk that takes it, or a piece of its tail when it is a large
+ * file (*kind EV_TAIL): 0 moved (*blocks copied), 1 it cannot move now
+ * (not movable, or its directory offline or damaged: fsck's; it stays,
+ * counted as left), or a negative errno. */
+static int move_one(struct fs_volume *v, struct chunk *k, uint64_t stable, struct od_loc loc,
+		    uint32_t max_blocks, uint8_t *tried, int *kind, uint64_t *blocks)
+{
+	struct evac_moved m = { 0 };
+	struct iref r;
+	int ret;
+
+	*kind = inode_move_kind(v, &loc, max_blocks, &r);
+	if (*kind == EV_NONE)
+		return 1;
+	if (*kind == EV_TAIL) {
+		ret = move_tail(v, k, &r, max_blocks, &m);
+		*blocks = m.blocks;
+	} else {
+		memset(tried, 0, v->nchunks);
+		tried[k->index] = 1;
+		for (;;) {
+			struct chunk *t = vol_pick_chunk(v, NULL, (int)k->hdr.kind, 0, tried);
+			if (!t) {
+				ret = -ENOSPC;
+				break;
+			}
+			tried[t->index] = 1;
+			ret = *kind == EV_EMBEDDED ? evac_move_embedded(v, stable, t, blocks)
+						   : evac_move_linked(v, stable, t, blocks);
+			if (ret != -ENOSPC)
+				break;
+		}
+	}
+	if (ret == -EIO || ret == -EUCLEAN || ret == -ESTALE || ret == -EINVAL)
+		return 1;
+	return ret;
+}
+
+/* An inode placed in k but homed in another fostered chunk (moved into k
+ * by that chunk's evacuation) moved out as k's own are, the first one
+ * found in the other foster maps: 0 with *moved set or not, or a negative
+ * errno. */
+static int move_guest(struct fs_volume *v, struct chunk *k, uint32_t max_blocks,
+		      uint8_t *tried, int *moved)
+{
+	const struct od_chunk_header *h0 = &v->chunks[0].hdr;
+	uint64_t blocks = 0;
+	int ret = 0, kind;
+
+	for (uint32_t r = 0; r < h0->nfosters && r < OD_MAX_FOSTERS && !*moved; r++) {
+		uint32_t home = h0->fosters[r].home, idx, from = 0;
+		struct od_loc loc;
+		if (home == k->index)
+			continue;
+		while ((ret = evac_foster_next(v, home, k->index, from, &idx, &loc)) == 1) {
+			from = idx + 1;
+			ret = move_one(v, k, OD_STABLE(home, idx), loc, max_blocks, tried, &kind,
+				       &blocks);
+			if (ret < 0)
+				return ret;
+			if (ret == 0) {
+				*moved = 1;
+				k->evac_inodes += kind != EV_TAIL;
+				k->evac_blocks += blocks;
+				break;
+			}
+		}
+		if (ret == -EIO)
+			ret = 0; /* that map's host is offline: its guests wait */
+		if (ret < 0)
+			return ret;
+	}
+	return 0;
+}
+
 /* One inode of k moved (with its entries) into the first chunk that takes
  * it, or a piece of a large file's tail (*moved set), from k's map cursor
- * on; 0 with *moved 0 when none can. */
+ * on, then those of other homes placed in k; 0 with *moved 0 when none
+ * can. */
 static int move_inode(struct fs_volume *v, struct chunk *k, uint32_t max_blocks, int *moved)
 {
 	const struct od_foster *f = vol_foster(v, k->index);
 	uint32_t n = f ? f->entries : 0, from = k->evac_map < n ? k->evac_map : 0, idx;
-	uint8_t *tried;
+	uint8_t *tried = calloc(v->nchunks, 1);
 	struct od_loc loc;
 	uint64_t blocks = 0;
-	int ret = 0, wrapped = 0;
+	int ret = 0, wrapped = 0, kind;
 
-	if (!n)
-		return 0;
-	tried = calloc(v->nchunks, 1);
 	if (!tried)
 		return -ENOMEM;
-	for (;;) {
-		struct evac_moved m = { 0 };
-		struct iref r;
-		int kind;
-		ret = evac_foster_next(v, k->index, from, &idx, &loc);
+	while (n) {
+		ret = evac_foster_next(v, k->index, k->index, from, &idx, &loc);
 		if (ret < 0)
 			break;
 		if (ret == 0) {
@@ -253,41 +329,15 @@ static int move_inode(struct fs_volume *v, struct chunk *k, uint32_t max_blocks,
 			from = 0;
 			continue;
 		}
-		ret = 0;
-		if (wrapped && idx >= k->evac_map)
-			break;
-		from = idx + 1;
-		kind = inode_move_kind(v, &loc, max_blocks, &r);
-		if (kind == EV_NONE)
-			continue;
-		if (kind == EV_TAIL) {
-			ret = move_tail(v, k, &r, max_blocks, &m);
-			blocks = m.blocks;
-		} else {
-			memset(tried, 0, v->nchunks);
-			tried[k->index] = 1;
-			for (;;) {
-				struct chunk *t = vol_pick_chunk(v, NULL, (int)k->hdr.kind, 0, tried);
-				if (!t) {
-					ret = -ENOSPC;
-					break;
-				}
-				tried[t->index] = 1;
-				ret = kind == EV_EMBEDDED
-					      ? evac_move_embedded(v, OD_STABLE(k->index, idx), t,
-								   &blocks)
-					      : evac_move_linked(v, OD_STABLE(k->index, idx), t,
-								 &blocks);
-				if (ret != -ENOSPC)
-					break;
-			}
-		}
-		if (ret == -EIO || ret == -EUCLEAN || ret == -ESTALE || ret == -EINVAL) {
-			/* Its directory cannot be read now (offline, damaged:
-			 * fsck's): it stays, counted as left. */
+		if (wrapped && idx >= k->evac_map) {
 			ret = 0;
-			continue;
+			break;
 		}
+		from = idx + 1;
+		ret = move_one(v, k, OD_STABLE(k->index, idx), loc, max_blocks, tried, &kind,
+			       &blocks);
+		if (ret == 1)
+			continue;
 		if (ret == 0) {
 			*moved = 1;
 			if (kind == EV_TAIL) {
@@ -300,34 +350,40 @@ static int move_inode(struct fs_volume *v, struct chunk *k, uint32_t max_blocks,
 		}
 		break;
 	}
+	if (ret >= 0 && !*moved)
+		ret = move_guest(v, k, max_blocks, tried, moved);
 	free(tried);
 	return ret;
 }
 
-/* Does k hold nothing but its fixed metadata? Checked by a scan, not by
- * counters: every inode-area slot free, no number homed here placed here
- * (its foster map), and no block in use outside the header, dirty lists,
- * bitmap, map and inode area of either half. 1 yes, 0 no, or a negative
- * errno. */
-static int chunk_empty(struct fs_volume *v, struct chunk *k)
+/* Does k hold no inode: every inode-area slot free (but lost+found's
+ * parts, with lf_ok), no inode placed in k by a foster map? 1 yes, 0 no,
+ * or a negative errno. */
+static int no_inode_left(struct fs_volume *v, struct chunk *k, int lf_ok)
 {
-	uint32_t idx;
-	struct od_loc loc;
 	int ret = chunk_load(k);
 
-	if (ret < 0)
-		return ret;
-	for (uint32_t s = 0; s < k->hdr.islot_watermark; s++) {
+	for (uint32_t s = 0; ret == 0 && s < k->hdr.islot_watermark; s++) {
 		struct iref r;
 		ret = ino_read(v, slot_at(k, s), &r);
-		if (ret < 0)
-			return ret;
-		if (r.ino.mode != 0)
+		if (ret == 0 && r.ino.mode != 0 && !(lf_ok && (r.ino.flags & OD_INF_LOSTFOUND)))
 			return 0;
 	}
-	ret = evac_foster_next(v, k->index, 0, &idx, &loc);
-	if (ret != 0)
-		return ret < 0 ? ret : 0;
+	if (ret == 0)
+		ret = evac_foster_any_in(v, k->index);
+	return ret < 0 ? ret : !ret;
+}
+
+/* Does k hold nothing but its fixed metadata? Checked by a scan, not by
+ * counters: no inode left (above), and no block in use outside the
+ * header, dirty lists, bitmap, map and inode area of either half. 1 yes, 0
+ * no, or a negative errno. */
+static int chunk_empty(struct fs_volume *v, struct chunk *k)
+{
+	int ret = no_inode_left(v, k, 0);
+
+	if (ret <= 0)
+		return ret;
 	for (uint32_t b = 0; b < k->hdr.nblocks; b++) {
 		uint32_t rel = b < k->half ? b : b - k->half;
 		if (rel >= k->hdr.data_start && bitmap_test(k, b))
@@ -380,6 +436,9 @@ static int retire_close(struct fs_volume *v, struct chunk *k)
 	k->store = store_dead_new();
 	k->retired = 1;
 	snprintf(k->why_offline, sizeof(k->why_offline), "retired (evacuated)");
+	/* The last region of the image: given back now when chunk 0's
+	 * header has caught up on both copies, else at close or next open. */
+	vol_try_shorten(v);
 	vol_unlock(v);
 	return k->store ? 0 : -ENOMEM;
 }
@@ -419,6 +478,17 @@ int fs_evac_step(struct fs_volume *v, uint32_t i, uint32_t max_blocks,
 		ret = evac_foster(v, c, &host);
 		if (ret == 0)
 			moved = 1;
+	}
+	/* Then a foster map this chunk hosts for another (it keeps the chunk
+	 * from emptying): moved to another host, one a step. When no chunk
+	 * has room for it, or its home is offline, it stays for now and the
+	 * chunk does not empty. */
+	if (ret == 0 && !moved) {
+		ret = evac_foster_rehost(v, c);
+		if (ret > 0)
+			moved = 1;
+		if (ret > 0 || ret == -ENOSPC || ret == -EIO)
+			ret = 0;
 	}
 	/* From the cursor on, wrapping once: the first continuation found
 	 * moves, a piece of it. A crash or a failed step only means this scan
@@ -463,10 +533,14 @@ int fs_evac_step(struct fs_volume *v, uint32_t i, uint32_t max_blocks,
 			moved = 1;
 		}
 	}
-	/* Last, K's directory parts left empty by those moves (lost+found's
-	 * too, which the library keeps otherwise). */
+	/* Last, K's directory parts left empty by those moves; lost+found's
+	 * (which the library keeps otherwise) once nothing else is left, so
+	 * that until then fsck has a place in K to link K's orphans, which
+	 * the steps then move out as any inode with its entry. */
 	if (ret == 0 && !moved && chunk_fostered(c)) {
-		ret = evac_drop_empty_part(v, c);
+		ret = evac_drop_empty_part(v, c, 0);
+		if (ret == 0 && (ret = no_inode_left(v, c, 1)) > 0)
+			ret = evac_drop_empty_part(v, c, 1);
 		if (ret > 0) {
 			moved = 1;
 			ret = 0;

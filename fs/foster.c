@@ -2,10 +2,12 @@
  * in one transaction, into OD_MB_FOSTER units of another chunk T, and
  * named in chunk 0's header (with copies of the record in T's and K's), so
  * that the numbers homed in K, and the NFS handles built on them, outlive
- * K. Keeps: a number's map entry is in one place map.c reads, K's own map
- * area before that transaction commits and the foster map from then on
- * (both in memory and on disk, since the headers and the copied units
- * commit together); nothing is homed in K again. */
+ * K; and a foster map moved off a host that drains itself (rehost). Keeps:
+ * a number's map entry is in one place map.c reads, K's own map area
+ * before that transaction commits and the foster map from then on (both
+ * in memory and on disk, since the headers and the copied units commit
+ * together); a moved map is in its old host or its new one, the same way;
+ * nothing is homed in K again. */
 #include "config.h"
 
 #include <errno.h>
@@ -41,35 +43,26 @@ static void table_add(struct chunk *c, const struct od_foster *rec)
 	c->header_dirty = 1;
 }
 
-int evac_foster(struct fs_volume *v, struct chunk *k, uint32_t *host)
+/* n one-block OD_MB_FOSTER units of home's map made in t (*start), the
+ * first ncopy of them copied from the units at src_start of src (from the
+ * cache: with any change not yet committed, which commits with them), the
+ * rest empty. Nothing is changed before every unit is secured: a failure
+ * gives back what it took. */
+static int units_copy(struct chunk *t, uint32_t n, uint32_t home, struct chunk *src,
+		      uint32_t src_start, uint32_t ncopy, uint32_t *start)
 {
-	struct chunk *c0 = &v->chunks[0], *t;
-	uint32_t wm = k->hdr.map_watermark, n, start, i;
-	struct od_foster rec;
-	int ret;
+	uint32_t i;
+	int ret = alloc_meta(t, n, start);
 
-	if (k->index == 0 || !chunk_draining(k) || chunk_fostered(k) || vol_foster(v, k->index))
-		return -EINVAL;
-	if (c0->offline)
-		return -EIO;
-	if (c0->hdr.nfosters >= OD_MAX_FOSTERS)
-		return -ENOSPC;
-	n = wm ? (wm + OD_MAP_PER_BLOCK - 1) / OD_MAP_PER_BLOCK : 1;
-	t = foster_target(v, k, n);
-	if (!t)
-		return -ENOSPC;
-	/* Nothing is changed before every unit is secured: a failure gives
-	 * back what it took and leaves K's map in force. */
-	ret = alloc_meta(t, n, &start);
 	if (ret < 0)
 		return ret;
 	for (i = 0; i < n; i++) {
 		struct buf *fb, *kb;
-		ret = buf_fresh(t, start + i, 1, OD_MB_FOSTER, k->index, &fb);
+		ret = buf_fresh(t, *start + i, 1, OD_MB_FOSTER, home, &fb);
 		if (ret < 0)
 			break;
-		if ((uint64_t)i * OD_MAP_PER_BLOCK < wm) {
-			ret = buf_read(k, k->hdr.map_start + i, 1, &kb);
+		if (i < ncopy) {
+			ret = buf_read(src, src_start + i, 1, &kb);
 			if (ret < 0) {
 				buf_put(fb);
 				break;
@@ -83,11 +76,34 @@ int evac_foster(struct fs_volume *v, struct chunk *k, uint32_t *host)
 	}
 	if (ret < 0) {
 		for (uint32_t j = 0; j <= i && j < n; j++)
-			buf_forget(t, start + j);
-		free_blocks(t, start, n);
-		free_blocks(t, chunk_mirror(t, start), n);
-		return ret;
+			buf_forget(t, *start + j);
+		free_blocks(t, *start, n);
+		free_blocks(t, chunk_mirror(t, *start), n);
 	}
+	return ret;
+}
+
+int evac_foster(struct fs_volume *v, struct chunk *k, uint32_t *host)
+{
+	struct chunk *c0 = &v->chunks[0], *t;
+	uint32_t wm = k->hdr.map_watermark, n, start;
+	struct od_foster rec;
+	int ret;
+
+	if (k->index == 0 || !chunk_draining(k) || chunk_fostered(k) || vol_foster(v, k->index))
+		return -EINVAL;
+	if (c0->offline)
+		return -EIO;
+	if (c0->hdr.nfosters >= OD_MAX_FOSTERS)
+		return -ENOSPC;
+	n = wm ? (wm + OD_MAP_PER_BLOCK - 1) / OD_MAP_PER_BLOCK : 1;
+	t = foster_target(v, k, n);
+	if (!t)
+		return -ENOSPC;
+	ret = units_copy(t, n, k->index, k, k->hdr.map_start,
+			 (wm + OD_MAP_PER_BLOCK - 1) / OD_MAP_PER_BLOCK, &start);
+	if (ret < 0)
+		return ret;
 	rec = (struct od_foster){ .home = k->index, .chunk = t->index, .start = start,
 				  .nblocks = n, .entries = wm, .flags = 0 };
 	/* Chunk 0's record decides; T's lets a check of T claim the units,
@@ -103,7 +119,63 @@ int evac_foster(struct fs_volume *v, struct chunk *k, uint32_t *host)
 	return 0;
 }
 
-int evac_foster_used(struct fs_volume *v, uint32_t home, uint64_t *used, uint64_t *here)
+/* The record of home's map in c's table, or NULL. */
+static struct od_foster *table_find(struct chunk *c, uint32_t home)
+{
+	for (uint32_t i = 0; i < c->hdr.nfosters && i < OD_MAX_FOSTERS; i++)
+		if (c->hdr.fosters[i].home == home)
+			return &c->hdr.fosters[i];
+	return NULL;
+}
+
+int evac_foster_rehost(struct fs_volume *v, struct chunk *k)
+{
+	struct chunk *c0 = &v->chunks[0], *h, *t;
+	struct od_foster *f = NULL, *hf, rec;
+	uint32_t start;
+	int ret;
+
+	for (uint32_t i = 0; i < c0->hdr.nfosters && i < OD_MAX_FOSTERS && !f; i++)
+		if (c0->hdr.fosters[i].chunk == k->index)
+			f = &c0->hdr.fosters[i];
+	if (!f)
+		return 0;
+	/* The home keeps a copy of its record: it is written too, unless the
+	 * home is retired (never read again). */
+	h = vol_chunk(v, f->home);
+	if (!h || (h->offline && !h->retired))
+		return -EIO;
+	t = foster_target(v, h, f->nblocks);
+	if (!t || (t != c0 && t->hdr.nfosters >= OD_MAX_FOSTERS))
+		return -ENOSPC;
+	ret = units_copy(t, f->nblocks, f->home, k, f->start, f->nblocks, &start);
+	if (ret < 0)
+		return ret;
+	for (uint32_t b = 0; b < f->nblocks; b++)
+		free_meta(k, f->start + b, 1);
+	rec = *f;
+	rec.chunk = t->index;
+	rec.start = start;
+	*f = rec;
+	c0->header_dirty = 1;
+	/* k's copy goes (its units are free now), t's comes. */
+	hf = table_find(k, rec.home);
+	if (hf) {
+		*hf = k->hdr.fosters[--k->hdr.nfosters];
+		memset(&k->hdr.fosters[k->hdr.nfosters], 0, sizeof(*hf));
+		k->header_dirty = 1;
+	}
+	if (t != c0)
+		table_add(t, &rec);
+	if (!h->retired && (hf = table_find(h, rec.home))) {
+		*hf = rec;
+		h->header_dirty = 1;
+	}
+	return 1;
+}
+
+int evac_foster_used(struct fs_volume *v, uint32_t home, uint32_t in, uint64_t *used,
+		     uint64_t *here)
 {
 	const struct od_foster *f = vol_foster(v, home);
 	struct chunk *t;
@@ -128,7 +200,7 @@ int evac_foster_used(struct fs_volume *v, uint32_t home, uint64_t *used, uint64_
 			if (!(e.flags & OD_MAPF_USED))
 				continue;
 			(*used)++;
-			if (e.loc.chunk == home)
+			if (e.loc.chunk == in)
 				(*here)++;
 		}
 		buf_put(fb);
@@ -136,8 +208,8 @@ int evac_foster_used(struct fs_volume *v, uint32_t home, uint64_t *used, uint64_
 	return ret;
 }
 
-int evac_foster_next(struct fs_volume *v, uint32_t home, uint32_t from, uint32_t *idx,
-		     struct od_loc *loc)
+int evac_foster_next(struct fs_volume *v, uint32_t home, uint32_t in, uint32_t from,
+		     uint32_t *idx, struct od_loc *loc)
 {
 	const struct od_foster *f = vol_foster(v, home);
 	struct chunk *t;
@@ -158,7 +230,7 @@ int evac_foster_next(struct fs_volume *v, uint32_t home, uint32_t from, uint32_t
 			od_get_map_entry(fb->data + OD_MB_HEADER_SIZE +
 						 (i % OD_MAP_PER_BLOCK) * OD_MAP_ENTRY_SIZE,
 					 &e);
-			if ((e.flags & OD_MAPF_USED) && e.loc.chunk == home) {
+			if ((e.flags & OD_MAPF_USED) && e.loc.chunk == in) {
 				*idx = i;
 				*loc = e.loc;
 				buf_put(fb);
@@ -166,6 +238,40 @@ int evac_foster_next(struct fs_volume *v, uint32_t home, uint32_t from, uint32_t
 			}
 		}
 		buf_put(fb);
+	}
+	return 0;
+}
+
+int evac_foster_any_in(struct fs_volume *v, uint32_t in)
+{
+	const struct od_chunk_header *h0 = &v->chunks[0].hdr;
+
+	for (uint32_t r = 0; r < h0->nfosters && r < OD_MAX_FOSTERS; r++) {
+		uint32_t idx;
+		struct od_loc loc;
+		int ret = evac_foster_next(v, h0->fosters[r].home, in, 0, &idx, &loc);
+		if (ret != 0)
+			return ret;
+	}
+	return 0;
+}
+
+int evac_foster_guests(struct fs_volume *v, uint32_t in, uint32_t *guests)
+{
+	const struct od_chunk_header *h0 = &v->chunks[0].hdr;
+
+	*guests = 0;
+	for (uint32_t r = 0; r < h0->nfosters && r < OD_MAX_FOSTERS; r++) {
+		uint64_t used, here;
+		int ret;
+		if (h0->fosters[r].home == in)
+			continue;
+		ret = evac_foster_used(v, h0->fosters[r].home, in, &used, &here);
+		if (ret == -EIO)
+			continue; /* its host is offline: not counted */
+		if (ret < 0)
+			return ret;
+		*guests += (uint32_t)here;
 	}
 	return 0;
 }

@@ -193,6 +193,9 @@ struct fs_counters {
 	uint64_t realloc_blocks;     /* ... blocks written into those runs */
 	uint64_t realloc_no_run;     /* whole rewrites written in place: no run was free */
 	struct fs_recovery_stats recovery;
+	uint64_t image_cut;          /* bytes the image file was shortened by since open:
+				      * retired chunks at its end (fs/shorten.c) */
+	int image_cut_err;           /* the last failed try's negative errno, 0 */
 };
 
 /* volume.c */
@@ -578,6 +581,10 @@ struct fs_evac_info {
 	uint64_t inodes_moved;     /* inodes carried out with their entries since open */
 	int retired;               /* emptied and retired: offline for good, never read */
 	int paused;                /* paused (kept in its header across restarts) */
+	uint32_t maps_hosted;      /* foster maps of other chunks it holds (moved off first) */
+	uint32_t guests_here;      /* inodes in it homed in another fostered chunk (moved
+				    * into it by that chunk's evacuation), by a scan of
+				    * the foster maps whose host is online */
 };
 /* Pause or resume chunk i's evacuation: the state goes in its header in a
  * transaction of its own, so a restart finds it paused (a paused chunk's

@@ -150,6 +150,8 @@ struct fs_volume {
 	struct buf dirty;             /* list head of dirty units, in the order they became so */
 	uint32_t ndirty;
 	struct fs_recovery_stats recovery;
+	uint64_t image_cut;           /* bytes the image was shortened by (fs/shorten.c) */
+	int image_cut_err;            /* the last failed try's negative errno, 0 */
 	struct dindex_set *dindex;    /* name indexes of directories (dindex.c) */
 
 	/* Data blocks were written since the last transaction was prepared:
@@ -725,5 +727,13 @@ int vol_place_open(const char *name, int rdonly, struct chunk_store **out, char 
 int vol_chunk_lock_open(struct fs_volume *v, struct chunk *c, char *why, size_t whylen);
 int vol_chunk_release(struct fs_volume *v, uint32_t i);
 int vol_chunk_reacquire(struct fs_volume *v, uint32_t i, char *why, size_t whylen);
+
+/* shorten.c: the image cut after its last chunk not retired, when the
+ * chunks past it are retired on both copies of chunk 0's header and
+ * nobody else holds their range: 1 cut (v->image_cut counts the bytes),
+ * 0 nothing to do (or not safe now), or a negative errno. */
+int vol_shorten_image(struct fs_volume *v);
+/* volume.c: the same, its failure kept in v->image_cut_err. */
+void vol_try_shorten(struct fs_volume *v);
 
 #endif

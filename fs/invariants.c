@@ -388,7 +388,7 @@ int fs_check_invariants(struct fs_volume *v, void (*report)(void *ctx, const cha
 		}
 		claim(&iv, f->chunk, f->start, f->nblocks, OD_STABLE(f->home, 0));
 		claim(&iv, f->chunk, chunk_mirror(t, f->start), f->nblocks, OD_STABLE(f->home, 0));
-		if (evac_foster_used(v, f->home, &used, &here) < 0)
+		if (evac_foster_used(v, f->home, f->home, &used, &here) < 0)
 			problem(&iv, "foster map of chunk %u unreadable", f->home);
 		used_inodes += used;
 	}

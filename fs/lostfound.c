@@ -107,8 +107,8 @@ int lf_anchor(struct fs_volume *v, const struct iref *root)
 	ret = -ENOSPC;
 	for (uint32_t i = 0; i < v->nchunks && ret < 0; i++) {
 		struct chunk *c = &v->chunks[i];
-		if (i == lf.loc.chunk || c->offline)
-			continue;
+		if (i == lf.loc.chunk || c->offline || chunk_draining(c) || chunk_fostered(c))
+			continue; /* (an evacuated chunk gains nothing new) */
 		ret = lf_part(v, &lf, c, lf.ino.next, &lf.ino.next);
 	}
 	if (ret < 0)
@@ -124,6 +124,8 @@ int lf_first_part(struct fs_volume *v, struct chunk *c)
 
 	if (ret < 0 || c->hdr.islot_watermark != 0 || c->nfree_slots)
 		return ret; /* not a fresh chunk: its first slot went long ago */
+	if (chunk_draining(c) || chunk_fostered(c))
+		return 0; /* being evacuated: it gains nothing new */
 	ret = ino_get_stable(v, v->root, &root);
 	if (ret == 0)
 		ret = lf_find(v, &root, &lf);

@@ -407,6 +407,16 @@ static int vol_lf_anchor(struct fs_volume *v)
 	return ret == -ENOMEM ? ret : 0;
 }
 
+/* The image shortened when its last chunks are retired (fs/shorten.c): a
+ * failure does not stop the volume (nothing read is at stake) but is kept
+ * for the counters and fails fs_close. */
+void vol_try_shorten(struct fs_volume *v)
+{
+	int ret = vol_shorten_image(v);
+
+	v->image_cut_err = ret < 0 ? ret : 0;
+}
+
 static int vol_open_source(struct fs_volume *v, struct vol_source *src, struct fs_volume **out,
 			   char *why, size_t whylen)
 {
@@ -420,6 +430,8 @@ static int vol_open_source(struct fs_volume *v, struct vol_source *src, struct f
 		ret = vol_recover(v);
 	if (ret == 0 && !v->rdonly)
 		ret = vol_lf_anchor(v);
+	if (ret == 0)
+		vol_try_shorten(v);
 	if (ret == 0)
 		ret = vol_pred_load(v);
 	if (ret < 0) {
@@ -650,6 +662,10 @@ int fs_close(struct fs_volume *v)
 		ret = pret; /* (what could not be placed is given up, and counted) */
 	if (ret == 0 && !v->rdonly)
 		ret = txn_settle_all(v);
+	if (ret == 0)
+		vol_try_shorten(v);
+	if (ret == 0 && v->image_cut_err)
+		ret = v->image_cut_err;
 	vol_unlock(v);
 	vol_free(v);
 	return ret;
@@ -706,6 +722,8 @@ int fs_get_counters(struct fs_volume *v, struct fs_counters *out)
 	vol_lock(v);
 	out->txid = v->txid;
 	out->recovery = v->recovery;
+	out->image_cut = v->image_cut;
+	out->image_cut_err = v->image_cut_err;
 	for (uint32_t i = 0; i < v->nchunks; i++) {
 		const struct chunk *c = &v->chunks[i];
 		out->healed += c->healed;

@@ -241,14 +241,15 @@ static void add_evac(struct control *ctl, struct answer *a)
 	    " blocks_used=%" PRIu64 " conts_moved=%" PRIu64 " blocks_moved=%" PRIu64
 	    " steps=%" PRIu64 " mb_per_s=%.1f conts_per_s=%.1f rate_mb=%u started=%" PRId64
 	    " fostered=%d foster_chunk=%d homed_here=%u inodes_moved=%" PRIu64
-	    " inodes_per_s=%.1f inodes_left=%u blocks_left=%" PRIu64 " retired=%d",
+	    " inodes_per_s=%.1f inodes_left=%u blocks_left=%" PRIu64 " retired=%d"
+	    " maps_hosted=%u guests_here=%u",
 	    evac_run_name(st.run), st.chunk, st.info.conts_left, st.info.slots_left,
 	    st.info.inodes_homed, st.info.blocks_used, st.info.conts_moved, st.info.blocks_moved,
 	    st.steps, st.mb_per_s, st.conts_per_s, st.rate_mb, st.started, st.info.fostered,
 	    st.info.fostered ? (int)st.info.foster_chunk : -1, st.info.homed_here,
 	    st.info.inodes_moved, st.inodes_per_s,
-	    st.info.homed_here + st.info.slots_left + st.info.conts_left, st.info.blocks_used,
-	    st.info.retired);
+	    st.info.homed_here + st.info.guests_here + st.info.slots_left + st.info.conts_left,
+	    st.info.blocks_used, st.info.retired, st.info.maps_hosted, st.info.guests_here);
 	if (st.error[0]) {
 		add(a, " error=");
 		add_value(a, st.error);

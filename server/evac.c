@@ -129,12 +129,15 @@ static void step(struct evacuator *e)
 		else
 			log_info("evacuate: chunk %d: %llu continuations, %llu inodes (%llu MiB) "
 				 "moved; left: %u continuations, %u other inodes in slots, %u "
-				 "numbers placed there (they cannot move now: a directory "
-				 "offline or damaged)",
+				 "numbers placed there and %u of other evacuated chunks "
+				 "(they cannot move now: a directory offline or damaged), "
+				 "%u foster maps of other chunks (no other chunk has room, "
+				 "or their home is offline)",
 				 chunk, (unsigned long long)info.conts_moved,
 				 (unsigned long long)info.inodes_moved,
 				 (unsigned long long)(info.blocks_moved * 4096 >> 20),
-				 info.conts_left, info.slots_left, info.homed_here);
+				 info.conts_left, info.slots_left, info.homed_here,
+				 info.guests_here, info.maps_hosted);
 		return;
 	}
 	e->steps++;

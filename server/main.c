@@ -153,6 +153,12 @@ static void log_recovery(struct server *srv)
 		log_warn("volume counters: %s", strerror(-ret));
 		return;
 	}
+	if (c.image_cut)
+		log_info("the volume image was shortened by %llu MiB: its last chunks are retired",
+			 (unsigned long long)(c.image_cut >> 20));
+	if (c.image_cut_err)
+		log_warn("the volume image ends with retired chunks but could not be shortened: %s",
+			 strerror(-c.image_cut_err));
 	if (c.recovery.lists_read == 0) {
 		log_info("recovery: no dirty lists to replay");
 		return;

@@ -628,19 +628,24 @@ static void wl_predict(struct wl *w)
 	}
 }
 
-/* Draining chunk k (a commit: a durability point). */
-static void do_drain(struct wl *w, uint32_t k)
+/* Draining chunk k, or no longer (a commit: a durability point). */
+static void do_drain_set(struct wl *w, uint32_t k, int on)
 {
 	char why[256];
 	int ret;
 
 	if (w->err)
 		return;
-	ret = fs_chunk_drain(w->v, k, 1, why, sizeof(why));
+	ret = fs_chunk_drain(w->v, k, on, why, sizeof(why));
 	if (ret < 0)
 		op_failed(w, "drain", why, ret);
 	else
 		w->checkpoint(w);
+}
+
+static void do_drain(struct wl *w, uint32_t k)
+{
+	do_drain_set(w, k, 1);
 }
 
 /* One evacuation step of chunk k: 1 when it moved something (committed:
@@ -808,6 +813,113 @@ static void wl_evac(struct wl *w)
 	do_write(w, "/c.bin", 600 * KiB, 64 * KiB, 60, FS_FILE_SYNC);
 	do_unlink(w, "/big/b.bin");
 	do_sync(w);
+}
+
+/* The chunk of path's inode (its number's home), or 0 with w->err set. */
+static uint32_t home_of(struct wl *w, const char *path)
+{
+	struct fs_ino ino;
+	int ret;
+
+	if (w->err)
+		return 0;
+	ret = resolve(w, path, &ino);
+	if (ret < 0)
+		op_failed(w, "lookup", path, ret);
+	return ret < 0 ? 0 : (uint32_t)(ino.num >> 32);
+}
+
+/* Evacuation steps of chunk k until nothing moves, a client operation on
+ * path between every two; fails the workload unless k retired. */
+static void evac_to_end(struct wl *w, uint32_t k, const char *path)
+{
+	struct fs_evac_info ei;
+
+	for (unsigned n = 0; !w->err && do_evac_step(w, k); n++)
+		do_write(w, path, (n % 4) * 1000, 700, 90 + n, FS_FILE_SYNC);
+	if (!w->err && (fs_evac_info(w->v, k, &ei) < 0 || !ei.retired || ei.maps_hosted ||
+			ei.guests_here || ei.homed_here)) {
+		w->err = -EEXIST;
+		snprintf(w->what, sizeof(w->what), "chunk %u not retired: %u maps, %u guests, "
+			 "%u homed there", k, ei.maps_hosted, ei.guests_here, ei.homed_here);
+	}
+}
+
+/* (h) A foster map moved off its host: chunk 0 is filled (the other
+ * chunks draining meanwhile) so that chunk 1's map is fostered in chunk
+ * 2, and two steps move some of chunk 1's inodes into chunk 2; chunk 0
+ * gets room again, chunk 2 drains: its first step fosters its own map, the
+ * next moves chunk 1's map into chunk 0 (one transaction over chunks 0,
+ * 1 and 2), and the steps go on until chunk 2 retires (chunk 1's inodes
+ * it held move out too), then chunk 1's, among writes to their files. */
+static void wl_rehost(struct wl *w)
+{
+	static const char *const dir[] = { "/a", "/b", "/c", "/d", "/e", "/f" };
+	const char *d1 = NULL, *d2 = NULL;
+	struct fs_evac_info ei;
+	char p[64];
+	int ret;
+
+	for (int i = 0; i < 6 && (!d1 || !d2); i++) {
+		uint32_t c;
+		do_mkdir(w, dir[i], 0755);
+		c = home_of(w, dir[i]);
+		if (c == 1 && !d1)
+			d1 = dir[i];
+		if (c == 2 && !d2)
+			d2 = dir[i];
+	}
+	if (!w->err && (!d1 || !d2)) {
+		op_failed(w, "directories in chunks 1 and 2", "", -ENOENT);
+		return;
+	}
+	for (int i = 0; i < 4; i++) {
+		snprintf(p, sizeof(p), "%s/f%d", d1, i);
+		do_put(w, p, 0644, i == 3 ? 12000 : 100 + 300 * (unsigned)i, 80 + (unsigned)i,
+		       FS_FILE_SYNC);
+	}
+	snprintf(p, sizeof(p), "%s/sl", d1);
+	do_symlink(w, p, "f0");
+	snprintf(p, sizeof(p), "%s/g", d2);
+	do_put(w, p, 0644, 9000, 85, FS_FILE_SYNC);
+	do_sync(w);
+	do_drain(w, 1);
+	do_drain(w, 2);
+	do_create(w, "/fill", 0644);
+	if (!w->err) {
+		static uint8_t buf[64 * KiB];
+		struct fs_ino f;
+		uint64_t off = 0;
+		ret = resolve(w, "/fill", &f);
+		while (ret == 0 && (ret = fs_write(w->v, NULL, f, off, sizeof(buf), buf,
+						   FS_FILE_SYNC, NULL)) == 0) {
+			off += sizeof(buf);
+			w->checkpoint(w);
+		}
+		if (ret != -ENOSPC)
+			op_failed(w, "fill chunk 0", "/fill", ret);
+		do_sync(w);
+	}
+	do_drain_set(w, 2, 0);
+	do_evac_step(w, 1);
+	if (!w->err && (fs_evac_info(w->v, 1, &ei) < 0 || ei.foster_chunk != 2))
+		op_failed(w, "chunk 1's map not fostered in chunk 2", "", -EINVAL);
+	do_evac_step(w, 1);
+	do_evac_step(w, 1);
+	do_unlink(w, "/fill");
+	do_sync(w);
+	do_drain(w, 2);
+	do_evac_step(w, 2);
+	if (!w->err && (fs_evac_info(w->v, 2, &ei) < 0 || ei.maps_hosted != 1))
+		op_failed(w, "chunk 2 does not host chunk 1's map", "", -EINVAL);
+	do_evac_step(w, 2);
+	if (!w->err && (fs_evac_info(w->v, 1, &ei) < 0 || ei.foster_chunk != 0))
+		op_failed(w, "chunk 1's map not moved to chunk 0", "", -EINVAL);
+	snprintf(p, sizeof(p), "%s/f3", d1);
+	evac_to_end(w, 2, p);
+	evac_to_end(w, 1, p);
+	if (!w->err)
+		printf("crash: rehost: chunk 1's map moved from chunk 2 to chunk 0; both retired\n");
 }
 
 /* Is path in the last acknowledged state (the checkpoint just taken:
@@ -1037,6 +1149,7 @@ static const struct workload workloads[] = {
 	{ "inline", wl_inline, 4, 4096, 0 },
 	{ "turns", wl_turns, 2, 4096, 0 },
 	{ "evac", wl_evac, 6, 4096, 0 },
+	{ "rehost", wl_rehost, 3, 4096, 0 },
 	{ "dalloc", wl_dalloc, 4, 4096, 1 },
 	{ "predict", wl_predict, 2, 4096, 0 },
 	{ "prealloc", wl_prealloc, 2, 4096, 1 },

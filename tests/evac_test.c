@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "fs/format/header.h"
@@ -642,6 +643,241 @@ static void emptying(void)
 	unlink(image);
 }
 
+static long long image_size(void)
+{
+	struct stat st;
+
+	return stat(image, &st) == 0 ? (long long)st.st_size : -1;
+}
+
+/* Fills chunk 0 (chunks 1 and 2 draining meanwhile, so that nothing lands
+ * elsewhere): a file fill/big written until no block is left. */
+static void fill_chunk0(struct fs_volume *v, struct fs_ino root, struct fs_ino *fill)
+{
+	static uint8_t buf[64 * 1024];
+	struct fs_ino f;
+	uint64_t off = 0;
+	int ret;
+
+	CHECK_EQ(fs_mkdir(v, NULL, root, "fill", 0755, fill, NULL), 0);
+	CHECK_EQ(fill->num >> 32, 0);
+	CHECK_EQ(fs_create(v, NULL, *fill, "big", 0644, FS_CREATE_GUARDED, 0, &f, NULL), 0);
+	while ((ret = fs_write(v, NULL, f, off, sizeof(buf), buf, FS_FILE_SYNC, NULL)) == 0)
+		off += sizeof(buf);
+	CHECK_EQ(ret, -ENOSPC);
+}
+
+/* The foster records in chunk i's header on disk: *n of them, and home's
+ * host (OD_LOC_NONE when none names home). */
+static uint32_t host_on_disk(uint32_t i, uint32_t home, uint32_t *n)
+{
+	struct od_chunk_header h;
+	int fd = open(image, O_RDONLY);
+	struct od_header_src src;
+	uint32_t host = OD_LOC_NONE;
+
+	CHECK(fd >= 0);
+	src = od_header_src_fd(fd, 3ull * 2 * MB);
+	CHECK_EQ(od_header_read(&src, (uint64_t)i * 2 * MB, i, 0, &h, NULL), 0);
+	for (uint32_t r = 0; r < h.nfosters; r++)
+		if (h.fosters[r].home == home)
+			host = h.fosters[r].chunk;
+	*n = h.nfosters;
+	close(fd);
+	return host;
+}
+
+/* A chunk hosting another chunk's foster map evacuated to the end: chunk
+ * 0 full (fill_chunk0) when chunk 1 starts draining, so chunk 1's map is
+ * fostered in chunk 2; some of chunk 1's inodes move; chunk 0 gets room
+ * again; chunk 2 drains: its first step fosters its own map (in chunk 0),
+ * the next moves chunk 1's map off it into chunk 0 (one transaction: the
+ * record in chunk 0's, 1's and no longer 2's header), and chunk 2 then
+ * empties and retires; chunk 1 after it (home_first: chunk 1 retires
+ * first, its map still in chunk 2, so the move writes no header of chunk
+ * 1). The files of both read back with their handles, fsck -x is clean and
+ * the records on disk say where the maps are, also after a reopen. */
+static void rehosting(int home_first)
+{
+	struct fs_mkfs_opts mo = { .chunk_size = 2 * MB, .chunk_count = 3, .force = 1 };
+	struct fsck_opts fo = { .force = 1, .cross = 1, .both_copies = 1 };
+	struct fsck_result res;
+	struct fs_evac_info ei;
+	struct fs_volume *v;
+	struct fs_ino root, d, d1 = { 0 }, d2 = { 0 }, in, dt, sl, f2, fd0, x;
+	struct fs_attr a;
+	struct fs_chunk_info ci;
+	static uint8_t buf[16384];
+	char name[32], why[256], target[32];
+	size_t tl = 0;
+	uint32_t n;
+	int steps, ret;
+
+	CHECK_EQ(fs_mkfs(image, &mo), 0);
+	CHECK_EQ(fs_open(image, 0, &v), 0);
+	CHECK_EQ(fs_root(v, &root), 0);
+	for (int i = 0; i < 12 && (!d1.num || !d2.num); i++) {
+		snprintf(name, sizeof(name), "h%d", i);
+		CHECK_EQ(fs_mkdir(v, NULL, root, name, 0755, &d, NULL), 0);
+		if ((d.num >> 32) == 1 && !d1.num)
+			d1 = d;
+		if ((d.num >> 32) == 2 && !d2.num)
+			d2 = d;
+	}
+	CHECK(d1.num && d2.num);
+	CHECK_EQ(fs_create(v, NULL, d1, "inline", 0644, FS_CREATE_GUARDED, 0, &in, NULL), 0);
+	CHECK_EQ(fs_write(v, NULL, in, 0, 5, "hello", FS_FILE_SYNC, NULL), 0);
+	fill(buf, sizeof(buf), 41);
+	CHECK_EQ(fs_create(v, NULL, d1, "data", 0644, FS_CREATE_GUARDED, 0, &dt, NULL), 0);
+	CHECK_EQ(fs_write(v, NULL, dt, 0, sizeof(buf), buf, FS_FILE_SYNC, NULL), 0);
+	CHECK_EQ(fs_symlink(v, NULL, d1, "sl", "to/here", 0777, &sl, NULL), 0);
+	fill(buf, sizeof(buf), 42);
+	CHECK_EQ(fs_create(v, NULL, d2, "f2", 0644, FS_CREATE_GUARDED, 0, &f2, NULL), 0);
+	CHECK_EQ(fs_write(v, NULL, f2, 0, sizeof(buf), buf, FS_FILE_SYNC, NULL), 0);
+	CHECK_EQ(in.num >> 32, 1);
+	CHECK_EQ(dt.num >> 32, 1);
+	CHECK_EQ(sl.num >> 32, 1);
+	CHECK_EQ(f2.num >> 32, 2);
+
+	CHECK_EQ(fs_chunk_drain(v, 1, 1, why, sizeof(why)), 0);
+	CHECK_EQ(fs_chunk_drain(v, 2, 1, why, sizeof(why)), 0);
+	fill_chunk0(v, root, &fd0);
+	CHECK_EQ(fs_chunk_info(v, 0, &ci), 0);
+	printf("# chunk 0 filled: %llu blocks free\n", (unsigned long long)ci.free_blocks);
+	CHECK_EQ(fs_chunk_drain(v, 2, 0, why, sizeof(why)), 0);
+	/* Chunk 1's map goes to chunk 2: chunk 0 has no room. */
+	CHECK_EQ(fs_evac_step(v, 1, 0, &ei), 1);
+	CHECK_EQ(ei.fostered, 1);
+	CHECK_EQ(ei.foster_chunk, 2);
+	CHECK_EQ(fs_evac_step(v, 1, 0, &ei), 1); /* some inodes move */
+	CHECK_EQ(fs_evac_info(v, 2, &ei), 0);
+	CHECK_EQ(ei.maps_hosted, 1);
+	CHECK(ei.guests_here >= 1); /* chunk 1's inodes moved into chunk 2 */
+	printf("# chunk 2 holds %u of chunk 1's inodes\n", ei.guests_here);
+	CHECK_EQ(fs_sync(v), 0);
+	CHECK_EQ(host_on_disk(0, 1, &n), 2);
+	CHECK_EQ(host_on_disk(2, 1, &n), 2);
+	CHECK_EQ(host_on_disk(1, 1, &n), 2);
+	/* Room in chunk 0 again. */
+	CHECK_EQ(fs_remove(v, NULL, fd0, "big"), 0);
+	CHECK_EQ(fs_sync(v), 0);
+	CHECK_EQ(fs_check_invariants(v, NULL, NULL), 0);
+	if (home_first) {
+		for (steps = 2; (ret = fs_evac_step(v, 1, 0, &ei)) == 1 && steps < 200;)
+			steps++;
+		CHECK_EQ(ret, 0);
+		CHECK_EQ(ei.retired, 1);
+		CHECK_EQ(ei.foster_chunk, 2);
+		printf("# chunk 1 retired first, its map in chunk 2\n");
+	}
+
+	CHECK_EQ(fs_chunk_drain(v, 2, 1, why, sizeof(why)), 0);
+	CHECK_EQ(fs_evac_step(v, 2, 0, &ei), 1);
+	CHECK_EQ(ei.fostered, 1);
+	CHECK_EQ(ei.foster_chunk, 0);
+	CHECK_EQ(ei.maps_hosted, 1);
+	CHECK_EQ(fs_evac_step(v, 2, 0, &ei), 1);
+	CHECK_EQ(ei.maps_hosted, 0);
+	CHECK_EQ(fs_evac_info(v, 1, &ei), 0);
+	CHECK_EQ(ei.foster_chunk, 0);
+	/* On disk: chunk 0 and chunk 1 name chunk 0 (a retired chunk 1's
+	 * header is never written again), chunk 2 only its own map. */
+	CHECK_EQ(host_on_disk(0, 1, &n), 0);
+	CHECK_EQ(n, 2);
+	CHECK_EQ(host_on_disk(1, 1, &n), home_first ? 2 : 0);
+	CHECK_EQ(n, 1);
+	CHECK_EQ(host_on_disk(2, 1, &n), OD_LOC_NONE);
+	CHECK_EQ(n, 1);
+	CHECK_EQ(host_on_disk(2, 2, &n), 0);
+	CHECK_EQ(fs_check_invariants(v, NULL, NULL), 0);
+	CHECK_EQ(fs_getattr(v, in, &a), 0);
+	CHECK_EQ(a.gen, in.gen);
+	check_bytes(v, dt, sizeof(buf), 41);
+	for (steps = 2; (ret = fs_evac_step(v, 2, 0, &ei)) == 1 && steps < 200;)
+		steps++;
+	CHECK_EQ(ret, 0);
+	if (!ei.retired)
+		printf("# chunk 2 left: %u homed there, %u slots, %u continuations, %llu blocks, "
+		       "%u maps, %u guests\n", ei.homed_here, ei.slots_left, ei.conts_left,
+		       (unsigned long long)ei.blocks_used, ei.maps_hosted, ei.guests_here);
+	CHECK_EQ(ei.retired, 1);
+	printf("# chunk 2, which hosted chunk 1's map, retired in %d steps; the image: %lld "
+	       "bytes\n", steps, (long long)image_size());
+	for (steps = 2; (ret = fs_evac_step(v, 1, 0, &ei)) == 1 && steps < 200;)
+		steps++;
+	CHECK_EQ(ret, 0);
+	CHECK_EQ(ei.retired, 1);
+	CHECK_EQ(fs_check_invariants(v, NULL, NULL), 0);
+	CHECK_EQ(fs_close(v), 0);
+	/* Chunks 1 and 2, the image's last regions, retired: it ends after
+	 * chunk 0 (cut at the retirement or at close, once both copies of
+	 * chunk 0's header say so). */
+	CHECK_EQ(image_size(), 2 * MB);
+	CHECK_EQ(fsck_volume_path(image, -1, &fo, &res), 0);
+	CHECK_EQ(res.problems, 0);
+	CHECK_EQ(res.exit_code, 0);
+	{
+		struct od_chunk_header h0;
+		int fd = open(image, O_RDONLY);
+		struct od_header_src src;
+		CHECK(fd >= 0);
+		src = od_header_src_fd(fd, (uint64_t)mo.chunk_size * mo.chunk_count);
+		CHECK_EQ(od_header_read(&src, 0, 0, 0, &h0, NULL), 0);
+		CHECK_EQ(h0.nfosters, 2);
+		for (uint32_t r = 0; r < h0.nfosters; r++) {
+			CHECK_EQ(h0.fosters[r].chunk, 0);
+			CHECK(h0.fosters[r].flags & OD_FOSTER_RETIRED);
+		}
+		close(fd);
+	}
+	CHECK_EQ(fs_open(image, 0, &v), 0);
+	CHECK_EQ(fs_getattr(v, in, &a), 0);
+	CHECK_EQ(a.gen, in.gen);
+	{
+		uint8_t got[8];
+		size_t len = 0;
+		int eof = 0;
+		CHECK_EQ(fs_read(v, NULL, in, 0, sizeof(got), got, &len, &eof), 0);
+		CHECK_EQ(len, 5);
+		CHECK(memcmp(got, "hello", 5) == 0);
+	}
+	check_bytes(v, dt, sizeof(buf), 41);
+	check_bytes(v, f2, sizeof(buf), 42);
+	CHECK_EQ(fs_getattr(v, f2, &a), 0);
+	CHECK_EQ(a.gen, f2.gen);
+	CHECK_EQ(fs_readlink(v, sl, target, sizeof(target), &tl), 0);
+	CHECK_EQ(tl, 7);
+	CHECK(memcmp(target, "to/here", 7) == 0);
+	CHECK_EQ(fs_lookup(v, NULL, d2, "f2", &x, NULL), 0);
+	CHECK_EQ(x.num, f2.num);
+	/* A chunk added takes its region after the retired ones (the file
+	 * grows sparse): new files there, fsck clean. */
+	{
+		struct fs_chunk_opts co = { 0 };
+		struct fs_counters fc;
+		uint32_t index = 0;
+		CHECK_EQ(fs_get_counters(v, &fc), 0);
+		CHECK_EQ(fc.image_cut, 0); /* (cut before this open) */
+		CHECK_EQ(fc.image_cut_err, 0);
+		CHECK_EQ(fs_add_chunk(v, &co, NULL, &index, why, sizeof(why)), 0);
+		CHECK_EQ(index, 3);
+		CHECK_EQ(image_size(), 4 * 2 * MB);
+		CHECK_EQ(fs_chunk_info(v, 3, &ci), 0);
+		CHECK_EQ(ci.online, 1);
+		for (int i = 0; i < 6; i++) {
+			snprintf(name, sizeof(name), "new%d", i);
+			CHECK_EQ(fs_mkdir(v, NULL, root, name, 0755, &x, NULL), 0);
+			CHECK(x.num >> 32 == 0 || x.num >> 32 == 3);
+		}
+	}
+	CHECK_EQ(fs_close(v), 0);
+	CHECK_EQ(image_size(), 4 * 2 * MB);
+	CHECK_EQ(fsck_volume_path(image, -1, &fo, &res), 0);
+	CHECK_EQ(res.problems, 0);
+	CHECK_EQ(res.exit_code, 0);
+	unlink(image);
+}
+
 int main(void)
 {
 	const char *tmp = getenv("TMPDIR");
@@ -754,5 +990,7 @@ int main(void)
 	moves();
 	fostering();
 	emptying();
+	rehosting(0);
+	rehosting(1);
 	return test_done("evac_test");
 }

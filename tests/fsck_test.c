@@ -1679,6 +1679,251 @@ static void case_copies(void)
 	       "found by default, repaired from copy 1\n");
 }
 
+/* --- foster maps (evacuation) ------------------------------------------------ */
+
+struct foster_arg {
+	uint32_t k; /* the entry's place in its unit */
+	struct od_map_entry e;
+};
+
+static void put_foster_entry(uint8_t *unit, void *arg)
+{
+	struct foster_arg *a = arg;
+
+	od_put_map_entry(unit + OD_MB_HEADER_SIZE + a->k * OD_MAP_ENTRY_SIZE, &a->e);
+}
+
+static struct od_map_entry foster_entry(int fd, const struct od_foster *f, uint32_t idx)
+{
+	uint8_t blk[OD_BLOCK_SIZE];
+	struct od_map_entry e;
+
+	memset(&e, 0, sizeof(e));
+	CHECK_EQ(read_unit(fd, f->chunk, f->start + idx / OD_MAP_PER_BLOCK, 1,
+			   CHUNK_SIZE / OD_BLOCK_SIZE / 2, blk), 0);
+	od_get_map_entry(blk + OD_MB_HEADER_SIZE + (idx % OD_MAP_PER_BLOCK) * OD_MAP_ENTRY_SIZE,
+			 &e);
+	return e;
+}
+
+static void patch_foster_entry(int fd, const struct od_foster *f, uint32_t idx,
+			       const struct od_map_entry *e)
+{
+	struct foster_arg a = { .k = idx % OD_MAP_PER_BLOCK, .e = *e };
+
+	patch_unit(fd, f->chunk, f->start + idx / OD_MAP_PER_BLOCK, 1, put_foster_entry, &a);
+}
+
+/* work made a volume of three chunks, opened: *dk a directory of chunk 1. */
+static struct fs_volume *foster_setup(struct fs_ino *dk)
+{
+	struct fs_mkfs_opts mo = { .chunk_size = CHUNK_SIZE, .chunk_count = 3, .force = 1 };
+	struct fs_volume *v = NULL;
+	struct fs_ino root, d;
+	char name[32];
+
+	memset(dk, 0, sizeof(*dk));
+	CHECK_EQ(fs_mkfs(work, &mo), 0);
+	CHECK_EQ(fs_open(work, 0, &v), 0);
+	CHECK_EQ(fs_root(v, &root), 0);
+	for (int i = 0; i < 8 && !dk->num; i++) {
+		snprintf(name, sizeof(name), "k%d", i);
+		CHECK_EQ(fs_mkdir(v, NULL, root, name, 0755, &d, NULL), 0);
+		if (OD_STABLE_CHUNK(d.num) == 1)
+			*dk = d;
+	}
+	CHECK(dk->num != 0);
+	return v;
+}
+
+/* A volume of its own (three chunks): a directory of chunk 1 holding an
+ * inline file, a file with data and a symlink, and a number freed; chunk
+ * 1 drains (chunk 2 too, for a while, so that everything lands in chunk
+ * 0) and steps until every inode moved: chunk 1's foster map is in chunk
+ * 0 and places them there. Then in both copies of the foster map's unit:
+ * the freed number's entry made used at a place of chunk 0 holding no
+ * inode (0x040020: freed), and the inline file's entry pointed 8 bytes
+ * past its inode (0x040021: pointed back at it). -n reports exactly those
+ * two and writes nothing, -y repairs both and writes only chunk 0, a
+ * second -n -x is clean, every file reads back, the freed number is
+ * stale. */
+static void case_foster(void)
+{
+	struct fs_ino dk, in, dt, sl, gone, x;
+	struct fs_evac_info ei;
+	struct fs_volume *v;
+	struct fs_attr a;
+	struct fsck_result r;
+	struct od_map_entry e;
+	struct od_chunk_header h0;
+	struct od_foster f;
+	uint8_t data[20000], got[20001];
+	char why[256], before[300], target[32];
+	size_t n = 0, tl = 0;
+	int eof = 0, fd, steps = 0;
+
+	v = foster_setup(&dk);
+	CHECK_EQ(fs_create(v, NULL, dk, "gone", 0644, FS_CREATE_GUARDED, 0, &gone, NULL), 0);
+	CHECK_EQ(fs_create(v, NULL, dk, "inline", 0644, FS_CREATE_GUARDED, 0, &in, NULL), 0);
+	CHECK_EQ(fs_write(v, NULL, in, 0, 11, "hello inode", FS_FILE_SYNC, NULL), 0);
+	fill(data, sizeof(data), 31);
+	CHECK_EQ(fs_create(v, NULL, dk, "data", 0644, FS_CREATE_GUARDED, 0, &dt, NULL), 0);
+	CHECK_EQ(fs_write(v, NULL, dt, 0, sizeof(data), data, FS_FILE_SYNC, NULL), 0);
+	CHECK_EQ(fs_symlink(v, NULL, dk, "sl", "in/line", 0777, &sl, NULL), 0);
+	CHECK_EQ(fs_remove(v, NULL, dk, "gone"), 0);
+	CHECK_EQ(OD_STABLE_CHUNK(gone.num), 1);
+	CHECK_EQ(OD_STABLE_CHUNK(in.num), 1);
+	CHECK_EQ(OD_STABLE_CHUNK(dt.num), 1);
+	CHECK_EQ(OD_STABLE_CHUNK(sl.num), 1);
+	CHECK_EQ(fs_chunk_drain(v, 2, 1, why, sizeof(why)), 0);
+	CHECK_EQ(fs_chunk_drain(v, 1, 1, why, sizeof(why)), 0);
+	CHECK_EQ(fs_evac_step(v, 1, 0, &ei), 1);
+	CHECK_EQ(ei.fostered, 1);
+	CHECK_EQ(ei.foster_chunk, 0);
+	while (ei.homed_here && fs_evac_step(v, 1, 0, &ei) == 1 && steps < 50)
+		steps++;
+	CHECK_EQ(ei.homed_here, 0);
+	CHECK_EQ(ei.retired, 0);
+	CHECK_EQ(fs_chunk_drain(v, 2, 0, why, sizeof(why)), 0);
+	CHECK_EQ(fs_close(v), 0);
+	CHECK_EQ(run(work, -1, FSCK_CHECK_ONLY, 1 | 4, &r), 0);
+	CHECK_EQ(r.problems, 0);
+
+	fd = img_fd(work);
+	h0 = header_of(fd, 0);
+	CHECK_EQ(h0.nfosters, 1);
+	f = h0.fosters[0];
+	CHECK_EQ(f.home, 1);
+	CHECK_EQ(f.chunk, 0);
+	e = foster_entry(fd, &f, OD_STABLE_INDEX(in.num));
+	CHECK(e.flags & OD_MAPF_USED);
+	CHECK_EQ(e.loc.chunk, 0);
+	e.loc.off += 8;
+	patch_foster_entry(fd, &f, OD_STABLE_INDEX(in.num), &e);
+	e = foster_entry(fd, &f, OD_STABLE_INDEX(gone.num));
+	CHECK(!(e.flags & OD_MAPF_USED));
+	e.flags = OD_MAPF_USED;
+	e.generation = gone.gen;
+	e.loc = (struct od_loc){ .chunk = 0, .block = h0.data_start, .off = 0 };
+	patch_foster_entry(fd, &f, OD_STABLE_INDEX(gone.num), &e);
+	close(fd);
+
+	snprintf(before, sizeof(before), "%s.before", work);
+	copy_file(work, before);
+	CHECK_EQ(run(work, 0, FSCK_CHECK_ONLY, 4, &r), FSCK_EXIT_UNCORRECTED);
+	CHECK_EQ(r.problems, 2);
+	CHECK(reported(0x040020));
+	CHECK(reported(0x040021));
+	CHECK(files_same(work, before));
+	CHECK_EQ(run(work, -1, FSCK_YES, 4, &r), FSCK_EXIT_FIXED);
+	CHECK_EQ(r.problems, 2);
+	CHECK_EQ(r.fixed, 2);
+	CHECK_EQ(r.unfixed, 0);
+	CHECK(others_same(work, before, 0));
+	CHECK_EQ(run(work, -1, FSCK_CHECK_ONLY, 1 | 4, &r), 0);
+	CHECK_EQ(r.problems, 0);
+	fd = img_fd(work);
+	e = foster_entry(fd, &f, OD_STABLE_INDEX(gone.num));
+	CHECK_EQ(e.flags, 0);
+	e = foster_entry(fd, &f, OD_STABLE_INDEX(in.num));
+	CHECK_EQ(e.flags, OD_MAPF_USED);
+	CHECK_EQ(inode_at(fd, e.loc).stable, in.num);
+	close(fd);
+
+	CHECK_EQ(fs_open(work, 0, &v), 0);
+	CHECK_EQ(fs_read(v, NULL, in, 0, 12, got, &n, &eof), 0);
+	CHECK_EQ(n, 11);
+	CHECK(memcmp(got, "hello inode", 11) == 0);
+	n = 0;
+	CHECK_EQ(fs_read(v, NULL, dt, 0, sizeof(got), got, &n, &eof), 0);
+	CHECK_EQ(n, sizeof(data));
+	CHECK(memcmp(got, data, sizeof(data)) == 0);
+	CHECK_EQ(fs_readlink(v, sl, target, sizeof(target), &tl), 0);
+	CHECK_EQ(tl, 7);
+	CHECK(memcmp(target, "in/line", 7) == 0);
+	CHECK_EQ(fs_getattr(v, gone, &a), -ESTALE);
+	x = lookup(v, dk, "inline");
+	CHECK_EQ(x.num, in.num);
+	CHECK_EQ(x.gen, in.gen);
+	CHECK_EQ(fs_close(v), 0);
+	unlink(before);
+	printf("foster map: 0x%06x and 0x%06x found, repaired, clean on the second run\n",
+	       0x040020, 0x040021);
+}
+
+/* An orphan in a chunk being evacuated (fostered): a file of chunk 1 with
+ * 6000 bytes whose inode is in a slot (its first name removed) loses its
+ * last entry in the image after chunk 1's map was fostered. fsck links it
+ * into lost+found's part in chunk 1 (which the evacuation keeps until
+ * nothing else is left), writing only chunk 1; a second -n -x is clean;
+ * then the evacuation moves it out with its entry and chunk 1 retires:
+ * lost+found/#num keeps its number, generation and bytes, and fsck -x is
+ * clean. */
+static void case_foster_orphan(void)
+{
+	struct fs_ino dk, f, root, lf, x;
+	struct fs_evac_info ei;
+	struct fs_volume *v;
+	struct fs_attr a;
+	struct fsck_result r;
+	uint8_t data[6000];
+	char why[256], before[300], nm[32];
+	uint32_t unit = 0, off = 0;
+	int fd, steps = 0, ret;
+
+	v = foster_setup(&dk);
+	fill(data, sizeof(data), 33);
+	CHECK_EQ(fs_create(v, NULL, dk, "orph", 0644, FS_CREATE_GUARDED, 0, &f, NULL), 0);
+	CHECK_EQ(fs_write(v, NULL, f, 0, sizeof(data), data, FS_FILE_SYNC, NULL), 0);
+	CHECK_EQ(fs_link(v, NULL, f, dk, "alias"), 0);
+	CHECK_EQ(fs_remove(v, NULL, dk, "orph"), 0);
+	CHECK_EQ(fs_create(v, NULL, dk, "keep", 0644, FS_CREATE_GUARDED, 0, &x, NULL), 0);
+	CHECK_EQ(OD_STABLE_CHUNK(f.num), 1);
+	CHECK_EQ(fs_chunk_drain(v, 1, 1, why, sizeof(why)), 0);
+	CHECK_EQ(fs_evac_step(v, 1, 0, &ei), 1);
+	CHECK_EQ(ei.fostered, 1);
+	CHECK_EQ(ei.homed_here, ei.inodes_homed);
+	CHECK_EQ(fs_close(v), 0);
+	fd = img_fd(work);
+	CHECK_EQ(find_entry(fd, 1, "alias", &unit, &off), 0);
+	patch_unit(fd, 1, unit, header_of(fd, 1).dir_unit, drop_entry, &off);
+	close(fd);
+
+	snprintf(before, sizeof(before), "%s.before", work);
+	copy_file(work, before);
+	CHECK_EQ(run(work, 1, FSCK_CHECK_ONLY, 4, &r), FSCK_EXIT_UNCORRECTED);
+	CHECK(reported(0x040007));
+	CHECK(files_same(work, before));
+	CHECK_EQ(run(work, -1, FSCK_YES, 4, &r), FSCK_EXIT_FIXED);
+	CHECK(reported(0x040007));
+	CHECK_EQ(r.unfixed, 0);
+	CHECK(others_same(work, before, 1));
+	CHECK_EQ(run(work, -1, FSCK_CHECK_ONLY, 1 | 4, &r), 0);
+	CHECK_EQ(r.problems, 0);
+	unlink(before);
+
+	v = open_adopted(f.num, &root, &lf, nm, sizeof(nm));
+	if (!v)
+		return;
+	check_file(v, lf, nm, data, sizeof(data), 1);
+	while ((ret = fs_evac_step(v, 1, 0, &ei)) == 1 && steps < 100)
+		steps++;
+	CHECK_EQ(ret, 0);
+	CHECK_EQ(ei.retired, 1);
+	x = lookup(v, lf, nm);
+	CHECK_EQ(x.num, f.num);
+	CHECK_EQ(x.gen, f.gen);
+	CHECK_EQ(fs_getattr(v, x, &a), 0);
+	CHECK_EQ(a.nlink, 1);
+	check_file(v, lf, nm, data, sizeof(data), 1);
+	CHECK_EQ(fs_check_invariants(v, NULL, NULL), 0);
+	CHECK_EQ(fs_close(v), 0);
+	CHECK_EQ(run(work, -1, FSCK_CHECK_ONLY, 1 | 4, &r), 0);
+	CHECK_EQ(r.problems, 0);
+	printf("orphan of a fostered chunk: in lost+found's part there, moved out by %d steps, "
+	       "the chunk retired\n", steps);
+}
+
 static void case_table(void)
 {
 	uint32_t code, flags, prev = 0;
@@ -1733,6 +1978,8 @@ int main(int argc, char **argv)
 	case_inline();
 	case_header_geometry();
 	case_copies();
+	case_foster();
+	case_foster_orphan();
 	unlink(image);
 	unlink(pristine);
 	unlink(work);

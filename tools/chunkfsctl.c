@@ -334,6 +334,12 @@ static void print_evac(const struct record *r)
 		       "still have their inode in it; %s inodes moved out, %s inodes/s)\n\n",
 		       get(r, "chunk"), get(r, "foster_chunk"), get(r, "homed_here"),
 		       get(r, "inodes_moved"), get(r, "inodes_per_s"));
+	if (num(r, "guests_here"))
+		printf("evacuate: chunk %s holds %s inodes of other evacuated chunks (they "
+		       "move out as its own do)\n\n", get(r, "chunk"), get(r, "guests_here"));
+	if (num(r, "maps_hosted"))
+		printf("evacuate: chunk %s holds %s foster maps of other chunks (each moves to "
+		       "another chunk first)\n\n", get(r, "chunk"), get(r, "maps_hosted"));
 	if (num(r, "retired"))
 		printf("evacuate: chunk %s is empty and retired: never opened again, its store "
 		       "may be removed\n\n", get(r, "chunk"));

@@ -257,6 +257,10 @@ static const char *cannot_link(struct fsck_ctx *c, uint32_t ri)
 	if (c->recs[ri].slot == FSCK_NONE)
 		return "it is embedded in an entry that names another number";
 	lf = lf_rec(c);
+	if (root == FSCK_NONE && lf == FSCK_NONE && (c->hdr.flags & OD_CHF_FOSTERED))
+		return "this chunk is being evacuated and its lost+found part is gone (the "
+		       "evacuation drops it last; only the root's own chunk can make one): the "
+		       "chunk cannot retire while the orphan stays";
 	if (root == FSCK_NONE && lf == FSCK_NONE)
 		return "this chunk holds no lost+found (only the root's own chunk can make one)";
 	if (c->incomplete)
