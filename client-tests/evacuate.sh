@@ -223,4 +223,28 @@ done
 stop_server
 fsck_run 0 -f -n -x "$tmp/volume.img"
 out_has " 0 problems"
+
+# The nbdkit plugin lists the retired chunk as such and serves it empty
+# (nbdinfo --list opens every export); the others whole.
+plugin=$builddir/.libs/nbdkit-chunkfs-plugin.so
+if [ -x "$plugin" ] && command -v nbdinfo >/dev/null; then
+	nbdkit -f -U "$tmp/plugin.sock" "$plugin" "volume=$tmp/volume.img" readonly=true \
+		2>"$tmp/plugin.log" &
+	plugin_pid=$!
+	for _ in $(seq 1 100); do
+		[ -S "$tmp/plugin.sock" ] && break
+		sleep 0.05
+	done
+	nbdinfo --list "nbd+unix:///?socket=$tmp/plugin.sock" >"$tmp/list" 2>&1 ||
+		fail "nbdinfo --list: $(cat "$tmp/list")"
+	grep -A3 "^export=\"$k\"" "$tmp/list" | grep -q "retired (evacuated), served empty" ||
+		fail "the plugin's list does not say chunk $k is retired: $(cat "$tmp/list")"
+	[ "$(nbdinfo --size "nbd+unix:///$k?socket=$tmp/plugin.sock")" = 0 ] ||
+		fail "the plugin served retired chunk $k with bytes"
+	[ "$(nbdinfo --size "nbd+unix:///0?socket=$tmp/plugin.sock")" -gt 0 ] ||
+		fail "the plugin does not serve chunk 0"
+	kill "$plugin_pid"
+	wait "$plugin_pid" 2>/dev/null
+	echo "the nbdkit plugin lists chunk $k as retired and serves it empty"
+fi
 echo "PASS: chunk $k evacuated and retired under a libnfs writer; all read back, fsck clean"

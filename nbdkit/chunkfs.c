@@ -196,7 +196,7 @@ static void *chunkfs_open(int readonly)
 		nbdkit_set_error(ENOENT);
 		goto out;
 	}
-	if (now.chunks[index].size == 0) {
+	if (now.chunks[index].size == 0 && !now.chunks[index].retired) {
 		nbdkit_error("chunk %u lies beyond the end of %s (the image is truncated)", index,
 			     cf_volume);
 		goto out;
@@ -210,6 +210,17 @@ static void *chunkfs_open(int readonly)
 	h->write = !readonly && !cf_readonly;
 	h->base = now.chunks[index].base;
 	h->size = now.chunks[index].size;
+	if (now.chunks[index].retired) {
+		/* Evacuated: nothing of the volume is there, and its bytes may
+		 * be gone with the image's end. An empty, read-only export, so
+		 * that a listing that opens every export (nbdinfo --list) still
+		 * works; nothing is locked. */
+		nbdkit_debug("chunk %u is retired (evacuated): served empty", index);
+		h->fd = -1;
+		h->write = 0;
+		h->size = 0;
+		goto out;
+	}
 	if (open_chunk(h) < 0) {
 		free(h);
 		h = NULL;
@@ -229,7 +240,7 @@ static void chunkfs_close(void *handle)
 {
 	struct chunk_handle *h = handle;
 
-	if (close(h->fd) < 0)
+	if (h->fd >= 0 && close(h->fd) < 0)
 		nbdkit_debug("chunk %u: close: %m", h->index);
 	free(h);
 }

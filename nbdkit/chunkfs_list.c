@@ -54,7 +54,9 @@ static void describe(const struct vol_probe *p, uint32_t i, int holder, char *ou
 
 	if (len < 0 || (size_t)len >= n)
 		return;
-	if (pc->header_ok)
+	if (pc->retired)
+		snprintf(out + len, n - (size_t)len, "retired (evacuated), served empty");
+	else if (pc->header_ok)
 		snprintf(out + len, n - (size_t)len, "header valid: %s, %s", kind_name(pc->hdr.kind),
 			 state_name(pc->hdr.state));
 	else

@@ -33,10 +33,16 @@ int vol_image_size(int fd, uint64_t *size, int *is_blk)
 static void probe_chunk(const struct od_header_src *whole, const struct od_chunk_header *h0,
 			uint32_t i, struct vol_probe_chunk *pc)
 {
-	int ret = od_header_read(whole, pc->base, UINT32_MAX, h0->nblocks, &pc->hdr, NULL);
+	int ret;
 
 	pc->header_ok = 0;
+	pc->retired = i && od_retired_nblocks(h0, i);
 	pc->reason[0] = '\0';
+	if (pc->retired) {
+		snprintf(pc->reason, sizeof(pc->reason), "retired (evacuated): never read");
+		return;
+	}
+	ret = od_header_read(whole, pc->base, UINT32_MAX, h0->nblocks, &pc->hdr, NULL);
 	if (ret < 0) {
 		snprintf(pc->reason, sizeof(pc->reason), "both copies of its header are bad");
 		return;
@@ -60,7 +66,9 @@ static void probe_layout(const struct od_header_src *whole, const struct od_chun
 		struct vol_probe_chunk *pc = &p->chunks[i];
 		pc->base = base;
 		probe_chunk(whole, h0, i, pc);
-		pc->full_size = (uint64_t)(pc->header_ok ? pc->hdr.nblocks : h0->nblocks) *
+		pc->full_size = (uint64_t)(pc->header_ok ? pc->hdr.nblocks :
+				pc->retired   ? od_retired_nblocks(h0, i) :
+						h0->nblocks) *
 				OD_BLOCK_SIZE;
 		pc->size = base >= p->image_size ? 0 :
 			   (p->image_size - base < pc->full_size ? p->image_size - base :

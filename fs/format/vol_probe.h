@@ -3,7 +3,9 @@
  * byte ranges and must describe them. The same rules as fs_open: chunk
  * 0's header (either copy) gives the count and the layout, each chunk's
  * own header its size, and a chunk whose header is unusable is taken to
- * have chunk 0's size. Nothing is locked and nothing is written. */
+ * have chunk 0's size; a retired chunk (evacuated: chunk 0's header says
+ * so, and its size) is not read, and the image may end before it. Nothing
+ * is locked and nothing is written. */
 #ifndef CHUNKFS_VOL_PROBE_H
 #define CHUNKFS_VOL_PROBE_H
 
@@ -17,6 +19,7 @@ struct vol_probe_chunk {
 	uint64_t size;              /* bytes of the chunk the image holds */
 	uint64_t full_size;         /* bytes it should have (nblocks x 4096) */
 	int header_ok;              /* hdr is its valid header */
+	int retired;                /* evacuated and retired: never read (size from chunk 0) */
 	struct od_chunk_header hdr; /* when header_ok */
 	char reason[160];           /* when not: why its header is unusable */
 };
