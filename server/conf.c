@@ -38,7 +38,7 @@ void config_defaults(struct config *cfg)
 	cfg->port = 2049;
 	cfg->workers = 8;
 	cfg->bulk_workers = -1; /* config_bulk_workers */
-	cfg->bulk_nice = 0;
+	cfg->bulk_nice = 15;
 	cfg->rpcbind = RPCBIND_AUTO;
 	cfg->max_conn_requests = 64;
 	cfg->max_requests = 1024;
