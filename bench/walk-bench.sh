@@ -9,7 +9,10 @@
 #
 # usage: bash bench/walk-bench.sh [--files N] [--rounds R] [--seed S]
 #            [--builddir DIR] [--tmp DIR] [--no-ganesha] [--keep]
-#            [--prepare] [--reuse DIR]
+#            [--prepare] [--reuse DIR] [--conf "KEY = VALUE"]...
+# --conf: a line added to chunkfsd's configuration (cache_mb = 4096, say:
+# small files live inline in their directories' units, so a walk reads
+# them all, 2.7 GB for the default tree, more than the default cache).
 # --prepare: make the tree and the volume, keep them, print the directory
 # and stop (the writing takes minutes: done while the machine is busy,
 # the walks later, on a quiet one, with --reuse DIR).
@@ -34,6 +37,7 @@ ganesha=auto
 keep=0
 prepare=0
 reuse=
+confs=()
 while [ $# -gt 0 ]; do
 	case $1 in
 	--files) files=$2; shift 2 ;;
@@ -45,6 +49,7 @@ while [ $# -gt 0 ]; do
 	--keep) keep=1; shift ;;
 	--prepare) prepare=1; keep=1; shift ;;
 	--reuse) reuse=$2; keep=1; shift 2 ;;
+	--conf) confs+=("$2"); shift 2 ;;
 	*) echo "walk-bench: unknown option $1" >&2; exit 1 ;;
 	esac
 done
@@ -53,12 +58,14 @@ die() { say "$*"; exit 1; }
 builddir=$(cd "$builddir" 2>/dev/null && pwd) || die "no build directory $builddir"
 command -v nfs-ls >/dev/null || die "needs nfs-ls (libnfs-utils)"
 
+confargs=()
+for c in "${confs[@]}"; do confargs+=(--conf "$c"); done
 if [ "$prepare" = 0 ] && [ "$ganesha" != no ] && [ -z "${WALK_BENCH_NS:-}" ] && [ "$(id -u)" -eq 0 ] &&
 	command -v ganesha.nfsd >/dev/null && command -v rpcbind >/dev/null; then
 	exec env WALK_BENCH_NS=1 unshare -n -m bash "$0" --files "$files" --rounds "$rounds" \
 		--seed "$seed" --builddir "$builddir" --tmp "$tmpbase" \
 		$([ "$keep" = 1 ] && echo --keep) $([ "$prepare" = 1 ] && echo --prepare) \
-		${reuse:+--reuse "$reuse"}
+		${reuse:+--reuse "$reuse"} "${confargs[@]}"
 fi
 servers=chunkfs
 pids=()
@@ -127,6 +134,7 @@ rpcbind = no
 control = none
 export / clients=127.0.0.0/8 access=ro squash=none
 EOF
+	for c in "${confs[@]}"; do echo "$c"; done >>"$tmp/chunkfsd.conf"
 	rm -f "$tmp/port"
 	"$builddir/chunkfsd" -f -c "$tmp/chunkfsd.conf" --port-file "$tmp/port" >"$tmp/server.log" 2>&1 &
 	server_pid=$!
@@ -151,14 +159,26 @@ EXPORT {
 	FSAL { Name = VFS; }
 }
 EOF
-	ganesha.nfsd -F -f "$tmp/ganesha.conf" -L "$tmp/ganesha.log" -p "$tmp/ganesha.pid" \
-		-N NIV_EVENT &
-	server_pid=$!
-	for _ in $(seq 1 120); do
-		[ "$(ss -ltn '( sport = :2049 or sport = :20048 )' | grep -c LISTEN)" -ge 2 ] && break
-		kill -0 "$server_pid" 2>/dev/null || die "ganesha.nfsd exited: $(tail -3 "$tmp/ganesha.log")"
-		sleep 0.5
+	local try
+	for try in 1 2 3; do
+		# (a registration left in rpcbind by the last one makes it exit)
+		for prog in 100003 100005; do
+			for v in 1 2 3 4; do rpcinfo -d "$prog" "$v" >/dev/null 2>&1; done
+		done
+		ganesha.nfsd -F -f "$tmp/ganesha.conf" -L "$tmp/ganesha.log" -p "$tmp/ganesha.pid" \
+			-N NIV_EVENT &
+		server_pid=$!
+		for _ in $(seq 1 120); do
+			[ "$(ss -ltn '( sport = :2049 or sport = :20048 )' | grep -c LISTEN)" -ge 2 ] &&
+				break 2
+			kill -0 "$server_pid" 2>/dev/null || break
+			sleep 0.5
+		done
+		wait "$server_pid" 2>/dev/null
+		say "ganesha.nfsd exited (try $try): $(tail -1 "$tmp/ganesha.log")"
+		sleep 2
 	done
+	kill -0 "$server_pid" 2>/dev/null || die "ganesha.nfsd did not start"
 	url="nfs://127.0.0.1$tmp/tree?version=3"
 }
 
