@@ -17,8 +17,13 @@
 # N inodes too, and inodes/s is measured.
 # Not a test: it prints figures.
 #
+# With --copy locked, steps copy their data under the volume lock as
+# before issue 23 (evacuate_copy = locked), for comparison with the default
+# (unlocked); printed too: the lock record of the evacuation's own steps.
+#
 # usage: bash bench/evac-bench.sh [--chunk-size S] [--files N] [--small N]
-#            [--rate MB] [--seconds S] [--builddir DIR] [--tmp DIR]
+#            [--rate MB] [--seconds S] [--copy unlocked|locked]
+#            [--builddir DIR] [--tmp DIR]
 # Needs chunkfsd, chunkfsctl, mkfs.chunkfs and client-tests/lat_probe in
 # the build directory ($BUILDDIR, default build), nfs-cp and python3, and
 # about 4 chunks of space under --tmp (default /work/tmp if /work exists).
@@ -31,12 +36,13 @@ files=
 small=0
 rate=4096
 seconds=10
+copy=unlocked
 builddir=${BUILDDIR:-$top/build}
 tmpbase=/tmp
 [ -d /work ] && tmpbase=/work/tmp
 
 usage() {
-	sed -n '2,27s/^# \{0,1\}//p' "$0"
+	sed -n '2,32s/^# \{0,1\}//p' "$0"
 	exit "$1"
 }
 
@@ -47,6 +53,7 @@ while [ $# -gt 0 ]; do
 	--small) small=$2; shift 2 ;;
 	--rate) rate=$2; shift 2 ;;
 	--seconds) seconds=$2; shift 2 ;;
+	--copy) copy=$2; shift 2 ;;
 	--builddir) builddir=$2; shift 2 ;;
 	--tmp) tmpbase=$2; shift 2 ;;
 	-h|--help) usage 0 ;;
@@ -98,6 +105,7 @@ port = 0
 rpcbind = no
 control = $tmp/control
 evacuate_rate_mb = $rate
+evacuate_copy = $copy
 export / clients=127.0.0.0/8 access=rw squash=none
 CONF
 "$builddir/chunkfsd" -f -c "$tmp/chunkfsd.conf" --port-file "$tmp/port" >"$tmp/server.log" 2>&1 &

@@ -439,6 +439,9 @@ static int data_io(struct fs_volume *v, uint32_t chunk, uint32_t pblk, uint32_t 
 	if (c->offline)
 		return -EIO;
 	if (write) {
+		if (v->evac_pre)
+			evac_pre_hit(v, chunk, pblk, (uint32_t)((inoff + len + OD_BLOCK_SIZE - 1) >>
+								 OD_BLOCK_SHIFT));
 		v->data_written = 1; /* durable before the metadata pointing at it */
 		return store_pwrite(c->store, buf, len, off);
 	}

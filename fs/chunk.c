@@ -356,6 +356,14 @@ static int data_scan(struct chunk *c, uint32_t goal, uint32_t want, enum data_pa
 	for (uint32_t i = 0; i < n; i++) {
 		uint32_t b = (goal + i) % n;
 		uint32_t len = 0;
+		if (pass != PASS_OUTSIDE && !in_meta_zone(c, b)) {
+			/* The zone's passes: on to the next half's zone at once
+			 * (what lies between is outside it, or fixed metadata). */
+			uint32_t next = b < c->half ? c->half + c->hdr.data_start
+						    : n + c->hdr.data_start;
+			i += next - b - 1;
+			continue;
+		}
 		if (!pass_takes(c, b, pass))
 			continue;
 		while (len < want && b + len < n && pass_takes(c, b + len, pass))
@@ -382,7 +390,9 @@ int alloc_data(struct chunk *c, uint32_t goal, uint32_t want, int allow_zone, ui
 		return -ENOSPC;
 	if (goal == 0 || goal >= c->hdr.nblocks || !data_usable(c, goal) || in_meta_zone(c, goal))
 		goal = c->alloc_hint_data;
-	ret = data_scan(c, goal, want, PASS_OUTSIDE, start, got);
+	/* (Not a scan of the whole chunk when its count says that nothing
+	 * outside the zone is free: 2-3 ms a call on a full 1 GiB chunk.) */
+	ret = c->free_outside ? data_scan(c, goal, want, PASS_OUTSIDE, start, got) : -ENOSPC;
 	if (ret != -ENOSPC || !allow_zone)
 		return ret;
 	ret = data_scan(c, c->hdr.data_start, want, PASS_ORPHANS, start, got);
@@ -463,6 +473,8 @@ int alloc_meta(struct chunk *c, uint32_t units, uint32_t *start)
  * may not be loaded yet (first touch after an open). */
 void free_blocks(struct chunk *c, uint32_t start, uint32_t len)
 {
+	if (c->vol->evac_pre)
+		evac_pre_hit(c->vol, c->index, start, len);
 	if (chunk_load(c) < 0) {
 		c->hdr.state = OD_STATE_NEEDS_REPAIR; /* fsck recounts the bitmap */
 		return;
@@ -501,12 +513,32 @@ static void pa_set(struct chunk *c, uint32_t b, int on)
 	if (on) {
 		c->pa_map[b >> 3] |= bit;
 		c->pa_blocks++;
-		c->free_outside--;
 	} else {
 		c->pa_map[b >> 3] &= (uint8_t)~bit;
 		c->pa_blocks--;
-		c->free_outside++;
 	}
+	if (outside_zone(c, b)) /* (an evacuation's copy may lie inside) */
+		c->free_outside += on ? (uint32_t)-1 : 1u;
+}
+
+int chunk_pa_reserve_data(struct chunk *c, uint32_t goal, uint32_t want, uint32_t *start,
+			  uint32_t *got)
+{
+	int ret = alloc_data(c, goal, want, 1, start, got);
+
+	if (ret < 0)
+		return ret;
+	/* Taken as alloc_data takes them, then put back free in the bitmap
+	 * (not as a free to commit: nothing on disk ever had them) and
+	 * reserved instead. */
+	for (uint32_t b = *start; b < *start + *got; b++) {
+		bitmap_set(c, b, 0);
+		if (outside_zone(c, b))
+			c->free_outside++;
+		pa_set(c, b, 1);
+	}
+	c->hdr.free_blocks += *got;
+	return 0;
 }
 
 int chunk_pa_find(struct chunk *c, uint32_t goal, uint32_t want, uint32_t *start, uint32_t *got)

@@ -7,11 +7,37 @@
 
 #include "fs/internal.h"
 
-/* The most data blocks an inode's move copies (2 MiB): the volume lock is
- * held meanwhile, as for a continuation's piece. A file holding more in
+/* The most data blocks an inode's move copies (2 MiB), as for a
+ * continuation's piece. A file holding more in
  * its chunk first gives its tail away a piece at a time
  * (evac_move_head_tail). */
 #define EVAC_INODE_BLOCKS 512u
+
+/* The most data a step copies (2 MiB): a large continuation moves in
+ * pieces, one step each. */
+#define EVAC_STEP_BLOCKS 512u
+/* Inodes one step moves at most, in one transaction: one a transaction
+ * was its flushes' rate, 148 inodes/s (bench/evac-bench.sh --small). */
+#define EVAC_STEP_INODES 16u
+
+/* evacuate.c, the step's choices (shared with evac_plan.c): slot s of c's
+ * inode area; is ino a regular file's continuation; the chunk a move out
+ * of k goes to (one with data room outside its metadata zone, else any
+ * with room, skipping those tried[]; never a draining one); what a step
+ * does with the inode at loc, homed in k and placed there (*r: the inode
+ * read), given max_blocks of the step's data left. */
+enum { EV_NONE, EV_TAIL, EV_EMBEDDED, EV_LINKED };
+struct od_loc evac_slot_at(const struct chunk *c, uint32_t slot);
+int evac_is_file_cont(const struct od_inode *ino);
+struct chunk *evac_pick_target(struct fs_volume *v, struct chunk *k, const uint8_t *tried);
+int evac_move_kind(struct fs_volume *v, const struct od_loc *loc, uint32_t max_blocks,
+		   struct iref *r);
+
+/* evac_plan.c: the step's plan (phase (a), the lock held): what the step
+ * of k will move found as the step finds it, and each object's data
+ * reserved in the chunk it will go to (evac_pre_add); what it misses is
+ * only copied under the lock. */
+void evac_plan(struct fs_volume *v, struct chunk *k, uint32_t max_blocks);
 
 /* What moves carried out of a chunk. */
 struct evac_moved {
@@ -38,6 +64,33 @@ int evac_move_cont(struct fs_volume *v, const struct iref *cont, struct chunk *t
  * everything taken in t is given back. */
 int evac_copy_extents(struct fs_volume *v, struct chunk *k, const struct extlist *el,
 		      struct chunk *t, struct extlist *out, uint64_t *moved);
+
+/* evac_move.c: the piece of el a continuation's move takes (its first
+ * max_blocks mapped blocks) and the piece a head's tail move takes (its
+ * last max_blocks), into *mv. 0 or -ENOMEM. */
+int evac_cont_piece(const struct extlist *el, uint32_t max_blocks, struct extlist *mv);
+int evac_tail_piece(const struct extlist *el, uint32_t max_blocks, struct extlist *mv);
+
+/* evac_pre.c: a step's data copied without the volume lock (doc/design.md,
+ * "Copying outside the lock"). begin: k's plan opened (-EBUSY: another
+ * step's is pending); add: blocks of t reserved for every extent of el (of
+ * k) for the object key (its head's stable number), -ENOSPC with nothing
+ * reserved when t has no room outside its zone; copy: the lock released
+ * (called locked, returns unlocked), the planned runs copied, the test's
+ * hook run (-errno: a copy failed, the plan is to be ended); target: the chunk planned for key, NULL none;
+ * claim: the copied run holding k's blocks [src, src + len) taken in t
+ * (*dst, *got: its part from src), 1, or 0 when none was planned there,
+ * or -ECANCELED when it was spoilt (written or freed meanwhile: the
+ * object is retried next step); end: what no move claimed released, the
+ * plan closed, the claims it refused added to *dropped and the blocks the
+ * moves took copied to *claimed. All but copy under the lock. */
+int evac_pre_begin(struct fs_volume *v, struct chunk *k);
+int evac_pre_add(struct fs_volume *v, uint64_t key, struct chunk *t, const struct extlist *el);
+int evac_pre_copy(struct fs_volume *v);
+struct chunk *evac_pre_target(struct fs_volume *v, uint64_t key);
+int evac_pre_claim(struct fs_volume *v, struct chunk *k, uint32_t src, uint32_t len,
+		   struct chunk *t, uint32_t *dst, uint32_t *got);
+void evac_pre_end(struct fs_volume *v, uint64_t *dropped, uint64_t *claimed);
 
 /* foster.c: k's map copied into a foster map in another chunk (chunk 0
  * when it has room) in the running transaction, named in chunk 0's header

@@ -73,13 +73,19 @@ int evac_copy_extents(struct fs_volume *v, struct chunk *k, const struct extlist
 		uint32_t src = el->e[i].pblk, left = el->e[i].len;
 		while (left && ret == 0) {
 			uint32_t start, got;
-			ret = alloc_data(t, goal, left, 0, &start, &got);
-			if (ret == -ENOSPC)
-				ret = alloc_data(t, goal, left, 1, &start, &got);
+			/* Copied already without the lock (evac_pre.c), or
+			 * spoilt meanwhile (-ECANCELED), or copied here. */
+			int pre = evac_pre_claim(v, k, src, left, t, &start, &got);
+			ret = pre;
+			if (pre == 0) {
+				ret = alloc_data(t, goal, left, 0, &start, &got);
+				if (ret == -ENOSPC)
+					ret = alloc_data(t, goal, left, 1, &start, &got);
+			}
 			if (ret < 0)
 				break;
 			ret = push_ext(out, lblk, start, got);
-			if (ret == 0)
+			if (ret == 0 && !pre)
 				ret = copy_data(v, k, src, t, start, got, buf);
 			if (ret < 0) {
 				if (out->n && out->e[out->n - 1].pblk == start)
@@ -148,6 +154,38 @@ static uint64_t piece_end(const struct extlist *el, uint32_t max_blocks)
 		left -= el->e[i].len;
 	}
 	return UINT64_MAX;
+}
+
+int evac_cont_piece(const struct extlist *el, uint32_t max_blocks, struct extlist *mv)
+{
+	struct extlist rest;
+	int ret = split_at(el, piece_end(el, max_blocks), mv, &rest);
+
+	ext_release(&rest);
+	return ret;
+}
+
+/* Where the last max_blocks mapped blocks of el begin (the first mapped
+ * block when el maps no more than that). */
+static uint64_t tail_start(const struct extlist *el, uint32_t max_blocks)
+{
+	uint64_t left = max_blocks;
+
+	for (uint32_t i = el->n; i-- > 0;) {
+		if (el->e[i].len >= left)
+			return el->e[i].lblk + el->e[i].len - left;
+		left -= el->e[i].len;
+	}
+	return el->n ? el->e[0].lblk : 0;
+}
+
+int evac_tail_piece(const struct extlist *el, uint32_t max_blocks, struct extlist *mv)
+{
+	struct extlist keep;
+	int ret = split_at(el, tail_start(el, max_blocks), &keep, mv);
+
+	ext_release(&keep);
+	return ret;
 }
 
 /* A new segment at position si of the chain (the ones from si on move up). */
@@ -302,20 +340,6 @@ out:
 	ext_release(&nel);
 	chain_release(&fc);
 	return ret;
-}
-
-/* Where the last max_blocks mapped blocks of el begin (the first mapped
- * block when el maps no more than that). */
-static uint64_t tail_start(const struct extlist *el, uint32_t max_blocks)
-{
-	uint64_t left = max_blocks;
-
-	for (uint32_t i = el->n; i-- > 0;) {
-		if (el->e[i].len >= left)
-			return el->e[i].lblk + el->e[i].len - left;
-		left -= el->e[i].len;
-	}
-	return el->n ? el->e[0].lblk : 0;
 }
 
 int evac_move_head_tail(struct fs_volume *v, const struct iref *head, struct chunk *t,

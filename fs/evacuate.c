@@ -10,7 +10,9 @@
  * other evacuations put there, with their entries (fs/evac_inode.c,
  * fs/evac_linked.c), then K's empty directory parts, lost+found's last;
  * once a scan finds K empty it retires. And the counts of what is left
- * (doc/design.md, "Evacuating a chunk"). */
+ * (doc/design.md, "Evacuating a chunk"). A step's data is copied before it
+ * takes the lock to move it (fs/evac_plan.c, fs/evac_pre.c: doc/design.md,
+ * "Copying outside the lock"). */
 #include "config.h"
 
 #include <errno.h>
@@ -79,14 +81,7 @@ out:
 	return ret;
 }
 
-/* The most data a step copies (2 MiB): the volume lock is held while it
- * does, so a large continuation moves in pieces, one step each. */
-#define EVAC_STEP_BLOCKS 512u
-/* Inodes one step moves at most, in one transaction: one a transaction
- * was its flushes' rate, 148 inodes/s (bench/evac-bench.sh --small). */
-#define EVAC_STEP_INODES 16u
-
-static struct od_loc slot_at(const struct chunk *c, uint32_t slot)
+struct od_loc evac_slot_at(const struct chunk *c, uint32_t slot)
 {
 	struct od_loc loc = {
 		.chunk = c->index,
@@ -96,9 +91,20 @@ static struct od_loc slot_at(const struct chunk *c, uint32_t slot)
 	return loc;
 }
 
-static int is_file_cont(const struct od_inode *ino)
+int evac_is_file_cont(const struct od_inode *ino)
 {
 	return ino->mode != 0 && (ino->flags & OD_INF_CONT) && S_ISREG(ino->mode);
+}
+
+/* The record of a chunk's steps' lock holds, into info. */
+static void holds_info(const struct hold_rec *h, struct fs_evac_info *info)
+{
+	info->holds = h->holds;
+	info->hold_max_us = h->max_ns / 1000u;
+	info->holds_over_1ms = h->over_1ms;
+	info->holds_over_10ms = h->over_10ms;
+	snprintf(info->hold_max_site, sizeof(info->hold_max_site), "%s",
+		 h->max_site ? h->max_site : "-");
 }
 
 /* The counts of info, the volume locked. */
@@ -109,6 +115,9 @@ static int fill_info(struct chunk *c, struct fs_evac_info *info)
 
 	memset(info, 0, sizeof(*info));
 	info->chunk = c->index;
+	info->copies_dropped = c->evac_dropped;
+	info->blocks_copied_unlocked = c->evac_pre_blocks;
+	holds_info(&c->evac_holds, info);
 	if (c->retired) {
 		const struct od_foster *f = vol_foster(v, c->index);
 		info->retired = 1;
@@ -146,10 +155,10 @@ static int fill_info(struct chunk *c, struct fs_evac_info *info)
 			    c->hdr.free_blocks;
 	for (uint32_t s = 0; ret == 0 && s < c->hdr.islot_watermark; s++) {
 		struct iref r;
-		ret = ino_read(v, slot_at(c, s), &r);
+		ret = ino_read(v, evac_slot_at(c, s), &r);
 		if (ret < 0 || r.ino.mode == 0)
 			continue;
-		if (is_file_cont(&r.ino))
+		if (evac_is_file_cont(&r.ino))
 			info->conts_left++;
 		else
 			info->slots_left++;
@@ -157,10 +166,7 @@ static int fill_info(struct chunk *c, struct fs_evac_info *info)
 	return ret;
 }
 
-/* The chunk a move out of k goes to: one with data room outside its
- * metadata zone, else any with room, skipping those tried[]; never a
- * draining one. */
-static struct chunk *pick_target(struct fs_volume *v, struct chunk *k, const uint8_t *tried)
+struct chunk *evac_pick_target(struct fs_volume *v, struct chunk *k, const uint8_t *tried)
 {
 	struct chunk *t = vol_pick_data_chunk(v, k);
 
@@ -175,10 +181,13 @@ static int move_cont(struct fs_volume *v, struct chunk *k, const struct iref *co
 		     uint32_t max_blocks, struct evac_moved *m)
 {
 	uint8_t *tried = calloc(v->nchunks, 1);
-	int ret = tried ? evac_move_cont(v, cont, NULL, max_blocks, m) : -ENOMEM;
+	struct chunk *pt = evac_pre_target(v, cont->ino.head_stable);
+	int ret = tried ? evac_move_cont(v, cont, pt, max_blocks, m) : -ENOMEM;
 
+	if (pt)
+		tried[pt->index] = 1;
 	while (ret == -ENOSPC) {
-		struct chunk *t = pick_target(v, k, tried);
+		struct chunk *t = evac_pick_target(v, k, tried);
 		if (!t)
 			break;
 		tried[t->index] = 1;
@@ -195,10 +204,13 @@ static int move_tail(struct fs_volume *v, struct chunk *k, const struct iref *he
 		     uint32_t max_blocks, struct evac_moved *m)
 {
 	uint8_t *tried = calloc(v->nchunks, 1);
-	int ret = tried ? evac_move_head_tail(v, head, NULL, max_blocks, m) : -ENOMEM;
+	struct chunk *pt = evac_pre_target(v, head->ino.stable);
+	int ret = tried ? evac_move_head_tail(v, head, pt, max_blocks, m) : -ENOMEM;
 
+	if (pt)
+		tried[pt->index] = 1;
 	while (ret == -ENOSPC) {
-		struct chunk *t = pick_target(v, k, tried);
+		struct chunk *t = evac_pick_target(v, k, tried);
 		if (!t)
 			break;
 		tried[t->index] = 1;
@@ -208,11 +220,8 @@ static int move_tail(struct fs_volume *v, struct chunk *k, const struct iref *he
 	return ret;
 }
 
-/* What a step does with the inode at loc, homed in k and placed there. */
-enum { EV_NONE, EV_TAIL, EV_EMBEDDED, EV_LINKED };
-
-static int inode_move_kind(struct fs_volume *v, const struct od_loc *loc, uint32_t max_blocks,
-			   struct iref *r)
+int evac_move_kind(struct fs_volume *v, const struct od_loc *loc, uint32_t max_blocks,
+		   struct iref *r)
 {
 	if (ino_read(v, *loc, r) < 0 || r->ino.mode == 0)
 		return EV_NONE;
@@ -239,17 +248,21 @@ static int move_one(struct fs_volume *v, struct chunk *k, uint64_t stable, struc
 	struct iref r;
 	int ret;
 
-	*kind = inode_move_kind(v, &loc, max_blocks, &r);
+	*kind = evac_move_kind(v, &loc, max_blocks, &r);
 	if (*kind == EV_NONE)
 		return 1;
 	if (*kind == EV_TAIL) {
 		ret = move_tail(v, k, &r, max_blocks, &m);
 		*blocks = m.blocks;
 	} else {
+		struct chunk *pt = evac_pre_target(v, stable);
 		memset(tried, 0, v->nchunks);
 		tried[k->index] = 1;
 		for (;;) {
-			struct chunk *t = vol_pick_chunk(v, NULL, (int)k->hdr.kind, 0, tried);
+			/* The chunk its copy was planned in first. */
+			struct chunk *t = pt && !tried[pt->index]
+						  ? pt
+						  : vol_pick_chunk(v, NULL, (int)k->hdr.kind, 0, tried);
 			if (!t) {
 				ret = -ENOSPC;
 				break;
@@ -365,7 +378,7 @@ static int no_inode_left(struct fs_volume *v, struct chunk *k, int lf_ok)
 
 	for (uint32_t s = 0; ret == 0 && s < k->hdr.islot_watermark; s++) {
 		struct iref r;
-		ret = ino_read(v, slot_at(k, s), &r);
+		ret = ino_read(v, evac_slot_at(k, s), &r);
 		if (ret == 0 && r.ino.mode != 0 && !(lf_ok && (r.ino.flags & OD_INF_LOSTFOUND)))
 			return 0;
 	}
@@ -443,13 +456,95 @@ static int retire_close(struct fs_volume *v, struct chunk *k)
 	return k->store ? 0 : -ENOMEM;
 }
 
+/* Steps in a row that may drop their copies (a client rewriting the same
+ * file each time) before one copies under the lock, so that it moves. */
+#define EVAC_PRE_TRIES 3u
+
+/* The end of a step's plan (the lock held): what no move took given back,
+ * the copies it dropped counted, and whether the step moved nothing but
+ * dropped some (EVAC_PRE_TRIES of those in a row: the next copies locked). */
+static void evac_plan_end(struct fs_volume *v, struct chunk *c, int planned, int moved,
+			  int dropped)
+{
+	uint64_t dropped_copies = 0, claimed = 0;
+
+	if (planned)
+		evac_pre_end(v, &dropped_copies, &claimed);
+	if (!c)
+		return;
+	c->evac_dropped += dropped_copies;
+	c->evac_pre_blocks += claimed;
+	c->evac_drop_run = dropped && !moved ? c->evac_drop_run + 1 : 0;
+}
+
+/* Phases (a) and (b) of a step (doc/design.md, "Copying outside the
+ * lock"): what the step will move planned, its data copied into the
+ * blocks reserved for it with the lock released. 1: a plan is open
+ * (v->evac_pre, for the step's moves to claim and for it to end), 0: the
+ * step copies what it moves under the lock. Returns unlocked. */
+static int evac_plan_copy(struct fs_volume *v, uint32_t i, uint32_t max_blocks)
+{
+	struct chunk *c;
+
+	vol_lock(v);
+	c = vol_chunk(v, i);
+	if (v->evac_copy_locked || !c || c->retired || c->offline || v->rdonly ||
+	    !chunk_draining(c) || chunk_load(c) < 0 || c->hdr.evac_state == OD_EVAC_PAUSED ||
+	    !chunk_fostered(c) || c->evac_drop_run >= EVAC_PRE_TRIES || evac_pre_begin(v, c) < 0) {
+		vol_unlock(v);
+		return 0;
+	}
+	evac_plan(v, c, max_blocks);
+	if (evac_pre_copy(v) < 0) {
+		/* (The copy failed: the moves copy under the lock, and say
+		 * why if it fails again.) */
+		vol_lock(v);
+		evac_plan_end(v, c, 1, 0, 0);
+		vol_unlock(v);
+		return 0;
+	}
+	return 1;
+}
+
+static int evac_step(struct fs_volume *v, uint32_t i, uint32_t max_blocks,
+		     struct fs_evac_info *info);
+
 int fs_evac_step(struct fs_volume *v, uint32_t i, uint32_t max_blocks,
 		 struct fs_evac_info *info)
+{
+	struct hold_rec r = { 0 }, *old = vol_hold_rec(&r);
+	struct chunk *c;
+	int ret = evac_step(v, i, max_blocks, info);
+
+	vol_hold_rec(old);
+	/* The step's holds (this one's not counted: it is short) go into
+	 * the chunk's record, and what info says, when it asked. */
+	vol_lock(v);
+	c = vol_chunk(v, i);
+	if (c) {
+		struct hold_rec *h = &c->evac_holds;
+		h->holds += r.holds;
+		h->over_1ms += r.over_1ms;
+		h->over_10ms += r.over_10ms;
+		if (r.max_ns > h->max_ns) {
+			h->max_ns = r.max_ns;
+			h->max_site = r.max_site;
+		}
+		if (info && ret >= 0)
+			holds_info(h, info);
+	}
+	vol_unlock(v);
+	return ret;
+}
+
+static int evac_step(struct fs_volume *v, uint32_t i, uint32_t max_blocks,
+		     struct fs_evac_info *info)
 {
 	struct evac_moved m = { 0 };
 	struct chunk *c;
 	uint32_t n, s;
-	int ret = 0, moved = 0, retiring = 0;
+	int ret = 0, moved = 0, retiring = 0, dropped = 0;
+	int planned = evac_plan_copy(v, i, max_blocks ? max_blocks : EVAC_STEP_BLOCKS);
 
 	vol_lock(v);
 	c = vol_chunk(v, i);
@@ -497,8 +592,8 @@ int fs_evac_step(struct fs_volume *v, uint32_t i, uint32_t max_blocks,
 	s = c->evac_slot < n ? c->evac_slot : 0;
 	for (uint32_t k = 0; ret == 0 && k < n && !moved; k++, s = (s + 1) % n) {
 		struct iref r;
-		ret = ino_read(v, slot_at(c, s), &r);
-		if (ret < 0 || !is_file_cont(&r.ino))
+		ret = ino_read(v, evac_slot_at(c, s), &r);
+		if (ret < 0 || !evac_is_file_cont(&r.ino))
 			continue;
 		ret = move_cont(v, c, &r, max_blocks ? max_blocks : EVAC_STEP_BLOCKS, &m);
 		if (ret == -EIO || ret == -EUCLEAN || ret == -ESTALE) {
@@ -515,11 +610,17 @@ int fs_evac_step(struct fs_volume *v, uint32_t i, uint32_t max_blocks,
 			c->evac_blocks += m.blocks;
 		}
 	}
+	if (ret == -ECANCELED) {
+		/* Its copy was spoilt (written, cut) since it was made: the
+		 * next step makes it again. */
+		dropped = 1;
+		ret = 0;
+	}
 	/* Then the inodes homed here that sit here (through the foster
 	 * map), from its cursor, wrapping once: the first ones that can move
 	 * move with their entries, up to EVAC_STEP_INODES of them and the
 	 * step's blocks, in the step's one transaction. */
-	if (ret == 0 && !moved && chunk_fostered(c)) {
+	if (ret == 0 && !moved && !dropped && chunk_fostered(c)) {
 		uint32_t budget = max_blocks ? max_blocks : EVAC_STEP_BLOCKS;
 		uint64_t blocks0 = c->evac_blocks;
 		for (uint32_t j = 0; ret == 0 && j < EVAC_STEP_INODES; j++) {
@@ -532,12 +633,16 @@ int fs_evac_step(struct fs_volume *v, uint32_t i, uint32_t max_blocks,
 				break;
 			moved = 1;
 		}
+		if (ret == -ECANCELED) {
+			dropped = 1; /* that inode next step, from the cursor */
+			ret = 0;
+		}
 	}
 	/* Last, K's directory parts left empty by those moves; lost+found's
 	 * (which the library keeps otherwise) once nothing else is left, so
 	 * that until then fsck has a place in K to link K's orphans, which
 	 * the steps then move out as any inode with its entry. */
-	if (ret == 0 && !moved && chunk_fostered(c)) {
+	if (ret == 0 && !moved && !dropped && chunk_fostered(c)) {
 		ret = evac_drop_empty_part(v, c, 0);
 		if (ret == 0 && (ret = no_inode_left(v, c, 1)) > 0)
 			ret = evac_drop_empty_part(v, c, 1);
@@ -556,7 +661,7 @@ int fs_evac_step(struct fs_volume *v, uint32_t i, uint32_t max_blocks,
 		c->header_dirty = 1;
 	}
 	/* Nothing left to move: once a scan finds K empty, it retires. */
-	if (ret == 0 && !moved && chunk_fostered(c)) {
+	if (ret == 0 && !moved && !dropped && chunk_fostered(c)) {
 		ret = chunk_empty(v, c);
 		if (ret > 0)
 			ret = retire_mark(v, c);
@@ -564,6 +669,7 @@ int fs_evac_step(struct fs_volume *v, uint32_t i, uint32_t max_blocks,
 		    (vol_foster(v, c->index)->flags & OD_FOSTER_RETIRED))
 			moved = retiring = 1;
 	}
+	evac_plan_end(v, c, planned, moved, dropped);
 	vol_unlock(v);
 	/* Committed as fs_sync commits (only the transaction's prepare and
 	 * finish hold the lock), together with whatever clients changed. */
@@ -576,10 +682,26 @@ int fs_evac_step(struct fs_volume *v, uint32_t i, uint32_t max_blocks,
 		ret = fill_info(c, info);
 		vol_unlock(v);
 	}
-	return ret < 0 ? ret : moved;
+	return ret < 0 ? ret : moved || dropped;
 out:
+	evac_plan_end(v, c, planned, 0, 0);
 	vol_unlock(v);
 	return ret;
+}
+
+void fs_set_evac_copy_locked(struct fs_volume *v, int locked)
+{
+	vol_lock(v);
+	v->evac_copy_locked = !!locked;
+	vol_unlock(v);
+}
+
+void fs_evac_set_copied_hook(struct fs_volume *v, void (*fn)(void *arg), void *arg)
+{
+	vol_lock(v);
+	v->evac_copied_hook = fn;
+	v->evac_copied_arg = arg;
+	vol_unlock(v);
 }
 
 int fs_evac_pause(struct fs_volume *v, uint32_t i, int paused, char *why, size_t whylen)

@@ -585,6 +585,15 @@ struct fs_evac_info {
 	uint32_t guests_here;      /* inodes in it homed in another fostered chunk (moved
 				    * into it by that chunk's evacuation), by a scan of
 				    * the foster maps whose host is online */
+	uint64_t copies_dropped;   /* objects whose copy made outside the lock was
+				    * spoilt (written, cut, removed meanwhile) and
+				    * retried, since open */
+	uint64_t blocks_copied_unlocked; /* of blocks_moved, those copied outside
+				    * the volume lock */
+	/* The volume lock's holds by its steps since open (their commits'
+	 * included): the longest, where, and those over 1 and 10 ms. */
+	uint64_t holds, hold_max_us, holds_over_1ms, holds_over_10ms;
+	char hold_max_site[48];
 };
 /* Pause or resume chunk i's evacuation: the state goes in its header in a
  * transaction of its own, so a restart finds it paused (a paused chunk's
@@ -594,7 +603,9 @@ int fs_evac_pause(struct fs_volume *vol, uint32_t chunk, int paused, char *why, 
 /* One step of chunk i's evacuation (draining first: -EINVAL otherwise):
  * a piece of one object moved into another chunk, committed before this
  * returns. Built so far: file continuations, at most max_blocks of data a
- * step (0: 2 MiB; the volume lock is held while it is copied): the data
+ * step (0: 2 MiB; copied before the volume lock is taken to move it, a
+ * copy spoilt meanwhile by a write, cut or remove dropped and made again
+ * at the next step, which then answers 1 without moving it): the data
  * copied into another chunk and mapped there by the segment before (or a
  * new continuation in front), the chunk's blocks freed, and its
  * continuation with them once empty. The first step fosters the chunk's
@@ -609,6 +620,12 @@ int fs_evac_pause(struct fs_volume *vol, uint32_t chunk, int paused, char *why, 
  * room), the volume as before the step. info (may be NULL): afterwards. */
 int fs_evac_step(struct fs_volume *vol, uint32_t chunk, uint32_t max_blocks,
 		 struct fs_evac_info *info);
+/* Steps copy their data under the volume lock (locked 1, as before issue
+ * 23: for comparison) or outside it (0, the default). */
+void fs_set_evac_copy_locked(struct fs_volume *vol, int locked);
+/* For tests: fn(arg) runs in each step after its data was copied outside
+ * the lock and before the lock is taken to move it (NULL: none). */
+void fs_evac_set_copied_hook(struct fs_volume *vol, void (*fn)(void *arg), void *arg);
 /* What is left in chunk i (a scan of its inode area) and what steps moved. */
 int fs_evac_info(struct fs_volume *vol, uint32_t chunk, struct fs_evac_info *info);
 /* place.c: is any chunk placed outside the image (on its own store)?

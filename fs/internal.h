@@ -20,6 +20,13 @@
 
 struct fs_volume;
 
+/* A record of volume lock holds (vol_lock.c's vol_hold_rec): how many,
+ * the longest and where, those over 1 and 10 ms. */
+struct hold_rec {
+	uint64_t holds, max_ns, over_1ms, over_10ms;
+	const char *max_site;
+};
+
 /* One buffered metadata unit (a block, or a multi-block dir unit). */
 struct buf {
 	struct chunk *c;
@@ -110,6 +117,10 @@ struct chunk {
 	uint64_t evac_conts, evac_blocks;
 	uint32_t evac_map;            /* the next foster map entry a step looks at */
 	uint64_t evac_inodes;         /* inodes moved since open */
+	uint64_t evac_dropped;        /* copies made outside the lock spoilt since open */
+	uint64_t evac_pre_blocks;     /* ... and blocks moved whose copy was made so */
+	uint32_t evac_drop_run;       /* steps in a row that dropped and moved nothing */
+	struct hold_rec evac_holds;   /* the volume lock's holds of its steps, since open */
 	int retired;                  /* evacuated and retired: no store, never read
 				       * (OD_FOSTER_RETIRED in chunk 0's record) */
 };
@@ -129,8 +140,7 @@ struct fs_volume {
 	 * hold and where, holds over 1 ms and over 10 ms). */
 	uint64_t lock_since_ns;
 	const char *lock_site;
-	uint64_t lock_holds, lock_hold_max_ns, lock_holds_over_1ms, lock_holds_over_10ms;
-	const char *lock_hold_max_site;
+	struct hold_rec lock_rec;
 	int fd;
 	int rdonly;
 	uint32_t nchunks;
@@ -190,6 +200,14 @@ struct fs_volume {
 
 	/* Delayed allocation: files' buffered data (dalloc.c). */
 	struct dalloc *da;
+
+	/* Evacuation: the step's data copied outside the lock, and what it
+	 * planned (evac_pre.c); a test's call between the copy and the move
+	 * (fs_evac_set_copied_hook). */
+	struct evac_pre *evac_pre;
+	int evac_copy_locked;         /* fs_set_evac_copy_locked */
+	void (*evac_copied_hook)(void *arg);
+	void *evac_copied_arg;
 
 	/* The continuation policy: file blocks from which a file in a
 	 * small-file or general chunk continues in a large-file chunk (0:
@@ -343,6 +361,11 @@ uint32_t chunk_avail_blocks(const struct chunk *c);
 int chunk_pa_find(struct chunk *c, uint32_t goal, uint32_t want, uint32_t *start, uint32_t *got);
 uint32_t chunk_pa_take(struct chunk *c, uint32_t start, uint32_t want);
 uint32_t chunk_pa_release(struct chunk *c, uint32_t start, uint32_t len);
+/* The same reservation for an evacuation's copy (fs/evac_pre.c): up to
+ * want blocks near goal where alloc_data would take them (the metadata
+ * zone too once outside it is full), *got of them. */
+int chunk_pa_reserve_data(struct chunk *c, uint32_t goal, uint32_t want, uint32_t *start,
+			  uint32_t *got);
 
 /* prealloc.c: per file reservations, keyed by stable number. take: data
  * for file blocks [lblk, lblk + want) of the file in chunk c from its
@@ -620,6 +643,10 @@ uint32_t vol_pred_units(struct fs_volume *v, const uint32_t **units);
  * this session knows it (fsck's to mend). */
 int vol_pred_damaged(struct fs_volume *v, uint32_t block);
 
+/* evac_pre.c: blocks [start, start + len) of chunk were written or freed
+ * (the volume locked): a pending evacuation copy of any of them is spoilt. */
+void evac_pre_hit(struct fs_volume *v, uint32_t chunk, uint32_t start, uint32_t len);
+
 /* pin.c: a chunk pinned (the volume locked) keeps its store until unpinned
  * (from any thread); a reopen waits, locked, for its chunk to be unpinned.
  * vol_reuse_gen moves (vol_blocks_reusable) when freed blocks may be
@@ -655,6 +682,10 @@ void vol_lock_destroy(struct fs_volume *v);
 void vol_lock_at(struct fs_volume *v, const char *site);
 #define vol_lock(v) vol_lock_at((v), __func__)
 void vol_unlock(struct fs_volume *v);
+/* The holds of a piece of work (an evacuation's step) also counted apart:
+ * every hold this thread lets go of until vol_hold_rec is called again
+ * goes into r too (NULL: none); the record before is returned. */
+struct hold_rec *vol_hold_rec(struct hold_rec *r);
 /* The lock just taken (by site): its hold starts now. */
 void vol_lock_held(struct fs_volume *v, const char *site);
 /* The hold ends now: counted (before the lock is let go). */

@@ -31,6 +31,7 @@
 #include "fs/internal.h"
 
 static __thread int thread_bulk;
+static __thread struct hold_rec *thread_holds; /* also counted there (vol_hold_rec) */
 static __thread int thread_background; /* SCHED_IDLE outside the lock */
 
 void fs_thread_set_bulk(int bulk)
@@ -125,17 +126,32 @@ void vol_lock_held(struct fs_volume *v, const char *site)
 	v->lock_site = site;
 }
 
+static void hold_note(struct hold_rec *r, uint64_t held, const char *site)
+{
+	r->holds++;
+	if (held > r->max_ns) {
+		r->max_ns = held;
+		r->max_site = site;
+	}
+	r->over_1ms += held > 1000000u;
+	r->over_10ms += held > 10000000u;
+}
+
 void vol_lock_releasing(struct fs_volume *v)
 {
 	uint64_t held = mono_ns() - v->lock_since_ns;
 
-	v->lock_holds++;
-	if (held > v->lock_hold_max_ns) {
-		v->lock_hold_max_ns = held;
-		v->lock_hold_max_site = v->lock_site;
-	}
-	v->lock_holds_over_1ms += held > 1000000u;
-	v->lock_holds_over_10ms += held > 10000000u;
+	hold_note(&v->lock_rec, held, v->lock_site);
+	if (thread_holds)
+		hold_note(thread_holds, held, v->lock_site);
+}
+
+struct hold_rec *vol_hold_rec(struct hold_rec *r)
+{
+	struct hold_rec *old = thread_holds;
+
+	thread_holds = r;
+	return old;
 }
 
 void vol_lock_at(struct fs_volume *v, const char *site)
@@ -176,8 +192,10 @@ void vol_unlock(struct fs_volume *v)
 {
 	if (vol_nowait(v))
 		return; /* fs_nowait_end unlocks */
-	if (v->ndirty > VOL_AUTOSYNC_UNITS && !v->rdonly)
+	if (v->ndirty > VOL_AUTOSYNC_UNITS && !v->rdonly) {
+		v->lock_site = "vol_unlock (autosync)"; /* the hold's record says so */
 		vol_sync(v, 0);
+	}
 	vol_lock_releasing(v);
 	pthread_mutex_unlock(&v->lock);
 	if (thread_background)

@@ -736,12 +736,12 @@ int fs_get_counters(struct fs_volume *v, struct fs_counters *out)
 	out->held_named = v->held_named;
 	out->large_continues = v->large_continues;
 	dalloc_counters(v, out);
-	out->lock_holds = v->lock_holds;
-	out->lock_hold_max_us = v->lock_hold_max_ns / 1000u;
+	out->lock_holds = v->lock_rec.holds;
+	out->lock_hold_max_us = v->lock_rec.max_ns / 1000u;
 	snprintf(out->lock_hold_max_site, sizeof(out->lock_hold_max_site), "%s",
-		 v->lock_hold_max_site ? v->lock_hold_max_site : "-");
-	out->lock_holds_over_1ms = v->lock_holds_over_1ms;
-	out->lock_holds_over_10ms = v->lock_holds_over_10ms;
+		 v->lock_rec.max_site ? v->lock_rec.max_site : "-");
+	out->lock_holds_over_1ms = v->lock_rec.over_1ms;
+	out->lock_holds_over_10ms = v->lock_rec.over_10ms;
 	realloc_counters(v, out);
 	vol_unlock(v);
 	return 0;

@@ -293,6 +293,7 @@ static const char *const key_wants[][2] = {
 	{ "repair_priority", "background or normal" },
 	{ "scrub_rate_mb", "1-4096 (MiB of metadata read per second)" },
 	{ "evacuate_rate_mb", "1-4096 (MiB of file data copied per second)" },
+	{ "evacuate_copy", "unlocked or locked" },
 	{ "scrub_state", "a file path, or none" },
 };
 
@@ -454,6 +455,10 @@ static int parse_key(const char *k, const char *v, struct config *cfg, char *err
 		if (parse_uint(v, 4096, &n) < 0 || n < 1)
 			goto bad;
 		cfg->evacuate_rate_mb = (uint32_t)n;
+	} else if (!strcmp(k, "evacuate_copy")) {
+		if (strcmp(v, "unlocked") && strcmp(v, "locked"))
+			goto bad;
+		cfg->evacuate_copy_locked = !strcmp(v, "locked");
 	} else if (!strcmp(k, "scrub_state")) {
 		if (strlen(v) >= sizeof(cfg->scrub_state) || !*v)
 			goto bad;

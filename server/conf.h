@@ -89,6 +89,8 @@ struct config {
 				     * background (background.h) */
 	uint32_t scrub_rate_mb; /* MiB of metadata the scrub reads per second, at most */
 	uint32_t evacuate_rate_mb; /* MiB of file data an evacuation copies per second, at most */
+	int evacuate_copy_locked;  /* 1: a step copies its data under the volume lock (as before
+				    * issue 23), 0: outside it (the default) */
 	char scrub_state[4096]; /* the scrub's cursor file ("": none kept) */
 	struct export *exports;
 	int nexports;

@@ -242,14 +242,21 @@ static void add_evac(struct control *ctl, struct answer *a)
 	    " steps=%" PRIu64 " mb_per_s=%.1f conts_per_s=%.1f rate_mb=%u started=%" PRId64
 	    " fostered=%d foster_chunk=%d homed_here=%u inodes_moved=%" PRIu64
 	    " inodes_per_s=%.1f inodes_left=%u blocks_left=%" PRIu64 " retired=%d"
-	    " maps_hosted=%u guests_here=%u",
+	    " maps_hosted=%u guests_here=%u"
+	    " copy=%s blocks_copied_unlocked=%" PRIu64 " copies_dropped=%" PRIu64
+	    " holds=%" PRIu64 " hold_max_us=%" PRIu64 " holds_over_1ms=%" PRIu64
+	    " holds_over_10ms=%" PRIu64 " hold_max_site=",
 	    evac_run_name(st.run), st.chunk, st.info.conts_left, st.info.slots_left,
 	    st.info.inodes_homed, st.info.blocks_used, st.info.conts_moved, st.info.blocks_moved,
 	    st.steps, st.mb_per_s, st.conts_per_s, st.rate_mb, st.started, st.info.fostered,
 	    st.info.fostered ? (int)st.info.foster_chunk : -1, st.info.homed_here,
 	    st.info.inodes_moved, st.inodes_per_s,
 	    st.info.homed_here + st.info.guests_here + st.info.slots_left + st.info.conts_left,
-	    st.info.blocks_used, st.info.retired, st.info.maps_hosted, st.info.guests_here);
+	    st.info.blocks_used, st.info.retired, st.info.maps_hosted, st.info.guests_here,
+	    ctl->srv->cfg.evacuate_copy_locked ? "locked" : "unlocked",
+	    st.info.blocks_copied_unlocked, st.info.copies_dropped, st.info.holds,
+	    st.info.hold_max_us, st.info.holds_over_1ms, st.info.holds_over_10ms);
+	add_value(a, st.info.hold_max_site);
 	if (st.error[0]) {
 		add(a, " error=");
 		add_value(a, st.error);

@@ -174,6 +174,10 @@ static void moves(void)
 	CHECK_EQ(ret, 0);
 	printf("# %d steps moved %llu continuations, %llu blocks\n", steps,
 	       (unsigned long long)ei.conts_moved, (unsigned long long)ei.blocks_moved);
+	/* Every block was copied outside the volume lock, none dropped
+	 * (nothing wrote meanwhile). */
+	CHECK_EQ(ei.blocks_copied_unlocked, ei.blocks_moved);
+	CHECK_EQ(ei.copies_dropped, 0);
 	/* A continuation moves 2 MiB a step: more steps than continuations. */
 	CHECK(steps > (int)ei.conts_moved);
 	CHECK(ei.conts_moved > 0);
@@ -301,6 +305,7 @@ static void fostering(void)
 		CHECK_EQ(ei.retired, 0);
 		CHECK_EQ(ei.inodes_moved, homed);
 		CHECK_EQ(ei.blocks_moved, 2 * sizeof(buf) / 4096);
+		CHECK_EQ(ei.blocks_copied_unlocked, ei.blocks_moved);
 		CHECK_EQ(ei.homed_here, 0);
 		CHECK_EQ(ei.inodes_homed, homed);
 		printf("# %d steps moved %llu inodes out of chunk 1\n", steps,
@@ -537,8 +542,11 @@ static void emptying(void)
 	while ((ret = fs_evac_step(v, 1, 0, &ei)) == 1 && steps < 200)
 		steps++;
 	CHECK_EQ(ret, 0);
-	printf("# %d steps emptied and retired chunk 1: %llu inodes, %llu blocks moved\n", steps,
-	       (unsigned long long)ei.inodes_moved, (unsigned long long)ei.blocks_moved);
+	printf("# %d steps emptied and retired chunk 1: %llu inodes, %llu blocks moved, %llu "
+	       "copied outside the lock\n",
+	       steps, (unsigned long long)ei.inodes_moved, (unsigned long long)ei.blocks_moved,
+	       (unsigned long long)ei.blocks_copied_unlocked);
+	CHECK_EQ(ei.blocks_copied_unlocked, ei.blocks_moved);
 	/* The last step that did something retired it: a scan found it empty. */
 	CHECK_EQ(ei.retired, 1);
 	CHECK_EQ(ei.homed_here, 0);
@@ -878,6 +886,178 @@ static void rehosting(int home_first)
 	unlink(image);
 }
 
+/* What the hook does between a step's copy (made without the volume lock)
+ * and its move: rewrite 8 KiB of w, cut y, or rewrite z (every time). */
+enum { H_NONE, H_WRITE_W, H_CUT_Y, H_WRITE_Z };
+struct hook {
+	struct fs_volume *v;
+	struct fs_ino w, y, z;
+	int what, calls;
+	uint8_t data[8192];
+};
+
+static void copied_hook(void *arg)
+{
+	struct hook *h = arg;
+	struct fs_setattr sa = { .valid = FS_SET_SIZE, .size = 5000 };
+
+	h->calls++;
+	switch (h->what) {
+	case H_WRITE_W:
+		CHECK_EQ(fs_write(h->v, NULL, h->w, 4096, sizeof(h->data), h->data, FS_FILE_SYNC,
+				  NULL),
+			 0);
+		h->what = H_NONE;
+		break;
+	case H_CUT_Y:
+		CHECK_EQ(fs_setattr(h->v, NULL, h->y, &sa, NULL), 0);
+		h->what = H_NONE;
+		break;
+	case H_WRITE_Z:
+		CHECK_EQ(fs_write(h->v, NULL, h->z, 0, sizeof(h->data), h->data, FS_UNSTABLE, NULL),
+			 0);
+		break;
+	}
+}
+
+/* The bytes of f: len bytes of fill(seed), with at's 8 KiB replaced by
+ * fill(seed2) when at is not -1. */
+static void check_patched(struct fs_volume *v, struct fs_ino f, size_t len, unsigned seed,
+			  long at, unsigned seed2)
+{
+	static uint8_t want[256 * 1024], got[256 * 1024];
+	size_t n = 0;
+	int eof = 0;
+
+	fill(want, len, seed);
+	if (at >= 0)
+		fill(want + at, 8192, seed2);
+	CHECK_EQ(fs_read(v, NULL, f, 0, len + 4096, got, &n, &eof), 0);
+	CHECK_EQ(n, len);
+	CHECK(memcmp(want, got, len) == 0);
+}
+
+/* Copies made outside the volume lock (fs/evac_pre.c): files w (256 KiB),
+ * y (32 KiB) and z (64 KiB) in a directory of chunk 1, which drains. The
+ * hook runs between each step's copy and its move: a write into w's
+ * blocks spoils w's copy (dropped, nothing moved, w still in chunk 1 with
+ * the new bytes), the next step moves w with them; a cut of y spoils
+ * y's, which moves the step after, cut; z rewritten before every move is
+ * dropped, then in EVAC_PRE_TRIES (3) steps in a row that move nothing,
+ * then copied under the lock and moved. No write is lost; the moves whose copies held were copied
+ * outside the lock; the volume checks clean. */
+static void copy_outside_lock(void)
+{
+	struct fs_mkfs_opts mo = { .chunk_size = 8 * MB, .chunk_count = 3, .force = 1 };
+	struct fsck_opts fo = { .force = 1, .cross = 1, .both_copies = 1 };
+	struct fsck_result res;
+	struct fs_evac_info ei;
+	struct fs_volume *v;
+	struct fs_ino root, d, dk = { 0 };
+	static struct hook h;
+	static uint8_t buf[256 * 1024];
+	char name[32], why[256];
+	uint64_t unlocked;
+
+	CHECK_EQ(fs_mkfs(image, &mo), 0);
+	CHECK_EQ(fs_open(image, 0, &v), 0);
+	CHECK_EQ(fs_root(v, &root), 0);
+	for (int i = 0; i < 8 && !dk.num; i++) {
+		snprintf(name, sizeof(name), "p%d", i);
+		CHECK_EQ(fs_mkdir(v, NULL, root, name, 0755, &d, NULL), 0);
+		if ((d.num >> 32) == 1)
+			dk = d;
+	}
+	CHECK(dk.num != 0);
+	h.v = v;
+	fill(buf, sizeof(buf), 31);
+	CHECK_EQ(fs_create(v, NULL, dk, "w", 0644, FS_CREATE_GUARDED, 0, &h.w, NULL), 0);
+	CHECK_EQ(fs_write(v, NULL, h.w, 0, 256 * 1024, buf, FS_FILE_SYNC, NULL), 0);
+	fill(buf, sizeof(buf), 32);
+	CHECK_EQ(fs_create(v, NULL, dk, "y", 0644, FS_CREATE_GUARDED, 0, &h.y, NULL), 0);
+	CHECK_EQ(fs_write(v, NULL, h.y, 0, 32 * 1024, buf, FS_FILE_SYNC, NULL), 0);
+	fill(buf, sizeof(buf), 33);
+	CHECK_EQ(fs_create(v, NULL, dk, "z", 0644, FS_CREATE_GUARDED, 0, &h.z, NULL), 0);
+	CHECK_EQ(fs_write(v, NULL, h.z, 0, 64 * 1024, buf, FS_FILE_SYNC, NULL), 0);
+	CHECK_EQ(h.w.num >> 32, 1);
+	CHECK(h.w.num < h.y.num && h.y.num < h.z.num); /* the order a step finds them */
+	CHECK_EQ(extents_of(v, h.w).in[1], 64);
+	CHECK_EQ(extents_of(v, h.y).in[1], 8);
+	CHECK_EQ(extents_of(v, h.z).in[1], 16);
+	fill(h.data, sizeof(h.data), 34);
+	fs_evac_set_copied_hook(v, copied_hook, &h);
+
+	CHECK_EQ(fs_chunk_drain(v, 1, 1, why, sizeof(why)), 0);
+	CHECK_EQ(fs_evac_step(v, 1, 0, &ei), 1); /* the foster map: no copy */
+	CHECK_EQ(h.calls, 0);
+	/* w rewritten between the copy and the move: its copy is dropped, and
+	 * the step (w first) moves nothing but says to go on. */
+	h.what = H_WRITE_W;
+	CHECK_EQ(fs_evac_step(v, 1, 0, &ei), 1);
+	CHECK_EQ(h.calls, 1);
+	CHECK_EQ(ei.copies_dropped, 1);
+	CHECK_EQ(ei.inodes_moved, 0);
+	CHECK_EQ(ei.blocks_moved, 0);
+	CHECK_EQ(extents_of(v, h.w).in[1], 64);
+	check_patched(v, h.w, 256 * 1024, 31, 4096, 34);
+	/* The next step copies w again and moves it; y is cut meanwhile: its
+	 * copy is dropped, and z after it waits. */
+	h.what = H_CUT_Y;
+	CHECK_EQ(fs_evac_step(v, 1, 0, &ei), 1);
+	CHECK_EQ(h.calls, 2);
+	CHECK_EQ(ei.copies_dropped, 2);
+	CHECK_EQ(ei.inodes_moved, 1);
+	CHECK_EQ(ei.blocks_moved, 64);
+	CHECK_EQ(ei.blocks_copied_unlocked, 64);
+	CHECK_EQ(extents_of(v, h.w).in[1], 0);
+	check_patched(v, h.w, 256 * 1024, 31, 4096, 34);
+	CHECK_EQ(extents_of(v, h.y).in[1], 2);
+	check_patched(v, h.y, 5000, 32, -1, 0);
+	/* y moves (cut); z, rewritten before each move, is dropped with it
+	 * and then in three steps in a row that move nothing; the next one
+	 * copies it under the lock. */
+	h.what = H_WRITE_Z;
+	CHECK_EQ(fs_evac_step(v, 1, 0, &ei), 1);
+	CHECK_EQ(ei.inodes_moved, 2);
+	CHECK_EQ(ei.blocks_moved, 66);
+	CHECK_EQ(ei.copies_dropped, 3);
+	CHECK_EQ(extents_of(v, h.y).in[1], 0);
+	check_patched(v, h.y, 5000, 32, -1, 0);
+	for (int i = 0; i < 3; i++) {
+		CHECK_EQ(fs_evac_step(v, 1, 0, &ei), 1);
+		CHECK_EQ(ei.inodes_moved, 2);
+	}
+	CHECK_EQ(ei.copies_dropped, 6);
+	CHECK_EQ(extents_of(v, h.z).in[1], 16);
+	unlocked = ei.blocks_copied_unlocked;
+	CHECK_EQ(unlocked, 66);
+	CHECK_EQ(fs_evac_step(v, 1, 0, &ei), 1);
+	CHECK_EQ(h.calls, 6); /* (that step made no copy) */
+	CHECK_EQ(ei.copies_dropped, 6);
+	CHECK(ei.inodes_moved >= 3);
+	CHECK_EQ(ei.blocks_moved, 82);
+	CHECK_EQ(ei.blocks_copied_unlocked, unlocked); /* z's, under the lock */
+	CHECK_EQ(extents_of(v, h.z).in[1], 0);
+	check_patched(v, h.z, 64 * 1024, 33, 0, 34);
+	printf("# copies outside the lock: %d steps with the hook, %llu copies dropped, %llu of "
+	       "%llu blocks copied unlocked\n",
+	       h.calls, (unsigned long long)ei.copies_dropped,
+	       (unsigned long long)ei.blocks_copied_unlocked,
+	       (unsigned long long)ei.blocks_moved);
+	fs_evac_set_copied_hook(v, NULL, NULL);
+	CHECK_EQ(fs_close(v), 0);
+	CHECK_EQ(fsck_volume_path(image, -1, &fo, &res), 0);
+	CHECK_EQ(res.problems, 0);
+	CHECK_EQ(fs_open(image, 0, &v), 0);
+	CHECK_EQ(fs_lookup(v, NULL, dk, "w", &d, NULL), 0);
+	CHECK_EQ(d.gen, h.w.gen);
+	check_patched(v, h.w, 256 * 1024, 31, 4096, 34);
+	check_patched(v, h.y, 5000, 32, -1, 0);
+	check_patched(v, h.z, 64 * 1024, 33, 0, 34);
+	CHECK_EQ(fs_close(v), 0);
+	unlink(image);
+}
+
 int main(void)
 {
 	const char *tmp = getenv("TMPDIR");
@@ -992,5 +1172,6 @@ int main(void)
 	emptying();
 	rehosting(0);
 	rehosting(1);
+	copy_outside_lock();
 	return test_done("evac_test");
 }

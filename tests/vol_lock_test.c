@@ -208,29 +208,45 @@ static void quick(void)
 
 static void test_hold_record(void)
 {
-	uint64_t holds = vol.lock_holds, over1 = vol.lock_holds_over_1ms,
-		 over10 = vol.lock_holds_over_10ms;
+	uint64_t holds = vol.lock_rec.holds, over1 = vol.lock_rec.over_1ms,
+		 over10 = vol.lock_rec.over_10ms;
 
-	vol.lock_hold_max_ns = 0;
+	vol.lock_rec.max_ns = 0;
 	quick();
-	CHECK_EQ(vol.lock_holds, holds + 1);
-	CHECK(vol.lock_hold_max_ns > 0 && vol.lock_hold_max_ns < 1000000u);
-	CHECK(vol.lock_hold_max_site && !strcmp(vol.lock_hold_max_site, "quick"));
+	CHECK_EQ(vol.lock_rec.holds, holds + 1);
+	CHECK(vol.lock_rec.max_ns > 0 && vol.lock_rec.max_ns < 1000000u);
+	CHECK(vol.lock_rec.max_site && !strcmp(vol.lock_rec.max_site, "quick"));
 	hold_a_while();
-	CHECK_EQ(vol.lock_holds, holds + 2);
-	CHECK(vol.lock_hold_max_ns >= 12000000u);
-	CHECK(vol.lock_hold_max_site && !strcmp(vol.lock_hold_max_site, "hold_a_while"));
-	CHECK_EQ(vol.lock_holds_over_1ms, over1 + 1);
-	CHECK_EQ(vol.lock_holds_over_10ms, over10 + 1);
+	CHECK_EQ(vol.lock_rec.holds, holds + 2);
+	CHECK(vol.lock_rec.max_ns >= 12000000u);
+	CHECK(vol.lock_rec.max_site && !strcmp(vol.lock_rec.max_site, "hold_a_while"));
+	CHECK_EQ(vol.lock_rec.over_1ms, over1 + 1);
+	CHECK_EQ(vol.lock_rec.over_10ms, over10 + 1);
 	quick(); /* shorter: the record stays */
-	CHECK(vol.lock_hold_max_site && !strcmp(vol.lock_hold_max_site, "hold_a_while"));
-	CHECK_EQ(vol.lock_holds, holds + 3);
+	CHECK(vol.lock_rec.max_site && !strcmp(vol.lock_rec.max_site, "hold_a_while"));
+	CHECK_EQ(vol.lock_rec.holds, holds + 3);
 	/* A nowait section is a hold of its own; vol_lock inside it none. */
 	CHECK_EQ(fs_nowait_begin(&vol), 0);
 	vol_lock(&vol);
 	vol_unlock(&vol);
 	CHECK_EQ(fs_nowait_end(&vol), 0);
-	CHECK_EQ(vol.lock_holds, holds + 4);
+	CHECK_EQ(vol.lock_rec.holds, holds + 4);
+	/* A thread's own record (an evacuation step's): only the holds
+	 * between its vol_hold_rec calls, besides the volume's. */
+	{
+		struct hold_rec r = { 0 }, *old = vol_hold_rec(&r);
+		CHECK(old == NULL);
+		quick();
+		hold_a_while();
+		CHECK(vol_hold_rec(old) == &r);
+		quick();
+		CHECK_EQ(r.holds, 2);
+		CHECK_EQ(r.over_1ms, 1);
+		CHECK_EQ(r.over_10ms, 1);
+		CHECK(r.max_ns >= 12000000u);
+		CHECK(r.max_site && !strcmp(r.max_site, "hold_a_while"));
+		CHECK_EQ(vol.lock_rec.holds, holds + 7);
+	}
 }
 
 /* A background thread: SCHED_IDLE, but normal priority while it holds

@@ -340,6 +340,13 @@ static void print_evac(const struct record *r)
 	if (num(r, "maps_hosted"))
 		printf("evacuate: chunk %s holds %s foster maps of other chunks (each moves to "
 		       "another chunk first)\n\n", get(r, "chunk"), get(r, "maps_hosted"));
+	printf("evacuate: data copied %s the volume lock (%.1f MiB so, %s copies dropped "
+	       "and made again); its steps held the lock %s times, the longest %.1f ms (in %s), "
+	       "%s over 1 ms, %s over 10 ms\n\n",
+	       strcmp(get(r, "copy"), "locked") ? "outside" : "under",
+	       (double)num(r, "blocks_copied_unlocked") * 4096 / 1048576.0,
+	       get(r, "copies_dropped"), get(r, "holds"), (double)num(r, "hold_max_us") / 1000.0,
+	       get(r, "hold_max_site"), get(r, "holds_over_1ms"), get(r, "holds_over_10ms"));
 	if (num(r, "retired"))
 		printf("evacuate: chunk %s is empty and retired: never opened again, its store "
 		       "may be removed\n\n", get(r, "chunk"));

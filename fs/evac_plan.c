@@ -1,0 +1,169 @@
+/* Evacuation's plan: what a step of a draining chunk K is about to move,
+ * found the way the step finds it (fs/evacuate.c), before the step moves
+ * anything: a continuation's piece, or the inodes (up to EVAC_STEP_INODES
+ * and the step's blocks) from the foster map's cursor, or a large file's
+ * tail piece; for each, the chunk its data will go to and the blocks of K
+ * that will be copied, handed to evac_pre_add, which reserves blocks there
+ * for the copy made outside the lock (fs/evac_pre.c). Runs under the
+ * volume lock and changes nothing but those reservations. A plan that
+ * misses an object, or picks another chunk than the move does, costs only
+ * that object's copy under the lock. */
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "fs/chain.h"
+#include "fs/evac.h"
+
+static int same_loc(struct od_loc a, struct od_loc b)
+{
+	return a.chunk == b.chunk && a.block == b.block && a.off == b.off;
+}
+
+/* Chunk i when a piece of max_blocks may extend a segment there (the
+ * moves' first choice, evac_move_cont and evac_move_head_tail), else NULL. */
+static struct chunk *segment_chunk(struct fs_volume *v, struct chunk *k, uint32_t i,
+				   uint32_t max_blocks)
+{
+	struct chunk *p = vol_chunk(v, i);
+
+	if (!p || p == k || p->offline || chunk_draining(p) || chunk_load(p) < 0 ||
+	    chunk_free_blocks(p) < 2 * max_blocks)
+		return NULL;
+	return p;
+}
+
+/* A piece of a file (key: its head's number) planned into seg, the chunk
+ * of the segment it would extend (NULL: none may take it), else into the
+ * chunk a move takes next: the move is sent where the plan reserved room
+ * (evac_pre_target). */
+static void plan_piece(struct fs_volume *v, struct chunk *k, uint64_t key, struct chunk *seg,
+		       const struct extlist *mv, uint8_t *tried)
+{
+	struct chunk *t;
+
+	if (seg && evac_pre_add(v, key, seg, mv) == 0)
+		return;
+	memset(tried, 0, v->nchunks);
+	if (seg)
+		tried[seg->index] = 1; /* (no room outside its metadata zone) */
+	t = evac_pick_target(v, k, tried);
+	if (t)
+		(void)evac_pre_add(v, key, t, mv);
+}
+
+/* The piece of cont (a continuation in k) the step moves. */
+static void plan_cont(struct fs_volume *v, struct chunk *k, const struct iref *cont,
+		      uint32_t max_blocks, uint8_t *tried)
+{
+	struct extlist mv = { 0 };
+	struct iref head;
+	struct fchain fc;
+	uint32_t si;
+
+	if (ino_get_stable(v, cont->ino.head_stable, &head) < 0 || chain_load(v, &head, &fc) < 0)
+		return;
+	for (si = 1; si < fc.n && !same_loc(fc.s[si].r.loc, cont->loc); si++)
+		;
+	if (si < fc.n && evac_cont_piece(&fc.s[si].el, max_blocks, &mv) == 0)
+		plan_piece(v, k, cont->ino.head_stable,
+			   segment_chunk(v, k, fc.s[si - 1].r.loc.chunk, max_blocks), &mv, tried);
+	ext_release(&mv);
+	chain_release(&fc);
+}
+
+/* The tail piece of head (a file with more data in k than the step has
+ * left to copy) the step moves. */
+static void plan_tail(struct fs_volume *v, struct chunk *k, const struct iref *head,
+		      uint32_t max_blocks, uint8_t *tried)
+{
+	struct extlist mv = { 0 };
+	struct fchain fc;
+
+	if (chain_load(v, head, &fc) < 0)
+		return;
+	if (fc.s[0].el.n && evac_tail_piece(&fc.s[0].el, max_blocks, &mv) == 0)
+		plan_piece(v, k, head->ino.stable,
+			   fc.n > 1 ? segment_chunk(v, k, fc.s[1].r.loc.chunk, max_blocks) : NULL,
+			   &mv, tried);
+	ext_release(&mv);
+	chain_release(&fc);
+}
+
+static uint32_t mapped(const struct extlist *el)
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < el->n; i++)
+		n += el->e[i].len;
+	return n;
+}
+
+/* The inodes the step moves from the foster map's cursor (fs/evacuate.c's
+ * move_inode, called until the step's inodes or blocks run out). */
+static void plan_inodes(struct fs_volume *v, struct chunk *k, uint32_t budget, uint8_t *tried)
+{
+	const struct od_foster *f = vol_foster(v, k->index);
+	uint32_t n = f ? f->entries : 0, from = k->evac_map < n ? k->evac_map : 0, idx, used = 0;
+	int wrapped = 0;
+
+	for (uint32_t j = 0; n && j < EVAC_STEP_INODES && used < budget;) {
+		struct extlist el = { 0 };
+		struct od_loc loc;
+		struct chunk *t;
+		struct iref r;
+		int kind, ret = evac_foster_next(v, k->index, k->index, from, &idx, &loc);
+		if (ret < 0)
+			return;
+		if (ret == 0) {
+			if (wrapped || from == 0)
+				return;
+			wrapped = 1;
+			from = 0;
+			continue;
+		}
+		if (wrapped && idx >= k->evac_map)
+			return;
+		from = idx + 1;
+		kind = evac_move_kind(v, &loc, budget - used, &r);
+		if (kind == EV_NONE)
+			continue;
+		j++;
+		if (kind == EV_TAIL) {
+			plan_tail(v, k, &r, budget - used, tried);
+			return; /* it takes the rest of the step */
+		}
+		if (!r.ino.nextents && !r.ino.ext_block)
+			continue; /* no data: nothing to copy */
+		memset(tried, 0, v->nchunks);
+		tried[k->index] = 1;
+		t = vol_pick_chunk(v, NULL, (int)k->hdr.kind, 0, tried);
+		if (ext_load(v, &r, &el) == 0) {
+			used += mapped(&el);
+			if (t)
+				(void)evac_pre_add(v, OD_STABLE(k->index, idx), t, &el);
+		}
+		ext_release(&el);
+	}
+}
+
+void evac_plan(struct fs_volume *v, struct chunk *k, uint32_t max_blocks)
+{
+	uint8_t *tried = calloc(v->nchunks, 1);
+	uint32_t n = k->hdr.islot_watermark, s = k->evac_slot < n ? k->evac_slot : 0;
+
+	if (!tried)
+		return;
+	/* A continuation left: the step moves the first one from the cursor. */
+	for (uint32_t j = 0; j < n; j++, s = (s + 1) % n) {
+		struct iref r;
+		if (ino_read(v, evac_slot_at(k, s), &r) < 0 || !evac_is_file_cont(&r.ino))
+			continue;
+		plan_cont(v, k, &r, max_blocks, tried);
+		free(tried);
+		return;
+	}
+	plan_inodes(v, k, max_blocks, tried);
+	free(tried);
+}

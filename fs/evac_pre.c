@@ -1,0 +1,220 @@
+/* Evacuation's copy outside the volume lock (issue 23): the data a step of
+ * a draining chunk K is about to move, copied into blocks of its target
+ * chunks before the step takes the lock to move it. Owns the step's plan
+ * (runs of K's blocks, the target block runs reserved for them, the target
+ * chosen for each object), the copy itself (run without the lock), the
+ * watch on K's planned blocks (a data write into one or a free of one
+ * while the copy is pending spoils that run) and the claim by which a move
+ * takes a copied run instead of copying under the lock.
+ *
+ * The target runs are reserved as preallocation reserves (fs/chunk.c's
+ * pa_map): busy for every other allocation, free on disk, so a commit or a
+ * crash meanwhile leaves nothing to trim. Under the lock, in order:
+ * evac_pre_begin, evac_pre_add (fs/evac_plan.c); then evac_pre_copy,
+ * which releases the lock for the copy; then locked again the step's moves call evac_pre_claim
+ * (from evac_copy_extents) and the step ends with evac_pre_end, which
+ * releases what no move took. One plan a volume at a time. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fs/evac.h"
+
+#define PRE_COPY_BLOCKS 64u /* data copied 256 KiB at a time */
+
+/* A run of K's blocks [src, src + len) planned into [dst, dst + len) of
+ * chunk t, for the object key (its head's stable number). */
+struct pre_run {
+	uint64_t key;
+	struct chunk *t;
+	uint32_t src, dst, len;
+	struct chunk_store *tst;      /* t's store when planned (a reopen spoils the run) */
+	int hit;                      /* written or freed in K since planned */
+};
+
+struct evac_pre {
+	struct chunk *k;
+	struct chunk_store *kst;
+	struct pre_run *r;
+	uint32_t n, cap;
+	uint64_t dropped;             /* claims refused for a hit run */
+	uint64_t claimed;             /* blocks the moves took copied */
+};
+
+int evac_pre_begin(struct fs_volume *v, struct chunk *k)
+{
+	struct evac_pre *p;
+
+	if (v->evac_pre)
+		return -EBUSY; /* another step's plan is pending */
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	p->k = k;
+	p->kst = k->store;
+	v->evac_pre = p;
+	return 0;
+}
+
+static int push_run(struct evac_pre *p, const struct pre_run *run)
+{
+	if (p->n == p->cap) {
+		uint32_t ncap = p->cap ? p->cap * 2 : 16;
+		struct pre_run *q = realloc(p->r, ncap * sizeof(*q));
+		if (!q)
+			return -ENOMEM;
+		p->r = q;
+		p->cap = ncap;
+	}
+	p->r[p->n++] = *run;
+	return 0;
+}
+
+int evac_pre_add(struct fs_volume *v, uint64_t key, struct chunk *t, const struct extlist *el)
+{
+	struct evac_pre *p = v->evac_pre;
+	uint32_t first = p->n, goal = 0;
+	int ret = t->offline ? -EIO : chunk_load(t);
+
+	for (uint32_t i = 0; ret == 0 && i < el->n; i++) {
+		uint32_t src = el->e[i].pblk, left = el->e[i].len;
+		while (left && ret == 0) {
+			struct pre_run run = { .key = key, .t = t, .src = src, .tst = t->store };
+			ret = chunk_pa_reserve_data(t, goal, left, &run.dst, &run.len);
+			if (ret < 0)
+				break;
+			ret = push_run(p, &run);
+			if (ret < 0) {
+				chunk_pa_release(t, run.dst, run.len);
+				break;
+			}
+			goal = run.dst + run.len;
+			src += run.len;
+			left -= run.len;
+		}
+	}
+	if (ret < 0) {
+		/* Not planned after all: its data is copied under the lock. */
+		for (uint32_t i = first; i < p->n; i++)
+			chunk_pa_release(t, p->r[i].dst, p->r[i].len);
+		p->n = first;
+	}
+	return ret;
+}
+
+int evac_pre_copy(struct fs_volume *v)
+{
+	struct evac_pre *p = v->evac_pre;
+	void (*hook)(void *arg) = v->evac_copied_hook;
+	void *hook_arg = v->evac_copied_arg;
+	uint8_t *buf = NULL;
+	int ret = 0;
+
+	/* Pinned under the lock: the stores stay while the copy runs. */
+	chunk_pin(p->k);
+	for (uint32_t i = 0; i < p->n; i++)
+		chunk_pin(p->r[i].t);
+	vol_unlock(v);
+	if (p->n) {
+		buf = malloc((size_t)PRE_COPY_BLOCKS * OD_BLOCK_SIZE);
+		if (!buf)
+			ret = -ENOMEM;
+	}
+	for (uint32_t i = 0; ret == 0 && i < p->n; i++) {
+		const struct pre_run *run = &p->r[i];
+		for (uint32_t off = 0; ret == 0 && off < run->len; off += PRE_COPY_BLOCKS) {
+			size_t n = (size_t)(run->len - off < PRE_COPY_BLOCKS ? run->len - off
+									      : PRE_COPY_BLOCKS) *
+				   OD_BLOCK_SIZE;
+			ret = store_pread(p->kst, buf, n, (uint64_t)(run->src + off) * OD_BLOCK_SIZE);
+			if (ret == 0)
+				ret = store_pwrite(run->tst, buf, n,
+						   (uint64_t)(run->dst + off) * OD_BLOCK_SIZE);
+		}
+	}
+	free(buf);
+	for (uint32_t i = 0; i < p->n; i++)
+		chunk_unpin(p->r[i].t);
+	chunk_unpin(p->k);
+	if (hook)
+		hook(hook_arg);
+	return ret;
+}
+
+void evac_pre_hit(struct fs_volume *v, uint32_t chunk, uint32_t start, uint32_t len)
+{
+	struct evac_pre *p = v->evac_pre;
+
+	if (!p || p->k->index != chunk)
+		return;
+	for (uint32_t i = 0; i < p->n; i++)
+		if (start < p->r[i].src + p->r[i].len && p->r[i].src < start + len)
+			p->r[i].hit = 1;
+}
+
+struct chunk *evac_pre_target(struct fs_volume *v, uint64_t key)
+{
+	struct evac_pre *p = v->evac_pre;
+
+	for (uint32_t i = 0; p && i < p->n; i++)
+		if (p->r[i].key == key)
+			return p->r[i].t;
+	return NULL;
+}
+
+int evac_pre_claim(struct fs_volume *v, struct chunk *k, uint32_t src, uint32_t len,
+		   struct chunk *t, uint32_t *dst, uint32_t *got)
+{
+	struct evac_pre *p = v->evac_pre;
+
+	if (!p || p->k != k)
+		return 0;
+	for (uint32_t i = 0; i < p->n; i++) {
+		struct pre_run *run = &p->r[i];
+		uint32_t n, d, taken;
+		if (src < run->src || src >= run->src + run->len)
+			continue;
+		if (run->t != t)
+			return 0; /* planned for another chunk: copied under the lock */
+		if (run->hit || k->store != p->kst || t->offline || t->store != run->tst) {
+			p->dropped++;
+			return -ECANCELED;
+		}
+		n = run->src + run->len - src < len ? run->src + run->len - src : len;
+		d = run->dst + (src - run->src);
+		taken = chunk_pa_take(t, d, n);
+		if (taken < n) {
+			/* The reservation went (t's state dropped meanwhile). */
+			if (taken)
+				free_blocks(t, d, taken);
+			p->dropped++;
+			return -ECANCELED;
+		}
+		v->data_written = 1; /* durable before the metadata pointing at it */
+		p->claimed += n;
+		*dst = d;
+		*got = n;
+		return 1;
+	}
+	return 0;
+}
+
+void evac_pre_end(struct fs_volume *v, uint64_t *dropped, uint64_t *claimed)
+{
+	struct evac_pre *p = v->evac_pre;
+
+	if (!p)
+		return;
+	for (uint32_t i = 0; i < p->n; i++) {
+		struct chunk *t = p->r[i].t;
+		if (!t->offline && t->store == p->r[i].tst)
+			chunk_pa_release(t, p->r[i].dst, p->r[i].len);
+	}
+	*dropped += p->dropped;
+	*claimed += p->claimed;
+	free(p->r);
+	free(p);
+	v->evac_pre = NULL;
+}
