@@ -8,16 +8,38 @@
  * deadline (store_nbd_set_timeout) and a closed connection is made again
  * only where that is safe (ns_revive).
  *
- * Flushes and FUA. A flush can be sent and waited for in two halves
- * (flush_begin, flush_end), so that a commit sends every placed store's
- * flush before it waits for any and pays one round trip, not one per
- * store. The FUA rule: a write the caller follows with a flush and no
- * other write (store_pwrite_last) goes with NBD_CMD_FLAG_FUA when the
- * server offers it and nothing else answered on this store awaits a flush
- * (unflushed 0); it is durable once answered, unflushed stays 0, and the
- * flush then sends nothing. Durability is the same as write-then-flush:
- * the flush would have covered that write alone. Every other write is
- * plain and covered by the next flush. */
+ * Connections. A store holds a small pool of connections to its export
+ * (struct ns_conn), each with its own libnbd handle, used by one caller at
+ * a time (ns_take, ns_give): several threads each have a request in
+ * flight, and the pieces of one large request are sent together on its
+ * connection, not one after another. A second connection is made only
+ * when every one is busy, and only to a server that offers multi-conn (the
+ * NBD protocol: without it a client should use one connection, as reads on
+ * one need not see writes answered on another) and to an export whose
+ * chunk header was read at open (every new connection must find the same
+ * volume's same chunk there, as a reconnection must).
+ *
+ * Flushes. NBD_CMD_FLUSH covers the writes the server completed before it
+ * on its connection, and with multi-conn those of every connection. The
+ * store numbers every write answer and every connection made (seq): a
+ * flush answered on connection F covers each connection's writes answered
+ * after F was made and before the flush was sent (a connection made again
+ * after a server restart covers nothing the old server answered, since
+ * lost). A flush is sent on one connection, any free one, and on each
+ * dirty connection it would not cover (rare: one made again). A flush can
+ * be sent and waited for in two halves (flush_begin, flush_end), so that a
+ * commit sends every placed store's flush before it waits for any and pays
+ * one round trip, not one per store; flushes of one store go one at a time
+ * (flush_lock, held from begin to end), reads and writes go on beside them
+ * on the other connections.
+ *
+ * The FUA rule: a write the caller follows with a flush and no other write
+ * (store_pwrite_last) goes with NBD_CMD_FLAG_FUA when the server offers it
+ * and nothing else answered on this store awaits a flush (no connection
+ * dirty); it is durable once answered, leaves nothing dirty, and the flush
+ * then sends nothing. Durability is the same as write-then-flush: the flush
+ * would have covered that write alone. Every other write is plain and
+ * covered by the next flush. */
 #include "config.h"
 
 #include <dlfcn.h>
@@ -35,6 +57,12 @@
 
 /* Requests are cut to this size, or to the server's maximum if smaller. */
 #define NBD_STORE_MAX_REQUEST (4u << 20)
+
+/* Connections per store when the server offers multi-conn. */
+#define NS_MAX_CONNS 4
+
+/* Pieces of one request sent together on its connection. */
+#define NS_BATCH 16
 
 /* How long a connection or one request may take before the server counts
  * as lost (store_nbd_set_timeout). */
@@ -54,6 +82,7 @@ static struct {
 	__typeof__(nbd_can_flush) *can_flush;
 	__typeof__(nbd_can_fua) *can_fua;
 	__typeof__(nbd_can_trim) *can_trim;
+	__typeof__(nbd_can_multi_conn) *can_multi_conn;
 	__typeof__(nbd_get_block_size) *get_block_size;
 	__typeof__(nbd_aio_pread) *aio_pread;
 	__typeof__(nbd_aio_pwrite) *aio_pwrite;
@@ -67,12 +96,35 @@ static struct {
 	__typeof__(nbd_get_error) *get_error;
 } lib;
 
+/* One connection of a store. h is used only by the caller that took the
+ * connection (busy); the other fields are under the store's lock. */
+struct ns_conn {
+	struct nbd_handle *h; /* NULL until made */
+	int busy;	      /* taken by a caller (ns_take, ns_take_conn) */
+	int wanted;	      /* flushers waiting for it: ns_take passes it by */
+	uint64_t made;	      /* seq when this connection was made */
+	/* seq of the first and last write or trim answered on it since a
+	 * flush covered it (0 0: nothing awaits a flush) */
+	uint64_t dirty_first, dirty_last;
+	/* its flush between flush_begin and flush_end (under flush_lock) */
+	enum { PEND_NONE, PEND_SENT, PEND_RETRY } pend;
+	int64_t pend_cookie;
+	int64_t pend_deadline;
+	uint64_t pend_seq; /* seq just before the flush was sent */
+};
+
 struct nbd_store {
 	struct chunk_store st;
-	struct nbd_handle *h;
 	char *uri;
-	pthread_mutex_t lock; /* one command at a time on the handle */
-	int unflushed;        /* a write or trim answered since the last flush */
+	pthread_mutex_t lock;	    /* the pool: every ns_conn field but h, nconn, growing, seq */
+	pthread_cond_t freed;	    /* a connection given back or made */
+	pthread_mutex_t flush_lock; /* one flush at a time: held from begin to end */
+	struct ns_conn conn[NS_MAX_CONNS];
+	int nconn;	/* conn[0 .. nconn) made */
+	int max_conn;	/* 1, or NS_MAX_CONNS with multi-conn */
+	int growing;	/* a caller is making conn[nconn] */
+	uint64_t seq;	/* numbers write answers, connections made, flushes sent */
+	int flush_lost; /* flush_begin found the store lost */
 	/* Which chunk of which volume the export held when opened (its header,
 	 * copy 0), so that a new connection is refused when it reaches
 	 * another: the volume's UUID and the chunk's index. */
@@ -85,11 +137,9 @@ struct nbd_store {
 	int can_fua;
 	int can_trim;
 	size_t max_req;
-	/* A flush between ns_flush_begin and ns_flush_end (ns->lock held
-	 * meanwhile): what begin did, and the command it sent. */
-	enum { PEND_NONE, PEND_SENT, PEND_RETRY, PEND_LOST } pend;
-	int64_t pend_cookie;
-	int64_t pend_deadline;
+	/* store_nbd_get_stats (atomics) */
+	int in_flight, max_in_flight;
+	uint64_t commands, flushes;
 };
 
 void store_nbd_set_timeout(int ms)
@@ -118,194 +168,390 @@ static int64_t now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* The connection is gone for good: every call fails from now on. The
- * handle is not polled again, so a command left in flight never touches
- * its caller's buffer; it is closed with the store. */
+static int64_t deadline_ms(void)
+{
+	return now_ms() + __atomic_load_n(&nbd_timeout_ms, __ATOMIC_RELAXED);
+}
+
+/* The server is gone for good: every call fails from now on. A handle
+ * with a command left in flight is not polled again, so that command never
+ * touches its caller's buffer; it is closed with the store. */
 static int ns_lose(struct nbd_store *ns, int err)
 {
 	store_set_lost(&ns->st, err);
 	return -EIO;
 }
 
-/* Poll the handle until done() or the deadline: 0, or the store is lost. */
-static int ns_poll_until(struct nbd_store *ns, int64_t deadline,
-			 int (*done)(struct nbd_store *ns, int64_t cookie), int64_t cookie)
-{
-	for (;;) {
-		int64_t left;
-		int r = done(ns, cookie);
-		if (r != 0)
-			return r > 0 ? 0 : r;
-		left = deadline - now_ms();
-		if (left <= 0)
-			return ns_lose(ns, -ETIMEDOUT);
-		if (lib.poll(ns->h, (int)(left < INT32_MAX ? left : INT32_MAX)) < 0)
-			return ns_lose(ns, nbd_err());
-	}
-}
-
 /* What a command whose connection closed under it returns (not an errno
- * the server could answer): ns_io and ns_flush decide whether a new
- * connection may take the command again (ns_revive). */
+ * the server could answer): the caller decides whether a new connection
+ * may take the command again (ns_revive). */
 #define NS_CLOSED (-ECONNRESET)
 
-static int closed(struct nbd_store *ns)
+static int closed(struct nbd_handle *h)
 {
-	return lib.aio_is_dead(ns->h) || lib.aio_is_closed(ns->h);
+	return lib.aio_is_dead(h) || lib.aio_is_closed(h);
 }
 
 /* 1 when the command finished well, 0 not yet; a failure the server
  * answered is its errno, a closed connection NS_CLOSED. */
-static int command_done(struct nbd_store *ns, int64_t cookie)
+static int command_done(struct nbd_handle *h, int64_t cookie)
 {
-	int r = lib.aio_command_completed(ns->h, (uint64_t)cookie);
+	int r = lib.aio_command_completed(h, (uint64_t)cookie);
 
 	if (r >= 0)
 		return r;
 	r = nbd_err();
-	return closed(ns) ? NS_CLOSED : r;
+	return closed(h) ? NS_CLOSED : r;
 }
 
-static int connect_done(struct nbd_store *ns, int64_t unused)
+static int connect_done(struct nbd_handle *h, int64_t unused)
 {
 	(void)unused;
-	if (lib.aio_is_connecting(ns->h))
+	if (lib.aio_is_connecting(h))
 		return 0;
-	return lib.aio_is_ready(ns->h) ? 1 : -ECONNREFUSED;
+	return lib.aio_is_ready(h) ? 1 : -ECONNREFUSED;
 }
 
-static int64_t deadline_ms(void)
+/* Poll h until done() or the deadline: 0 or done()'s error; -ETIMEDOUT or
+ * the poll's error (the store lost when lose is set); -EIO once another
+ * caller lost the store (h is then left alone). */
+static int ns_poll_until(struct nbd_store *ns, struct nbd_handle *h, int64_t deadline,
+			 int (*done)(struct nbd_handle *h, int64_t cookie), int64_t cookie,
+			 int lose)
 {
-	return now_ms() + __atomic_load_n(&nbd_timeout_ms, __ATOMIC_RELAXED);
+	for (;;) {
+		int64_t left;
+		int r = done(h, cookie);
+		if (r != 0)
+			return r > 0 ? 0 : r;
+		if (store_lost(&ns->st))
+			return -EIO;
+		left = deadline - now_ms();
+		if (left <= 0)
+			return lose ? ns_lose(ns, -ETIMEDOUT) : -ETIMEDOUT;
+		if (lib.poll(h, (int)(left < INT32_MAX ? left : INT32_MAX)) < 0) {
+			r = nbd_err();
+			return lose ? ns_lose(ns, r) : r;
+		}
+	}
 }
 
-/* One command, started by the caller (its cookie, or -1 when libnbd
+/* One command on h, started by the caller (its cookie, or -1 when libnbd
  * refused it), waited for until deadline. */
-static int ns_wait_until(struct nbd_store *ns, int64_t cookie, int64_t deadline)
+static int ns_wait_until(struct nbd_store *ns, struct nbd_handle *h, int64_t cookie,
+			 int64_t deadline)
 {
 	if (cookie < 0) {
 		int r = nbd_err();
-		return closed(ns) ? NS_CLOSED : r;
+		return closed(h) ? NS_CLOSED : r;
 	}
-	return ns_poll_until(ns, deadline, command_done, cookie);
+	return ns_poll_until(ns, h, deadline, command_done, cookie, 1);
 }
 
-/* The same within the timeout from now. */
-static int ns_wait(struct nbd_store *ns, int64_t cookie)
+enum ns_cmd { NS_READ, NS_WRITE, NS_TRIM, NS_FLUSH };
+
+/* fua: a write sent with NBD_CMD_FLAG_FUA (answered once durable). The
+ * cookie, counted in flight (ns_landed takes it off), or -1. */
+static int64_t ns_send(struct nbd_store *ns, struct nbd_handle *h, enum ns_cmd cmd, void *p,
+		       size_t n, uint64_t off, int fua)
 {
-	return ns_wait_until(ns, cookie, deadline_ms());
+	int64_t cookie;
+	int now, max;
+
+	switch (cmd) {
+	case NS_READ:
+		cookie = lib.aio_pread(h, p, n, off, NBD_NULL_COMPLETION, 0);
+		break;
+	case NS_WRITE:
+		cookie = lib.aio_pwrite(h, p, n, off, NBD_NULL_COMPLETION,
+					fua ? LIBNBD_CMD_FLAG_FUA : 0);
+		break;
+	case NS_TRIM:
+		cookie = lib.aio_trim(h, n, off, NBD_NULL_COMPLETION, 0);
+		break;
+	default:
+		cookie = lib.aio_flush(h, NBD_NULL_COMPLETION, 0);
+		break;
+	}
+	if (cookie < 0)
+		return cookie;
+	__atomic_add_fetch(&ns->commands, 1, __ATOMIC_RELAXED);
+	if (cmd == NS_FLUSH)
+		__atomic_add_fetch(&ns->flushes, 1, __ATOMIC_RELAXED);
+	now = __atomic_add_fetch(&ns->in_flight, 1, __ATOMIC_RELAXED);
+	max = __atomic_load_n(&ns->max_in_flight, __ATOMIC_RELAXED);
+	while (now > max && !__atomic_compare_exchange_n(&ns->max_in_flight, &max, now, 0,
+							 __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		;
+	return cookie;
 }
 
-static int ns_connect(struct nbd_store *ns, char *why, size_t whylen);
+/* A command sent by ns_send answered (or given up). */
+static void ns_landed(struct nbd_store *ns, int64_t cookie)
+{
+	if (cookie >= 0)
+		__atomic_sub_fetch(&ns->in_flight, 1, __ATOMIC_RELAXED);
+}
 
-/* The chunk header at the start of the export, read on the connection in
- * ns->h: 0 and *h, or < 0 (unreadable, or no valid header there). */
-static int ns_read_header(struct nbd_store *ns, struct od_chunk_header *h)
+/* A whole command on h within the timeout (header reads). */
+static int ns_command(struct nbd_store *ns, struct nbd_handle *h, enum ns_cmd cmd, void *p,
+		      size_t n, uint64_t off)
+{
+	int64_t cookie = ns_send(ns, h, cmd, p, n, off, 0);
+	int ret = ns_wait_until(ns, h, cookie, deadline_ms());
+
+	ns_landed(ns, cookie);
+	return ret;
+}
+
+/* The chunk header at the start of the export, read on h: 0 and *hd, or
+ * < 0 (unreadable, or no valid header there). */
+static int ns_read_header(struct nbd_store *ns, struct nbd_handle *h, struct od_chunk_header *hd)
 {
 	uint8_t *blk = malloc(OD_BLOCK_SIZE);
 	int ret = -ENOMEM;
 
 	if (blk) {
-		ret = ns_wait(ns, lib.aio_pread(ns->h, blk, OD_BLOCK_SIZE, 0, NBD_NULL_COMPLETION,
-						0));
+		ret = ns_command(ns, h, NS_READ, blk, OD_BLOCK_SIZE, 0);
 		if (ret == 0 && od_verify(blk, OD_BLOCK_SIZE) < 0)
 			ret = -EUCLEAN;
 		if (ret == 0)
-			ret = od_get_chunk_header(blk, h);
+			ret = od_get_chunk_header(blk, hd);
 		free(blk);
 	}
 	return ret;
 }
 
-/* The connection closed under a command. Every write answered on it was
- * flushed (unflushed 0): the server holds all of them, whatever happened
- * to it, so a new connection may take the command again (NBD commands are
- * idempotent): 0 when one is made (the old handle closed). Writes not yet
- * flushed may be gone with a server that restarted, and a flush on a new
- * connection would not cover them: the store is lost. A request that timed
- * out is never retried (the server may still carry it out). */
-static int ns_revive(struct nbd_store *ns)
+/* A new connection to ns->uri within the timeout: 0 and *out, or the
+ * error with why[] (nothing left open). A host that does not answer must
+ * not hold the caller for TCP's minutes. */
+static int ns_dial(struct nbd_store *ns, struct nbd_handle **out, char *why, size_t whylen)
 {
-	struct nbd_handle *old = ns->h;
-	uint64_t size = ns->st.size;
-	struct od_chunk_header h;
-	char why[256];
+	struct nbd_handle *h = lib.create();
+	int ret;
 
-	if (ns->unflushed || !ns->have_ident)
-		return ns_lose(ns, -ECONNRESET);
-	if (ns_connect(ns, why, sizeof(why)) < 0) {
-		/* lost by ns_connect; the old handle stays, closed with the store */
-		if (ns->h)
-			lib.close(ns->h);
-		ns->h = old;
-		return -EIO;
+	if (!h) {
+		ret = nbd_err();
+		snprintf(why, whylen, "%s", lib.get_error() ? lib.get_error() : strerror(-ret));
+		return ret;
 	}
-	lib.close(old);
-	/* The same export: its size, and a header naming the same chunk of
-	 * the same volume (a server put back with another image is not). */
-	if (lib.get_size(ns->h) != (int64_t)size || ns_read_header(ns, &h) < 0 ||
-	    memcmp(h.volume_uuid, ns->ident_uuid, 16) != 0 || h.chunk_index != ns->ident_index)
+	if (lib.aio_connect_uri(h, ns->uri) < 0)
+		ret = nbd_err();
+	else
+		ret = ns_poll_until(ns, h, deadline_ms(), connect_done, 0, 0);
+	if (ret == 0) {
+		*out = h;
+		return 0;
+	}
+	if (ret == -ETIMEDOUT)
+		snprintf(why, whylen, "no answer from %s within %d ms", ns->uri,
+			 __atomic_load_n(&nbd_timeout_ms, __ATOMIC_RELAXED));
+	else
+		snprintf(why, whylen, "%s", lib.get_error() ? lib.get_error() : strerror(-ret));
+	lib.close(h);
+	return ret;
+}
+
+/* A connection made after the first reaches the same export: its size,
+ * and a header naming the same chunk of the same volume (a server put back
+ * with another image does not). 0 or -ECONNRESET. */
+static int ns_same_export(struct nbd_store *ns, struct nbd_handle *h)
+{
+	struct od_chunk_header hd;
+
+	if (!ns->have_ident || lib.get_size(h) != (int64_t)ns->st.size ||
+	    ns_read_header(ns, h, &hd) < 0 || memcmp(hd.volume_uuid, ns->ident_uuid, 16) != 0 ||
+	    hd.chunk_index != ns->ident_index)
+		return -ECONNRESET;
+	return 0;
+}
+
+/* Does any connection hold writes that await a flush? Under ns->lock. */
+static int ns_dirty(struct nbd_store *ns)
+{
+	for (int i = 0; i < ns->nconn; i++)
+		if (ns->conn[i].dirty_first)
+			return 1;
+	return 0;
+}
+
+/* A write or trim answered on c: it awaits a flush. */
+static void ns_mark_dirty(struct nbd_store *ns, struct ns_conn *c)
+{
+	pthread_mutex_lock(&ns->lock);
+	c->dirty_last = ++ns->seq;
+	if (!c->dirty_first)
+		c->dirty_first = c->dirty_last;
+	pthread_mutex_unlock(&ns->lock);
+}
+
+/* The connection c closed under a command. When no connection holds a
+ * write not yet flushed, the server holds every write it answered,
+ * whatever happened to it, so a new connection may take the command again
+ * (NBD commands are idempotent): 0 when one is made (the old handle
+ * closed). Writes not yet flushed, on any connection, may be gone with a
+ * server that restarted, and a flush on a new connection would not cover
+ * them: the store is lost. A request that timed out is never retried (the
+ * server may still carry it out). */
+static int ns_revive(struct nbd_store *ns, struct ns_conn *c)
+{
+	struct nbd_handle *h;
+	char why[256];
+	int dirty;
+
+	pthread_mutex_lock(&ns->lock);
+	dirty = ns_dirty(ns);
+	pthread_mutex_unlock(&ns->lock);
+	if (dirty || !ns->have_ident)
+		return ns_lose(ns, -ECONNRESET);
+	if (ns_dial(ns, &h, why, sizeof(why)) < 0)
+		return ns_lose(ns, -ECONNRESET); /* the old handle is closed with the store */
+	lib.close(c->h);
+	c->h = h;
+	pthread_mutex_lock(&ns->lock);
+	c->made = ++ns->seq;
+	pthread_mutex_unlock(&ns->lock);
+	if (ns_same_export(ns, h) < 0)
 		return ns_lose(ns, -ECONNRESET);
 	return 0;
 }
 
-enum ns_cmd { NS_READ, NS_WRITE, NS_TRIM, NS_FLUSH };
-
-/* fua: a write sent with NBD_CMD_FLAG_FUA (answered once durable). */
-static int64_t ns_start(struct nbd_store *ns, enum ns_cmd cmd, void *p, size_t n, uint64_t off,
-			int fua)
+/* Make conn[nconn], with ns->lock held (dropped meanwhile): the new
+ * connection, taken, or NULL when it could not be made (then the pool
+ * stays as large as it is). */
+static struct ns_conn *ns_grow(struct nbd_store *ns)
 {
-	switch (cmd) {
-	case NS_READ:
-		return lib.aio_pread(ns->h, p, n, off, NBD_NULL_COMPLETION, 0);
-	case NS_WRITE:
-		return lib.aio_pwrite(ns->h, p, n, off, NBD_NULL_COMPLETION,
-				      fua ? LIBNBD_CMD_FLAG_FUA : 0);
-	case NS_TRIM:
-		return lib.aio_trim(ns->h, n, off, NBD_NULL_COMPLETION, 0);
-	default:
-		return lib.aio_flush(ns->h, NBD_NULL_COMPLETION, 0);
+	struct nbd_handle *h = NULL;
+	struct ns_conn *c = NULL;
+	char why[256];
+	int ret;
+
+	ns->growing = 1;
+	pthread_mutex_unlock(&ns->lock);
+	ret = ns_dial(ns, &h, why, sizeof(why));
+	if (ret == 0)
+		ret = ns_same_export(ns, h);
+	pthread_mutex_lock(&ns->lock);
+	ns->growing = 0;
+	if (ret < 0) {
+		if (h)
+			lib.close(h);
+		ns->max_conn = ns->nconn;
+	} else {
+		c = &ns->conn[ns->nconn++];
+		c->h = h;
+		c->busy = 1;
+		c->made = ++ns->seq;
 	}
+	pthread_cond_broadcast(&ns->freed);
+	return c;
 }
 
-/* A command already sent (cookie, or -1 when libnbd refused it), with
- * ns->lock held: waited for until deadline, and when the connection
- * closed under it, issued once more on a new one if that is safe
- * (ns_revive). A FUA write is durable once answered: it leaves unflushed
- * as it was. 0 or a negative errno. */
-static int ns_complete(struct nbd_store *ns, enum ns_cmd cmd, void *p, size_t n, uint64_t off,
-		       int fua, int64_t cookie, int64_t deadline)
+/* A connection of the store for the caller alone: a free one, or a new
+ * one when every one is busy and the pool may grow, or the first given
+ * back. NULL once the store is lost. */
+static struct ns_conn *ns_take(struct nbd_store *ns)
 {
-	int ret = ns_wait_until(ns, cookie, deadline);
+	struct ns_conn *c = NULL;
 
-	if (ret == NS_CLOSED) {
-		ret = ns_revive(ns);
-		if (ret == 0)
-			ret = ns_wait(ns, ns_start(ns, cmd, p, n, off, fua));
-		if (ret == NS_CLOSED) /* a server that closes every connection */
-			ret = ns_lose(ns, -ECONNRESET);
+	pthread_mutex_lock(&ns->lock);
+	while (!c && !store_lost(&ns->st)) {
+		for (int i = 0; i < ns->nconn && !c; i++)
+			if (!ns->conn[i].busy && !ns->conn[i].wanted)
+				c = &ns->conn[i];
+		if (c)
+			c->busy = 1;
+		else if (!ns->growing && ns->nconn < ns->max_conn)
+			c = ns_grow(ns);
+		else
+			pthread_cond_wait(&ns->freed, &ns->lock);
 	}
-	if (ret == 0 && ((cmd == NS_WRITE && !fua) || cmd == NS_TRIM))
-		ns->unflushed = 1;
-	if (ret == 0 && cmd == NS_FLUSH)
-		ns->unflushed = 0;
-	return ret;
+	pthread_mutex_unlock(&ns->lock);
+	return c;
 }
 
-/* One command, with ns->lock held: issued and completed (ns_complete). */
-static int ns_command(struct nbd_store *ns, enum ns_cmd cmd, void *p, size_t n, uint64_t off,
-		      int fua)
+/* Connection c in particular (a flush of its writes), with ns->lock
+ * held: 0 once taken, -EIO when the store was lost meanwhile. */
+static int ns_take_conn(struct nbd_store *ns, struct ns_conn *c)
 {
-	if (store_lost(&ns->st))
+	c->wanted++;
+	while (c->busy && !store_lost(&ns->st))
+		pthread_cond_wait(&ns->freed, &ns->lock);
+	c->wanted--;
+	if (c->busy)
 		return -EIO;
-	return ns_complete(ns, cmd, p, n, off, fua, ns_start(ns, cmd, p, n, off, fua),
-			   deadline_ms());
+	c->busy = 1;
+	return 0;
 }
 
-/* A read, write or trim of [off, off + len), cut to the largest request. */
+static void ns_give(struct nbd_store *ns, struct ns_conn *c)
+{
+	pthread_mutex_lock(&ns->lock);
+	c->busy = 0;
+	pthread_cond_broadcast(&ns->freed);
+	pthread_mutex_unlock(&ns->lock);
+}
+
+/* [off, off + len) on connection c, the caller's: cut to the largest
+ * request, up to NS_BATCH pieces, sent together and then waited for. When
+ * the connection closed under them, those not answered are sent once
+ * more on a new one if that is safe (ns_revive). A FUA write is durable
+ * once answered and leaves c clean. 0 or the first piece's error. */
+static int ns_batch(struct nbd_store *ns, struct ns_conn *c, enum ns_cmd cmd, uint8_t *p,
+		    size_t len, uint64_t off, int fua)
+{
+	int64_t cookie[NS_BATCH];
+	int res[NS_BATCH];
+	size_t n = (len + ns->max_req - 1) / ns->max_req;
+	int ret = 0, done = 0;
+
+	for (int round = 0; round < 2; round++) {
+		int64_t deadline = deadline_ms();
+		int again = 0;
+
+		for (size_t i = 0; i < n; i++) {
+			size_t at = i * ns->max_req;
+			size_t sz = len - at < ns->max_req ? len - at : ns->max_req;
+			if (round == 0 || res[i] == NS_CLOSED)
+				cookie[i] =
+				    ns_send(ns, c->h, cmd, p ? p + at : NULL, sz, off + at, fua);
+			else
+				cookie[i] = -2; /* settled in round 0 */
+		}
+		for (size_t i = 0; i < n; i++) {
+			if (cookie[i] == -2)
+				continue;
+			/* a lost store's handle is not polled again */
+			res[i] = store_lost(&ns->st) ? -EIO
+						     : ns_wait_until(ns, c->h, cookie[i], deadline);
+			ns_landed(ns, cookie[i]);
+			again |= res[i] == NS_CLOSED;
+		}
+		if (!again)
+			break;
+		if (store_lost(&ns->st))
+			return -EIO;
+		if (round == 1) /* a server that closes every connection */
+			return ns_lose(ns, -ECONNRESET);
+		if (ns_revive(ns, c) < 0)
+			return -EIO;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (res[i] == 0)
+			done = 1;
+		else if (ret == 0)
+			ret = res[i];
+	}
+	if (done && ((cmd == NS_WRITE && !fua) || cmd == NS_TRIM))
+		ns_mark_dirty(ns, c);
+	return store_lost(&ns->st) ? -EIO : ret;
+}
+
+/* A read, write or trim of [off, off + len) on one connection. */
 static int ns_io(struct chunk_store *st, enum ns_cmd cmd, void *buf, size_t len, uint64_t off)
 {
 	struct nbd_store *ns = to_ns(st);
+	struct ns_conn *c;
 	uint8_t *p = buf;
 	int ret = 0;
 
@@ -315,16 +561,18 @@ static int ns_io(struct chunk_store *st, enum ns_cmd cmd, void *buf, size_t len,
 		return -EINVAL;
 	if (cmd == NS_TRIM && !ns->can_trim)
 		return -EOPNOTSUPP;
-	pthread_mutex_lock(&ns->lock);
+	c = ns_take(ns);
+	if (!c)
+		return -EIO;
 	while (len && ret == 0) {
-		size_t n = len < ns->max_req ? len : ns->max_req;
-		ret = ns_command(ns, cmd, p, n, off, 0);
+		size_t n = len < NS_BATCH * ns->max_req ? len : NS_BATCH * ns->max_req;
+		ret = ns_batch(ns, c, cmd, p, n, off, 0);
 		if (p)
 			p += n;
 		off += n;
 		len -= n;
 	}
-	pthread_mutex_unlock(&ns->lock);
+	ns_give(ns, c);
 	return ret;
 }
 
@@ -340,16 +588,17 @@ static int ns_pwrite(struct chunk_store *st, const void *buf, size_t len, uint64
 }
 
 /* The write before a flush (store_pwrite_last). When nothing answered
- * on this store awaits a flush and the server offers FUA, it goes with
- * NBD_CMD_FLAG_FUA: durable once answered, unflushed stays 0 and the
- * flush that follows has nothing to send. Otherwise a plain write. The
- * rule, for durability: FUA is used only where the flush would have had
- * this write alone to cover, so what is durable after the flush is the
- * same, one round trip sooner. */
+ * on this store awaits a flush (no connection dirty) and the server offers
+ * FUA, it goes with NBD_CMD_FLAG_FUA: durable once answered, nothing
+ * becomes dirty and the flush that follows has nothing to send. Otherwise
+ * a plain write. The rule, for durability: FUA is used only where the
+ * flush would have had this write alone to cover, so what is durable
+ * after the flush is the same, one round trip sooner. */
 static int ns_pwrite_last(struct chunk_store *st, const void *buf, size_t len, uint64_t off)
 {
 	struct nbd_store *ns = to_ns(st);
-	int ret;
+	struct ns_conn *c;
+	int ret, dirty;
 
 	if (!ns->can_fua || !ns->can_flush || len > ns->max_req)
 		return ns_pwrite(st, buf, len, off);
@@ -357,14 +606,156 @@ static int ns_pwrite_last(struct chunk_store *st, const void *buf, size_t len, u
 		return -EROFS;
 	if (off > st->size || len > st->size - off)
 		return -EINVAL;
+	c = ns_take(ns);
+	if (!c)
+		return -EIO;
 	pthread_mutex_lock(&ns->lock);
-	if (ns->unflushed) {
-		pthread_mutex_unlock(&ns->lock);
-		return ns_pwrite(st, buf, len, off);
-	}
-	ret = ns_command(ns, NS_WRITE, (void *)(uintptr_t)buf, len, off, 1);
+	dirty = ns_dirty(ns);
 	pthread_mutex_unlock(&ns->lock);
+	ret = ns_batch(ns, c, NS_WRITE, (void *)(uintptr_t)buf, len, off, !dirty);
+	ns_give(ns, c);
 	return ret;
+}
+
+/* The flush on c (taken by the flusher), sent: after every write answer
+ * numbered before pend_seq. */
+static void ns_flush_send(struct nbd_store *ns, struct ns_conn *c)
+{
+	pthread_mutex_lock(&ns->lock);
+	c->pend_seq = ++ns->seq;
+	pthread_mutex_unlock(&ns->lock);
+	c->pend_deadline = deadline_ms();
+	c->pend_cookie = ns_send(ns, c->h, NS_FLUSH, NULL, 0, 0, 0);
+	c->pend = c->pend_cookie < 0 ? PEND_RETRY : PEND_SENT;
+}
+
+/* A free connection with writes awaiting a flush, taken, or NULL; under
+ * ns->lock. The flush goes there first: on a connection that has
+ * something of its own to cover. */
+static struct ns_conn *ns_free_dirty(struct nbd_store *ns)
+{
+	for (int i = 0; i < ns->nconn; i++) {
+		struct ns_conn *c = &ns->conn[i];
+		if (c->dirty_first && !c->busy && !c->wanted) {
+			c->busy = 1;
+			return c;
+		}
+	}
+	return NULL;
+}
+
+/* The flush in two halves (vol_flush sends every store's before waiting
+ * for any): begin takes flush_lock, which end releases, and when some
+ * connection holds writes not yet flushed, takes a connection F (a free
+ * dirty one, else any: ns_take) and sends the flush on it, and on every
+ * dirty connection made before F (a flush on F does not cover what they
+ * were answered: ns_covered); its deadline runs from the send, so flushes
+ * sent together are waited for within about one timeout. A send libnbd
+ * refused (a connection closed) is left to end, which takes the way of any
+ * command (ns_revive). */
+static void ns_flush_begin(struct chunk_store *st)
+{
+	struct nbd_store *ns = to_ns(st);
+	struct ns_conn *f;
+	int dirty;
+
+	pthread_mutex_lock(&ns->flush_lock);
+	ns->flush_lost = store_lost(st) != 0;
+	if (ns->flush_lost || !ns->can_flush)
+		return;
+	pthread_mutex_lock(&ns->lock);
+	f = ns_free_dirty(ns);
+	dirty = ns_dirty(ns);
+	pthread_mutex_unlock(&ns->lock);
+	if (!dirty)
+		return;
+	if (!f)
+		f = ns_take(ns);
+	if (!f) {
+		ns->flush_lost = 1;
+		return;
+	}
+	ns_flush_send(ns, f);
+	pthread_mutex_lock(&ns->lock);
+	for (int i = 0; i < ns->nconn; i++) {
+		struct ns_conn *c = &ns->conn[i];
+		if (c == f || !c->dirty_first || c->dirty_first > f->made)
+			continue;
+		if (ns_take_conn(ns, c) < 0)
+			break; /* lost: end says so */
+		pthread_mutex_unlock(&ns->lock);
+		ns_flush_send(ns, c);
+		pthread_mutex_lock(&ns->lock);
+	}
+	pthread_mutex_unlock(&ns->lock);
+}
+
+/* The flush on c was answered: with ns->lock held, every connection's
+ * writes answered after c was made and before the flush was sent are
+ * durable (with one connection, or multi-conn). */
+static void ns_covered(struct nbd_store *ns, struct ns_conn *c)
+{
+	for (int i = 0; i < ns->nconn; i++) {
+		struct ns_conn *k = &ns->conn[i];
+		if (!k->dirty_first || k->dirty_first <= c->made || k->dirty_first > c->pend_seq)
+			continue;
+		if (k->dirty_last < c->pend_seq)
+			k->dirty_first = k->dirty_last = 0;
+		else
+			k->dirty_first = c->pend_seq + 1; /* answered after the send */
+	}
+}
+
+/* Connection c's flush, sent by begin: waited for, sent again on a new
+ * connection where ns_revive allows. */
+static int ns_flush_wait(struct nbd_store *ns, struct ns_conn *c)
+{
+	int ret = NS_CLOSED;
+
+	if (c->pend == PEND_SENT) {
+		ret = ns_wait_until(ns, c->h, c->pend_cookie, c->pend_deadline);
+		ns_landed(ns, c->pend_cookie);
+	}
+	if (ret == NS_CLOSED) {
+		ret = ns_revive(ns, c);
+		if (ret == 0) {
+			int64_t cookie;
+			pthread_mutex_lock(&ns->lock);
+			c->pend_seq = ++ns->seq;
+			pthread_mutex_unlock(&ns->lock);
+			cookie = ns_send(ns, c->h, NS_FLUSH, NULL, 0, 0, 0);
+			ret = ns_wait_until(ns, c->h, cookie, deadline_ms());
+			ns_landed(ns, cookie);
+		}
+		if (ret == NS_CLOSED)
+			ret = ns_lose(ns, -ECONNRESET);
+	}
+	if (ret == 0) {
+		pthread_mutex_lock(&ns->lock);
+		ns_covered(ns, c);
+		pthread_mutex_unlock(&ns->lock);
+	}
+	return ret;
+}
+
+static int ns_flush_end(struct chunk_store *st)
+{
+	struct nbd_store *ns = to_ns(st);
+	int ret = ns->flush_lost ? -EIO : 0;
+
+	for (int i = 0; i < NS_MAX_CONNS; i++) {
+		struct ns_conn *c = &ns->conn[i];
+		int r;
+		if (c->pend == PEND_NONE)
+			continue;
+		r = ns_flush_wait(ns, c);
+		if (ret == 0)
+			ret = r;
+		c->pend = PEND_NONE;
+		ns_give(ns, c);
+	}
+	pthread_mutex_unlock(&ns->flush_lock);
+	return store_lost(st) ? -EIO : ret;
 }
 
 /* A server that cannot flush says its writes are durable when answered
@@ -373,62 +764,8 @@ static int ns_pwrite_last(struct chunk_store *st, const void *buf, size_t len, u
  * commit flushes every placed store, most of which it did not write). */
 static int ns_flush(struct chunk_store *st)
 {
-	struct nbd_store *ns = to_ns(st);
-	int ret = 0;
-
-	if (!ns->can_flush)
-		return 0;
-	pthread_mutex_lock(&ns->lock);
-	if (ns->unflushed)
-		ret = ns_command(ns, NS_FLUSH, NULL, 0, 0, 0);
-	pthread_mutex_unlock(&ns->lock);
-	return ret;
-}
-
-/* The flush in two halves (vol_flush sends every store's before waiting
- * for any): begin takes ns->lock, which end releases, and sends the flush
- * when there is something to flush; its deadline runs from the send, so
- * flushes sent together are waited for within about one timeout. A send
- * libnbd refused (a connection closed) is left to end, which takes the
- * way of any command (ns_command: a new connection where that is safe). */
-static void ns_flush_begin(struct chunk_store *st)
-{
-	struct nbd_store *ns = to_ns(st);
-
-	pthread_mutex_lock(&ns->lock);
-	ns->pend = PEND_NONE;
-	if (store_lost(st)) {
-		ns->pend = PEND_LOST;
-		return;
-	}
-	if (!ns->can_flush || !ns->unflushed)
-		return;
-	ns->pend_deadline = deadline_ms();
-	ns->pend_cookie = ns_start(ns, NS_FLUSH, NULL, 0, 0, 0);
-	ns->pend = ns->pend_cookie < 0 ? PEND_RETRY : PEND_SENT;
-}
-
-static int ns_flush_end(struct chunk_store *st)
-{
-	struct nbd_store *ns = to_ns(st);
-	int ret = 0;
-
-	switch (ns->pend) {
-	case PEND_NONE:
-		break;
-	case PEND_LOST:
-		ret = -EIO;
-		break;
-	case PEND_RETRY:
-		ret = ns_command(ns, NS_FLUSH, NULL, 0, 0, 0);
-		break;
-	case PEND_SENT:
-		ret = ns_complete(ns, NS_FLUSH, NULL, 0, 0, 0, ns->pend_cookie, ns->pend_deadline);
-		break;
-	}
-	ns->pend = PEND_NONE;
-	pthread_mutex_unlock(&ns->lock);
-	return ret;
+	ns_flush_begin(st);
+	return ns_flush_end(st);
 }
 
 static int ns_trim(struct chunk_store *st, size_t len, uint64_t off)
@@ -436,29 +773,40 @@ static int ns_trim(struct chunk_store *st, size_t len, uint64_t off)
 	return ns_io(st, NS_TRIM, NULL, len, off);
 }
 
-static void ns_close(struct chunk_store *st)
+/* Every handle closed, everything freed. */
+static void ns_free(struct nbd_store *ns)
 {
-	struct nbd_store *ns = to_ns(st);
-
-	/* Every write was flushed by the check; a failed shutdown changes
-	 * nothing then, and the handle goes either way. */
-	if (!store_lost(st))
-		lib.shutdown(ns->h, 0);
-	lib.close(ns->h);
+	for (int i = 0; i < NS_MAX_CONNS; i++)
+		if (ns->conn[i].h)
+			lib.close(ns->conn[i].h);
+	pthread_cond_destroy(&ns->freed);
+	pthread_mutex_destroy(&ns->flush_lock);
 	pthread_mutex_destroy(&ns->lock);
 	free(ns->uri);
 	free(ns);
 }
 
+static void ns_close(struct chunk_store *st)
+{
+	struct nbd_store *ns = to_ns(st);
+
+	/* Every write was flushed by the check; a failed shutdown changes
+	 * nothing then, and the handles go either way. */
+	if (!store_lost(st))
+		for (int i = 0; i < ns->nconn; i++)
+			lib.shutdown(ns->conn[i].h, 0);
+	ns_free(ns);
+}
+
 static const struct chunk_store_ops nbd_store_ops = {
-	.pread = ns_pread,
-	.pwrite = ns_pwrite,
-	.flush = ns_flush,
-	.trim = ns_trim,
-	.close = ns_close,
-	.flush_begin = ns_flush_begin,
-	.flush_end = ns_flush_end,
-	.pwrite_last = ns_pwrite_last,
+    .pread = ns_pread,
+    .pwrite = ns_pwrite,
+    .flush = ns_flush,
+    .trim = ns_trim,
+    .close = ns_close,
+    .flush_begin = ns_flush_begin,
+    .flush_end = ns_flush_end,
+    .pwrite_last = ns_pwrite_last,
 };
 
 int store_nbd_is_uri(const char *name)
@@ -475,36 +823,39 @@ static int load_libnbd_locked(char *why, size_t whylen)
 		const char *name;
 		void **slot;
 	} calls[] = {
-		{ "nbd_create", (void **)&lib.create },
-		{ "nbd_aio_connect_uri", (void **)&lib.aio_connect_uri },
-		{ "nbd_aio_is_connecting", (void **)&lib.aio_is_connecting },
-		{ "nbd_aio_is_ready", (void **)&lib.aio_is_ready },
-		{ "nbd_aio_is_dead", (void **)&lib.aio_is_dead },
-		{ "nbd_aio_is_closed", (void **)&lib.aio_is_closed },
-		{ "nbd_get_size", (void **)&lib.get_size },
-		{ "nbd_is_read_only", (void **)&lib.is_read_only },
-		{ "nbd_can_flush", (void **)&lib.can_flush },
-		{ "nbd_can_fua", (void **)&lib.can_fua },
-		{ "nbd_can_trim", (void **)&lib.can_trim },
-		{ "nbd_get_block_size", (void **)&lib.get_block_size },
-		{ "nbd_aio_pread", (void **)&lib.aio_pread },
-		{ "nbd_aio_pwrite", (void **)&lib.aio_pwrite },
-		{ "nbd_aio_flush", (void **)&lib.aio_flush },
-		{ "nbd_aio_trim", (void **)&lib.aio_trim },
-		{ "nbd_aio_command_completed", (void **)&lib.aio_command_completed },
-		{ "nbd_poll", (void **)&lib.poll },
-		{ "nbd_shutdown", (void **)&lib.shutdown },
-		{ "nbd_close", (void **)&lib.close },
-		{ "nbd_get_errno", (void **)&lib.get_errno },
-		{ "nbd_get_error", (void **)&lib.get_error },
+	    {"nbd_create", (void **)&lib.create},
+	    {"nbd_aio_connect_uri", (void **)&lib.aio_connect_uri},
+	    {"nbd_aio_is_connecting", (void **)&lib.aio_is_connecting},
+	    {"nbd_aio_is_ready", (void **)&lib.aio_is_ready},
+	    {"nbd_aio_is_dead", (void **)&lib.aio_is_dead},
+	    {"nbd_aio_is_closed", (void **)&lib.aio_is_closed},
+	    {"nbd_get_size", (void **)&lib.get_size},
+	    {"nbd_is_read_only", (void **)&lib.is_read_only},
+	    {"nbd_can_flush", (void **)&lib.can_flush},
+	    {"nbd_can_fua", (void **)&lib.can_fua},
+	    {"nbd_can_trim", (void **)&lib.can_trim},
+	    {"nbd_can_multi_conn", (void **)&lib.can_multi_conn},
+	    {"nbd_get_block_size", (void **)&lib.get_block_size},
+	    {"nbd_aio_pread", (void **)&lib.aio_pread},
+	    {"nbd_aio_pwrite", (void **)&lib.aio_pwrite},
+	    {"nbd_aio_flush", (void **)&lib.aio_flush},
+	    {"nbd_aio_trim", (void **)&lib.aio_trim},
+	    {"nbd_aio_command_completed", (void **)&lib.aio_command_completed},
+	    {"nbd_poll", (void **)&lib.poll},
+	    {"nbd_shutdown", (void **)&lib.shutdown},
+	    {"nbd_close", (void **)&lib.close},
+	    {"nbd_get_errno", (void **)&lib.get_errno},
+	    {"nbd_get_error", (void **)&lib.get_error},
 	};
 
 	if (lib.dl)
 		return 0;
 	lib.dl = dlopen("libnbd.so.0", RTLD_NOW | RTLD_LOCAL);
 	if (!lib.dl) {
-		snprintf(why, whylen, "NBD needs libnbd (libnbd.so.0), which cannot be loaded: %s"
-			 " (install libnbd0)", dlerror());
+		snprintf(why, whylen,
+			 "NBD needs libnbd (libnbd.so.0), which cannot be loaded: %s"
+			 " (install libnbd0)",
+			 dlerror());
 		return -ENOPKG;
 	}
 	for (size_t i = 0; i < sizeof(calls) / sizeof(calls[0]); i++) {
@@ -531,69 +882,14 @@ static int load_libnbd(char *why, size_t whylen)
 	return ret;
 }
 
-/* A store that did not open: its handle closed, everything freed. */
-static void ns_free(struct nbd_store *ns)
-{
-	if (ns->h)
-		lib.close(ns->h);
-	pthread_mutex_destroy(&ns->lock);
-	free(ns->uri);
-	free(ns);
-}
-
-static int fail(struct nbd_store *ns, char *why, size_t whylen)
-{
-	int ret = nbd_err();
-
-	snprintf(why, whylen, "%s", lib.get_error() ? lib.get_error() : strerror(-ret));
-	ns_free(ns);
-	return ret;
-}
-
-/* A new handle in ns->h connected to ns->uri within the timeout: 0, or the
- * error with why[] (the store is lost then, ns->h the failed handle or
- * NULL). A host that does not answer must not hold the caller for TCP's
- * minutes. */
-static int ns_connect(struct nbd_store *ns, char *why, size_t whylen)
-{
-	int ret, lost;
-
-	ns->h = lib.create();
-	if (!ns->h) {
-		ret = nbd_err();
-		snprintf(why, whylen, "%s", lib.get_error() ? lib.get_error() : strerror(-ret));
-		ns_lose(ns, ret);
-		return ret;
-	}
-	if (lib.aio_connect_uri(ns->h, ns->uri) < 0) {
-		ret = nbd_err();
-		snprintf(why, whylen, "%s", lib.get_error() ? lib.get_error() : strerror(-ret));
-		ns_lose(ns, ret);
-		return ret;
-	}
-	ret = ns_poll_until(ns, now_ms() + __atomic_load_n(&nbd_timeout_ms, __ATOMIC_RELAXED),
-			    connect_done, 0);
-	if (ret == 0)
-		return 0;
-	lost = store_lost(&ns->st);
-	if (lost == -ETIMEDOUT)
-		snprintf(why, whylen, "no answer from %s within %d ms", ns->uri,
-			 __atomic_load_n(&nbd_timeout_ms, __ATOMIC_RELAXED));
-	else
-		snprintf(why, whylen, "%s",
-			 lib.get_error() ? lib.get_error() : strerror(lost ? -lost : -ret));
-	if (!lost)
-		ns_lose(ns, ret);
-	return lost ? lost : ret;
-}
-
 int store_nbd_open(const char *uri, int writable, struct chunk_store **out, char *why,
 		   size_t whylen)
 {
 	struct od_chunk_header h;
 	struct nbd_store *ns;
+	struct nbd_handle *nh;
 	int64_t size, maxblk;
-	int ro, fl, fua, tr, ret;
+	int ro, fl, fua, tr, mc, ret;
 
 	ret = load_libnbd(why, whylen);
 	if (ret < 0)
@@ -604,25 +900,35 @@ int store_nbd_open(const char *uri, int writable, struct chunk_store **out, char
 		return -ENOMEM;
 	}
 	pthread_mutex_init(&ns->lock, NULL);
+	pthread_mutex_init(&ns->flush_lock, NULL);
+	pthread_cond_init(&ns->freed, NULL);
 	ns->uri = strdup(uri);
 	if (!ns->uri) {
 		snprintf(why, whylen, "%s", strerror(ENOMEM));
 		ns_free(ns);
 		return -ENOMEM;
 	}
-	ret = ns_connect(ns, why, whylen);
+	ret = ns_dial(ns, &nh, why, whylen);
 	if (ret < 0) {
 		ns_free(ns);
 		return ret;
 	}
-	size = lib.get_size(ns->h);
-	ro = lib.is_read_only(ns->h);
-	fl = lib.can_flush(ns->h);
-	fua = lib.can_fua(ns->h);
-	tr = lib.can_trim(ns->h);
-	maxblk = lib.get_block_size(ns->h, LIBNBD_SIZE_MAXIMUM);
-	if (size < 0 || ro < 0 || fl < 0 || fua < 0 || tr < 0 || maxblk < 0)
-		return fail(ns, why, whylen);
+	ns->conn[0].h = nh;
+	ns->conn[0].made = ++ns->seq;
+	ns->nconn = 1;
+	size = lib.get_size(nh);
+	ro = lib.is_read_only(nh);
+	fl = lib.can_flush(nh);
+	fua = lib.can_fua(nh);
+	tr = lib.can_trim(nh);
+	mc = lib.can_multi_conn(nh);
+	maxblk = lib.get_block_size(nh, LIBNBD_SIZE_MAXIMUM);
+	if (size < 0 || ro < 0 || fl < 0 || fua < 0 || tr < 0 || mc < 0 || maxblk < 0) {
+		ret = nbd_err();
+		snprintf(why, whylen, "%s", lib.get_error() ? lib.get_error() : strerror(-ret));
+		ns_free(ns);
+		return ret;
+	}
 	ns->st.ops = &nbd_store_ops;
 	ns->st.size = (uint64_t)size;
 	ns->writable = writable;
@@ -633,11 +939,15 @@ int store_nbd_open(const char *uri, int writable, struct chunk_store **out, char
 	ns->max_req = NBD_STORE_MAX_REQUEST;
 	if (maxblk > 0 && (uint64_t)maxblk < ns->max_req)
 		ns->max_req = (size_t)maxblk;
-	if ((uint64_t)size >= OD_BLOCK_SIZE && ns_read_header(ns, &h) == 0) {
+	if ((uint64_t)size >= OD_BLOCK_SIZE && ns_read_header(ns, nh, &h) == 0) {
 		ns->have_ident = 1;
 		memcpy(ns->ident_uuid, h.volume_uuid, 16);
 		ns->ident_index = h.chunk_index;
 	}
+	/* More connections only where the server says they see each other's
+	 * writes and flushes, and where each can be checked to reach the same
+	 * chunk (its header). */
+	ns->max_conn = mc && ns->have_ident ? NS_MAX_CONNS : 1;
 	if (store_lost(&ns->st)) { /* its first read was not answered in time */
 		snprintf(why, whylen, "no answer from %s within %d ms", uri,
 			 __atomic_load_n(&nbd_timeout_ms, __ATOMIC_RELAXED));
@@ -656,4 +966,18 @@ int store_nbd_export_read_only(struct chunk_store *st)
 int store_nbd_can_flush(struct chunk_store *st)
 {
 	return to_ns(st)->can_flush;
+}
+
+void store_nbd_get_stats(struct chunk_store *st, struct store_nbd_stats *s)
+{
+	struct nbd_store *ns = to_ns(st);
+
+	pthread_mutex_lock(&ns->lock);
+	s->conns = ns->nconn;
+	s->max_conns = ns->max_conn;
+	pthread_mutex_unlock(&ns->lock);
+	s->in_flight = __atomic_load_n(&ns->in_flight, __ATOMIC_RELAXED);
+	s->max_in_flight = __atomic_load_n(&ns->max_in_flight, __ATOMIC_RELAXED);
+	s->commands = __atomic_load_n(&ns->commands, __ATOMIC_RELAXED);
+	s->flushes = __atomic_load_n(&ns->flushes, __ATOMIC_RELAXED);
 }

@@ -7,6 +7,7 @@
 #define CHUNKFS_STORE_NBD_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "fs/store/store.h"
 
@@ -37,5 +38,15 @@ int store_nbd_export_read_only(struct chunk_store *st);
  * returns 0 at once and says nothing about durability: chunkfsd refuses
  * such an export read-write (fs/place.c). */
 int store_nbd_can_flush(struct chunk_store *st);
+
+/* What an NBD store did: connections made (conns) and the most it may make
+ * (max_conns: 1 unless the server offers multi-conn), commands in flight
+ * now and the most ever at once, commands sent, flushes sent. */
+struct store_nbd_stats {
+	int conns, max_conns;
+	int in_flight, max_in_flight;
+	uint64_t commands, flushes;
+};
+void store_nbd_get_stats(struct chunk_store *st, struct store_nbd_stats *s);
 
 #endif
