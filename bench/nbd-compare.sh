@@ -11,10 +11,14 @@
 # and flush of the workload crosses NBD, and every commit flushes each
 # placed store that changed. The bytes each nbdkit server wrote and read
 # are printed (from /proc/PID/io) to show where the workload went. Not a
-# test: it prints figures.
+# test: it prints figures. --builddir2 DIR adds a third server, nbd2:
+# DIR's chunkfsd on a volume of its own placed the same way on four more
+# nbdkit servers, in the same rounds (a change against the code before
+# it, in one run): its column and nbd2/local.
 #
 # usage: bash bench/nbd-compare.sh [--rounds N] [--files N] [--size MIB]
-#            [--qd "1 8"] [--tests "create ..."] [--builddir DIR] [--keep]
+#            [--qd "1 8"] [--tests "create ..."] [--builddir DIR]
+#            [--builddir2 DIR] [--keep]
 set -u
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -25,10 +29,11 @@ size=128
 qds="1 8"
 tests="create create-write4k lookup-read4k getattr readdirplus remove seqwrite seqread"
 builddir=$top/build
+builddir2=
 keep=0
 
 usage() {
-	sed -n '2,17s/^# \{0,1\}//p' "$0"
+	sed -n '2,22s/^# \{0,1\}//p' "$0"
 	exit "$1"
 }
 
@@ -40,6 +45,7 @@ while [ $# -gt 0 ]; do
 	--qd) qds=$2; shift 2 ;;
 	--tests) tests=$2; shift 2 ;;
 	--builddir) builddir=$2; shift 2 ;;
+	--builddir2) builddir2=$2; shift 2 ;;
 	--keep) keep=1; shift ;;
 	-h | --help) usage 0 ;;
 	*) echo "nbd-compare: unknown option $1" >&2; usage 1 ;;
@@ -52,6 +58,11 @@ die() { say "$*"; exit 1; }
 for b in chunkfsd mkfs.chunkfs; do
 	[ -x "$builddir/$b" ] || die "$builddir/$b is not built (--builddir DIR)"
 done
+names="local nbd"
+if [ -n "$builddir2" ]; then
+	[ -x "$builddir2/chunkfsd" ] || die "$builddir2/chunkfsd is not built (--builddir2 DIR)"
+	names="local nbd nbd2"
+fi
 command -v nbdkit >/dev/null || die "nbdkit is not installed"
 tmp=$(mktemp -d "${TMPDIR:-/var/tmp}/nbd-compare.XXXXXX") || die "mktemp"
 pids=()
@@ -72,10 +83,11 @@ bench=$tmp/nfs_bench
 gcc -O2 -g -Wall -Wextra -o "$bench" "$top/bench/nfs_bench.c" \
 	$(pkg-config --cflags --libs libnfs) || die "cannot build nfs_bench"
 
-# start NAME [CONFIG LINES...]: chunkfsd on its own volume $tmp/NAME.img.
+# start NAME BUILDDIR [CONFIG LINES...]: BUILDDIR's chunkfsd on its own
+# volume $tmp/NAME.img.
 start() {
-	local name=$1
-	shift
+	local name=$1 bdir=$2
+	shift 2
 	{
 		echo "volume = $tmp/$name.img"
 		echo "listen = 127.0.0.1"
@@ -85,7 +97,7 @@ start() {
 		echo "export /work clients=127.0.0.0/8 access=rw squash=none"
 		for l in "$@"; do echo "$l"; done
 	} >"$tmp/$name.conf"
-	"$builddir/chunkfsd" -f -c "$tmp/$name.conf" --port-file "$tmp/$name.port" \
+	"$bdir/chunkfsd" -f -c "$tmp/$name.conf" --port-file "$tmp/$name.port" \
 		>"$tmp/$name.log" 2>&1 &
 	pids+=($!)
 	for _ in $(seq 1 200); do
@@ -99,7 +111,7 @@ MB=1048576
 CHUNK_MB=512
 NCHUNKS=5
 mkdir -p "$tmp/tree/work" || die "mkdir"
-for name in local nbd; do
+for name in $names; do
 	"$builddir/mkfs.chunkfs" -q -f --preallocate -s ${CHUNK_MB}M -n $NCHUNKS \
 		-k general,small -d "$tmp/tree" "$tmp/$name.img" || die "mkfs"
 	# Every block written once, as the nbd servers' chunk files (copied
@@ -109,29 +121,45 @@ for name in local nbd; do
 	dd if="$tmp/$name.img" of="$tmp/$name.w" bs=1M conv=fsync status=none &&
 		mv "$tmp/$name.w" "$tmp/$name.img" || die "rewriting $name.img"
 done
-places=()
+# place NAME FIRSTPORT: chunks 1-4 of $tmp/NAME.img copied out, each served
+# by nbdkit; places gets chunkfsd's lines, nbdpids and nbdnames the servers.
 nbdpids=()
-for c in $(seq 1 $((NCHUNKS - 1))); do
-	dd if="$tmp/nbd.img" of="$tmp/nbd-c$c.img" bs=1M skip=$((c * CHUNK_MB)) count=$CHUNK_MB \
-		status=none || die "dd chunk $c"
-	port=$((30000 + $$ % 10000 + c))
-	nbdkit -f -i 127.0.0.1 -p "$port" file "$tmp/nbd-c$c.img" 2>"$tmp/nbdkit$c.log" &
-	pids+=($!)
-	nbdpids+=($!)
-	for _ in $(seq 1 100); do
-		nbdinfo --size "nbd://127.0.0.1:$port/" >/dev/null 2>&1 && break
-		sleep 0.05
+nbdnames=()
+place() {
+	local name=$1 port
+	places=()
+	for c in $(seq 1 $((NCHUNKS - 1))); do
+		dd if="$tmp/$name.img" of="$tmp/$name-c$c.img" bs=1M skip=$((c * CHUNK_MB)) \
+			count=$CHUNK_MB status=none || die "dd chunk $c"
+		port=$(($2 + c))
+		nbdkit -f -i 127.0.0.1 -p "$port" file "$tmp/$name-c$c.img" \
+			2>"$tmp/nbdkit-$name-$c.log" &
+		pids+=($!)
+		nbdpids+=($!)
+		nbdnames+=("$name chunk $c")
+		for _ in $(seq 1 100); do
+			nbdinfo --size "nbd://127.0.0.1:$port/" >/dev/null 2>&1 && break
+			sleep 0.05
+		done
+		places+=("chunk $c = nbd://127.0.0.1:$port/")
 	done
-	places+=("chunk $c = nbd://127.0.0.1:$port/")
-done
-start local
-start nbd "${places[@]}"
+}
+start local "$builddir"
+place nbd $((30000 + $$ % 10000))
+start nbd "$builddir" "${places[@]}"
+if [ -n "$builddir2" ]; then
+	place nbd2 $((30010 + $$ % 10000))
+	start nbd2 "$builddir2" "${places[@]}"
+fi
 say "local: one image of $NCHUNKS x $CHUNK_MB MiB; nbd: chunks 1-$((NCHUNKS - 1)) on nbdkit file servers on loopback; export /work"
 
 declare -A rate unitof
 for r in $(seq 1 "$rounds"); do
 	for qd in $qds; do
-		for name in local nbd; do
+		order=$names
+		# nbd and nbd2 alternate which goes first
+		[ -n "$builddir2" ] && [ $((r % 2)) = 0 ] && order="local nbd2 nbd"
+		for name in $order; do
 			port=$(cat "$tmp/$name.port")
 			"$bench" --server 127.0.0.1 --port "$port" --export /work --qd "$qd" \
 				--files "$files" --size "$size" --test $tests >"$tmp/out" 2>"$tmp/err" ||
@@ -146,20 +174,32 @@ for r in $(seq 1 "$rounds"); do
 done
 
 median() { tr ' ' '\n' | grep . | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-printf "%-16s %3s %14s %14s %-10s %8s\n" test qd local nbd unit nbd/local
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", b ? a / b : 0 }'; }
+if [ -n "$builddir2" ]; then
+	printf "%-16s %3s %14s %14s %14s %-10s %8s %9s\n" test qd local nbd nbd2 unit \
+		nbd/local nbd2/local
+else
+	printf "%-16s %3s %14s %14s %-10s %8s\n" test qd local nbd unit nbd/local
+fi
 for qd in $qds; do
 	for t in $tests; do
 		l=$(echo "${rate[local.$t.$qd]:-}" | median)
 		n=$(echo "${rate[nbd.$t.$qd]:-}" | median)
 		[ -n "$l" ] && [ -n "$n" ] || continue
-		printf "%-16s %3s %14s %14s %-10s %8s\n" "$t" "$qd" "$l" "$n" "${unitof[$t]}" \
-			"$(awk -v a="$n" -v b="$l" 'BEGIN { printf "%.2f", b ? a / b : 0 }')"
+		if [ -n "$builddir2" ]; then
+			n2=$(echo "${rate[nbd2.$t.$qd]:-}" | median)
+			printf "%-16s %3s %14s %14s %14s %-10s %8s %9s\n" "$t" "$qd" "$l" "$n" \
+				"$n2" "${unitof[$t]}" "$(ratio "$n" "$l")" "$(ratio "$n2" "$l")"
+		else
+			printf "%-16s %3s %14s %14s %-10s %8s\n" "$t" "$qd" "$l" "$n" \
+				"${unitof[$t]}" "$(ratio "$n" "$l")"
+		fi
 	done
 done
 echo "(medians of $rounds rounds, in nfs_bench's unit for each test)"
 # Where the nbd runs' I/O went: each server's bytes written and read.
 for i in "${!nbdpids[@]}"; do
-	awk -v c=$((i + 1)) '/^wchar/ {w = $2} /^rchar/ {r = $2}
-		END {printf "nbdkit of chunk %d: %.1f MiB written, %.1f MiB read\n", c, w / 1048576, r / 1048576}' \
+	awk -v c="${nbdnames[$i]}" '/^wchar/ {w = $2} /^rchar/ {r = $2}
+		END {printf "nbdkit of %s: %.1f MiB written, %.1f MiB read\n", c, w / 1048576, r / 1048576}' \
 		"/proc/${nbdpids[$i]}/io"
 done
