@@ -21,12 +21,14 @@
  *
  * Flushes. NBD_CMD_FLUSH covers the writes the server completed before it
  * on its connection, and with multi-conn those of every connection. The
- * store numbers every write answer and every connection made (seq): a
- * flush answered on connection F covers each connection's writes answered
- * after F was made and before the flush was sent (a connection made again
- * after a server restart covers nothing the old server answered, since
- * lost). A flush is sent on one connection, any free one, and on each
- * dirty connection it would not cover (rare: one made again). A flush can
+ * store numbers (seq) every connection made, every batch of writes sent,
+ * every write answer and every flush sent: a flush answered on connection
+ * F covers each connection's writes sent after F was made and answered
+ * before the flush was sent (a connection made again after a server
+ * restart covers nothing the old server may have answered, since lost). A
+ * flush is sent on one connection (a free one with writes of its own if
+ * there is one), and on each dirty connection it would not cover (rare:
+ * after a reconnection). A flush can
  * be sent and waited for in two halves (flush_begin, flush_end), so that a
  * commit sends every placed store's flush before it waits for any and pays
  * one round trip, not one per store; flushes of one store go one at a time
@@ -103,14 +105,16 @@ struct ns_conn {
 	int busy;	      /* taken by a caller (ns_take, ns_take_conn) */
 	int wanted;	      /* flushers waiting for it: ns_take passes it by */
 	uint64_t made;	      /* seq when this connection was made */
-	/* seq of the first and last write or trim answered on it since a
-	 * flush covered it (0 0: nothing awaits a flush) */
+	/* Writes and trims answered on it that no flush covered yet: the seq
+	 * taken before the oldest was sent, and the seq of the last answer
+	 * (0 0: nothing awaits a flush). */
 	uint64_t dirty_first, dirty_last;
 	/* its flush between flush_begin and flush_end (under flush_lock) */
 	enum { PEND_NONE, PEND_SENT, PEND_RETRY } pend;
 	int64_t pend_cookie;
 	int64_t pend_deadline;
 	uint64_t pend_seq; /* seq just before the flush was sent */
+	int pend_err;	   /* PEND_RETRY: why libnbd refused the send */
 };
 
 struct nbd_store {
@@ -375,13 +379,25 @@ static int ns_dirty(struct nbd_store *ns)
 	return 0;
 }
 
-/* A write or trim answered on c: it awaits a flush. */
-static void ns_mark_dirty(struct nbd_store *ns, struct ns_conn *c)
+/* The next number of ns->seq. */
+static uint64_t ns_next_seq(struct nbd_store *ns)
+{
+	uint64_t seq;
+
+	pthread_mutex_lock(&ns->lock);
+	seq = ++ns->seq;
+	pthread_mutex_unlock(&ns->lock);
+	return seq;
+}
+
+/* Writes or trims sent on c after seq sent were answered: they await a
+ * flush. */
+static void ns_mark_dirty(struct nbd_store *ns, struct ns_conn *c, uint64_t sent)
 {
 	pthread_mutex_lock(&ns->lock);
 	c->dirty_last = ++ns->seq;
 	if (!c->dirty_first)
-		c->dirty_first = c->dirty_last;
+		c->dirty_first = sent;
 	pthread_mutex_unlock(&ns->lock);
 }
 
@@ -397,20 +413,19 @@ static int ns_revive(struct nbd_store *ns, struct ns_conn *c)
 {
 	struct nbd_handle *h;
 	char why[256];
-	int dirty;
+	int dirty, ret;
 
 	pthread_mutex_lock(&ns->lock);
 	dirty = ns_dirty(ns);
 	pthread_mutex_unlock(&ns->lock);
 	if (dirty || !ns->have_ident)
 		return ns_lose(ns, -ECONNRESET);
-	if (ns_dial(ns, &h, why, sizeof(why)) < 0)
-		return ns_lose(ns, -ECONNRESET); /* the old handle is closed with the store */
+	ret = ns_dial(ns, &h, why, sizeof(why));
+	if (ret < 0)
+		return ns_lose(ns, ret); /* the old handle is closed with the store */
 	lib.close(c->h);
 	c->h = h;
-	pthread_mutex_lock(&ns->lock);
-	c->made = ++ns->seq;
-	pthread_mutex_unlock(&ns->lock);
+	c->made = ns_next_seq(ns);
 	if (ns_same_export(ns, h) < 0)
 		return ns_lose(ns, -ECONNRESET);
 	return 0;
@@ -495,19 +510,23 @@ static void ns_give(struct nbd_store *ns, struct ns_conn *c)
 /* [off, off + len) on connection c, the caller's: cut to the largest
  * request, up to NS_BATCH pieces, sent together and then waited for. When
  * the connection closed under them, those not answered are sent once
- * more on a new one if that is safe (ns_revive). A FUA write is durable
- * once answered and leaves c clean. 0 or the first piece's error. */
+ * more on a new one if that is safe (ns_revive). Writes answered are
+ * marked dirty before that (a reconnection must see them); a FUA write is
+ * durable once answered and leaves c clean. 0 or the first piece's
+ * error. */
 static int ns_batch(struct nbd_store *ns, struct ns_conn *c, enum ns_cmd cmd, uint8_t *p,
 		    size_t len, uint64_t off, int fua)
 {
 	int64_t cookie[NS_BATCH];
 	int res[NS_BATCH];
 	size_t n = (len + ns->max_req - 1) / ns->max_req;
-	int ret = 0, done = 0;
+	int dirties = (cmd == NS_WRITE && !fua) || cmd == NS_TRIM;
+	int ret = 0;
 
 	for (int round = 0; round < 2; round++) {
+		uint64_t sent = ns_next_seq(ns);
 		int64_t deadline = deadline_ms();
-		int again = 0;
+		int again = 0, done = 0;
 
 		for (size_t i = 0; i < n; i++) {
 			size_t at = i * ns->max_req;
@@ -526,7 +545,10 @@ static int ns_batch(struct nbd_store *ns, struct ns_conn *c, enum ns_cmd cmd, ui
 						     : ns_wait_until(ns, c->h, cookie[i], deadline);
 			ns_landed(ns, cookie[i]);
 			again |= res[i] == NS_CLOSED;
+			done |= res[i] == 0;
 		}
+		if (done && dirties)
+			ns_mark_dirty(ns, c, sent);
 		if (!again)
 			break;
 		if (store_lost(&ns->st))
@@ -536,14 +558,8 @@ static int ns_batch(struct nbd_store *ns, struct ns_conn *c, enum ns_cmd cmd, ui
 		if (ns_revive(ns, c) < 0)
 			return -EIO;
 	}
-	for (size_t i = 0; i < n; i++) {
-		if (res[i] == 0)
-			done = 1;
-		else if (ret == 0)
-			ret = res[i];
-	}
-	if (done && ((cmd == NS_WRITE && !fua) || cmd == NS_TRIM))
-		ns_mark_dirty(ns, c);
+	for (size_t i = 0; i < n && ret == 0; i++)
+		ret = res[i];
 	return store_lost(&ns->st) ? -EIO : ret;
 }
 
@@ -621,12 +637,14 @@ static int ns_pwrite_last(struct chunk_store *st, const void *buf, size_t len, u
  * numbered before pend_seq. */
 static void ns_flush_send(struct nbd_store *ns, struct ns_conn *c)
 {
-	pthread_mutex_lock(&ns->lock);
-	c->pend_seq = ++ns->seq;
-	pthread_mutex_unlock(&ns->lock);
+	c->pend_seq = ns_next_seq(ns);
 	c->pend_deadline = deadline_ms();
 	c->pend_cookie = ns_send(ns, c->h, NS_FLUSH, NULL, 0, 0, 0);
-	c->pend = c->pend_cookie < 0 ? PEND_RETRY : PEND_SENT;
+	c->pend = PEND_SENT;
+	if (c->pend_cookie < 0) {
+		c->pend = PEND_RETRY;
+		c->pend_err = closed(c->h) ? NS_CLOSED : nbd_err();
+	}
 }
 
 /* A free connection with writes awaiting a flush, taken, or NULL; under
@@ -648,8 +666,8 @@ static struct ns_conn *ns_free_dirty(struct nbd_store *ns)
  * for any): begin takes flush_lock, which end releases, and when some
  * connection holds writes not yet flushed, takes a connection F (a free
  * dirty one, else any: ns_take) and sends the flush on it, and on every
- * dirty connection made before F (a flush on F does not cover what they
- * were answered: ns_covered); its deadline runs from the send, so flushes
+ * dirty connection with writes sent before F was made (a flush on F
+ * does not cover them: ns_covered); its deadline runs from the send, so flushes
  * sent together are waited for within about one timeout. A send libnbd
  * refused (a connection closed) is left to end, which takes the way of any
  * command (ns_revive). */
@@ -691,18 +709,15 @@ static void ns_flush_begin(struct chunk_store *st)
 }
 
 /* The flush on c was answered: with ns->lock held, every connection's
- * writes answered after c was made and before the flush was sent are
- * durable (with one connection, or multi-conn). */
+ * writes sent after c was made and answered before the flush was sent are
+ * durable (with one connection, or multi-conn). A connection with a write
+ * sent before c was made, or answered after the send, stays as it was. */
 static void ns_covered(struct nbd_store *ns, struct ns_conn *c)
 {
 	for (int i = 0; i < ns->nconn; i++) {
 		struct ns_conn *k = &ns->conn[i];
-		if (!k->dirty_first || k->dirty_first <= c->made || k->dirty_first > c->pend_seq)
-			continue;
-		if (k->dirty_last < c->pend_seq)
+		if (k->dirty_first > c->made && k->dirty_last < c->pend_seq)
 			k->dirty_first = k->dirty_last = 0;
-		else
-			k->dirty_first = c->pend_seq + 1; /* answered after the send */
 	}
 }
 
@@ -710,7 +725,7 @@ static void ns_covered(struct nbd_store *ns, struct ns_conn *c)
  * connection where ns_revive allows. */
 static int ns_flush_wait(struct nbd_store *ns, struct ns_conn *c)
 {
-	int ret = NS_CLOSED;
+	int ret = c->pend_err;
 
 	if (c->pend == PEND_SENT) {
 		ret = ns_wait_until(ns, c->h, c->pend_cookie, c->pend_deadline);
@@ -720,9 +735,7 @@ static int ns_flush_wait(struct nbd_store *ns, struct ns_conn *c)
 		ret = ns_revive(ns, c);
 		if (ret == 0) {
 			int64_t cookie;
-			pthread_mutex_lock(&ns->lock);
-			c->pend_seq = ++ns->seq;
-			pthread_mutex_unlock(&ns->lock);
+			c->pend_seq = ns_next_seq(ns);
 			cookie = ns_send(ns, c->h, NS_FLUSH, NULL, 0, 0, 0);
 			ret = ns_wait_until(ns, c->h, cookie, deadline_ms());
 			ns_landed(ns, cookie);
