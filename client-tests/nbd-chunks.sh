@@ -79,6 +79,17 @@ done
 check_files "while serving"
 [ "$(chunk_field 2 used_inodes)" -gt "$used2" ] || fail "nothing landed in chunk 2"
 [ "$(chunk_field 3 used_inodes)" -gt "$used3" ] || fail "nothing landed in chunk 3"
+# What chunk 2's NBD store did (nbdkit's file plugin offers multi-conn:
+# from 1 up to 4 connections); chunk 0, in the image, has no such fields.
+conns2=$(chunk_field 2 nbd_conns)
+echo "chunk 2 on NBD: $conns2 connections, at most $(chunk_field 2 nbd_max_in_flight)" \
+	"commands in flight, $(chunk_field 2 nbd_commands) commands"
+[ "$conns2" -ge 1 ] && [ "$conns2" -le 4 ] || fail "chunk 2: nbd_conns '$conns2'"
+# at least one write a file in chunk 2's directories
+n2=$(($(echo $dirs2 | wc -w) * 4))
+[ "$(chunk_field 2 nbd_commands)" -ge "$n2" ] || fail "chunk 2: fewer than $n2 nbd_commands"
+[ "$(chunk_field 2 nbd_max_in_flight)" -ge 1 ] || fail "chunk 2: nbd_max_in_flight"
+[ -z "$(chunk_field 0 nbd_conns)" ] || fail "chunk 0 has nbd_conns"
 stop_server
 for c in 2 3; do
 	cmp -s -i $((c * 64 * MB)):$((c * 64 * MB)) -n $((64 * MB)) "$vol" "$tmp/orig.img" ||

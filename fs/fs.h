@@ -443,6 +443,11 @@ struct fs_chunk_info {
 	char why_offline[160];     /* offline: why, when known ("" else) */
 	int draining;              /* being evacuated: nothing new is placed in it */
 	int retired;               /* evacuated and retired: no store, never read */
+	/* Its store is on an NBD server (online chunks): connections made,
+	 * the most commands it had in flight at once, commands sent. */
+	int nbd;
+	int nbd_conns, nbd_max_in_flight;
+	uint64_t nbd_commands;
 };
 uint32_t fs_chunk_count(struct fs_volume *vol);
 int fs_chunk_info(struct fs_volume *vol, uint32_t chunk, struct fs_chunk_info *out);

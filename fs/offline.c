@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include "fs/internal.h"
+#include "fs/store/store_nbd.h"
 
 /* The chunks the root directory cannot do without: where its inode lives
  * and where its stable number is mapped. */
@@ -427,6 +428,15 @@ int fs_chunk_info(struct fs_volume *v, uint32_t i, struct fs_chunk_info *out)
 	out->draining = chunk_draining(c);
 	out->retired = c->retired;
 	out->lost_store = c->offline ? c->lost_store : 0;
+	if (!c->offline && c->place && c->store) {
+		struct store_nbd_stats ns;
+		if (store_nbd_stats(c->store, &ns) == 0) {
+			out->nbd = 1;
+			out->nbd_conns = ns.conns;
+			out->nbd_max_in_flight = ns.max_in_flight;
+			out->nbd_commands = ns.commands;
+		}
+	}
 	if (c->offline)
 		snprintf(out->why_offline, sizeof(out->why_offline), "%s", c->why_offline);
 	vol_unlock(v);

@@ -477,6 +477,9 @@ static void cmd_status(struct control *ctl, struct answer *a)
 		add(a, " placed=%s store_lost=%s draining=%s retired=%s", ci.placed ? "yes" : "no",
 		    ci.lost_store ? "yes" : "no", ci.draining ? "yes" : "no",
 		    ci.retired ? "yes" : "no");
+		if (ci.nbd)
+			add(a, " nbd_conns=%d nbd_max_in_flight=%d nbd_commands=%" PRIu64,
+			    ci.nbd_conns, ci.nbd_max_in_flight, ci.nbd_commands);
 		if (ci.why_offline[0]) {
 			add(a, " reason=");
 			add_value(a, ci.why_offline);

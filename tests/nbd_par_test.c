@@ -134,7 +134,7 @@ static pid_t start_nbdkit(const char *sock, const char *image)
 
 static int write_header(const char *image)
 {
-	struct od_mb_header mh = { .magic = OD_MB_MAGIC, .type = OD_MB_CHUNK_HEADER, .units = 1 };
+	struct od_mb_header mh = {.magic = OD_MB_MAGIC, .type = OD_MB_CHUNK_HEADER, .units = 1};
 	struct od_chunk_header h;
 	uint8_t blk[OD_BLOCK_SIZE];
 	int fd = open(image, O_RDWR | O_CREAT | O_TRUNC, 0600);
@@ -213,12 +213,12 @@ int main(void)
 		kill(pid, SIGKILL);
 		return test_done("nbd_par");
 	}
-	store_nbd_get_stats(st, &s);
+	CHECK_EQ(store_nbd_stats(st, &s), 0);
 	CHECK_EQ(s.conns, 1);
 	CHECK_EQ(s.max_conns, 4); /* the cache filter offers multi-conn */
 
 	for (int i = 0; i < NTHREADS; i++) {
-		w[i] = (struct worker){ .id = i, .rnd = seed * 7919u + (unsigned)i };
+		w[i] = (struct worker){.id = i, .rnd = seed * 7919u + (unsigned)i};
 		pthread_create(&th[i], NULL, worker_main, &w[i]);
 	}
 	/* flushes beside the writers: each covers what it covers, no more */
@@ -233,7 +233,7 @@ int main(void)
 	}
 	CHECK_EQ(store_pread(st, back, EXPORT_SIZE, 0), 0);
 	CHECK(memcmp(back, model, EXPORT_SIZE) == 0);
-	store_nbd_get_stats(st, &s);
+	CHECK_EQ(store_nbd_stats(st, &s), 0);
 	printf("connections %d of %d, most in flight %d, commands %llu, flushes %llu\n", s.conns,
 	       s.max_conns, s.max_in_flight, (unsigned long long)s.commands,
 	       (unsigned long long)s.flushes);

@@ -488,6 +488,10 @@ static void print_status(struct record *recs, int n)
 			printf("      draining: nothing new is placed in it (evacuate)\n");
 		if (get(r, "reason")[0])
 			printf("      offline: %s\n", get(r, "reason"));
+		if (get(r, "nbd_conns")[0])
+			printf("      on NBD: %s connections, at most %s commands in flight, %s "
+			       "commands\n",
+			       get(r, "nbd_conns"), get(r, "nbd_max_in_flight"), get(r, "nbd_commands"));
 		if (get(r, "repair_estimate_us")[0])
 			printf("      its check would take about %.1f ms (fsck.chunkfs --estimate)\n",
 			       (double)num(r, "repair_estimate_us") / 1000);

@@ -981,10 +981,12 @@ int store_nbd_can_flush(struct chunk_store *st)
 	return to_ns(st)->can_flush;
 }
 
-void store_nbd_get_stats(struct chunk_store *st, struct store_nbd_stats *s)
+int store_nbd_stats(struct chunk_store *st, struct store_nbd_stats *s)
 {
 	struct nbd_store *ns = to_ns(st);
 
+	if (st->ops != &nbd_store_ops)
+		return -EINVAL;
 	pthread_mutex_lock(&ns->lock);
 	s->conns = ns->nconn;
 	s->max_conns = ns->max_conn;
@@ -993,4 +995,5 @@ void store_nbd_get_stats(struct chunk_store *st, struct store_nbd_stats *s)
 	s->max_in_flight = __atomic_load_n(&ns->max_in_flight, __ATOMIC_RELAXED);
 	s->commands = __atomic_load_n(&ns->commands, __ATOMIC_RELAXED);
 	s->flushes = __atomic_load_n(&ns->flushes, __ATOMIC_RELAXED);
+	return 0;
 }

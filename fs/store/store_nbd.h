@@ -41,12 +41,13 @@ int store_nbd_can_flush(struct chunk_store *st);
 
 /* What an NBD store did: connections made (conns) and the most it may make
  * (max_conns: 1 unless the server offers multi-conn), commands in flight
- * now and the most ever at once, commands sent, flushes sent. */
+ * now and the most ever at once, commands sent, flushes sent. 0, or
+ * -EINVAL when st is not an NBD store. */
 struct store_nbd_stats {
 	int conns, max_conns;
 	int in_flight, max_in_flight;
 	uint64_t commands, flushes;
 };
-void store_nbd_get_stats(struct chunk_store *st, struct store_nbd_stats *s);
+int store_nbd_stats(struct chunk_store *st, struct store_nbd_stats *s);
 
 #endif
