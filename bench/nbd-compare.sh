@@ -93,7 +93,7 @@ start() {
 		echo "listen = 127.0.0.1"
 		echo "port = 0"
 		echo "rpcbind = no"
-		echo "control = none"
+		echo "control = $tmp/$name.ctl"
 		echo "export /work clients=127.0.0.0/8 access=rw squash=none"
 		for l in "$@"; do echo "$l"; done
 	} >"$tmp/$name.conf"
@@ -197,6 +197,14 @@ for qd in $qds; do
 	done
 done
 echo "(medians of $rounds rounds, in nfs_bench's unit for each test)"
+# What each NBD-placed server's store of chunk 1 did (chunkfsctl status).
+for name in $names; do
+	[ "$name" = local ] && continue
+	[ "$name" = nbd2 ] && b=$builddir2 || b=$builddir
+	"$b/chunkfsctl" -s "$tmp/$name.ctl" status 2>/dev/null |
+		awk -v n="$name" '$1 == "1" {c = 1; next} c && /on NBD:/ {print n " chunk 1 " $0; exit}
+			/^[0-9]/ {c = 0}'
+done
 # Where the nbd runs' I/O went: each server's bytes written and read.
 for i in "${!nbdpids[@]}"; do
 	awk -v c="${nbdnames[$i]}" '/^wchar/ {w = $2} /^rchar/ {r = $2}
