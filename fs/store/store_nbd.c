@@ -28,12 +28,12 @@
  * restart covers nothing the old server may have answered, since lost). A
  * flush is sent on one connection (a free one with writes of its own if
  * there is one), and on each dirty connection it would not cover (rare:
- * after a reconnection). A flush can
- * be sent and waited for in two halves (flush_begin, flush_end), so that a
- * commit sends every placed store's flush before it waits for any and pays
- * one round trip, not one per store; flushes of one store go one at a time
- * (flush_lock, held from begin to end), reads and writes go on beside them
- * on the other connections.
+ * after a reconnection). A flush can be sent and waited for in two halves
+ * (flush_begin, flush_end), so that a commit sends every placed store's
+ * flush before it waits for any and pays one round trip, not one per
+ * store; flushes of one store go one at a time (flush_lock, held from
+ * begin to end), reads and writes go on beside them on the other
+ * connections.
  *
  * The FUA rule: a write the caller follows with a flush and no other write
  * (store_pwrite_last) goes with NBD_CMD_FLAG_FUA when the server offers it
@@ -120,14 +120,14 @@ struct ns_conn {
 struct nbd_store {
 	struct chunk_store st;
 	char *uri;
-	pthread_mutex_t lock;	    /* the pool: every ns_conn field but h, nconn, growing, seq */
+	pthread_mutex_t lock;	    /* the pool: ns_conn but h; nconn, max_conn, growing, seq */
 	pthread_cond_t freed;	    /* a connection given back or made */
 	pthread_mutex_t flush_lock; /* one flush at a time: held from begin to end */
 	struct ns_conn conn[NS_MAX_CONNS];
 	int nconn;	/* conn[0 .. nconn) made */
 	int max_conn;	/* 1, or NS_MAX_CONNS with multi-conn */
 	int growing;	/* a caller is making conn[nconn] */
-	uint64_t seq;	/* numbers write answers, connections made, flushes sent */
+	uint64_t seq;	/* numbers connections made, writes sent and answered, flushes */
 	int flush_lost; /* flush_begin found the store lost */
 	/* Which chunk of which volume the export held when opened (its header,
 	 * copy 0), so that a new connection is refused when it reaches
@@ -141,7 +141,7 @@ struct nbd_store {
 	int can_fua;
 	int can_trim;
 	size_t max_req;
-	/* store_nbd_get_stats (atomics) */
+	/* store_nbd_stats (atomics) */
 	int in_flight, max_in_flight;
 	uint64_t commands, flushes;
 };
