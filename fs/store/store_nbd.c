@@ -66,6 +66,10 @@
 /* Pieces of one request sent together on its connection. */
 #define NS_BATCH 16
 
+/* How often a caller waiting for its answer looks whether another lost
+ * the store meanwhile (ms). */
+#define NS_POLL_SLICE 100
+
 /* How long a connection or one request may take before the server counts
  * as lost (store_nbd_set_timeout). */
 static int nbd_timeout_ms = 10000;
@@ -218,7 +222,9 @@ static int connect_done(struct nbd_handle *h, int64_t unused)
 
 /* Poll h until done() or the deadline: 0 or done()'s error; -ETIMEDOUT or
  * the poll's error (the store lost when lose is set); -EIO once another
- * caller lost the store (h is then left alone). */
+ * caller lost the store (h is then left alone): looked at every
+ * NS_POLL_SLICE ms, so that every caller of a store whose server went
+ * silent fails soon after the first one's deadline, not at its own. */
 static int ns_poll_until(struct nbd_store *ns, struct nbd_handle *h, int64_t deadline,
 			 int (*done)(struct nbd_handle *h, int64_t cookie), int64_t cookie,
 			 int lose)
@@ -233,7 +239,7 @@ static int ns_poll_until(struct nbd_store *ns, struct nbd_handle *h, int64_t dea
 		left = deadline - now_ms();
 		if (left <= 0)
 			return lose ? ns_lose(ns, -ETIMEDOUT) : -ETIMEDOUT;
-		if (lib.poll(h, (int)(left < INT32_MAX ? left : INT32_MAX)) < 0) {
+		if (lib.poll(h, (int)(left < NS_POLL_SLICE ? left : NS_POLL_SLICE)) < 0) {
 			r = nbd_err();
 			return lose ? ns_lose(ns, r) : r;
 		}
@@ -433,7 +439,8 @@ static int ns_revive(struct nbd_store *ns, struct ns_conn *c)
 
 /* Make conn[nconn], with ns->lock held (dropped meanwhile): the new
  * connection, taken, or NULL when it could not be made (then the pool
- * stays as large as it is). */
+ * stays as large as it is; a server silent for the whole timeout is
+ * lost). */
 static struct ns_conn *ns_grow(struct nbd_store *ns)
 {
 	struct nbd_handle *h = NULL;
@@ -448,6 +455,8 @@ static struct ns_conn *ns_grow(struct nbd_store *ns)
 		ret = ns_same_export(ns, h);
 	pthread_mutex_lock(&ns->lock);
 	ns->growing = 0;
+	if (ret == -ETIMEDOUT) /* a server that does not answer: lost, as at open */
+		ns_lose(ns, ret);
 	if (ret < 0) {
 		if (h)
 			lib.close(h);
