@@ -845,39 +845,37 @@ static int load_libnbd_locked(char *why, size_t whylen)
 		const char *name;
 		void **slot;
 	} calls[] = {
-	    {"nbd_create", (void **)&lib.create},
-	    {"nbd_aio_connect_uri", (void **)&lib.aio_connect_uri},
-	    {"nbd_aio_is_connecting", (void **)&lib.aio_is_connecting},
-	    {"nbd_aio_is_ready", (void **)&lib.aio_is_ready},
-	    {"nbd_aio_is_dead", (void **)&lib.aio_is_dead},
-	    {"nbd_aio_is_closed", (void **)&lib.aio_is_closed},
-	    {"nbd_get_size", (void **)&lib.get_size},
-	    {"nbd_is_read_only", (void **)&lib.is_read_only},
-	    {"nbd_can_flush", (void **)&lib.can_flush},
-	    {"nbd_can_fua", (void **)&lib.can_fua},
-	    {"nbd_can_trim", (void **)&lib.can_trim},
-	    {"nbd_can_multi_conn", (void **)&lib.can_multi_conn},
-	    {"nbd_get_block_size", (void **)&lib.get_block_size},
-	    {"nbd_aio_pread", (void **)&lib.aio_pread},
-	    {"nbd_aio_pwrite", (void **)&lib.aio_pwrite},
-	    {"nbd_aio_flush", (void **)&lib.aio_flush},
-	    {"nbd_aio_trim", (void **)&lib.aio_trim},
-	    {"nbd_aio_command_completed", (void **)&lib.aio_command_completed},
-	    {"nbd_poll", (void **)&lib.poll},
-	    {"nbd_shutdown", (void **)&lib.shutdown},
-	    {"nbd_close", (void **)&lib.close},
-	    {"nbd_get_errno", (void **)&lib.get_errno},
-	    {"nbd_get_error", (void **)&lib.get_error},
+		{ "nbd_create", (void **)&lib.create },
+		{ "nbd_aio_connect_uri", (void **)&lib.aio_connect_uri },
+		{ "nbd_aio_is_connecting", (void **)&lib.aio_is_connecting },
+		{ "nbd_aio_is_ready", (void **)&lib.aio_is_ready },
+		{ "nbd_aio_is_dead", (void **)&lib.aio_is_dead },
+		{ "nbd_aio_is_closed", (void **)&lib.aio_is_closed },
+		{ "nbd_get_size", (void **)&lib.get_size },
+		{ "nbd_is_read_only", (void **)&lib.is_read_only },
+		{ "nbd_can_flush", (void **)&lib.can_flush },
+		{ "nbd_can_fua", (void **)&lib.can_fua },
+		{ "nbd_can_trim", (void **)&lib.can_trim },
+		{ "nbd_can_multi_conn", (void **)&lib.can_multi_conn },
+		{ "nbd_get_block_size", (void **)&lib.get_block_size },
+		{ "nbd_aio_pread", (void **)&lib.aio_pread },
+		{ "nbd_aio_pwrite", (void **)&lib.aio_pwrite },
+		{ "nbd_aio_flush", (void **)&lib.aio_flush },
+		{ "nbd_aio_trim", (void **)&lib.aio_trim },
+		{ "nbd_aio_command_completed", (void **)&lib.aio_command_completed },
+		{ "nbd_poll", (void **)&lib.poll },
+		{ "nbd_shutdown", (void **)&lib.shutdown },
+		{ "nbd_close", (void **)&lib.close },
+		{ "nbd_get_errno", (void **)&lib.get_errno },
+		{ "nbd_get_error", (void **)&lib.get_error },
 	};
 
 	if (lib.dl)
 		return 0;
 	lib.dl = dlopen("libnbd.so.0", RTLD_NOW | RTLD_LOCAL);
 	if (!lib.dl) {
-		snprintf(why, whylen,
-			 "NBD needs libnbd (libnbd.so.0), which cannot be loaded: %s"
-			 " (install libnbd0)",
-			 dlerror());
+		snprintf(why, whylen, "NBD needs libnbd (libnbd.so.0), which cannot be loaded: %s"
+			 " (install libnbd0)", dlerror());
 		return -ENOPKG;
 	}
 	for (size_t i = 0; i < sizeof(calls) / sizeof(calls[0]); i++) {
