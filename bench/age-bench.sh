@@ -51,6 +51,10 @@
 # filesystem's own count when the first was). A probe file the filesystem
 # had no room for is left out: the read rates then cover those written,
 # shown as (written/asked) after the rate.
+# --keep leaves, beside the images, chunkfs-aged.hist (how each file of the
+# replay was written: age_bench --history) and chunkfs-STATE.files (each
+# file's extents: age_count -l), to find where extents come from
+# (bench/age-layout.sh reads them).
 set -u
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -77,7 +81,7 @@ rounds=3
 conf_extra=
 
 usage() {
-	sed -n '2,54s/^# \{0,1\}//p' "$0"
+	sed -n '2,57s/^# \{0,1\}//p' "$0"
 	exit "$1"
 }
 
@@ -222,7 +226,8 @@ EOF
 	start_server
 	if [ "$state" = aged ]; then
 		# shellcheck disable=SC2086
-		"$AB" --nfs "127.0.0.1:$port" $age_opts age >>"$out" || die "chunkfs: age failed"
+		"$AB" --nfs "127.0.0.1:$port" $age_opts --history "$tmp/chunkfs-aged.hist" age >>"$out" ||
+			die "chunkfs: age failed"
 		# what reallocation on rewrite did during the ageing
 		"$tmp/bin/chunkfsctl" -s "$tmp/control" status | sed -n \
 			's/.*(files of \([0-9]*\) extents.*: \([0-9]*\) files gathered into new runs, \([0-9]*\) blocks; \([0-9]*\) written in place.*/realloc extents=\1 files=\2 blocks=\3 no_run=\4/p' \
@@ -240,6 +245,10 @@ EOF
 		stop_server
 	done
 	"$tmp/bin/age_count" "$img" >>"$out" || die "chunkfs: age_count failed"
+	if [ "$keep" -eq 1 ]; then
+		"$tmp/bin/age_count" -l "$img" | grep '^file ' >"$tmp/chunkfs-$state.files" ||
+			die "chunkfs: age_count -l failed"
+	fi
 	say "chunkfs $state: $(tr '\n' ' ' <"$out")"
 }
 

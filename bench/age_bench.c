@@ -92,6 +92,7 @@ static unsigned o_ndirs = 32;
 static uint64_t o_seed = 1;
 static uint64_t o_max_file;          /* 0: capacity / 32, at most 256 MiB */
 static uint64_t o_max_ops;           /* 0: no limit */
+static const char *o_history;        /* age: each file's history written there */
 static uint64_t o_capacity;          /* 0: the filesystem's own counts steer */
 static unsigned o_large = 8;
 static unsigned o_large_mib = 64;
@@ -227,6 +228,11 @@ struct file {
 	int unjudged;                 /* created, not yet through a sync */
 	int8_t by_table, by_learning; /* the predictions at create: 1 large, 0 small */
 	int learned;                  /* by_learning came from the predictor */
+	/* --history: how the file was written */
+	uint64_t created;             /* its size at create */
+	uint32_t appends, overwrites;
+	uint32_t grow_syncs;          /* sync intervals in which it grew */
+	uint64_t grew_in;             /* the last of them, + 1 */
 	nfs_fh3 fh;
 };
 
@@ -724,6 +730,7 @@ static void dir_mkdir(const char *path)
 /* --- what both backends are asked ----------------------------------------- */
 
 static int use_nfs;
+static uint64_t sync_epoch;          /* syncs so far (--history) */
 static nfs_fh3 *dir_fh;              /* NFS: the handles of the age/dNN */
 static nfs_fh3 age_fh;
 
@@ -742,8 +749,17 @@ static void note_dirty(const struct file *f)
 	fh_set(&dirty[ndirty++], (const uint8_t *)f->fh.data.data_val, f->fh.data.data_len);
 }
 
+static void note_growth(struct file *f)
+{
+	if (f->grew_in != sync_epoch + 1) {
+		f->grew_in = sync_epoch + 1;
+		f->grow_syncs++;
+	}
+}
+
 static void sync_all(void)
 {
+	sync_epoch++;
 	if (!use_nfs) {
 		dir_sync();
 		return;
@@ -879,6 +895,29 @@ static void judge_after_sync(struct file *files, size_t nfiles, unsigned *pendin
 	*pending = 0;
 }
 
+/* --history: one line a file left, to set beside bench/age_count -l:
+ *   hist /age/dNN/NAME size=S created=C appends=A overwrites=O grow_syncs=G
+ * (G: the sync intervals in which it was created or appended to, each a
+ * placement of its own through chunkfsd). */
+static void write_history(const struct file *files, size_t nfiles)
+{
+	char name[64];
+	FILE *h = fopen(o_history, "w");
+
+	if (!h)
+		die("%s: %s", o_history, strerror(errno));
+	for (size_t i = 0; i < nfiles; i++) {
+		const struct file *f = &files[i];
+		fprintf(h,
+			"hist /age/d%02u/%s size=%" PRIu64 " created=%" PRIu64
+			" appends=%u overwrites=%u grow_syncs=%u\n",
+			f->dir, file_name(f, name, sizeof(name)), f->size, f->created, f->appends,
+			f->overwrites, f->grow_syncs);
+	}
+	if (fclose(h) != 0)
+		die("%s: %s", o_history, strerror(errno));
+}
+
 struct counts {
 	uint64_t ops, creates, deletes, appends, overwrites, syncs, written, enospc;
 };
@@ -954,6 +993,8 @@ static void cmd_age(void)
 				f->id = next_id++;
 				f->size = size;
 				f->is_log = is_log;
+				f->created = size;
+				note_growth(f);
 				snprintf(f->ext, sizeof(f->ext), "%s", pick_ext(size, is_log));
 				predict_at_create(f);
 				pending++;
@@ -979,6 +1020,8 @@ static void cmd_age(void)
 					victim = (long)i;
 				est += round_blocks(f->size + add) - round_blocks(f->size);
 				f->size += add;
+				f->appends++;
+				note_growth(f);
 				c.appends++;
 				c.written += add;
 			}
@@ -991,6 +1034,7 @@ static void cmd_age(void)
 			uint64_t off = rnd_below(f->size - len + 1);
 			if (op_write(f, off, len) < 0)
 				victim = (long)i;
+			f->overwrites++;
 			c.overwrites++;
 			c.written += len;
 		}
@@ -1042,6 +1086,8 @@ static void cmd_age(void)
 	printf("predict judged=%" PRIu64 " table_right=%" PRIu64 " learned_right=%" PRIu64
 	       " learned_used=%" PRIu64 " entries=%u\n",
 	       judged, table_right, learned_right, learned_used, pred_entries(&pred));
+	if (o_history)
+		write_history(files, nfiles);
 	for (size_t i = 0; i < nfiles; i++)
 		fh_clear(&files[i].fh);
 	free(files);
@@ -1384,6 +1430,7 @@ static void usage(int status)
 		"options: --full F (0.80) --write-factor W (3) --sync-every N (8) --dirs N (32)\n"
 		"         --seed S (1) --max-file BYTES (capacity/32, <= 256 MiB) --max-ops N\n"
 		"         --capacity BYTES (steer by the replay's own count against it)\n"
+		"         --history PATH (age: each file's writes, one line a file)\n"
 		"         --large N (8) --large-mib M (64) --small N (2000) --io BYTES (1 MiB)\n"
 		"         --qd N (4)\n");
 	exit(status);
@@ -1408,6 +1455,7 @@ int main(int argc, char **argv)
 		{ "small", required_argument, NULL, 'S' },
 		{ "io", required_argument, NULL, 'i' },
 		{ "qd", required_argument, NULL, 'q' },
+		{ "history", required_argument, NULL, 'H' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -1440,6 +1488,7 @@ int main(int argc, char **argv)
 		case 'S': o_small = (unsigned)atoi(optarg); break;
 		case 'i': o_io = (unsigned)atoi(optarg); break;
 		case 'q': o_qd = (unsigned)atoi(optarg); break;
+		case 'H': o_history = optarg; break;
 		case 'h': usage(0); break;
 		default: usage(2);
 		}

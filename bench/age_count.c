@@ -10,7 +10,12 @@
  *   free block=4096 total=T free=F ge8m=G outside=O outside_ge8m=OG
  * (T blocks of the volume's data areas, F free blocks data may take, G of
  * those in runs of at least 8 MiB, O and OG the same outside the chunks'
- * metadata zones, which data takes last). */
+ * metadata zones, which data takes last). With -l it first lists every
+ * regular file holding data, one a line, for finding where extents come
+ * from:
+ *   file PATH size=S extents=E blocks=B runs=LEN@CHUNK:PBLK,...
+ * (each run's file block is the sum of the lengths before it unless the
+ * file has holes). */
 #include "config.h"
 
 #include <errno.h>
@@ -38,7 +43,10 @@ struct ent {
 	char *name;
 	struct fs_ino ino;
 	uint32_t mode;
+	uint64_t size;
 };
+
+static int list_files; /* -l */
 
 struct listing {
 	struct ent *e;
@@ -70,6 +78,7 @@ static int take(void *ctx, const struct fs_dirent *d)
 	}
 	l->e[l->n].ino = d->ino;
 	l->e[l->n].mode = d->attr.mode;
+	l->e[l->n].size = d->attr.size;
 	l->n++;
 	return 0;
 }
@@ -100,6 +109,8 @@ static int list_dir(struct fs_volume *v, struct fs_ino dir, struct listing *l)
 
 struct file_count {
 	uint64_t extents, blocks;
+	char runs[4096]; /* -l: the runs as listed, cut short when long */
+	size_t runs_len;
 };
 
 static int count_extent(void *ctx, const struct fs_extent *e)
@@ -108,6 +119,13 @@ static int count_extent(void *ctx, const struct fs_extent *e)
 
 	fc->extents++;
 	fc->blocks += e->len;
+	if (list_files && fc->runs_len < sizeof(fc->runs) - 1) {
+		int k = snprintf(fc->runs + fc->runs_len, sizeof(fc->runs) - fc->runs_len,
+				 "%s%" PRIu32 "@%" PRIu32 ":%" PRIu32, fc->runs_len ? "," : "",
+				 e->len, e->chunk, e->pblk);
+		if (k > 0)
+			fc->runs_len += (size_t)k;
+	}
 	return 0;
 }
 
@@ -149,16 +167,19 @@ static const char *child_group(const char *grp, const char *name, int depth)
 	return grp;
 }
 
-/* Every file under dir, counted in "all" and in its group. */
-static int walk(struct fs_volume *v, struct fs_ino dir, const char *grp, int depth)
+/* Every file under dir (at path), counted in "all" and in its group. */
+static int walk(struct fs_volume *v, struct fs_ino dir, const char *path, const char *grp,
+		int depth)
 {
+	char sub[4096];
 	struct listing l;
 	int ret = list_dir(v, dir, &l);
 
 	for (size_t i = 0; i < l.n && ret == 0; i++) {
 		const char *g = child_group(grp, l.e[i].name, depth);
+		snprintf(sub, sizeof(sub), "%s/%s", path, l.e[i].name);
 		if (S_ISDIR(l.e[i].mode)) {
-			ret = walk(v, l.e[i].ino, g, depth + 1);
+			ret = walk(v, l.e[i].ino, sub, g, depth + 1);
 		} else if (S_ISREG(l.e[i].mode)) {
 			struct file_count fc = { 0 };
 			ret = fs_file_extents(v, l.e[i].ino, count_extent, &fc);
@@ -167,6 +188,10 @@ static int walk(struct fs_volume *v, struct fs_ino dir, const char *grp, int dep
 					strerror(-ret));
 				break;
 			}
+			if (list_files && fc.extents)
+				printf("file %s size=%" PRIu64 " extents=%" PRIu64 " blocks=%" PRIu64
+				       " runs=%s\n",
+				       sub, l.e[i].size, fc.extents, fc.blocks, fc.runs);
 			group_add(group_get("all"), &fc);
 			if (depth > 0)
 				group_add(group_get(g), &fc);
@@ -225,8 +250,13 @@ int main(int argc, char **argv)
 	char why[256] = "";
 	int ret;
 
+	if (argc == 3 && strcmp(argv[1], "-l") == 0) {
+		list_files = 1;
+		argv++;
+		argc--;
+	}
 	if (argc != 2) {
-		fprintf(stderr, "usage: age_count VOLUME_IMAGE\n");
+		fprintf(stderr, "usage: age_count [-l] VOLUME_IMAGE\n");
 		return 2;
 	}
 	ret = fs_open_ex(argv[1], FS_OPEN_RDONLY, &v, why, sizeof(why));
@@ -237,7 +267,7 @@ int main(int argc, char **argv)
 	ret = fs_root(v, &root);
 	if (ret == 0) {
 		group_get("all");
-		ret = walk(v, root, "", 0);
+		ret = walk(v, root, "", "", 0);
 	}
 	if (ret == 0)
 		ret = fs_statfs(v, &st);

@@ -375,12 +375,25 @@ int chain_alloc(struct fs_volume *v, struct fchain *fc, uint64_t lblk, uint64_t 
 		 * filled there (a segment maps blocks of its own chunk): it is,
 		 * and the evacuation carries it out later. */
 		ret = chunk_draining(c) ? -ENOSPC
-					: alloc_data(c, goal, (uint32_t)limit, 0, &start, &got);
+					: alloc_data(c, goal, (uint32_t)limit, DATA_RUNS, &start,
+						     &got);
+		/* No run for it here (fs/chunk.c's DATA_RUNS): at its end the
+		 * file continues in a chunk that has one rather than be cut
+		 * into this one's holes; else it takes them. */
+		if (ret == -ENOSPC && !chunk_draining(c)) {
+			struct chunk *next = si == fc->n - 1 && lblk >= seg_last_lblk(s) &&
+							     !seg_new_empty(fc, si)
+						     ? vol_pick_run_chunk(v, c, (uint32_t)limit)
+						     : NULL;
+			if (next && chain_extend(v, fc, lblk, next) == 0)
+				continue;
+			ret = alloc_data(c, goal, (uint32_t)limit, DATA_OUTSIDE, &start, &got);
+		}
 		if (ret == -ENOSPC && chunk_draining(c) &&
 		    (si != fc->n - 1 || lblk < seg_last_lblk(s))) {
-			ret = alloc_data(c, goal, (uint32_t)limit, 0, &start, &got);
+			ret = alloc_data(c, goal, (uint32_t)limit, DATA_OUTSIDE, &start, &got);
 			if (ret == -ENOSPC)
-				ret = alloc_data(c, goal, (uint32_t)limit, 1, &start, &got);
+				ret = alloc_data(c, goal, (uint32_t)limit, DATA_ANY, &start, &got);
 		}
 		if (ret == -ENOSPC && si == fc->n - 1 && !seg_new_empty(fc, si)) {
 			struct chunk *next = vol_pick_data_chunk(v, c);
@@ -388,7 +401,7 @@ int chain_alloc(struct fs_volume *v, struct fchain *fc, uint64_t lblk, uint64_t 
 				continue;
 		}
 		if (ret == -ENOSPC && !chunk_draining(c))
-			ret = alloc_data(c, goal, (uint32_t)limit, 1, &start, &got);
+			ret = alloc_data(c, goal, (uint32_t)limit, DATA_ANY, &start, &got);
 		if (ret == -ENOSPC && si == fc->n - 1) {
 			/* Really full: any chunk not tried yet, with the empty
 			 * continuation just made here given back. */
@@ -618,7 +631,7 @@ int chain_cow_tail(struct fs_volume *v, struct fchain *fc, uint64_t size)
 	if (ret < 0)
 		return ret;
 	memset(buf + inoff, 0, OD_BLOCK_SIZE - inoff);
-	ret = alloc_data(c, p + 1, 1, 1, &np, &got);
+	ret = alloc_data(c, p + 1, 1, DATA_ANY, &np, &got);
 	if (ret < 0)
 		return ret;
 	ret = note_new(fc, c->index, np, 1);

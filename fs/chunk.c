@@ -337,51 +337,208 @@ static uint32_t zone_reserve(const struct chunk *c)
 	return zone / 32 > 2 ? zone / 32 : 2;
 }
 
+/* --- free runs, a word at a time ------------------------------------------- */
+
+/* Blocks [64w, 64w + 64) that no allocation may take now (bit b % 64):
+ * used, freed but not committed, or reserved (block_busy). Past the
+ * maps: all busy. */
+static uint64_t busy_word(const struct chunk *c, uint32_t w)
+{
+	const uint8_t *maps[4] = { c->bitmap, c->reserved, c->frozen, c->pa_map };
+	size_t at = (size_t)w * 8;
+	uint64_t busy = 0;
+
+	if (at + 8 > (size_t)c->hdr.bitmap_blocks * OD_MB_PAYLOAD)
+		return ~0ull;
+	for (int m = 0; m < 4; m++)
+		for (int i = 0; i < 8; i++)
+			busy |= (uint64_t)maps[m][at + i] << (8 * i);
+	return busy;
+}
+
+/* The same for the 64 blocks from b on. */
+static uint64_t busy64(const struct chunk *c, uint32_t b)
+{
+	uint64_t lo = busy_word(c, b >> 6);
+
+	if (!(b & 63))
+		return lo;
+	return (lo >> (b & 63)) | (busy_word(c, (b >> 6) + 1) << (64 - (b & 63)));
+}
+
+/* Blocks b + i (bit i) a data allocation may take in pass, ranges aside
+ * (the caller keeps to the pass's ranges, where twin(b + i) is twin(b) +
+ * i). */
+static uint64_t takes64(const struct chunk *c, uint32_t b, enum data_pass pass)
+{
+	uint64_t free = ~busy64(c, b);
+
+	if (pass == PASS_OUTSIDE)
+		return free;
+	if (pass == PASS_ORPHANS)
+		return free & busy64(c, twin(c, b));
+	return free & ~busy64(c, twin(c, b));
+}
+
+/* The first block of [b, end) that pass may take (take 1) or not (take
+ * 0); end when none is. */
+static uint32_t next_block(const struct chunk *c, uint32_t b, uint32_t end, enum data_pass pass,
+			   int take)
+{
+	while (b < end) {
+		uint64_t w = takes64(c, b, pass);
+		if (!take)
+			w = ~w;
+		if (w) {
+			b += (uint32_t)__builtin_ctzll(w);
+			return b < end ? b : end;
+		}
+		b += 64;
+	}
+	return end;
+}
+
+struct run_pick {
+	enum data_pass pass;
+	uint32_t want;
+	uint32_t min;                /* no run shorter will do */
+	uint32_t want_at, want_len;  /* the first run of at least want (len 0: none) */
+	uint32_t long_at, long_len;  /* the longest */
+};
+
+/* The runs pk->pass may take that start in [lo, hi) (a run ends at the
+ * first block it may not take, at end at the latest); 1 when the first
+ * run of pk->want is found. */
+static int pick_in(const struct chunk *c, uint32_t lo, uint32_t hi, uint32_t end,
+		   struct run_pick *pk)
+{
+	for (uint32_t b = next_block(c, lo, hi, pk->pass, 1); b < hi;
+	     b = next_block(c, b, hi, pk->pass, 1)) {
+		uint32_t e = next_block(c, b, end, pk->pass, 0), len = e - b;
+		if (len >= pk->want) {
+			pk->want_at = b;
+			pk->want_len = len;
+			return 1;
+		}
+		if (len > pk->long_len) {
+			pk->long_at = b;
+			pk->long_len = len;
+		}
+		b = e;
+	}
+	return 0;
+}
+
+/* The run a data allocation of want blocks takes in pass: outside the
+ * zones, [zone end, half) and [half + zone end, nblocks), searched from
+ * goal on and then from the start (a run found again before goal is seen
+ * whole); in the zones, [data_start, zone end) of either half, from the
+ * start. The first run of at least want blocks, else the longest, so
+ * that a file is cut into as few pieces as the free space allows; not
+ * first fit, which cut a file written whole into whatever holes came
+ * first (doc/design.md, "Allocation on an aged volume"). -ENOSPC when
+ * the pass has no run of pk->min. */
+static int pick_run(const struct chunk *c, uint32_t goal, struct run_pick *pk, uint32_t *start,
+		    uint32_t *len)
+{
+	uint32_t ze = meta_zone_end(c), ds = c->hdr.data_start;
+	uint32_t lo[2] = { ze, c->half + ze }, hi[2] = { c->half, c->hdr.nblocks };
+	int found = 0;
+
+	if (pk->pass != PASS_OUTSIDE) {
+		lo[0] = ds;
+		lo[1] = c->half + ds;
+		hi[0] = ze;
+		hi[1] = c->half + ze;
+		goal = 0;
+	}
+	for (int part = 0; part < 2 && !found; part++)
+		for (int r = 0; r < 2 && !found; r++) {
+			uint32_t a = lo[r], z = hi[r];
+			if (part == 0 && goal > a)
+				a = goal < z ? goal : z;
+			if (part == 1 && goal < z)
+				z = goal > a ? goal : a;
+			found = pick_in(c, a, z, hi[r], pk);
+		}
+	if (found) {
+		*start = pk->want_at;
+		*len = pk->want_len;
+	} else if (pk->long_len && pk->long_len >= pk->min) {
+		*start = pk->long_at;
+		*len = pk->long_len;
+	} else {
+		return -ENOSPC;
+	}
+	return 0;
+}
+
+/* Blocks [start, start + len) taken; past them the next data goes
+ * when it has no goal of its own. */
+static void take(struct chunk *c, uint32_t start, uint32_t len, enum data_pass pass)
+{
+	mark_range(c, start, len, 1);
+	if (pass == PASS_OUTSIDE)
+		c->alloc_hint_data = start + len < c->hdr.nblocks ? start + len : c->half;
+}
+
+/* want blocks (at most) of the run pick_run chooses in pass, or
+ * -ENOSPC when the longest is shorter than min. */
+static int take_run(struct chunk *c, uint32_t goal, uint32_t want, enum data_pass pass,
+		    uint32_t min, uint32_t *start, uint32_t *got)
+{
+	struct run_pick pk = { .pass = pass, .want = want, .min = min };
+	uint32_t len;
+	int ret = pick_run(c, goal, &pk, start, &len);
+
+	if (ret < 0)
+		return ret;
+	*got = len < want ? len : want;
+	take(c, *start, *got, pass);
+	return 0;
+}
+
+/* Free pairs of the zones (both blocks free). */
 static uint32_t zone_free_pairs(const struct chunk *c)
 {
-	uint32_t n = 0;
+	uint32_t n = 0, ze = meta_zone_end(c);
 
-	for (uint32_t b = c->hdr.data_start; b < meta_zone_end(c); b++)
-		n += !block_busy(c, b) && !block_busy(c, b + c->half);
+	for (uint32_t b = c->hdr.data_start; b < ze; b += 64) {
+		uint64_t w = takes64(c, b, PASS_PAIRS);
+		if (ze - b < 64)
+			w &= (1ull << (ze - b)) - 1;
+		n += (uint32_t)__builtin_popcountll(w);
+	}
 	return n;
 }
 
-/* First fit from goal over the blocks data may take in this pass, at most
- * max of them. */
-static int data_scan(struct chunk *c, uint32_t goal, uint32_t want, enum data_pass pass,
-		     uint32_t *start, uint32_t *got)
-{
-	uint32_t n = c->hdr.nblocks;
+/* A run this long (1 MiB), or the whole allocation when shorter, is
+ * taken in the zones before the data is cut into pieces. */
+#define DATA_PIECE 256u
 
-	for (uint32_t i = 0; i < n; i++) {
-		uint32_t b = (goal + i) % n;
-		uint32_t len = 0;
-		if (pass != PASS_OUTSIDE && !in_meta_zone(c, b)) {
-			/* The zone's passes: on to the next half's zone at once
-			 * (what lies between is outside it, or fixed metadata). */
-			uint32_t next = b < c->half ? c->half + c->hdr.data_start
-						    : n + c->hdr.data_start;
-			i += next - b - 1;
-			continue;
-		}
-		if (!pass_takes(c, b, pass))
-			continue;
-		while (len < want && b + len < n && pass_takes(c, b + len, pass))
-			len++;
-		mark_range(c, b, len, 1);
-		*start = b;
-		*got = len;
-		if (pass == PASS_OUTSIDE)
-			c->alloc_hint_data = b + len < n ? b + len : c->half;
-		return 0;
-	}
-	return -ENOSPC;
+/* The zones' runs of at least need blocks: of blocks whose twin is busy
+ * (no pair spoiled), else of free pairs while more than zone_reserve(c)
+ * stay free for the units that must follow the data (the extent units
+ * recording it, directory units). need 1: pieces. Each block taken from
+ * a pair spoils it (its twin goes to the orphans' pass next time). */
+static int zone_run(struct chunk *c, uint32_t want, uint32_t need, uint32_t *start, uint32_t *got)
+{
+	uint32_t pairs, reserve = zone_reserve(c);
+	int ret = take_run(c, 0, want, PASS_ORPHANS, need, start, got);
+
+	if (ret != -ENOSPC)
+		return ret;
+	pairs = zone_free_pairs(c);
+	if (pairs <= reserve || pairs - reserve < need)
+		return -ENOSPC;
+	want = want < pairs - reserve ? want : pairs - reserve;
+	return take_run(c, 0, want, PASS_PAIRS, need, start, got);
 }
 
-int alloc_data(struct chunk *c, uint32_t goal, uint32_t want, int allow_zone, uint32_t *start,
-	       uint32_t *got)
+int alloc_data(struct chunk *c, uint32_t goal, uint32_t want, enum data_zone zone,
+	       uint32_t *start, uint32_t *got)
 {
-	uint32_t pairs, reserve;
+	uint32_t need = want < DATA_PIECE ? want : DATA_PIECE;
 	int ret = chunk_load(c);
 
 	if (ret < 0)
@@ -390,22 +547,38 @@ int alloc_data(struct chunk *c, uint32_t goal, uint32_t want, int allow_zone, ui
 		return -ENOSPC;
 	if (goal == 0 || goal >= c->hdr.nblocks || !data_usable(c, goal) || in_meta_zone(c, goal))
 		goal = c->alloc_hint_data;
-	/* (Not a scan of the whole chunk when its count says that nothing
-	 * outside the zone is free: 2-3 ms a call on a full 1 GiB chunk.) */
-	ret = c->free_outside ? data_scan(c, goal, want, PASS_OUTSIDE, start, got) : -ENOSPC;
-	if (ret != -ENOSPC || !allow_zone)
+	else if (pass_takes(c, goal, PASS_OUTSIDE)) {
+		/* right after the file's previous block: the same extent */
+		uint32_t end = goal < c->half ? c->half : c->hdr.nblocks;
+		if (want < end - goal)
+			end = goal + want;
+		*start = goal;
+		*got = next_block(c, goal, end, PASS_OUTSIDE, 0) - goal;
+		take(c, *start, *got, PASS_OUTSIDE);
+		return 0;
+	}
+	if (zone == DATA_OUTSIDE)
+		return take_run(c, goal, want, PASS_OUTSIDE, 1, start, got);
+	/* A run that holds the data (or DATA_PIECE of it) outside the
+	 * zones, else in them; only then pieces, outside first. */
+	ret = take_run(c, goal, want, PASS_OUTSIDE, need, start, got);
+	if (ret == -ENOSPC && need > 1)
+		ret = zone_run(c, want, need, start, got);
+	if (ret != -ENOSPC || zone == DATA_RUNS)
 		return ret;
-	ret = data_scan(c, c->hdr.data_start, want, PASS_ORPHANS, start, got);
-	if (ret != -ENOSPC)
-		return ret;
-	/* Each block taken now spoils one pair (its twin goes to the
-	 * orphans' pass next time). */
-	pairs = zone_free_pairs(c);
-	reserve = zone_reserve(c);
-	if (pairs <= reserve)
-		return -ENOSPC;
-	return data_scan(c, c->hdr.data_start, want < pairs - reserve ? want : pairs - reserve,
-			 PASS_PAIRS, start, got);
+	ret = take_run(c, goal, want, PASS_OUTSIDE, 1, start, got);
+	if (ret == -ENOSPC)
+		ret = zone_run(c, want, 1, start, got);
+	return ret;
+}
+
+int chunk_has_run(struct chunk *c, uint32_t want)
+{
+	struct run_pick pk = { .pass = PASS_OUTSIDE, .want = want < DATA_PIECE ? want : DATA_PIECE };
+	uint32_t start, len;
+
+	pk.min = pk.want;
+	return chunk_load(c) == 0 && pick_run(c, 0, &pk, &start, &len) == 0;
 }
 
 /* Reallocation (fs/realloc.c): want blocks in one piece, outside the

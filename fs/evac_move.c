@@ -78,9 +78,9 @@ int evac_copy_extents(struct fs_volume *v, struct chunk *k, const struct extlist
 			int pre = evac_pre_claim(v, k, src, left, t, &start, &got);
 			ret = pre;
 			if (pre == 0) {
-				ret = alloc_data(t, goal, left, 0, &start, &got);
+				ret = alloc_data(t, goal, left, DATA_OUTSIDE, &start, &got);
 				if (ret == -ENOSPC)
-					ret = alloc_data(t, goal, left, 1, &start, &got);
+					ret = alloc_data(t, goal, left, DATA_ANY, &start, &got);
 			}
 			if (ret < 0)
 				break;

@@ -332,10 +332,20 @@ void chunk_unload(struct chunk *c);
 int chunk_write_header(struct chunk *c);
 int chunk_write_bitmap(struct chunk *c);
 int bitmap_test(const struct chunk *c, uint32_t block);
-/* Allocate up to want contiguous data blocks near goal (*got of them);
- * the metadata zone only with allow_zone. */
-int alloc_data(struct chunk *c, uint32_t goal, uint32_t want, int allow_zone, uint32_t *start,
-	       uint32_t *got);
+/* Where a data allocation may go (fs/chunk.c): DATA_RUNS a run that
+ * holds the data (or DATA_PIECE of it) outside the metadata zones, else
+ * in them, else -ENOSPC; DATA_OUTSIDE any free block outside the zones;
+ * DATA_ANY runs, then pieces outside, then pieces of the zones. */
+enum data_zone { DATA_OUTSIDE, DATA_ANY, DATA_RUNS };
+/* Allocate up to want contiguous data blocks (*got of them): from goal
+ * when that block is free (the file's previous block ends there), else
+ * the first free run from goal (0: the chunk's hint) that holds them,
+ * else the longest, where zone says. */
+int alloc_data(struct chunk *c, uint32_t goal, uint32_t want, enum data_zone zone,
+	       uint32_t *start, uint32_t *got);
+/* Has c a free run outside its zones that DATA_RUNS would take for want
+ * blocks? */
+int chunk_has_run(struct chunk *c, uint32_t want);
 /* Allocate want data blocks in one run outside the metadata zones, the
  * smallest free run that holds them (reallocation), or -ENOSPC. */
 int alloc_data_run(struct chunk *c, uint32_t want, uint32_t *start);
@@ -705,6 +715,9 @@ struct chunk *vol_pick_chunk(struct fs_volume *v, struct chunk *prefer, int kind
 			     int need_inode, const uint8_t *exclude);
 /* A chunk other than except with data room outside its metadata zone. */
 struct chunk *vol_pick_data_chunk(struct fs_volume *v, struct chunk *except);
+/* The same among chunks with a free run for want blocks (chunk_has_run):
+ * where a file continues rather than be cut into its chunk's holes. */
+struct chunk *vol_pick_run_chunk(struct fs_volume *v, struct chunk *except, uint32_t want);
 /* The continuation policy's chunk: the large-file chunk (online, not
  * draining) with the most free blocks outside its zone, when that is at
  * least want (or all the volume's large_continue_blocks, whichever is

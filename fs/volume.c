@@ -829,14 +829,15 @@ void fs_set_large_continue(struct fs_volume *v, uint64_t bytes)
 	vol_unlock(v);
 }
 
-struct chunk *vol_pick_data_chunk(struct fs_volume *v, struct chunk *except)
+/* want 0: any chunk with free blocks outside its zones. */
+static struct chunk *pick_data(struct fs_volume *v, struct chunk *except, uint32_t want)
 {
 	struct chunk *best = NULL;
 
 	for (uint32_t i = 0; i < v->nchunks; i++) {
 		struct chunk *c = &v->chunks[i];
 		if (c == except || c->offline || chunk_draining(c) || chunk_load(c) < 0 ||
-		    c->free_outside == 0)
+		    c->free_outside == 0 || (want && !chunk_has_run(c, want)))
 			continue;
 		int large = c->hdr.kind == FS_KIND_LARGE;
 		int best_large = best && best->hdr.kind == FS_KIND_LARGE;
@@ -845,4 +846,14 @@ struct chunk *vol_pick_data_chunk(struct fs_volume *v, struct chunk *except)
 			best = c;
 	}
 	return best;
+}
+
+struct chunk *vol_pick_data_chunk(struct fs_volume *v, struct chunk *except)
+{
+	return pick_data(v, except, 0);
+}
+
+struct chunk *vol_pick_run_chunk(struct fs_volume *v, struct chunk *except, uint32_t want)
+{
+	return pick_data(v, except, want ? want : 1);
 }
