@@ -378,8 +378,9 @@ int chain_alloc(struct fs_volume *v, struct fchain *fc, uint64_t lblk, uint64_t 
 					: alloc_data(c, goal, (uint32_t)limit, DATA_RUNS, &start,
 						     &got);
 		/* No run for it here (fs/chunk.c's DATA_RUNS): at its end the
-		 * file continues in a chunk that has one rather than be cut
-		 * into this one's holes; else it takes them. */
+		 * file continues in a chunk that has one; else it takes a run
+		 * of this one's zone pairs while half of them stay free, and
+		 * only then its holes. */
 		if (ret == -ENOSPC && !chunk_draining(c)) {
 			struct chunk *next = si == fc->n - 1 && lblk >= seg_last_lblk(s) &&
 							     !seg_new_empty(fc, si)
@@ -387,7 +388,10 @@ int chain_alloc(struct fs_volume *v, struct fchain *fc, uint64_t lblk, uint64_t 
 						     : NULL;
 			if (next && chain_extend(v, fc, lblk, next) == 0)
 				continue;
-			ret = alloc_data(c, goal, (uint32_t)limit, DATA_OUTSIDE, &start, &got);
+			ret = alloc_data(c, goal, (uint32_t)limit, DATA_PAIR_RUNS, &start, &got);
+			if (ret == -ENOSPC)
+				ret = alloc_data(c, goal, (uint32_t)limit, DATA_OUTSIDE, &start,
+						 &got);
 		}
 		if (ret == -ENOSPC && chunk_draining(c) &&
 		    (si != fc->n - 1 || lblk < seg_last_lblk(s))) {

@@ -516,23 +516,20 @@ static uint32_t zone_free_pairs(const struct chunk *c)
  * taken in the zones before the data is cut into pieces. */
 #define DATA_PIECE 256u
 
-/* The zones' runs of at least need blocks: of blocks whose twin is busy
- * (no pair spoiled), else of free pairs while more than zone_reserve(c)
- * stay free for the units that must follow the data (the extent units
- * recording it, directory units). need 1: pieces. Each block taken from
- * a pair spoils it (its twin goes to the orphans' pass next time). */
-static int zone_run(struct chunk *c, uint32_t want, uint32_t need, uint32_t *start, uint32_t *got)
+/* Free pairs of the zones taken for data (first a run that holds it,
+ * else the longest of at least min) while more than reserve stay free
+ * for metadata units (the extent units recording the data, directory
+ * units); each block taken spoils a pair, its twin going to the orphans'
+ * pass next time. */
+static int pair_run(struct chunk *c, uint32_t want, uint32_t min, uint32_t reserve,
+		    uint32_t *start, uint32_t *got)
 {
-	uint32_t pairs, reserve = zone_reserve(c);
-	int ret = take_run(c, 0, want, PASS_ORPHANS, need, start, got);
+	uint32_t pairs = zone_free_pairs(c);
 
-	if (ret != -ENOSPC)
-		return ret;
-	pairs = zone_free_pairs(c);
-	if (pairs <= reserve || pairs - reserve < need)
+	if (pairs <= reserve || pairs - reserve < min)
 		return -ENOSPC;
 	want = want < pairs - reserve ? want : pairs - reserve;
-	return take_run(c, 0, want, PASS_PAIRS, need, start, got);
+	return take_run(c, 0, want, PASS_PAIRS, min, start, got);
 }
 
 int alloc_data(struct chunk *c, uint32_t goal, uint32_t want, enum data_zone zone,
@@ -560,15 +557,23 @@ int alloc_data(struct chunk *c, uint32_t goal, uint32_t want, enum data_zone zon
 	if (zone == DATA_OUTSIDE)
 		return take_run(c, goal, want, PASS_OUTSIDE, 1, start, got);
 	/* A run that holds the data (or DATA_PIECE of it) outside the
-	 * zones, else in them; only then pieces, outside first. */
+	 * zones, else of zone blocks whose twin is busy (no pair
+	 * spoiled); only then pieces, outside first, and free pairs last.
+	 * DATA_PAIR_RUNS: such a run of free pairs while half the zone's
+	 * pairs stay free. */
+	if (zone == DATA_PAIR_RUNS)
+		return pair_run(c, want, need, (meta_zone_end(c) - c->hdr.data_start) / 2, start,
+				got);
 	ret = take_run(c, goal, want, PASS_OUTSIDE, need, start, got);
 	if (ret == -ENOSPC && need > 1)
-		ret = zone_run(c, want, need, start, got);
+		ret = take_run(c, 0, want, PASS_ORPHANS, need, start, got);
 	if (ret != -ENOSPC || zone == DATA_RUNS)
 		return ret;
 	ret = take_run(c, goal, want, PASS_OUTSIDE, 1, start, got);
 	if (ret == -ENOSPC)
-		ret = zone_run(c, want, 1, start, got);
+		ret = take_run(c, 0, want, PASS_ORPHANS, 1, start, got);
+	if (ret == -ENOSPC)
+		ret = pair_run(c, want, 1, zone_reserve(c), start, got);
 	return ret;
 }
 

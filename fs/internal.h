@@ -334,9 +334,11 @@ int chunk_write_bitmap(struct chunk *c);
 int bitmap_test(const struct chunk *c, uint32_t block);
 /* Where a data allocation may go (fs/chunk.c): DATA_RUNS a run that
  * holds the data (or DATA_PIECE of it) outside the metadata zones, else
- * in them, else -ENOSPC; DATA_OUTSIDE any free block outside the zones;
- * DATA_ANY runs, then pieces outside, then pieces of the zones. */
-enum data_zone { DATA_OUTSIDE, DATA_ANY, DATA_RUNS };
+ * of zone blocks whose twin is busy, else -ENOSPC; DATA_PAIR_RUNS such a
+ * run of the zones' free pairs while half of them stay free; DATA_OUTSIDE
+ * any free block outside the zones; DATA_ANY the DATA_RUNS runs, then
+ * pieces outside, then of the zones (free pairs last). */
+enum data_zone { DATA_OUTSIDE, DATA_ANY, DATA_RUNS, DATA_PAIR_RUNS };
 /* Allocate up to want contiguous data blocks (*got of them): from goal
  * when that block is free (the file's previous block ends there), else
  * the first free run from goal (0: the chunk's hint) that holds them,
