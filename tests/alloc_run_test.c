@@ -1,0 +1,274 @@
+/* fs/chunk.c's data allocation on a volume in holes, with exact extent
+ * counts: a file written whole takes a free run that holds it, past the
+ * holes; a file appended past holes at its end fills the first (its
+ * extent goes on) and takes one run for the rest, where first fit from
+ * its end took a hole a piece; a file whose chunk has only holes shorter
+ * than it continues in a chunk that has a run (a continuation from block
+ * 0) instead of being cut into them; and 8 files each appended 64 KiB
+ * per commit, 16 times by turns: the allocator alone cannot keep them
+ * whole (each commit's piece finds its neighbour's after the file's
+ * end), a reservation kept across commits (fs/prealloc.c) does. */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fs/fs.h"
+#include "fs/layout.h"
+#include "tests/tap.h"
+
+#define KiB 1024u
+#define MiB (1024u * KiB)
+#define MAXEXT 256
+
+static char image[256];
+
+struct exts {
+	int n;
+	struct fs_extent e[MAXEXT];
+};
+
+static int note_ext(void *ctx, const struct fs_extent *e)
+{
+	struct exts *x = ctx;
+
+	if (x->n < MAXEXT)
+		x->e[x->n] = *e;
+	x->n++;
+	return 0;
+}
+
+static struct exts layout(struct fs_volume *v, struct fs_ino f)
+{
+	struct exts x = { 0 };
+
+	CHECK_EQ(fs_file_extents(v, f, note_ext, &x), 0);
+	return x;
+}
+
+static struct fs_ino make_file(struct fs_volume *v, const char *name)
+{
+	struct fs_ino root, f = { 0 };
+
+	CHECK_EQ(fs_root(v, &root), 0);
+	CHECK_EQ(fs_create(v, NULL, root, name, 0644, FS_CREATE_GUARDED, 0, &f, NULL), 0);
+	return f;
+}
+
+static void put(struct fs_volume *v, struct fs_ino f, uint64_t off, size_t len)
+{
+	static uint8_t buf[4 * MiB];
+
+	memset(buf, (int)(off >> 12) + 7, len);
+	CHECK_EQ(fs_write(v, NULL, f, off, len, buf, FS_UNSTABLE, NULL), 0);
+}
+
+/* A file of len bytes written whole (delayed allocation: one placement
+ * at its commit). */
+static struct fs_ino whole_file(struct fs_volume *v, const char *name, size_t len)
+{
+	struct fs_ino f = make_file(v, name);
+
+	for (size_t off = 0; off < len; off += 4 * MiB)
+		put(v, f, off, len - off < 4 * MiB ? len - off : 4 * MiB);
+	CHECK_EQ(fs_commit(v, f), 0);
+	return f;
+}
+
+static struct fs_volume *fresh(uint64_t chunk_size, uint32_t chunks)
+{
+	struct fs_mkfs_opts o = { .chunk_size = chunk_size, .chunk_count = chunks, .force = 1 };
+	struct fs_volume *v = NULL;
+
+	CHECK_EQ(fs_mkfs(image, &o), 0);
+	CHECK_EQ(fs_open(image, 0, &v), 0);
+	return v;
+}
+
+/* n files of 8 blocks side by side from the chunk's hint, then every
+ * other one removed: holes of 8 blocks between 8-block files. */
+static void holes(struct fs_volume *v, int n)
+{
+	char name[32];
+	struct fs_ino root;
+
+	CHECK_EQ(fs_root(v, &root), 0);
+	for (int i = 0; i < n; i++) {
+		snprintf(name, sizeof(name), "h%03d", i);
+		whole_file(v, name, 32 * KiB);
+	}
+	for (int i = 0; i < n; i += 2) {
+		snprintf(name, sizeof(name), "h%03d", i);
+		CHECK_EQ(fs_remove(v, NULL, root, name), 0);
+	}
+	CHECK_EQ(fs_sync(v), 0); /* the frees committed: free to take */
+}
+
+/* 32 holes of 8 blocks before the free rest of the chunk: a file of 64
+ * blocks written whole lands past them, in one extent; one of 8 blocks
+ * next (the first run from the chunk's hint that holds it). */
+static void test_run_not_holes(void)
+{
+	struct fs_volume *v = fresh(64ull * MiB, 1);
+	struct exts big, small, h;
+
+	if (!v)
+		return;
+	holes(v, 64);
+	{
+		struct fs_ino root, last;
+		CHECK_EQ(fs_root(v, &root), 0);
+		CHECK_EQ(fs_lookup(v, NULL, root, "h063", &last, NULL), 0);
+		h = layout(v, last);
+		CHECK_EQ(h.n, 1);
+	}
+	big = layout(v, whole_file(v, "big", 256 * KiB));
+	CHECK_EQ(big.n, 1);
+	CHECK_EQ(big.e[0].len, 64);
+	CHECK(big.e[0].pblk >= h.e[0].pblk + h.e[0].len); /* past every hole */
+	small = layout(v, whole_file(v, "small", 32 * KiB));
+	CHECK_EQ(small.n, 1);
+	CHECK_EQ(small.e[0].len, 8);
+	CHECK_EQ(small.e[0].pblk, big.e[0].pblk + 64); /* from the hint, past big */
+	CHECK_EQ(fs_check_invariants(v, NULL, NULL), 0);
+	CHECK_EQ(fs_close(v), 0);
+}
+
+/* A file with holes of 8 blocks after its end, between other files:
+ * appended 64 blocks, it fills the hole at its end (its extent goes on)
+ * and takes the other 56 in one run past the holes: 2 extents (first fit
+ * from its end took a hole a piece: 8). */
+static void test_append_past_holes(void)
+{
+	struct fs_volume *v = fresh(64ull * MiB, 1);
+	struct fs_ino root, f;
+	char name[32];
+	struct exts x;
+
+	if (!v)
+		return;
+	CHECK_EQ(fs_root(v, &root), 0);
+	for (int i = 0; i < 64; i++) {
+		snprintf(name, sizeof(name), "h%03d", i);
+		whole_file(v, name, 32 * KiB);
+	}
+	for (int i = 1; i < 64; i += 2) {
+		snprintf(name, sizeof(name), "h%03d", i);
+		CHECK_EQ(fs_remove(v, NULL, root, name), 0);
+	}
+	CHECK_EQ(fs_sync(v), 0);
+	CHECK_EQ(fs_lookup(v, NULL, root, "h000", &f, NULL), 0);
+	put(v, f, 32 * KiB, 256 * KiB);
+	CHECK_EQ(fs_commit(v, f), 0);
+	x = layout(v, f);
+	CHECK_EQ(x.n, 2);
+	CHECK_EQ(x.e[0].len, 16);
+	CHECK_EQ(x.e[1].len, 56);
+	CHECK_EQ(fs_check_invariants(v, NULL, NULL), 0);
+	CHECK_EQ(fs_close(v), 0);
+}
+
+/* A chunk with only holes of 8 blocks outside its zones and a second
+ * chunk with room: a file of 64 blocks continues in the second (one
+ * extent there, a continuation from block 0), not cut into 8 holes. */
+static void test_continue_for_a_run(void)
+{
+	struct fs_volume *v = fresh(16ull * MiB, 2);
+	struct fs_ino root, f;
+	char name[32];
+	struct exts x;
+	int n = 0, in0;
+
+	if (!v)
+		return;
+	CHECK_EQ(fs_root(v, &root), 0);
+	/* 8-block files side by side until one lands in chunk 1 */
+	do {
+		snprintf(name, sizeof(name), "h%04d", n++);
+		x = layout(v, whole_file(v, name, 32 * KiB));
+		CHECK_EQ(x.n, 1);
+	} while (x.e[0].chunk == 0 && n < 4096);
+	in0 = n - 1;
+	CHECK(in0 > 16);
+	/* every other one of chunk 0's removed: holes of 8 blocks */
+	for (int i = 0; i < in0; i += 2) {
+		snprintf(name, sizeof(name), "h%04d", i);
+		CHECK_EQ(fs_remove(v, NULL, root, name), 0);
+	}
+	CHECK_EQ(fs_sync(v), 0);
+	f = whole_file(v, "wants-a-run", 256 * KiB);
+	x = layout(v, f);
+	CHECK_EQ(x.n, 1);
+	CHECK_EQ(x.e[0].chunk, 1);
+	CHECK_EQ(x.e[0].lblk, 0);
+	CHECK_EQ(x.e[0].len, 64);
+	/* one of 8 blocks fits a hole of chunk 0 */
+	x = layout(v, whole_file(v, "fits-a-hole", 32 * KiB));
+	CHECK_EQ(x.n, 1);
+	CHECK_EQ(x.e[0].chunk, 0);
+	CHECK_EQ(fs_check_invariants(v, NULL, NULL), 0);
+	CHECK_EQ(fs_close(v), 0);
+}
+
+/* 8 files, each appended 64 KiB and committed, by turns, 16 times. */
+static void appenders(struct fs_volume *v, const char *prefix, int reserve, int *ext)
+{
+	struct fs_ino f[8];
+	char name[32];
+	uint64_t got;
+
+	for (int i = 0; i < 8; i++) {
+		snprintf(name, sizeof(name), "%s%d", prefix, i);
+		f[i] = make_file(v, name);
+		if (reserve) {
+			CHECK_EQ(fs_prealloc(v, f[i], 16 * 64 * KiB, 0, &got), 0);
+			CHECK_EQ(got, 256);
+		}
+	}
+	for (int r = 0; r < 16; r++)
+		for (int i = 0; i < 8; i++) {
+			put(v, f[i], (uint64_t)r * 64 * KiB, 64 * KiB);
+			CHECK_EQ(fs_commit(v, f[i]), 0);
+		}
+	for (int i = 0; i < 8; i++)
+		ext[i] = layout(v, f[i]).n;
+}
+
+static void test_appenders(void)
+{
+	struct fs_volume *v = fresh(64ull * MiB, 1);
+	int ext[8];
+
+	if (!v)
+		return;
+	appenders(v, "plain", 0, ext);
+	printf("# appended by turns: %d %d %d %d %d %d %d %d extents\n", ext[0], ext[1], ext[2],
+	       ext[3], ext[4], ext[5], ext[6], ext[7]);
+	for (int i = 0; i < 8; i++)
+		CHECK_EQ(ext[i], 16);
+	appenders(v, "kept", 1, ext);
+	for (int i = 0; i < 8; i++)
+		CHECK_EQ(ext[i], 1);
+	CHECK_EQ(fs_check_invariants(v, NULL, NULL), 0);
+	CHECK_EQ(fs_close(v), 0);
+}
+
+int main(void)
+{
+	const char *dir = getenv("TMPDIR");
+	int fd;
+
+	snprintf(image, sizeof(image), "%s/alloc_run_test.XXXXXX", dir && *dir ? dir : "/tmp");
+	fd = mkstemp(image);
+	if (fd < 0)
+		return 99;
+	close(fd);
+	test_run_not_holes();
+	test_append_past_holes();
+	test_continue_for_a_run();
+	test_appenders();
+	unlink(image);
+	return test_done("alloc_run");
+}
