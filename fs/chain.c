@@ -368,8 +368,9 @@ int chain_alloc(struct fs_volume *v, struct fchain *fc, uint64_t lblk, uint64_t 
 		}
 		/* Where the file's last chunk is full outside its metadata
 		 * zone, it continues in a chunk with such room (free_outside
-		 * counts only blocks that can be taken now); the zone is taken
-		 * for data only when no chunk has any left. */
+		 * counts only blocks that can be taken now); the zone's
+		 * pieces are taken for data only when no chunk has any left
+		 * (its runs before, fs/chunk.c). */
 		/* A draining chunk takes no new data: the file continues
 		 * elsewhere. But a hole inside its segment there can only be
 		 * filled there (a segment maps blocks of its own chunk): it is,
