@@ -445,6 +445,9 @@ static int pick_run(const struct chunk *c, uint32_t goal, struct run_pick *pk, u
 	uint32_t lo[2] = { ze, c->half + ze }, hi[2] = { c->half, c->hdr.nblocks };
 	int found = 0;
 
+	/* (no scan when the count says nothing outside the zones is free) */
+	if (pk->pass == PASS_OUTSIDE && !c->free_outside)
+		return -ENOSPC;
 	if (pk->pass != PASS_OUTSIDE) {
 		lo[0] = ds;
 		lo[1] = c->half + ds;
@@ -702,7 +705,7 @@ static void pa_set(struct chunk *c, uint32_t b, int on)
 int chunk_pa_reserve_data(struct chunk *c, uint32_t goal, uint32_t want, uint32_t *start,
 			  uint32_t *got)
 {
-	int ret = alloc_data(c, goal, want, 1, start, got);
+	int ret = alloc_data(c, goal, want, DATA_ANY, start, got);
 
 	if (ret < 0)
 		return ret;
