@@ -117,6 +117,17 @@ wait_field() {
 	fail "chunk $1's $2 is not $3 after $4 s: $(cat "$tmp/status.json")"
 }
 
+# logged TEXT SECONDS: until the server's log holds TEXT (a fixed string).
+# A chunk's state in status changes before the line saying why is written,
+# so a test that saw the state may have to wait for the line.
+logged() {
+	for _ in $(seq 1 $(($2 * 10))); do
+		grep -qF -- "$1" "$tmp/server.log" && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
 # put D NAME TAG: a new file D/NAME through NFS; its content kept in
 # $tmp/acked/D-NAME when the write was answered. 0 when it was.
 put() {

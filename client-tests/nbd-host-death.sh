@@ -96,7 +96,7 @@ echo "chunk 3: $reason"
 # (the loss, or by now the last try to reconnect)
 echo "$reason" | grep -Eq "^$uri3: (the connection to the server was lost|.*refused)" ||
 	fail "chunk 3's reason: $reason"
-grep -q "chunk 3 is offline: $uri3: the connection to the server was lost" "$tmp/server.log" ||
+logged "chunk 3 is offline: $uri3: the connection to the server was lost" 10 ||
 	fail "no log line for chunk 3"
 [ "$failed" -ge 1 ] || fail "no write failed with chunk 3's server gone"
 # (the commit that found the server gone fails every call it covered,
@@ -128,7 +128,7 @@ reason=$(chunk_field 2 reason)
 echo "chunk 2: $reason"
 echo "$reason" | grep -Eq "did not answer in time|no answer from" ||
 	fail "chunk 2's reason: $reason"
-grep -q "chunk 2 is offline: $uri2: the server did not answer in time" "$tmp/server.log" ||
+logged "chunk 2 is offline: $uri2: the server did not answer in time" 10 ||
 	fail "no log line for chunk 2"
 served=0
 for d in $(seq 1 12); do
@@ -146,7 +146,7 @@ serve 3 "$tmp/c3.img" "$port3"
 wait_field 2 online True 40
 wait_field 3 online True 40
 [ -z "$(chunk_field 3 reason)" ] || fail "chunk 3 online with a reason"
-grep -q "chunk 3: its store answers again" "$tmp/server.log" || fail "no log line: 3 back"
+logged "chunk 3: its store answers again" 10 || fail "no log line: 3 back"
 for d in $(seq 1 12); do
 	put "$d" back u || fail "writing d$d/back with every chunk back"
 done
@@ -173,7 +173,7 @@ for _ in $(seq 1 100); do
 	sleep 0.3
 done
 [ -n "$back" ] || fail "chunk 3 not back without a control socket"
-grep -q "chunk 3: its store answers again" "$tmp/server.log" || fail "no log line: 3 back"
+logged "chunk 3: its store answers again" 10 || fail "no log line: 3 back"
 check_acked "chunk 3 back without a control socket"
 stop_server
 check_all_clean
