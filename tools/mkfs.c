@@ -568,6 +568,26 @@ static int add_chunk_of(struct mkfs_args *a)
 	return EXIT_OK;
 }
 
+/* What ran out when -d's copy met ENOSPC, and what to change. */
+static void explain_full(struct fs_volume *vol, const struct mkfs_args *a)
+{
+	struct fs_statfs sf;
+
+	if (fs_statfs(vol, &sf) < 0)
+		return;
+	if (sf.free_inodes == 0)
+		fprintf(stderr,
+			"%s: every one of the volume's %" PRIu64 " inodes is in use (one per %" PRIu64
+			" bytes): make it again with a smaller -i BYTES_PER_INODE, or more chunks\n",
+			progname, sf.total_inodes,
+			a->bytes_per_inode ? a->bytes_per_inode : (uint64_t)16384);
+	else
+		fprintf(stderr,
+			"%s: the volume is full: %" PRIu64 " of %" PRIu64 " blocks and %" PRIu64
+			" of %" PRIu64 " inodes free: make it larger\n",
+			progname, sf.free_blocks, sf.total_blocks, sf.free_inodes, sf.total_inodes);
+}
+
 int main(int argc, char **argv)
 {
 	struct mkfs_args a = { 0 };
@@ -666,6 +686,8 @@ int main(int argc, char **argv)
 		if (ret < 0) {
 			fprintf(stderr, "%s: copying %s into %s failed\n", progname, a.populate_dir,
 				a.image);
+			if (ret == -ENOSPC)
+				explain_full(vol, &a);
 			goto out;
 		}
 	}
