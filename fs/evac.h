@@ -30,6 +30,16 @@ enum { EV_NONE, EV_TAIL, EV_EMBEDDED, EV_LINKED };
 struct od_loc evac_slot_at(const struct chunk *c, uint32_t slot);
 int evac_is_file_cont(const struct od_inode *ino);
 struct chunk *evac_pick_target(struct fs_volume *v, struct chunk *k, const uint8_t *tried);
+/* evac_move.c: chunk i when a piece of max_blocks moved out of k may
+ * extend a file's segment there (the moves' first choice, and the plan's:
+ * the two must agree), else NULL. */
+struct chunk *evac_segment_chunk(struct fs_volume *v, struct chunk *k, uint32_t i,
+				 uint32_t max_blocks);
+
+static inline int evac_loc_eq(struct od_loc a, struct od_loc b)
+{
+	return a.chunk == b.chunk && a.block == b.block && a.off == b.off;
+}
 int evac_move_kind(struct fs_volume *v, const struct od_loc *loc, uint32_t max_blocks,
 		   struct iref *r);
 

@@ -131,11 +131,6 @@ int evac_linked_movable(struct fs_volume *v, const struct od_loc *loc)
 	return linked_movable(k, &r);
 }
 
-static int loc_eq(struct od_loc a, struct od_loc b)
-{
-	return a.chunk == b.chunk && a.block == b.block && a.off == b.off;
-}
-
 /* The entries added in t so far taken out again. */
 static void unadd(struct fs_volume *v, const struct lent *e, const struct dirpos *npos,
 		  uint32_t n)
@@ -175,7 +170,7 @@ int evac_move_linked(struct fs_volume *v, uint64_t stable, struct chunk *t, uint
 	for (uint32_t i = 0; i < ls.n; i++) {
 		if (ls.e[i].pos.de.kind != OD_DE_EMBEDDED)
 			continue;
-		if (slot || emb != UINT32_MAX || !loc_eq(dir_embedded_loc(&ls.e[i].pos), r.loc)) {
+		if (slot || emb != UINT32_MAX || !evac_loc_eq(dir_embedded_loc(&ls.e[i].pos), r.loc)) {
 			ret = -EUCLEAN;
 			goto out;
 		}

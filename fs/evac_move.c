@@ -109,9 +109,15 @@ int evac_copy_extents(struct fs_volume *v, struct chunk *k, const struct extlist
 	return ret;
 }
 
-static int loc_eq(struct od_loc a, struct od_loc b)
+struct chunk *evac_segment_chunk(struct fs_volume *v, struct chunk *k, uint32_t i,
+				 uint32_t max_blocks)
 {
-	return a.chunk == b.chunk && a.block == b.block && a.off == b.off;
+	struct chunk *p = vol_chunk(v, i);
+
+	if (!p || p == k || p->offline || chunk_draining(p) || chunk_load(p) < 0 ||
+	    chunk_free_blocks(p) < 2 * max_blocks)
+		return NULL;
+	return p;
 }
 
 /* el split at file block L: what lies below it into lo, the rest into hi
@@ -222,7 +228,7 @@ int evac_move_cont(struct fs_volume *v, const struct iref *cont, struct chunk *t
 	ret = chain_load(v, &head, &fc);
 	if (ret < 0)
 		return ret;
-	for (si = 1; si < fc.n && !loc_eq(fc.s[si].r.loc, cont->loc); si++)
+	for (si = 1; si < fc.n && !evac_loc_eq(fc.s[si].r.loc, cont->loc); si++)
 		;
 	if (si == fc.n) {
 		ret = -EUCLEAN; /* not on its head's chain */
@@ -233,10 +239,8 @@ int evac_move_cont(struct fs_volume *v, const struct iref *cont, struct chunk *t
 	if (!t) {
 		/* The chunk of the segment before, when it may take data:
 		 * the piece then extends that segment (no new continuation). */
-		struct chunk *p = vol_chunk(v, fc.s[si - 1].r.loc.chunk);
-		t = p;
-		if (p == k || p->offline || chunk_draining(p) || chunk_load(p) < 0 ||
-		    chunk_free_blocks(p) < 2 * max_blocks) {
+		t = evac_segment_chunk(v, k, fc.s[si - 1].r.loc.chunk, max_blocks);
+		if (!t) {
 			ret = -ENOSPC;
 			goto out;
 		}
@@ -361,10 +365,8 @@ int evac_move_head_tail(struct fs_volume *v, const struct iref *head, struct chu
 	if (!t) {
 		/* The chunk of the segment after the head, when it may take
 		 * data: the piece then extends it downwards. */
-		struct chunk *p = fc.n > 1 ? vol_chunk(v, fc.s[1].r.loc.chunk) : NULL;
-		t = p;
-		if (!p || p == k || p->offline || chunk_draining(p) || chunk_load(p) < 0 ||
-		    chunk_free_blocks(p) < 2 * max_blocks) {
+		t = fc.n > 1 ? evac_segment_chunk(v, k, fc.s[1].r.loc.chunk, max_blocks) : NULL;
+		if (!t) {
 			ret = -ENOSPC;
 			goto out;
 		}

@@ -16,24 +16,6 @@
 #include "fs/chain.h"
 #include "fs/evac.h"
 
-static int same_loc(struct od_loc a, struct od_loc b)
-{
-	return a.chunk == b.chunk && a.block == b.block && a.off == b.off;
-}
-
-/* Chunk i when a piece of max_blocks may extend a segment there (the
- * moves' first choice, evac_move_cont and evac_move_head_tail), else NULL. */
-static struct chunk *segment_chunk(struct fs_volume *v, struct chunk *k, uint32_t i,
-				   uint32_t max_blocks)
-{
-	struct chunk *p = vol_chunk(v, i);
-
-	if (!p || p == k || p->offline || chunk_draining(p) || chunk_load(p) < 0 ||
-	    chunk_free_blocks(p) < 2 * max_blocks)
-		return NULL;
-	return p;
-}
-
 /* A piece of a file (key: its head's number) planned into seg, the chunk
  * of the segment it would extend (NULL: none may take it), else into the
  * chunk a move takes next: the move is sent where the plan reserved room
@@ -64,11 +46,11 @@ static void plan_cont(struct fs_volume *v, struct chunk *k, const struct iref *c
 
 	if (ino_get_stable(v, cont->ino.head_stable, &head) < 0 || chain_load(v, &head, &fc) < 0)
 		return;
-	for (si = 1; si < fc.n && !same_loc(fc.s[si].r.loc, cont->loc); si++)
+	for (si = 1; si < fc.n && !evac_loc_eq(fc.s[si].r.loc, cont->loc); si++)
 		;
 	if (si < fc.n && evac_cont_piece(&fc.s[si].el, max_blocks, &mv) == 0)
 		plan_piece(v, k, cont->ino.head_stable,
-			   segment_chunk(v, k, fc.s[si - 1].r.loc.chunk, max_blocks), &mv, tried);
+			   evac_segment_chunk(v, k, fc.s[si - 1].r.loc.chunk, max_blocks), &mv, tried);
 	ext_release(&mv);
 	chain_release(&fc);
 }
@@ -85,7 +67,7 @@ static void plan_tail(struct fs_volume *v, struct chunk *k, const struct iref *h
 		return;
 	if (fc.s[0].el.n && evac_tail_piece(&fc.s[0].el, max_blocks, &mv) == 0)
 		plan_piece(v, k, head->ino.stable,
-			   fc.n > 1 ? segment_chunk(v, k, fc.s[1].r.loc.chunk, max_blocks) : NULL,
+			   fc.n > 1 ? evac_segment_chunk(v, k, fc.s[1].r.loc.chunk, max_blocks) : NULL,
 			   &mv, tried);
 	ext_release(&mv);
 	chain_release(&fc);
