@@ -92,7 +92,7 @@ for p in chunkfsd chunkfsctl mkfs.chunkfs client-tests/lat_probe; do
 	cp "$builddir/$p" "$tmp/bin/" || exit 1
 done
 bin=$tmp/bin
-gcc -O2 -Wall -Wextra -Werror -o "$bin/wake_probe" "$here/wake_probe.c" || exit 1
+gcc -O2 -Wall -Wextra -Werror -pthread -o "$bin/wake_probe" "$here/wake_probe.c" || exit 1
 ctl() { "$bin/chunkfsctl" -s "$tmp/ctl" "$@"; }
 # json EXPR: EXPR of the JSON document d read from stdin, printed
 json() { python3 -c "import json, sys; d = json.load(sys.stdin); print($1)"; }
