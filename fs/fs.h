@@ -192,6 +192,9 @@ struct fs_counters {
 	uint64_t reallocs;           /* files rewritten whole into new runs since open */
 	uint64_t realloc_blocks;     /* ... blocks written into those runs */
 	uint64_t realloc_no_run;     /* whole rewrites written in place: no run was free */
+	uint32_t readahead;          /* read-ahead distance, bytes (fs_set_readahead) */
+	uint64_t ra_hints;           /* pieces told to stores ahead of readers in order */
+	uint64_t ra_hint_bytes;      /* ... their bytes */
 	struct fs_recovery_stats recovery;
 	uint64_t image_cut;          /* bytes the image file was shortened by since open:
 				      * retired chunks at its end (fs/shorten.c) */
@@ -259,6 +262,19 @@ void fs_set_large_continue(struct fs_volume *vol, uint64_t bytes);
  * written in place, as without it. */
 #define FS_REALLOC_DEFAULT_EXTENTS 3u
 void fs_set_realloc(struct fs_volume *vol, uint32_t min_extents);
+
+/* read_ahead.c: read-ahead by a file's own offsets. Of a file read in
+ * order (each read beginning within 4 MiB of where the last one ended: a
+ * client's reads in flight arrive out of order), the next `bytes` are
+ * looked at half a distance at a time, and the pieces there that do not
+ * follow on from the file's bytes before them in their store are told to
+ * it (store_willneed: a file store's page cache fetches them meanwhile).
+ * The kernel's read-ahead of an image goes by the image's offsets, and
+ * large reads go past it anyway (store_file.c): where a file's extent
+ * ends, its next one is found cold. 0: none. FS_READAHEAD_DEFAULT at
+ * open. */
+#define FS_READAHEAD_DEFAULT (16u << 20)
+void fs_set_readahead(struct fs_volume *vol, uint32_t bytes);
 
 /* dalloc.c: delayed allocation. Data written FS_UNSTABLE waits in memory
  * without blocks until it must reach the disk: fs_commit of the file, a

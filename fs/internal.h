@@ -127,6 +127,14 @@ struct chunk {
 
 #define TXN_SPARE_PER_SIZE 64 /* spare copy buffers kept per unit size */
 
+/* A file lately read (read_ahead.c): where its last read in order ended,
+ * and how far its stores were told it will be read. */
+#define FS_RA_SLOTS 64
+struct ra_slot {
+	uint64_t stable; /* 0: free */
+	uint64_t next, told;
+};
+
 struct fs_volume {
 	pthread_mutex_t lock;
 	/* vol_lock.c: light threads waiting for the lock and their turns
@@ -189,6 +197,14 @@ struct fs_volume {
 	pthread_mutex_t pin_lock;
 	pthread_cond_t pin_cond;
 	uint64_t reuse_gen;
+
+	/* Read-ahead by files' offsets (read_ahead.c; under the lock): how
+	 * far ahead of a reader in order (bytes, 0: none; fs_set_readahead),
+	 * the readers lately seen, and the pieces told to stores since open
+	 * (read_unlocked.c) and their bytes. */
+	uint32_t readahead;
+	struct ra_slot ra[FS_RA_SLOTS];
+	uint64_t ra_hints, ra_hint_bytes;
 
 	/* The learned size predictor (vol_predict.c), and how many new
 	 * files it placed (it had enough samples). */
@@ -668,6 +684,14 @@ void chunk_unpin(struct chunk *c);
 void chunk_wait_unpinned(struct chunk *c);
 void vol_blocks_reusable(struct fs_volume *v);
 uint64_t vol_reuse_gen(const struct fs_volume *v);
+
+/* read_ahead.c: a read of [off, off + len) of the file numbered stable,
+ * size bytes long, was planned (the volume locked). 1 and the range to
+ * read ahead in *start, *len when the file is read in order and the range
+ * told to its stores so far ends less than half the read-ahead distance
+ * past this read; else 0. */
+int file_ra_window(struct fs_volume *v, uint64_t stable, uint64_t off, size_t len, uint64_t size,
+		   uint64_t *start, size_t *wlen);
 
 /* read_unlocked.c: read file bytes [off, off + len) of r (not inline): the
  * blocks are found under the volume lock, which this releases for the

@@ -5,7 +5,12 @@
  * pinned chunk keeps its store, and a read that saw the reuse generation
  * move is answered -ESTALE, for the caller to read again under the lock
  * (its blocks may have been freed, the free committed and the blocks given
- * to another file meanwhile). */
+ * to another file meanwhile). A file read in order also has the next
+ * pieces of its range ahead told to their stores (read_ahead.c), after
+ * its own reads, pinned in the same way: the pieces that do not follow on
+ * from the file's bytes before them in their store. Where a file's bytes
+ * follow each other, its reads already do (large ones go past the page
+ * cache, store_file.c); where they jump, the store learns early. */
 #include "config.h"
 
 #include <errno.h>
@@ -54,28 +59,84 @@ static int plan_piece(void *arg, uint32_t chunk, uint32_t pblk, uint32_t inoff, 
 	return 0;
 }
 
+static void pin_plan(struct read_plan *plan)
+{
+	for (uint32_t i = 0; i < plan->n; i++)
+		if (plan->p[i].c)
+			chunk_pin(plan->p[i].c);
+}
+
+/* Of the pieces planned for the range ahead (walked from one block before
+ * it), the ones where the file's bytes jump in their store, and those
+ * that follow on from such a one: a piece that does not follow on from
+ * the piece before it in the same store, and what follows on from it. The
+ * first piece (that block, and what follows on from it) is never one. */
+static void keep_jumps(struct read_plan *ahead)
+{
+	struct read_piece prev = { 0 };
+	uint32_t kept = 0;
+	int prev_kept = 0;
+
+	for (uint32_t i = 0; i < ahead->n; i++) {
+		struct read_piece rp = ahead->p[i];
+		int follows = i == 0 || (rp.c && rp.c == prev.c && rp.off == prev.off + prev.len);
+
+		prev_kept = rp.c && (!follows || prev_kept);
+		if (prev_kept)
+			ahead->p[kept++] = rp;
+		prev = rp;
+	}
+	ahead->n = kept;
+}
+
+/* The kept pieces of the range ahead told to their stores, and unpinned. */
+static void tell_ahead(struct read_plan *ahead)
+{
+	for (uint32_t i = 0; i < ahead->n; i++) {
+		struct read_piece *rp = &ahead->p[i];
+
+		store_willneed(rp->st, rp->len, rp->off);
+		chunk_unpin(rp->c);
+	}
+	free(ahead->p);
+}
+
 int file_read_unlocked(struct fs_volume *v, const struct iref *r, uint64_t off, size_t len,
 		       void *buf)
 {
-	struct read_plan plan = { .v = v };
+	struct read_plan plan = { .v = v }, ahead = { .v = v };
 	struct fchain fc;
-	uint64_t gen = vol_reuse_gen(v);
+	uint64_t gen = vol_reuse_gen(v), ra_off;
+	size_t ra_len;
 	uint8_t *p = buf;
 	int ret;
 
 	ret = chain_load(v, r, &fc);
 	if (ret == 0) {
 		ret = chain_walk(&fc, off, len, plan_piece, &plan);
+		/* Read-ahead is a hint: a range it cannot plan is not told. */
+		if (ret == 0 &&
+		    file_ra_window(v, r->ino.stable, off, len, r->ino.size, &ra_off, &ra_len)) {
+			uint64_t back = ra_off < OD_BLOCK_SIZE ? ra_off : OD_BLOCK_SIZE;
+
+			if (chain_walk(&fc, ra_off - back, ra_len + back, plan_piece, &ahead) < 0)
+				ahead.n = 0;
+			keep_jumps(&ahead);
+			for (uint32_t i = 0; i < ahead.n; i++) {
+				v->ra_hints++;
+				v->ra_hint_bytes += ahead.p[i].len;
+			}
+		}
 		chain_release(&fc);
 	}
 	if (ret < 0) {
 		vol_unlock(v);
 		free(plan.p);
+		free(ahead.p);
 		return ret;
 	}
-	for (uint32_t i = 0; i < plan.n; i++)
-		if (plan.p[i].c)
-			chunk_pin(plan.p[i].c);
+	pin_plan(&plan);
+	pin_plan(&ahead);
 	vol_unlock(v);
 
 	for (uint32_t i = 0; i < plan.n; i++) {
@@ -90,6 +151,7 @@ int file_read_unlocked(struct fs_volume *v, const struct iref *r, uint64_t off, 
 		p += rp->len;
 	}
 	free(plan.p);
+	tell_ahead(&ahead);
 	if (ret == 0 && vol_reuse_gen(v) != gen)
 		ret = -ESTALE;
 	return ret;

@@ -352,6 +352,7 @@ static struct fs_volume *vol_alloc(int flags)
 	v->rdonly = !!(flags & FS_OPEN_RDONLY);
 	v->large_continue_blocks = FS_LARGE_CONTINUE_DEFAULT / OD_BLOCK_SIZE;
 	v->realloc_min_extents = FS_REALLOC_DEFAULT_EXTENTS;
+	v->readahead = FS_READAHEAD_DEFAULT;
 	if (dalloc_init(v) < 0 || prealloc_init(v) < 0) {
 		vol_free(v);
 		return NULL;
@@ -743,6 +744,9 @@ int fs_get_counters(struct fs_volume *v, struct fs_counters *out)
 	out->lock_holds_over_1ms = v->lock_rec.over_1ms;
 	out->lock_holds_over_10ms = v->lock_rec.over_10ms;
 	realloc_counters(v, out);
+	out->readahead = v->readahead;
+	out->ra_hints = v->ra_hints;
+	out->ra_hint_bytes = v->ra_hint_bytes;
 	vol_unlock(v);
 	return 0;
 }

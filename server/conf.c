@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "fs/format/ondisk.h"
+#include "fs/fs.h"
 #include "server/conf.h"
 
 int config_bulk_workers(const struct config *cfg)
@@ -54,6 +55,7 @@ void config_defaults(struct config *cfg)
 	cfg->dalloc_mb = 64; /* delayed allocation (chunkfsd.conf(5)) */
 	cfg->large_continue_kb = 0; /* measured no better (chunkfsd.conf(5)) */
 	cfg->realloc_extents = 3; /* reallocation on rewrite (chunkfsd.conf(5)) */
+	cfg->readahead_kb = FS_READAHEAD_DEFAULT >> 10;
 	cfg->dalloc_age = 5;
 	cfg->prealloc_kb = 65536; /* preallocation from names (chunkfsd.conf(5)) */
 	cfg->prealloc_timeout = 30;
@@ -283,6 +285,7 @@ static const char *const key_wants[][2] = {
 	{ "prealloc_timeout", "1-3600 (seconds)" },
 	{ "large_continue_kb", "0-16777216 (KiB; 0: files do not move to large-file chunks)" },
 	{ "realloc_extents", "0-65536 (extents; 0: no reallocation on rewrite)" },
+	{ "readahead_kb", "0-1048576 (KiB; 0: no read-ahead by files' offsets)" },
 	{ "loop_poll_us", "0-10000 (microseconds)" },
 	{ "log_level", "error, warning, info or debug" },
 	{ "syslog", "yes or no" },
@@ -407,6 +410,10 @@ static int parse_key(const char *k, const char *v, struct config *cfg, char *err
 		if (parse_uint(v, 65536, &n) < 0)
 			goto bad;
 		cfg->realloc_extents = (uint32_t)n;
+	} else if (!strcmp(k, "readahead_kb")) {
+		if (parse_uint(v, 1u << 20, &n) < 0)
+			goto bad;
+		cfg->readahead_kb = (uint32_t)n;
 	} else if (!strcmp(k, "dalloc_age")) {
 		if (parse_uint(v, 3600, &n) < 0 || n < 1)
 			goto bad;

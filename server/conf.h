@@ -75,6 +75,7 @@ struct config {
 				     * past this continues in a large-file chunk (0: never) */
 	uint32_t realloc_extents; /* a file in this many extents or more rewritten
 				   * whole goes to a new run (0: never) */
+	uint32_t readahead_kb;    /* told to the stores ahead of a file read in order */
 	uint32_t loop_poll_us;  /* the loop polls this long after answering a call */
 	enum log_level log_level;
 	int use_syslog;

@@ -420,6 +420,8 @@ static void cmd_status(struct control *ctl, struct answer *a)
 	    fc.dalloc_gave_up_time, fc.dalloc_gave_up_offline, fc.dalloc_gave_up_memory,
 	    fc.dalloc_gave_up_close, fc.dalloc_hold_max_us, fc.dalloc_holds_over_10ms,
 	    fc.realloc_min_extents, fc.reallocs, fc.realloc_blocks, fc.realloc_no_run);
+	add(a, "readahead kb=%u hints=%" PRIu64 " hint_bytes=%" PRIu64 "\n", fc.readahead >> 10,
+	    fc.ra_hints, fc.ra_hint_bytes);
 	add(a, "lock holds=%" PRIu64 " hold_max_us=%" PRIu64 " holds_over_1ms=%" PRIu64
 	       " holds_over_10ms=%" PRIu64 " hold_max_site=",
 	    fc.lock_holds, fc.lock_hold_max_us, fc.lock_holds_over_1ms, fc.lock_holds_over_10ms);

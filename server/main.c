@@ -223,6 +223,7 @@ static int open_volume(struct server *srv)
 	fs_set_large_continue(srv->vol, srv->cfg.large_continue_kb << 10);
 	fs_set_prealloc_timeout(srv->vol, srv->cfg.prealloc_timeout * 1000u);
 	fs_set_realloc(srv->vol, srv->cfg.realloc_extents);
+	fs_set_readahead(srv->vol, srv->cfg.readahead_kb << 10);
 	fs_set_evac_copy_locked(srv->vol, srv->cfg.evacuate_copy_locked);
 	for (int i = 0; i < srv->cfg.nexports; i++) {
 		ret = export_resolve(srv->vol, &srv->cfg.exports[i]);

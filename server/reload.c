@@ -1,6 +1,6 @@
 /* SIGHUP: the configuration file is read again while connections stay up.
  * Exports (and their options), log_level, cache_mb, dalloc_mb, large_continue_kb,
- * prealloc_kb, prealloc_timeout, realloc_extents, max_connections,
+ * prealloc_kb, prealloc_timeout, realloc_extents, readahead_kb, max_connections,
  * max_connections_per_client, idle_timeout and record_timeout take effect
  * for the requests and connections that start afterwards (and idle_timeout
  * for the connections open); max_calls_per_client and max_bytes_per_client
@@ -132,6 +132,10 @@ int reload_config(struct server *srv)
 	if (nc.realloc_extents != srv->cfg.realloc_extents) {
 		srv->cfg.realloc_extents = nc.realloc_extents;
 		fs_set_realloc(srv->vol, nc.realloc_extents);
+	}
+	if (nc.readahead_kb != srv->cfg.readahead_kb) {
+		srv->cfg.readahead_kb = nc.readahead_kb;
+		fs_set_readahead(srv->vol, nc.readahead_kb << 10);
 	}
 	if (nc.dalloc_mb != srv->cfg.dalloc_mb) {
 		srv->cfg.dalloc_mb = nc.dalloc_mb;

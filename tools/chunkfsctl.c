@@ -183,7 +183,8 @@ static void print_json(struct record *recs, int n, int ok, const char *error)
 		    !strcmp(recs[i].type, "evacuate") ||
 		    !strcmp(recs[i].type, "repair") || !strcmp(recs[i].type, "stores") ||
 		    !strcmp(recs[i].type, "predictor") || !strcmp(recs[i].type, "dalloc") ||
-		    !strcmp(recs[i].type, "lock") || !strcmp(recs[i].type, "prealloc")) {
+		    !strcmp(recs[i].type, "lock") || !strcmp(recs[i].type, "prealloc") ||
+		    !strcmp(recs[i].type, "readahead")) {
 			printf(", ");
 			json_string(recs[i].type);
 			printf(": ");
@@ -395,6 +396,10 @@ static void print_status(struct record *recs, int n)
 			       (double)num(r, "hold_max_us") / 1000.0, num(r, "holds_over_10ms"),
 			       num(r, "realloc_extents"), num(r, "reallocs"),
 			       num(r, "realloc_blocks"), num(r, "realloc_no_run"));
+		else if (!strcmp(r->type, "readahead"))
+			printf("read-ahead: %llu KiB ahead of files read in order (0: off); %llu "
+			       "ranges told to the stores since start, %.1f MiB\n\n",
+			       num(r, "kb"), num(r, "hints"), (double)num(r, "hint_bytes") / 1048576.0);
 		else if (!strcmp(r->type, "lock"))
 			printf("volume lock: %llu holds since start, the longest %.1f ms (taken "
 			       "in %s); %llu over 1 ms, %llu over 10 ms\n\n",

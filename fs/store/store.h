@@ -37,6 +37,10 @@ struct chunk_store_ops {
 	 * durable by itself when nothing else it answered awaits a flush
 	 * (NBD: NBD_CMD_FLAG_FUA), so that the flush has nothing left to do. */
 	int (*pwrite_last)(struct chunk_store *st, const void *buf, size_t len, uint64_t off);
+	/* Optional: [off, off + len) will be read soon; the store may fetch
+	 * it meanwhile (a file's page cache: POSIX_FADV_WILLNEED). A hint: it
+	 * neither waits for the bytes nor fails the caller. */
+	void (*willneed)(struct chunk_store *st, size_t len, uint64_t off);
 };
 
 struct chunk_store {
@@ -114,6 +118,13 @@ static inline int store_pwrite_last(struct chunk_store *st, const void *buf, siz
 		return -EIO;
 	return st->ops->pwrite_last ? st->ops->pwrite_last(st, buf, len, off)
 				    : st->ops->pwrite(st, buf, len, off);
+}
+
+/* A hint that [off, off + len) will be read soon (willneed above). */
+static inline void store_willneed(struct chunk_store *st, size_t len, uint64_t off)
+{
+	if (!store_lost(st) && st->ops->willneed)
+		st->ops->willneed(st, len, off);
 }
 
 static inline int store_trim(struct chunk_store *st, size_t len, uint64_t off)

@@ -161,6 +161,17 @@ static void file_close(struct chunk_store *st)
 	free(fst);
 }
 
+/* The page cache starts reading the range (readahead by the file's
+ * offsets, which the kernel's own cannot do for a chunk's file whose
+ * blocks are not in order in the image). */
+static void file_willneed(struct chunk_store *st, size_t len, uint64_t off)
+{
+	struct file_store *fst = to_fs(st);
+
+	if (range_ok(st, len, off))
+		posix_fadvise(fst->fd, (off_t)(fst->base + off), (off_t)len, POSIX_FADV_WILLNEED);
+}
+
 static const struct chunk_store_ops file_ops = {
 	.pread = file_pread,
 	.pwrite = file_pwrite,
@@ -168,6 +179,7 @@ static const struct chunk_store_ops file_ops = {
 	.trim = file_trim,
 	.close = file_close,
 	.pread_nowait = file_pread_nowait,
+	.willneed = file_willneed,
 };
 
 int store_file_region_direct(int fd, int dfd, uint64_t base, uint64_t size,

@@ -19,6 +19,8 @@ struct mem_store {
 	int bad_err, bad_writes;
 	void (*on_read)(void *arg, uint64_t off, size_t len);
 	void *on_read_arg;
+	void (*on_willneed)(void *arg, uint64_t off, size_t len);
+	void *on_willneed_arg;
 };
 
 static int in_bad_range(const struct mem_store *m, size_t len, uint64_t off)
@@ -117,12 +119,21 @@ static void mem_close(struct chunk_store *st)
 	free(m);
 }
 
+static void mem_willneed(struct chunk_store *st, size_t len, uint64_t off)
+{
+	struct mem_store *m = to_mem(st);
+
+	if (m->on_willneed)
+		m->on_willneed(m->on_willneed_arg, off, len);
+}
+
 static const struct chunk_store_ops mem_ops = {
 	.pread = mem_pread,
 	.pwrite = mem_pwrite,
 	.flush = mem_flush,
 	.trim = mem_trim,
 	.close = mem_close,
+	.willneed = mem_willneed,
 };
 
 int store_mem_new(uint64_t size, const void *init, struct chunk_store **out)
@@ -177,6 +188,15 @@ void store_mem_on_read(struct chunk_store *st, void (*fn)(void *arg, uint64_t of
 
 	m->on_read = fn;
 	m->on_read_arg = arg;
+}
+
+void store_mem_on_willneed(struct chunk_store *st,
+			   void (*fn)(void *arg, uint64_t off, size_t len), void *arg)
+{
+	struct mem_store *m = to_mem(st);
+
+	m->on_willneed = fn;
+	m->on_willneed_arg = arg;
 }
 
 void io_log_free(struct io_log *log)

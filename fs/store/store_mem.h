@@ -46,6 +46,11 @@ void store_mem_bad_range(struct chunk_store *st, uint64_t off, uint64_t len, int
 void store_mem_on_read(struct chunk_store *st, void (*fn)(void *arg, uint64_t off, size_t len),
 		       void *arg);
 
+/* Call fn(arg, off, len) at every read-ahead hint (store_willneed; NULL:
+ * none). */
+void store_mem_on_willneed(struct chunk_store *st,
+			   void (*fn)(void *arg, uint64_t off, size_t len), void *arg);
+
 void io_log_free(struct io_log *log);
 
 #endif

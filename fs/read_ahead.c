@@ -1,0 +1,56 @@
+/* Read-ahead by a file's own offsets: which files are being read in order
+ * (a small table of the readers seen lately, kept under the volume lock)
+ * and how far ahead of each reader the range ahead has been looked at
+ * (read_unlocked.c tells the stores the pieces there where the file's
+ * bytes jump). A file's extents need not follow each other in its chunk,
+ * nor its segments share a chunk, so the kernel's read-ahead of an image,
+ * which follows the image's offsets, stops at each extent's end; an aged
+ * volume read in order then waits at every one (doc/design.md,
+ * "Read-ahead by a file's offsets"). */
+#include "config.h"
+
+#include "fs/internal.h"
+
+/* Reads that begin this close to where the last one ended count as in
+ * order: a client keeps several in flight, and they arrive out of order. */
+#define RA_SLACK (4u << 20)
+
+static struct ra_slot *slot_of(struct fs_volume *v, uint64_t stable)
+{
+	return &v->ra[(stable * 0x9E3779B97F4A7C15ull >> 58) % FS_RA_SLOTS];
+}
+
+int file_ra_window(struct fs_volume *v, uint64_t stable, uint64_t off, size_t len, uint64_t size,
+		   uint64_t *start, size_t *wlen)
+{
+	struct ra_slot *s = slot_of(v, stable);
+	uint64_t end = off + len, to;
+
+	if (!v->readahead)
+		return 0;
+	if (s->stable != stable || off + RA_SLACK < s->next || off > s->next + RA_SLACK) {
+		/* A new reader, or a jump: in order from here, maybe. */
+		*s = (struct ra_slot){ .stable = stable, .next = end, .told = end };
+		return 0;
+	}
+	if (end > s->next)
+		s->next = end;
+	if (s->told < s->next)
+		s->told = s->next;
+	to = s->next + v->readahead;
+	if (to > size)
+		to = size;
+	if (s->told >= to || s->told >= s->next + v->readahead / 2)
+		return 0;
+	*start = s->told;
+	*wlen = (size_t)(to - s->told);
+	s->told = to;
+	return 1;
+}
+
+void fs_set_readahead(struct fs_volume *v, uint32_t bytes)
+{
+	vol_lock(v);
+	v->readahead = bytes;
+	vol_unlock(v);
+}
