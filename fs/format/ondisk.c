@@ -99,7 +99,8 @@ int od_verify(const uint8_t *buf, size_t len)
 #define CH 48
 static_assert(1032 + OD_MAX_FOSTERS * OD_FOSTER_SIZE <= OD_MB_PAYLOAD,
 	      "the foster table fits the header's payload");
-static_assert(2060 + 4 * OD_MAX_FOSTERS <= OD_MB_PAYLOAD, "evac2's block fits the header's payload");
+static_assert(2060 + 4 * OD_MAX_FOSTERS <= 2192, "evac2's block ends before fostertab's");
+static_assert(OD_FTAB_PER_UNIT == 144, "144 records in a foster table unit");
 void od_put_chunk_header(uint8_t *b, const struct od_chunk_header *c)
 {
 	memcpy(b + CH + 0, OD_CHUNK_MAGIC, 8);
@@ -156,6 +157,10 @@ void od_put_chunk_header(uint8_t *b, const struct od_chunk_header *c)
 	put32(b + CH + 2048 + 4 * OD_MAX_FOSTERS, c->evac_state);
 	put32(b + CH + 2052 + 4 * OD_MAX_FOSTERS, c->evac_slot);
 	put32(b + CH + 2056 + 4 * OD_MAX_FOSTERS, c->evac_map);
+	/* fostertab at payload byte 2192. */
+	put32(b + CH + 2192, c->ftab_start);
+	put32(b + CH + 2196, c->ftab_count);
+	put32(b + CH + 2200, c->ftab_units);
 }
 
 int od_get_chunk_header(const uint8_t *b, struct od_chunk_header *c)
@@ -214,9 +219,49 @@ int od_get_chunk_header(const uint8_t *b, struct od_chunk_header *c)
 	c->evac_state = get32(b + CH + 2048 + 4 * OD_MAX_FOSTERS);
 	c->evac_slot = get32(b + CH + 2052 + 4 * OD_MAX_FOSTERS);
 	c->evac_map = get32(b + CH + 2056 + 4 * OD_MAX_FOSTERS);
+	c->ftab_start = get32(b + CH + 2192);
+	c->ftab_count = get32(b + CH + 2196);
+	c->ftab_units = get32(b + CH + 2200);
 	return 0;
 }
 #undef CH
+
+void od_put_ftab_count(uint8_t *p, uint32_t count)
+{
+	put32(p, count);
+	put32(p + 4, 0);
+}
+
+uint32_t od_get_ftab_count(const uint8_t *p)
+{
+	return get32(p);
+}
+
+void od_put_ftab_entry(uint8_t *p, uint32_t k, const struct od_foster *f, uint32_t retired)
+{
+	uint8_t *e = p + OD_FTAB_HEAD_SIZE + k * OD_FTAB_ENTRY_SIZE;
+
+	put32(e + 0, f->home);
+	put32(e + 4, f->chunk);
+	put32(e + 8, f->start);
+	put32(e + 12, f->nblocks);
+	put32(e + 16, f->entries);
+	put32(e + 20, f->flags);
+	put32(e + 24, retired);
+}
+
+void od_get_ftab_entry(const uint8_t *p, uint32_t k, struct od_foster *f, uint32_t *retired)
+{
+	const uint8_t *e = p + OD_FTAB_HEAD_SIZE + k * OD_FTAB_ENTRY_SIZE;
+
+	f->home = get32(e + 0);
+	f->chunk = get32(e + 4);
+	f->start = get32(e + 8);
+	f->nblocks = get32(e + 12);
+	f->entries = get32(e + 16);
+	f->flags = get32(e + 20);
+	*retired = get32(e + 24);
+}
 
 void od_put_extent(uint8_t *b, const struct od_extent *e)
 {
