@@ -20,14 +20,16 @@
  * limit: it is the host of last resort), else the online chunk with the
  * most free blocks that is neither draining nor fostered, and whose
  * header has a record free besides the one kept for its own map, should
- * it be evacuated one day. */
-static struct chunk *foster_target(struct fs_volume *v, struct chunk *home, uint32_t n)
+ * it be evacuated one day; not `tried` (a chunk whose free blocks make
+ * no metadata pair: chunk 0 filled with data, say). */
+static struct chunk *foster_target(struct fs_volume *v, struct chunk *home, uint32_t n,
+				   const struct chunk *tried)
 {
 	struct chunk *best = NULL;
 
 	for (uint32_t i = 0; i < v->nchunks; i++) {
 		struct chunk *c = &v->chunks[i];
-		if (c == home || c->offline || chunk_draining(c) || chunk_fostered(c) ||
+		if (c == home || c == tried || c->offline || chunk_draining(c) || chunk_fostered(c) ||
 		    (i && c->hdr.nfosters >= OD_MAX_FOSTERS - 1) || chunk_load(c) < 0 ||
 		    c->hdr.free_blocks < 2 * n + 2 * c->hdr.dir_unit)
 			continue;
@@ -88,6 +90,23 @@ static int units_copy(struct chunk *t, uint32_t n, uint32_t home, struct chunk *
 	return ret;
 }
 
+/* home's map (n units, the first ncopy copied from src_start of src) made
+ * in the target chunk (*out), a second one tried when the first has no
+ * room for the run. */
+static int place_map(struct fs_volume *v, struct chunk *homec, uint32_t n, struct chunk *src,
+		     uint32_t src_start, uint32_t ncopy, struct chunk **out, uint32_t *start)
+{
+	struct chunk *t = foster_target(v, homec, n, NULL);
+	int ret = t ? units_copy(t, n, homec->index, src, src_start, ncopy, start) : -ENOSPC;
+
+	if (ret == -ENOSPC && t) {
+		t = foster_target(v, homec, n, t);
+		ret = t ? units_copy(t, n, homec->index, src, src_start, ncopy, start) : -ENOSPC;
+	}
+	*out = t;
+	return ret;
+}
+
 int evac_foster(struct fs_volume *v, struct chunk *k, uint32_t *host)
 {
 	struct chunk *c0 = &v->chunks[0], *t;
@@ -105,16 +124,13 @@ int evac_foster(struct fs_volume *v, struct chunk *k, uint32_t *host)
 	if (k->hdr.nfosters >= OD_MAX_FOSTERS)
 		return -ENOSPC;
 	n = wm ? (wm + OD_MAP_PER_BLOCK - 1) / OD_MAP_PER_BLOCK : 1;
-	t = foster_target(v, k, n);
-	if (!t)
-		return -ENOSPC;
 	/* chunk 0's table unit for the record, before anything moves (made
 	 * empty, it stays so if what follows fails) */
 	ret = ftab_room(v);
 	if (ret < 0)
 		return ret;
-	ret = units_copy(t, n, k->index, k, k->hdr.map_start,
-			 (wm + OD_MAP_PER_BLOCK - 1) / OD_MAP_PER_BLOCK, &start);
+	ret = place_map(v, k, n, k, k->hdr.map_start,
+			(wm + OD_MAP_PER_BLOCK - 1) / OD_MAP_PER_BLOCK, &t, &start);
 	if (ret < 0)
 		return ret;
 	rec = (struct od_foster){ .home = k->index, .chunk = t->index, .start = start,
@@ -160,10 +176,7 @@ int evac_foster_rehost(struct fs_volume *v, struct chunk *k)
 	h = vol_chunk(v, f->home);
 	if (!h || (h->offline && !h->retired))
 		return -EIO;
-	t = foster_target(v, h, f->nblocks);
-	if (!t)
-		return -ENOSPC;
-	ret = units_copy(t, f->nblocks, f->home, k, f->start, f->nblocks, &start);
+	ret = place_map(v, h, f->nblocks, k, f->start, f->nblocks, &t, &start);
 	if (ret < 0)
 		return ret;
 	for (uint32_t b = 0; b < f->nblocks; b++)

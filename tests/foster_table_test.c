@@ -118,7 +118,7 @@ static int on_disk(struct od_chunk_header *h0, struct od_fosters *l)
 	int ret;
 
 	CHECK(fd >= 0);
-	src = od_header_src_fd(fd, (uint64_t)NCHUNKS * 2 * MB);
+	src = od_header_src_fd(fd, (uint64_t)70 * 2 * MB);
 	CHECK_EQ(od_header_read(&src, 0, 0, 0, h0, NULL), 0);
 	ret = od_fosters_read(&src, 0, h0, -1, l, why, sizeof(why));
 	if (ret < 0)
@@ -139,6 +139,133 @@ static void spoil(uint32_t b, int copy)
 	x ^= 0x5a;
 	CHECK_EQ(pwrite(fd, &x, 1, off), 1);
 	close(fd);
+}
+
+/* Chunks from..to drained (on) or not. */
+static void drain_range(struct fs_volume *v, uint32_t from, uint32_t to, int on)
+{
+	char why[256];
+
+	for (uint32_t k = from; k <= to; k++)
+		CHECK_EQ(fs_chunk_drain(v, k, on, why, sizeof(why)), 0);
+}
+
+/* Chunk k evacuated to the end: 0 when it retired. */
+static int retire(struct fs_volume *v, uint32_t k)
+{
+	struct fs_evac_info ei;
+	char why[256];
+	unsigned n = 0;
+	int ret;
+
+	if (fs_chunk_drain(v, k, 1, why, sizeof(why)) < 0)
+		return -1;
+	while ((ret = fs_evac_step(v, k, 0, &ei)) == 1 && n < 500)
+		n++;
+	if (ret != 0 || !ei.retired)
+		printf("# chunk %u: step %d, fostered %u in %u, retired %u, %u maps hosted\n", k,
+		       ret, ei.fostered, ei.foster_chunk, ei.retired, ei.maps_hosted);
+	return ret == 0 && ei.retired ? 0 : -1;
+}
+
+static uint32_t maps_hosted(struct fs_volume *v, uint32_t k)
+{
+	struct fs_evac_info ei;
+
+	CHECK_EQ(fs_evac_info(v, k, &ei), 0);
+	return ei.maps_hosted;
+}
+
+/* The host rule: a chunk other than 0 takes a map only while its header
+ * keeps a record free for its own. 70 chunks of 2 MiB: chunks 1-33
+ * retired into chunk 0 (its header full, one table unit made); chunk 0
+ * filled (every other chunk draining meanwhile); chunks 34-67 then
+ * retired: their maps go to chunk 68 (the most free blocks) until it holds
+ * 31, then to chunk 69 (chunk 0 may take one or two first, in metadata
+ * pairs its data left free: a map that finds no run in the chunk picked
+ * goes to the next); chunk 0's table takes their records in the unit it
+ * has. Chunk 0 emptied, chunk 68 is evacuated: its own record is
+ * its header's 32nd, its 31 maps move to chunk 0 one a step, and it
+ * retires. fsck -x clean; a reopen finds the 68 records. */
+static void hosts(void)
+{
+	struct fs_mkfs_opts mo = { .chunk_size = 2 * MB, .chunk_count = 70, .force = 1 };
+	struct fs_volume *v;
+	struct fs_ino root, d, f, t2 = { 0 }, t2f;
+	struct od_chunk_header h0;
+	struct od_fosters l;
+	struct fsck_result r;
+	static uint8_t buf[64 * 1024];
+	uint64_t off = 0;
+	uint32_t bad = 0, in0;
+	int ret;
+
+	CHECK_EQ(fs_mkfs(image, &mo), 0);
+	CHECK_EQ(fs_open(image, 0, &v), 0);
+	CHECK_EQ(fs_root(v, &root), 0);
+	/* chunk 69 with fewer free blocks than chunk 68 */
+	drain_range(v, 1, 68, 1);
+	CHECK_EQ(fs_mkdir(v, NULL, root, "t2", 0755, &t2, NULL), 0);
+	for (int i = 0; i < 8 && t2.num >> 32 != 69; i++) {
+		char name[16];
+		snprintf(name, sizeof(name), "t2-%d", i);
+		CHECK_EQ(fs_mkdir(v, NULL, root, name, 0755, &t2, NULL), 0);
+	}
+	CHECK_EQ(t2.num >> 32, 69);
+	CHECK_EQ(fs_create(v, NULL, t2, "f", 0644, FS_CREATE_GUARDED, 0, &t2f, NULL), 0);
+	for (int i = 0; i < 8; i++)
+		CHECK_EQ(fs_write(v, NULL, t2f, (uint64_t)i * sizeof(buf), sizeof(buf), buf,
+				  FS_FILE_SYNC, NULL), 0);
+	drain_range(v, 34, 68, 0);
+	for (uint32_t k = 1; k <= 33; k++)
+		bad += retire(v, k) < 0;
+	CHECK_EQ(bad, 0);
+	CHECK_EQ(maps_hosted(v, 0), 33);
+	/* chunk 0 filled, the others draining meanwhile */
+	drain_range(v, 34, 69, 1);
+	CHECK_EQ(fs_mkdir(v, NULL, root, "fill", 0755, &d, NULL), 0);
+	CHECK_EQ(d.num >> 32, 0);
+	CHECK_EQ(fs_create(v, NULL, d, "big", 0644, FS_CREATE_GUARDED, 0, &f, NULL), 0);
+	while ((ret = fs_write(v, NULL, f, off, sizeof(buf), buf, FS_FILE_SYNC, NULL)) == 0)
+		off += sizeof(buf);
+	CHECK_EQ(ret, -ENOSPC);
+	drain_range(v, 68, 69, 0);
+	for (uint32_t k = 34; k <= 67; k++)
+		bad += retire(v, k) < 0;
+	CHECK_EQ(bad, 0);
+	/* (chunk 0 may take a map or two more, in metadata pairs its data
+	 * left free) */
+	in0 = maps_hosted(v, 0);
+	CHECK(in0 >= 33 && in0 <= 35);
+	CHECK_EQ(maps_hosted(v, 68), OD_MAX_FOSTERS - 1);
+	CHECK_EQ(maps_hosted(v, 69), 67 - in0 - (OD_MAX_FOSTERS - 1));
+	CHECK(maps_hosted(v, 69) >= 1);
+	printf("# chunks 34-67: %u maps in chunk 0, 31 in chunk 68, %u in chunk 69\n", in0 - 33,
+	       maps_hosted(v, 69));
+	/* chunk 68 evacuated into an emptied chunk 0 */
+	CHECK_EQ(fs_remove(v, NULL, d, "big"), 0);
+	CHECK_EQ(fs_sync(v), 0);
+	CHECK_EQ(retire(v, 68), 0);
+	CHECK_EQ(maps_hosted(v, 0), in0 + 31 + 1);
+	CHECK_EQ(maps_hosted(v, 69), 67 - in0 - 31);
+	CHECK_EQ(fs_check_invariants(v, NULL, NULL), 0);
+	CHECK_EQ(fs_close(v), 0);
+	CHECK_EQ(on_disk(&h0, &l), 0);
+	CHECK_EQ(l.n, 68);
+	CHECK_EQ(h0.ftab_count, 68 - 32);
+	CHECK_EQ(h0.ftab_units, 1);
+	for (uint32_t k = 1; k <= 68; k++)
+		CHECK_EQ(od_fosters_retired(&l, k), 2 * MB / 4096);
+	od_fosters_free(&l);
+	r = check(FSCK_CHECK_ONLY);
+	CHECK_EQ(r.problems, 0);
+	CHECK_EQ(r.exit_code, 0);
+	CHECK_EQ(r.chunks, 2);
+	CHECK_EQ(fs_open(image, 0, &v), 0);
+	CHECK_EQ(maps_hosted(v, 0), in0 + 32);
+	CHECK_EQ(fs_check_invariants(v, NULL, NULL), 0);
+	CHECK_EQ(fs_close(v), 0);
+	unlink(image);
 }
 
 int main(void)
@@ -265,7 +392,8 @@ int main(void)
 	printf("# open with the table lost: %s\n", why);
 	CHECK(strstr(why, "foster table") != NULL);
 	od_fosters_free(&l);
-	free(last.text);
 	unlink(image);
+	hosts();
+	free(last.text);
 	return test_done("foster_table");
 }
