@@ -109,8 +109,8 @@ int od_fosters_read(const struct od_header_src *src, uint64_t base,
 	}
 	if (ret < 0 || !h0->ftab_start)
 		goto out;
-	if (copy < 0 && (h0->flags & OD_CHF_SINGLE_COPY))
-		copy = 0;
+	if (h0->flags & OD_CHF_SINGLE_COPY)
+		copy = 0; /* (copy 1 is never written) */
 	for (uint32_t k = 0; k < h0->ftab_units && ret == 0; k++) {
 		uint32_t want = k + 1 < h0->ftab_units ? OD_FTAB_PER_UNIT
 						       : h0->ftab_count - k * OD_FTAB_PER_UNIT;

@@ -26,7 +26,7 @@ struct od_fosters {
 
 /* out (overwritten, to be freed with od_fosters_free) from chunk 0's
  * header h0 and its table at byte base of src: copy 0 or 1 of each unit,
- * or the newer valid one (copy -1; copy 0 only in a SINGLE_COPY chunk).
+ * or the newer valid one (copy -1); copy 0 in a SINGLE_COPY chunk.
  * 0; -EUCLEAN and why[] when the table is not whole (a unit without that
  * copy, a chain or count that disagrees with the header, a bad record, a
  * home twice), out then holding the records read before; -ENOMEM. */
