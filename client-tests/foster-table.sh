@@ -58,15 +58,7 @@ out_has "chunk 34: retired (evacuated): not checked"
 out_has " 0 problems"
 # The nbdkit plugin's probe reads the table too: chunk 34, named only
 # there, is listed retired and served empty.
-plugin=$builddir/.libs/nbdkit-chunkfs-plugin.so
-if [ -x "$plugin" ] && command -v nbdinfo >/dev/null && command -v nbdkit >/dev/null; then
-	nbdkit -f -U "$tmp/plugin.sock" "$plugin" "volume=$tmp/volume.img" readonly=true \
-		2>"$tmp/plugin.log" &
-	plugin_pid=$!
-	for _ in $(seq 1 100); do
-		[ -S "$tmp/plugin.sock" ] && break
-		sleep 0.05
-	done
+if plugin_start; then
 	nbdinfo --list "nbd+unix:///?socket=$tmp/plugin.sock" >"$tmp/list" 2>&1 ||
 		fail "nbdinfo --list: $(cat "$tmp/list")"
 	kill "$plugin_pid"
