@@ -104,11 +104,22 @@ int od_fosters_read(const struct od_header_src *src, uint64_t base,
 		goto out;
 	}
 	for (uint32_t i = 0; i < h0->nfosters && i < OD_MAX_FOSTERS && ret == 0; i++) {
+		uint32_t home = h0->fosters[i].home;
 		ret = od_fosters_add(out, &h0->fosters[i], h0->retired_nblocks[i]);
-		seen[h0->fosters[i].home / 8] |= (uint8_t)(1u << h0->fosters[i].home % 8);
+		if (home < OD_MAX_CHUNKS)
+			seen[home / 8] |= (uint8_t)(1u << home % 8);
 	}
 	if (ret < 0 || !h0->ftab_start)
 		goto out;
+	/* (the header may not have been checked yet: open reads the retired
+	 * chunks first) */
+	if (h0->ftab_units > OD_FTAB_MAX_UNITS || h0->ftab_count > h0->ftab_units * OD_FTAB_PER_UNIT ||
+	    h0->ftab_count + OD_FTAB_PER_UNIT < h0->ftab_units * OD_FTAB_PER_UNIT) {
+		snprintf(why, n, "foster table of %u records in %u units", h0->ftab_count,
+			 h0->ftab_units);
+		ret = -EUCLEAN;
+		goto out;
+	}
 	if (h0->flags & OD_CHF_SINGLE_COPY)
 		copy = 0; /* (copy 1 is never written) */
 	for (uint32_t k = 0; k < h0->ftab_units && ret == 0; k++) {

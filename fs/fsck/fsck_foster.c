@@ -152,6 +152,11 @@ static int read_table(struct fsck_ctx *c)
 	char why[200] = "";
 
 	c->nftab = 0;
+	if (c->hdr.ftab_units > OD_FTAB_MAX_UNITS ||
+	    c->hdr.ftab_count + OD_FTAB_PER_UNIT < c->hdr.ftab_units * OD_FTAB_PER_UNIT ||
+	    c->hdr.ftab_count > c->hdr.ftab_units * OD_FTAB_PER_UNIT)
+		snprintf(why, sizeof(why), "%u records in %u units", c->hdr.ftab_count,
+			 c->hdr.ftab_units);
 	for (uint32_t k = 0; k < c->hdr.ftab_units && !why[0]; k++) {
 		int ret = table_unit(c, k, block, &block, why, sizeof(why));
 		if (ret < 0)
