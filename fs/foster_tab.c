@@ -109,3 +109,18 @@ int ftab_append(struct fs_volume *v, const struct od_foster *rec)
 	c0->header_dirty = 1;
 	return ftab_put(v, r);
 }
+
+int ftab_unit_index(const struct fs_volume *v, uint32_t block)
+{
+	for (uint32_t k = 0; k < v->fost.nunits; k++)
+		if (v->fost.units[k] == block)
+			return (int)k;
+	return -1;
+}
+
+int ftab_rewrite(struct fs_volume *v, uint32_t block)
+{
+	int k = ftab_unit_index(v, block);
+
+	return k < 0 ? -ENOENT : unit_write(v, (uint32_t)k, 1);
+}

@@ -650,6 +650,11 @@ int vol_fosters_load(struct fs_volume *v, char *why, size_t n);
 int ftab_room(struct fs_volume *v);
 int ftab_append(struct fs_volume *v, const struct od_foster *rec);
 int ftab_put(struct fs_volume *v, uint32_t r);
+/* ftab_unit_index: the index in the chain of the table unit at block of
+ * chunk 0, or -1. ftab_rewrite: that unit written again, whole, from the
+ * list in memory (the scrub found both its copies bad): 0, -ENOENT. */
+int ftab_unit_index(const struct fs_volume *v, uint32_t block);
+int ftab_rewrite(struct fs_volume *v, uint32_t block);
 
 /* vol_pred_store.c: the table read from chunk 0 at open (a damaged chain
  * drops it, counted; only -ENOMEM fails); staged into the transaction

@@ -6,8 +6,9 @@
  * reads back by its handle (number and generation unchanged) and the
  * invariants hold. Then, on disk: chunk 0's header holds 32 records, its
  * table 3, in one unit, each RETIRED with its size; fsck -fn -x is clean;
- * a reopen reads every file again. fsck heals a damaged copy of the table
- * unit (0x000001, then clean); with both copies damaged it reports
+ * a reopen reads every file again. Both copies of the table unit spoilt
+ * under the open volume: the scrub writes it again from memory. fsck heals
+ * a damaged copy of the table unit (0x000001, then clean); with both copies damaged it reports
  * 0x010031 and the volume refuses to open. */
 #include "config.h"
 
@@ -366,6 +367,31 @@ int main(void)
 	CHECK_EQ(files_ok(v), 0);
 	CHECK_EQ(fs_check_invariants(v, NULL, NULL), 0);
 	CHECK_EQ(fs_close(v), 0);
+
+	/* Both copies of the table unit spoilt under the open volume: a scrub
+	 * pass over chunk 0 writes it again from the records in memory. */
+	CHECK_EQ(on_disk(&h0, &l), 0);
+	od_fosters_free(&l);
+	CHECK_EQ(fs_open(image, 0, &v), 0);
+	spoil(h0.ftab_start, 0);
+	spoil(h0.ftab_start, 1);
+	{
+		struct fs_scrub_cursor cur = { 0, 0 };
+		struct fs_scrub_result sr, sum = { 0 };
+		int n = 0;
+		do {
+			CHECK_EQ(fs_scrub_step(v, &cur, 16, &sr), 0);
+			sum.bad += sr.bad;
+			sum.healed += sr.healed;
+			sum.both_bad += sr.both_bad;
+		} while (!sr.chunks_done && ++n < 10000);
+		CHECK_EQ(sum.bad, 2);
+		CHECK_EQ(sum.healed, 1);
+		CHECK_EQ(sum.both_bad, 0);
+	}
+	CHECK_EQ(fs_close(v), 0);
+	r = check(FSCK_CHECK_ONLY);
+	CHECK_EQ(r.problems, 0);
 
 	/* One copy of the table unit damaged: fsck -n finds exactly it, -y
 	 * heals it from the other, a second -n is clean. */
