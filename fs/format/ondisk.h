@@ -173,8 +173,9 @@ struct od_chunk_header {
 	char label[32];
 	uint8_t secret[32];      /* per-volume key of the file-handle HMAC */
 
-	/* Foster maps (evacuation; OD_FEATURE_INCOMPAT_FOSTER). Chunk 0's
-	 * header names every one and decides; the header of the chunk
+	/* Foster maps (evacuation; OD_FEATURE_INCOMPAT_FOSTER). Chunk 0
+	 * names every one and decides (its first 32 records here, the others
+	 * in its foster table, ftab_* below); the header of the chunk
 	 * hosting one and that of its home chunk carry its record too, so
 	 * that each can be checked alone. Encoded at byte 1024 of the
 	 * payload, apart from other features' fields. */
