@@ -3,8 +3,12 @@
  * map in OD_MB_FOSTER units that its header names; a fostered chunk's own
  * map area is not read. This file owns both sides of the check:
  *   pass 1: a fostered chunk said so; the units hosted here read through
- *           both copies, their entries kept (c->fost[]);
- *   pass 3: those units claimed (both copies), as fixed metadata;
+ *           both copies, their entries kept (c->fost[]); in chunk 0 the
+ *           foster table (fostertab) walked, its units read through both
+ *           copies, its records checked (PR_1_FTAB_BAD) and the maps it
+ *           names hosted here read too;
+ *   pass 3: those units, and the table's, claimed (both copies), as fixed
+ *           metadata;
  *   pass 4: each used entry placing its inode in this chunk leads to an
  *           inode with its number and generation (else freed, as a map
  *           entry is); one placing it elsewhere is deferred (-x reads the
