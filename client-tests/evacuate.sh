@@ -226,15 +226,7 @@ out_has " 0 problems"
 
 # The nbdkit plugin lists the retired chunk as such and serves it empty
 # (nbdinfo --list opens every export); the others whole.
-plugin=$builddir/.libs/nbdkit-chunkfs-plugin.so
-if [ -x "$plugin" ] && command -v nbdinfo >/dev/null; then
-	nbdkit -f -U "$tmp/plugin.sock" "$plugin" "volume=$tmp/volume.img" readonly=true \
-		2>"$tmp/plugin.log" &
-	plugin_pid=$!
-	for _ in $(seq 1 100); do
-		[ -S "$tmp/plugin.sock" ] && break
-		sleep 0.05
-	done
+if plugin_start; then
 	nbdinfo --list "nbd+unix:///?socket=$tmp/plugin.sock" >"$tmp/list" 2>&1 ||
 		fail "nbdinfo --list: $(cat "$tmp/list")"
 	grep -A3 "^export=\"$k\"" "$tmp/list" | grep -q "retired (evacuated), served empty" ||

@@ -108,6 +108,22 @@ print(s["chunks"][int(sys.argv[2])].get(sys.argv[3], ""))
 ' "$tmp/status.json" "$1" "$2"
 }
 
+# plugin_start: the chunkfs nbdkit plugin serving $tmp/volume.img
+# read-only on $tmp/plugin.sock, its pid in $plugin_pid; status 1 (nothing
+# started) when nbdkit, nbdinfo or the plugin is not there.
+plugin_start() {
+	plugin=$builddir/.libs/nbdkit-chunkfs-plugin.so
+	[ -x "$plugin" ] && command -v nbdinfo >/dev/null && command -v nbdkit >/dev/null ||
+		return 1
+	nbdkit -f -U "$tmp/plugin.sock" "$plugin" "volume=$tmp/volume.img" readonly=true \
+		2>"$tmp/plugin.log" &
+	plugin_pid=$!
+	for _ in $(seq 1 100); do
+		[ -S "$tmp/plugin.sock" ] && break
+		sleep 0.05
+	done
+}
+
 # wait_field K FIELD VALUE SECONDS: until chunk K's FIELD is VALUE.
 wait_field() {
 	for _ in $(seq 1 $(($4 * 10))); do

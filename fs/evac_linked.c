@@ -71,7 +71,6 @@ static struct od_loc slot_loc(const struct chunk *c, uint32_t slot)
  * through the foster maps: K's, and those of chunks evacuated into K). */
 static int scan_entries(struct fs_volume *v, struct chunk *k, uint64_t stable, struct lscan *ls)
 {
-	const struct od_chunk_header *h0 = &v->chunks[0].hdr;
 	struct od_loc loc;
 	int ret = 0;
 
@@ -85,8 +84,8 @@ static int scan_entries(struct fs_volume *v, struct chunk *k, uint64_t stable, s
 		ls->dir = p.ino.head_stable;
 		ret = dir_seg_entries_of(v, &p, stable, collect, ls);
 	}
-	for (uint32_t r = 0; ret == 0 && r < h0->nfosters && r < OD_MAX_FOSTERS; r++) {
-		uint32_t home = h0->fosters[r].home, idx = 0;
+	for (uint32_t r = 0; ret == 0 && r < v->fost.n; r++) {
+		uint32_t home = v->fost.rec[r].home, idx = 0;
 		while (ret == 0 &&
 		       (ret = evac_foster_next(v, home, k->index, idx, &idx, &loc)) == 1) {
 			struct iref d;

@@ -149,8 +149,8 @@ static int fill_info(struct chunk *c, struct fs_evac_info *info)
 	info->paused = c->hdr.evac_state == OD_EVAC_PAUSED;
 	if (ret == 0)
 		ret = evac_foster_guests(v, c->index, &info->guests_here);
-	for (uint32_t r = 0; r < v->chunks[0].hdr.nfosters && r < OD_MAX_FOSTERS; r++)
-		info->maps_hosted += v->chunks[0].hdr.fosters[r].chunk == c->index;
+	for (uint32_t r = 0; r < v->fost.n; r++)
+		info->maps_hosted += v->fost.rec[r].chunk == c->index;
 	info->blocks_used = (uint64_t)c->hdr.nblocks - 2ull * c->hdr.data_start -
 			    c->hdr.free_blocks;
 	for (uint32_t s = 0; ret == 0 && s < c->hdr.islot_watermark; s++) {
@@ -286,12 +286,11 @@ static int move_one(struct fs_volume *v, struct chunk *k, uint64_t stable, struc
 static int move_guest(struct fs_volume *v, struct chunk *k, uint32_t max_blocks,
 		      uint8_t *tried, int *moved)
 {
-	const struct od_chunk_header *h0 = &v->chunks[0].hdr;
 	uint64_t blocks = 0;
 	int ret = 0, kind;
 
-	for (uint32_t r = 0; r < h0->nfosters && r < OD_MAX_FOSTERS && !*moved; r++) {
-		uint32_t home = h0->fosters[r].home, idx, from = 0;
+	for (uint32_t r = 0; r < v->fost.n && !*moved; r++) {
+		uint32_t home = v->fost.rec[r].home, idx, from = 0;
 		struct od_loc loc;
 		if (home == k->index)
 			continue;
@@ -411,21 +410,24 @@ static int chunk_empty(struct fs_volume *v, struct chunk *k)
 static int retire_mark(struct fs_volume *v, struct chunk *k)
 {
 	struct chunk *c0 = &v->chunks[0];
-	const struct od_foster *f = vol_foster(v, k->index);
-	struct chunk *host = f ? vol_chunk(v, f->chunk) : NULL;
+	int r0 = od_fosters_find(&v->fost, k->index);
+	struct chunk *host = r0 >= 0 ? vol_chunk(v, v->fost.rec[r0].chunk) : NULL;
 	struct chunk *mark[3] = { c0, host, k };
+	int ret;
 
-	if (!f || !host || host->offline || c0->offline)
+	if (r0 < 0 || !host || host->offline || c0->offline)
 		return -EIO;
+	v->fost.rec[r0].flags |= OD_FOSTER_RETIRED;
+	v->fost.retired[r0] = k->hdr.nblocks;
+	ret = ftab_put(v, (uint32_t)r0);
+	if (ret < 0)
+		return ret;
 	for (int m = 0; m < 3; m++) {
 		struct chunk *c = mark[m];
-		if (m == 1 && c == c0)
-			continue;
-		for (uint32_t r = 0; r < c->hdr.nfosters && r < OD_MAX_FOSTERS; r++) {
-			if (c->hdr.fosters[r].home != k->index)
-				continue;
-			c->hdr.fosters[r].flags |= OD_FOSTER_RETIRED;
-			c->hdr.retired_nblocks[r] = c == c0 ? k->hdr.nblocks : 0;
+		if (m > 0 && c != c0) {
+			for (uint32_t r = 0; r < c->hdr.nfosters && r < OD_MAX_FOSTERS; r++)
+				if (c->hdr.fosters[r].home == k->index)
+					c->hdr.fosters[r].flags |= OD_FOSTER_RETIRED;
 		}
 		c->hdr.feature_incompat |= OD_FEATURE_INCOMPAT_RETIRED;
 		c->header_dirty = 1;
@@ -571,6 +573,11 @@ static int evac_step(struct fs_volume *v, uint32_t i, uint32_t max_blocks,
 	if (ret == 0 && !chunk_fostered(c)) {
 		uint32_t host;
 		ret = evac_foster(v, c, &host);
+		if (ret == -ENOSPC && c->hdr.nfosters >= OD_MAX_FOSTERS) {
+			/* (its header full of maps it hosts: one goes first) */
+			ret = evac_foster_rehost(v, c);
+			ret = ret > 0 ? 0 : ret;
+		}
 		if (ret == 0)
 			moved = 1;
 	}

@@ -15,17 +15,23 @@
 
 #include "fs/evac.h"
 
-/* Where K's foster map goes: chunk 0 when it has room (it is never
- * evacuated, so the map never has to move again), else the online chunk
- * with the most free blocks that is neither draining nor fostered. */
-static struct chunk *foster_target(struct fs_volume *v, struct chunk *k, uint32_t n)
+/* Where home's foster map goes: chunk 0 when it has room (it is never
+ * evacuated, so the map never has to move again, and its records have no
+ * limit: it is the host of last resort), else the online chunk with the
+ * most free blocks that is neither draining nor fostered, and whose
+ * header has a record free besides the one kept for its own map, should
+ * it be evacuated one day; not `tried` (a chunk whose free blocks make
+ * no metadata pair: chunk 0 filled with data, say). */
+static struct chunk *foster_target(struct fs_volume *v, struct chunk *home, uint32_t n,
+				   const struct chunk *tried)
 {
 	struct chunk *best = NULL;
 
 	for (uint32_t i = 0; i < v->nchunks; i++) {
 		struct chunk *c = &v->chunks[i];
-		if (c == k || c->offline || chunk_draining(c) || chunk_fostered(c) ||
-		    chunk_load(c) < 0 || c->hdr.free_blocks < 2 * n + 2 * c->hdr.dir_unit)
+		if (c == home || c == tried || c->offline || chunk_draining(c) || chunk_fostered(c) ||
+		    (i && c->hdr.nfosters >= OD_MAX_FOSTERS - 1) || chunk_load(c) < 0 ||
+		    c->hdr.free_blocks < 2 * n + 2 * c->hdr.dir_unit)
 			continue;
 		if (i == 0)
 			return c;
@@ -35,7 +41,8 @@ static struct chunk *foster_target(struct fs_volume *v, struct chunk *k, uint32_
 	return best;
 }
 
-/* rec appended to the foster table of header h (the caller checked room). */
+/* rec appended to the records of chunk c's header, not chunk 0's (the
+ * caller checked room). */
 static void table_add(struct chunk *c, const struct od_foster *rec)
 {
 	c->hdr.fosters[c->hdr.nfosters++] = *rec;
@@ -83,6 +90,23 @@ static int units_copy(struct chunk *t, uint32_t n, uint32_t home, struct chunk *
 	return ret;
 }
 
+/* home's map (n units, the first ncopy copied from src_start of src) made
+ * in the target chunk (*out), a second one tried when the first has no
+ * room for the run. */
+static int place_map(struct fs_volume *v, struct chunk *homec, uint32_t n, struct chunk *src,
+		     uint32_t src_start, uint32_t ncopy, struct chunk **out, uint32_t *start)
+{
+	struct chunk *t = foster_target(v, homec, n, NULL);
+	int ret = t ? units_copy(t, n, homec->index, src, src_start, ncopy, start) : -ENOSPC;
+
+	if (ret == -ENOSPC && t) {
+		t = foster_target(v, homec, n, t);
+		ret = t ? units_copy(t, n, homec->index, src, src_start, ncopy, start) : -ENOSPC;
+	}
+	*out = t;
+	return ret;
+}
+
 int evac_foster(struct fs_volume *v, struct chunk *k, uint32_t *host)
 {
 	struct chunk *c0 = &v->chunks[0], *t;
@@ -94,21 +118,28 @@ int evac_foster(struct fs_volume *v, struct chunk *k, uint32_t *host)
 		return -EINVAL;
 	if (c0->offline)
 		return -EIO;
-	if (c0->hdr.nfosters >= OD_MAX_FOSTERS)
+	/* K's own header keeps its record: a full one (32 maps hosted,
+	 * possible only in a volume made before the host rule) moves one
+	 * away first (evac_foster_rehost, by the caller). */
+	if (k->hdr.nfosters >= OD_MAX_FOSTERS)
 		return -ENOSPC;
 	n = wm ? (wm + OD_MAP_PER_BLOCK - 1) / OD_MAP_PER_BLOCK : 1;
-	t = foster_target(v, k, n);
-	if (!t)
-		return -ENOSPC;
-	ret = units_copy(t, n, k->index, k, k->hdr.map_start,
-			 (wm + OD_MAP_PER_BLOCK - 1) / OD_MAP_PER_BLOCK, &start);
+	/* chunk 0's table unit for the record, before anything moves (made
+	 * empty, it stays so if what follows fails) */
+	ret = ftab_room(v);
+	if (ret < 0)
+		return ret;
+	ret = place_map(v, k, n, k, k->hdr.map_start,
+			(wm + OD_MAP_PER_BLOCK - 1) / OD_MAP_PER_BLOCK, &t, &start);
 	if (ret < 0)
 		return ret;
 	rec = (struct od_foster){ .home = k->index, .chunk = t->index, .start = start,
 				  .nblocks = n, .entries = wm, .flags = 0 };
 	/* Chunk 0's record decides; T's lets a check of T claim the units,
 	 * K's tells a check of K that its own map area is not read. */
-	table_add(c0, &rec);
+	ret = ftab_append(v, &rec);
+	if (ret < 0)
+		return ret; /* (-ENOMEM: the units copied stay unnamed until fsck) */
 	if (t != c0)
 		table_add(t, &rec);
 	table_add(k, &rec);
@@ -131,24 +162,21 @@ static struct od_foster *table_find(struct chunk *c, uint32_t home)
 int evac_foster_rehost(struct fs_volume *v, struct chunk *k)
 {
 	struct chunk *c0 = &v->chunks[0], *h, *t;
-	struct od_foster *f = NULL, *hf, rec;
-	uint32_t start;
+	struct od_foster *f, *hf, rec;
+	uint32_t start, r;
 	int ret;
 
-	for (uint32_t i = 0; i < c0->hdr.nfosters && i < OD_MAX_FOSTERS && !f; i++)
-		if (c0->hdr.fosters[i].chunk == k->index)
-			f = &c0->hdr.fosters[i];
-	if (!f)
+	for (r = 0; r < v->fost.n && v->fost.rec[r].chunk != k->index; r++)
+		;
+	if (r == v->fost.n)
 		return 0;
+	f = &v->fost.rec[r];
 	/* The home keeps a copy of its record: it is written too, unless the
 	 * home is retired (never read again). */
 	h = vol_chunk(v, f->home);
 	if (!h || (h->offline && !h->retired))
 		return -EIO;
-	t = foster_target(v, h, f->nblocks);
-	if (!t || (t != c0 && t->hdr.nfosters >= OD_MAX_FOSTERS))
-		return -ENOSPC;
-	ret = units_copy(t, f->nblocks, f->home, k, f->start, f->nblocks, &start);
+	ret = place_map(v, h, f->nblocks, k, f->start, f->nblocks, &t, &start);
 	if (ret < 0)
 		return ret;
 	for (uint32_t b = 0; b < f->nblocks; b++)
@@ -157,7 +185,9 @@ int evac_foster_rehost(struct fs_volume *v, struct chunk *k)
 	rec.chunk = t->index;
 	rec.start = start;
 	*f = rec;
-	c0->header_dirty = 1;
+	ret = ftab_put(v, r);
+	if (ret < 0)
+		return ret;
 	/* k's copy goes (its units are free now), t's comes. */
 	hf = table_find(k, rec.home);
 	if (hf) {
@@ -244,12 +274,10 @@ int evac_foster_next(struct fs_volume *v, uint32_t home, uint32_t in, uint32_t f
 
 int evac_foster_any_in(struct fs_volume *v, uint32_t in)
 {
-	const struct od_chunk_header *h0 = &v->chunks[0].hdr;
-
-	for (uint32_t r = 0; r < h0->nfosters && r < OD_MAX_FOSTERS; r++) {
+	for (uint32_t r = 0; r < v->fost.n; r++) {
 		uint32_t idx;
 		struct od_loc loc;
-		int ret = evac_foster_next(v, h0->fosters[r].home, in, 0, &idx, &loc);
+		int ret = evac_foster_next(v, v->fost.rec[r].home, in, 0, &idx, &loc);
 		if (ret != 0)
 			return ret;
 	}
@@ -258,15 +286,13 @@ int evac_foster_any_in(struct fs_volume *v, uint32_t in)
 
 int evac_foster_guests(struct fs_volume *v, uint32_t in, uint32_t *guests)
 {
-	const struct od_chunk_header *h0 = &v->chunks[0].hdr;
-
 	*guests = 0;
-	for (uint32_t r = 0; r < h0->nfosters && r < OD_MAX_FOSTERS; r++) {
+	for (uint32_t r = 0; r < v->fost.n; r++) {
 		uint64_t used, here;
 		int ret;
-		if (h0->fosters[r].home == in)
+		if (v->fost.rec[r].home == in)
 			continue;
-		ret = evac_foster_used(v, h0->fosters[r].home, in, &used, &here);
+		ret = evac_foster_used(v, v->fost.rec[r].home, in, &used, &here);
 		if (ret == -EIO)
 			continue; /* its host is offline: not counted */
 		if (ret < 0)

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "fs/fs.h"
+#include "fs/format/foster_table.h"
 #include "fs/format/header.h"
 #include "fs/format/ondisk.h"
 #include "fs/store/store.h"
@@ -211,6 +212,10 @@ struct fs_volume {
 	struct vol_pred *pred;
 	uint64_t pred_answered;
 
+	/* Chunk 0's foster records, its header's and its table's
+	 * (foster_tab.c): every one, in order. */
+	struct od_fosters fost;
+
 	/* Preallocation: files' reservations, in memory only (prealloc.c). */
 	struct prealloc *pa;
 
@@ -263,16 +268,13 @@ static inline int chunk_fostered(const struct chunk *c)
 	return (c->hdr.flags & OD_CHF_FOSTERED) != 0;
 }
 
-/* The foster map of home chunk `home` (chunk 0's header names every one),
+/* The foster map of home chunk `home` (chunk 0's records name every one),
  * or NULL when it has none. */
 static inline const struct od_foster *vol_foster(const struct fs_volume *v, uint32_t home)
 {
-	const struct od_chunk_header *h0 = &v->chunks[0].hdr;
+	int i = od_fosters_find(&v->fost, home);
 
-	for (uint32_t i = 0; i < h0->nfosters && i < OD_MAX_FOSTERS; i++)
-		if (h0->fosters[i].home == home)
-			return &h0->fosters[i];
-	return NULL;
+	return i < 0 ? NULL : &v->fost.rec[i];
 }
 
 static inline uint32_t chunk_mirror(const struct chunk *c, uint32_t block)
@@ -653,6 +655,23 @@ int vol_pred_kind(struct fs_volume *v, const char *name, size_t len, uint32_t ui
  * the inode keeps no birth time) is learned. Anything else: nothing. */
 void vol_pred_removed(struct fs_volume *v, const struct od_inode *ino, const char *name,
 		      size_t len);
+/* foster_tab.c: chunk 0's foster records (v->fost). vol_fosters_load:
+ * read from chunk 0's header and table (0, or -EUCLEAN and why[] when the
+ * table is not whole). ftab_room: the table unit the next record goes in
+ * made now, empty, when it does not exist yet (0, -ENOSPC, -ENOMEM);
+ * ftab_append: rec appended after ftab_room; ftab_put: record r of
+ * v->fost, changed, staged where it lives (the header or its table unit).
+ * All in the caller's transaction. */
+int vol_fosters_load(struct fs_volume *v, char *why, size_t n);
+int ftab_room(struct fs_volume *v);
+int ftab_append(struct fs_volume *v, const struct od_foster *rec);
+int ftab_put(struct fs_volume *v, uint32_t r);
+/* ftab_unit_index: the index in the chain of the table unit at block of
+ * chunk 0, or -1. ftab_rewrite: that unit written again, whole, from the
+ * list in memory (the scrub found both its copies bad): 0, -ENOENT. */
+int ftab_unit_index(const struct fs_volume *v, uint32_t block);
+int ftab_rewrite(struct fs_volume *v, uint32_t block);
+
 /* vol_pred_store.c: the table read from chunk 0 at open (a damaged chain
  * drops it, counted; only -ENOMEM fails); staged into the transaction
  * being prepared when due (PRED_SAVE_MIN changes and PRED_SAVE_INTERVAL

@@ -374,11 +374,11 @@ int fs_check_invariants(struct fs_volume *v, void (*report)(void *ctx, const cha
 			problem(&iv, "inode %llx: link count %u, found %u",
 				(unsigned long long)s->stable, s->nlink, want);
 	}
-	/* The foster maps' units are referenced by chunk 0's header, and
+	/* The foster maps' units are referenced by chunk 0's records, and
 	 * their used entries count as numbers in use (fostered chunks count
 	 * none in their headers). */
-	for (uint32_t i = 0; i < v->chunks[0].hdr.nfosters; i++) {
-		const struct od_foster *f = &v->chunks[0].hdr.fosters[i];
+	for (uint32_t i = 0; i < v->fost.n; i++) {
+		const struct od_foster *f = &v->fost.rec[i];
 		struct chunk *t = vol_chunk(v, f->chunk);
 		uint64_t used = 0, here;
 		if (!t) {
@@ -401,6 +401,16 @@ int fs_check_invariants(struct fs_volume *v, void (*report)(void *ctx, const cha
 			claim(&iv, 0, chunk_mirror(&v->chunks[0], pu[k]), 1, 0);
 		}
 	}
+	/* chunk 0's foster table, both copies: the volume's own */
+	for (uint32_t k = 0; k < v->fost.nunits; k++) {
+		claim(&iv, 0, v->fost.units[k], 1, 0);
+		claim(&iv, 0, chunk_mirror(&v->chunks[0], v->fost.units[k]), 1, 0);
+	}
+	if (v->chunks[0].hdr.nfosters + v->chunks[0].hdr.ftab_count != v->fost.n ||
+	    v->chunks[0].hdr.ftab_units != v->fost.nunits)
+		problem(&iv, "chunk 0: %u + %u foster records in %u table units, %u in %u in memory",
+			v->chunks[0].hdr.nfosters, v->chunks[0].hdr.ftab_count,
+			v->chunks[0].hdr.ftab_units, v->fost.n, v->fost.nunits);
 	check_accounting(&iv);
 	for (uint32_t i = 0; i < v->nchunks; i++)
 		used_inodes += v->chunks[i].hdr.used_inodes;

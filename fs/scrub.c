@@ -13,7 +13,8 @@
  * directory, extent or foster unit when one of its copies says so in its
  * header, else data; in chunk 0 a unit of the predictor's chain as this
  * session knows it is one whatever its copies say (both bad: the table,
- * whole in memory, is written again: vol_pred_damaged). Units placed past the zone (only once it is full) are not
+ * whole in memory, is written again: vol_pred_damaged), and so is a unit
+ * of the foster table (ftab_rewrite). Units placed past the zone (only once it is full) are not
  * walked: fsck --both-copies covers them.
  *
  * The rule (doc/format.md §10-11): every transaction writes both copies
@@ -195,6 +196,11 @@ static int scrub_unit(struct scrub *s, uint32_t block, uint32_t units, uint16_t 
 			count_healed(s);
 			return 0;
 		}
+		/* So are chunk 0's foster records. */
+		if (type == OD_MB_FTAB && ftab_rewrite(s->v, block) == 0) {
+			count_healed(s);
+			return 0;
+		}
 		count_both_bad(s);
 		return 0;
 	}
@@ -249,7 +255,7 @@ static int looks_like_unit(struct scrub *s, int k, uint32_t block, uint16_t *typ
 		return 0;
 	if (!(h.type == OD_MB_DIR && h.units == c->hdr.dir_unit) &&
 	    !(h.type == OD_MB_EXTENTS && h.units == 1) && !(h.type == OD_MB_FOSTER && h.units == 1) &&
-	    !(h.type == OD_MB_PREDICT && h.units == 1 && c->index == 0))
+	    !((h.type == OD_MB_PREDICT || h.type == OD_MB_FTAB) && h.units == 1 && c->index == 0))
 		return 0;
 	if (block + h.units > c->half)
 		return 0;
@@ -293,9 +299,12 @@ static int scrub_zone_block(struct scrub *s, uint32_t block, uint32_t *step)
 	if (seen0 < 0 || seen1 < 0)
 		return -ERANGE;
 	if (!seen0 && !seen1) {
-		/* (the predictor's chain is known whatever its copies hold) */
+		/* (the predictor's chain and the foster table are known
+		 * whatever their copies hold) */
 		if (c->index == 0 && pred_unit_known(s->v, block))
 			return scrub_unit(s, block, 1, OD_MB_PREDICT);
+		if (c->index == 0 && ftab_unit_index(s->v, block) >= 0)
+			return scrub_unit(s, block, 1, OD_MB_FTAB);
 		s->res->probed++;
 		return 0;
 	}
@@ -310,6 +319,7 @@ static int scrub_zone_block(struct scrub *s, uint32_t block, uint32_t *step)
 		 * an image of one. Believed only when its owner is live. */
 		struct od_map_entry e;
 		if (type == OD_MB_PREDICT ? !pred_unit_known(s->v, block)
+		    : type == OD_MB_FTAB  ? ftab_unit_index(s->v, block) < 0
 					  : map_lookup(s->v, owner, &e) < 0) {
 			s->res->probed++;
 			return 0;

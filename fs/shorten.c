@@ -19,6 +19,29 @@
 #include "fs/format/vol_probe.h"
 #include "fs/internal.h"
 
+/* 1 when both copies of chunk 0's header (r0, r1) and of its foster table
+ * name every chunk from..count-1 retired, 0 when not (or a copy of the
+ * table is bad: the next try), -ENOMEM. */
+static int tail_retired(const struct od_header_src *hs, const struct od_chunk_header *r0,
+			const struct od_chunk_header *r1, uint32_t from, uint32_t count)
+{
+	struct od_fosters l[2];
+	char why[160];
+	int ret = 1;
+
+	for (int k = 0; k < 2; k++) {
+		int r = od_fosters_read(hs, 0, k ? r1 : r0, k, &l[k], why, sizeof(why));
+		if (r < 0)
+			ret = r == -ENOMEM ? r : 0;
+	}
+	for (uint32_t i = from; i < count && ret == 1; i++)
+		if (!od_fosters_retired(&l[0], i) || !od_fosters_retired(&l[1], i))
+			ret = 0;
+	od_fosters_free(&l[0]);
+	od_fosters_free(&l[1]);
+	return ret;
+}
+
 int vol_shorten_image(struct fs_volume *v)
 {
 	struct od_chunk_header r0, r1;
@@ -43,9 +66,9 @@ int vol_shorten_image(struct fs_volume *v)
 	hs = store_header_src(v->chunks[0].store);
 	if (od_header_copies(&hs, 0, &r0, &r1) < 0)
 		return 0; /* (a copy to heal first: the next try) */
-	for (uint32_t i = last + 1; i < v->nchunks; i++)
-		if (!od_retired_nblocks(&r0, i) || !od_retired_nblocks(&r1, i))
-			return 0;
+	ret = tail_retired(&hs, &r0, &r1, last + 1, v->nchunks);
+	if (ret <= 0)
+		return ret;
 	/* An nbdkit still serving a retired chunk's region, say. */
 	ret = chunk_lock_query(v->fd, end, 0, 1, &holder);
 	if (ret < 0)

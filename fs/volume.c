@@ -125,11 +125,43 @@ void vol_retired_header(const struct od_chunk_header *h0, uint32_t i, uint32_t n
 	h->dir_unit = h0->dir_unit;
 }
 
+/* The size of each chunk that chunk 0 names retired on both copies of its
+ * header and table, and on the newer (rnb[i], 0: not retired): one copy
+ * alone may be a retiring transaction that recovery rolls back, after
+ * the chunks are opened; such a chunk is opened as usual, and its
+ * evacuation retires it again. */
+static void retired_sizes(struct chunk_store *st, const struct od_chunk_header *h0,
+			  uint32_t *rnb, uint32_t count)
+{
+	struct od_header_src hs = store_header_src(st);
+	struct od_chunk_header r[2];
+	struct od_fosters l[3];
+	char why[160];
+	int ok;
+
+	if (od_header_copies(&hs, 0, &r[0], &r[1]) < 0)
+		return;
+	ok = od_fosters_read(&hs, 0, h0, -1, &l[0], why, sizeof(why)) == 0;
+	ok = od_fosters_read(&hs, 0, &r[0], 0, &l[1], why, sizeof(why)) == 0 && ok;
+	ok = od_fosters_read(&hs, 0, &r[1], 1, &l[2], why, sizeof(why)) == 0 && ok;
+	for (uint32_t i = 0; i < l[0].n && ok; i++) {
+		uint32_t home = l[0].rec[i].home, nb = od_fosters_retired(&l[0], home);
+		if (home < count && nb && od_fosters_retired(&l[1], home) == nb &&
+		    od_fosters_retired(&l[2], home) == nb)
+			rnb[home] = nb;
+	}
+	for (int k = 0; k < 3; k++)
+		od_fosters_free(&l[k]);
+}
+
+static int open_chunks_with(struct fs_volume *v, struct vol_source *src,
+			    const struct od_chunk_header *hp, const uint32_t *rnb, char *why,
+			    size_t whylen);
+
 static int open_chunks(struct fs_volume *v, struct vol_source *src, char *why, size_t whylen)
 {
-	struct od_chunk_header h0, r0, r1;
-	int both = 0;
-	uint64_t base = 0;
+	struct od_chunk_header h0;
+	uint32_t *rnb;
 	int healed, ret;
 
 	ret = vol_read_header(src->whole ? src->whole : src->stores[0], 0, 0, &h0, &healed);
@@ -146,17 +178,24 @@ static int open_chunks(struct fs_volume *v, struct vol_source *src, char *why, s
 				 h0.chunk_count, src->whole ? h0.chunk_count : src->nstores);
 		return -EUCLEAN;
 	}
+	rnb = calloc(h0.chunk_count, sizeof(*rnb));
+	if (!rnb)
+		return -ENOMEM;
+	retired_sizes(src->whole ? src->whole : src->stores[0], &h0, rnb, h0.chunk_count);
+	ret = open_chunks_with(v, src, &h0, rnb, why, whylen);
+	free(rnb);
+	return ret;
+}
+
+static int open_chunks_with(struct fs_volume *v, struct vol_source *src,
+			    const struct od_chunk_header *hp, const uint32_t *rnb, char *why,
+			    size_t whylen)
+{
+	const struct od_chunk_header h0 = *hp;
+	uint64_t base = 0;
+	int healed, ret;
+
 	v->nchunks = h0.chunk_count;
-	{
-		/* Retired chunks: those both copies of chunk 0's header name so
-		 * (one copy alone may be a retiring transaction that recovery
-		 * rolls back: such a chunk is opened as usual, and its
-		 * evacuation retires it again). */
-		struct od_header_src hs =
-			store_header_src(src->whole ? src->whole : src->stores[0]);
-		if (od_header_copies(&hs, 0, &r0, &r1) == 0)
-			both = 1;
-	}
 	/* Room for every chunk the volume may ever have, so that a chunk
 	 * added while it serves never moves the others (fs/grow.c): 97 MB of
 	 * address space, an anonymous mapping whose pages the kernel gives
@@ -183,11 +222,10 @@ static int open_chunks(struct fs_volume *v, struct vol_source *src, char *why, s
 		c->vol = v;
 		c->index = i;
 		c->header_heal = -1;
-		if (i && both && od_retired_nblocks(&h0, i) && od_retired_nblocks(&r0, i) &&
-		    od_retired_nblocks(&r1, i) == od_retired_nblocks(&h0, i)) {
+		if (i && rnb[i]) {
 			/* Retired (evacuated): no store, never read. Its entry
 			 * keeps a geometry for the layout and the counts. */
-			uint32_t nb = od_retired_nblocks(&h0, i);
+			uint32_t nb = rnb[i];
 			if (!src->whole) {
 				store_close(src->stores[i]);
 				src->stores[i] = NULL;
@@ -321,6 +359,7 @@ static void vol_free(struct fs_volume *v)
 	}
 	if (v->chunks)
 		munmap(v->chunks, chunk_table_bytes());
+	od_fosters_free(&v->fost);
 	if (v->fd >= 0)
 		close(v->fd);
 	pthread_cond_destroy(&v->commit_cond);
@@ -429,6 +468,13 @@ static int vol_open_source(struct fs_volume *v, struct vol_source *src, struct f
 		ret = open_chunks(v, src, why, whylen);
 	if (ret == 0 && !v->rdonly)
 		ret = vol_recover(v);
+	if (ret == 0) {
+		/* (after recovery: both copies of the table agree) */
+		char fwhy[160] = "";
+		ret = vol_fosters_load(v, fwhy, sizeof(fwhy));
+		if (ret == -EUCLEAN && why && whylen)
+			snprintf(why, whylen, "chunk 0: %s", fwhy);
+	}
 	if (ret == 0 && !v->rdonly)
 		ret = vol_lf_anchor(v);
 	if (ret == 0)

@@ -195,7 +195,10 @@ int evac_begin(struct evacuator *e, uint32_t chunk, char *why, size_t whylen)
 	int ret;
 
 	pthread_mutex_lock(&e->lock);
-	if (e->run != EVAC_OFF && e->chunk != (int)chunk) {
+	/* (an evacuation that retired its chunk holds nothing back: the
+	 * next chunk may go, as a volume shrinks one chunk after another) */
+	if (e->run != EVAC_OFF && e->chunk != (int)chunk &&
+	    !(e->run == EVAC_DONE && e->info.retired)) {
 		snprintf(why, whylen, "chunk %d is being evacuated (%s): cancel it first",
 			 e->chunk, evac_run_name(e->run));
 		pthread_mutex_unlock(&e->lock);

@@ -922,6 +922,57 @@ static void wl_rehost(struct wl *w)
 		printf("crash: rehost: chunk 1's map moved from chunk 2 to chunk 0; both retired\n");
 }
 
+/* (i) Chunk 0's foster table grows (fostertab): chunks 1-32 drain, and
+ * two directories homed in chunks 33 and 34 get files; chunks 1-32 are
+ * evacuated and retired in one stretch (their 32 records fill chunk 0's
+ * header; one interval, no checkpoint inside), then chunks 33 and 34 step
+ * by step among writes: chunk 33's map is the table's first record (its
+ * unit made and the header naming it in the same transaction), chunk
+ * 34's the second, and each retires (its record in the unit marked). */
+static void wl_ftab(struct wl *w)
+{
+	char d33[16] = "", d34[16] = "", p33[32], p34[32];
+
+	for (uint32_t k = 1; k <= 32; k++)
+		do_drain(w, k);
+	for (int i = 0; i < 64 && !w->err && (!d33[0] || !d34[0]); i++) {
+		char d[16];
+		uint32_t c;
+		snprintf(d, sizeof(d), "/d%d", i);
+		do_mkdir(w, d, 0755);
+		c = home_of(w, d);
+		if (c == 33 && !d33[0])
+			snprintf(d33, sizeof(d33), "%s", d);
+		if (c == 34 && !d34[0])
+			snprintf(d34, sizeof(d34), "%s", d);
+	}
+	if (!w->err && (!d33[0] || !d34[0])) {
+		op_failed(w, "directories in chunks 33 and 34", "", -ENOENT);
+		return;
+	}
+	snprintf(p33, sizeof(p33), "%s/f", d33);
+	snprintf(p34, sizeof(p34), "%s/f", d34);
+	do_put(w, p33, 0644, 5000, 81, FS_FILE_SYNC);
+	do_put(w, p34, 0644, 9000, 82, FS_FILE_SYNC);
+	do_sync(w);
+	for (uint32_t k = 1; k <= 32 && !w->err; k++) {
+		struct fs_evac_info ei;
+		unsigned n = 0;
+		int ret;
+		while ((ret = fs_evac_step(w->v, k, 0, &ei)) == 1 && n < 200)
+			n++;
+		if (ret < 0 || !ei.retired)
+			op_failed(w, "retire chunk", "1-32", ret < 0 ? ret : -EBUSY);
+	}
+	do_sync(w);
+	do_drain(w, 33);
+	do_drain(w, 34);
+	evac_to_end(w, 33, p34);
+	evac_to_end(w, 34, p33);
+	if (!w->err)
+		printf("crash: ftab: 34 chunks retired, the last two named in chunk 0's table\n");
+}
+
 /* Is path in the last acknowledged state (the checkpoint just taken:
  * what is on disk, for a disk-view workload) a file of size bytes whose
  * [off, off + len) are version seed's? "Committed data is never lost". */
@@ -1150,6 +1201,7 @@ static const struct workload workloads[] = {
 	{ "turns", wl_turns, 2, 4096, 0 },
 	{ "evac", wl_evac, 6, 4096, 0 },
 	{ "rehost", wl_rehost, 3, 4096, 0 },
+	{ "ftab", wl_ftab, 36, 4096, 0 },
 	{ "dalloc", wl_dalloc, 4, 4096, 1 },
 	{ "predict", wl_predict, 2, 4096, 0 },
 	{ "prealloc", wl_prealloc, 2, 4096, 1 },

@@ -30,6 +30,8 @@ const char *od_unit_name(uint16_t type)
 		return "foster map block";
 	case OD_MB_PREDICT:
 		return "predictor unit";
+	case OD_MB_FTAB:
+		return "foster table unit";
 	}
 	return "unit";
 }
@@ -71,9 +73,29 @@ void chunk_geometry(struct od_chunk_header *h, uint32_t nblocks, uint32_t bytes_
 	h->free_blocks = nblocks - 2 * h->data_start;
 }
 
+int od_foster_check(const struct od_foster *f, uint32_t retired, uint32_t index,
+		    const struct od_chunk_header *h)
+{
+	int bad = f->home == 0 || f->home == f->chunk || f->home >= OD_MAX_CHUNKS ||
+		  f->chunk >= OD_MAX_CHUNKS || f->nblocks == 0 ||
+		  (uint64_t)f->nblocks * OD_MAP_PER_BLOCK < f->entries ||
+		  (f->flags & ~OD_FOSTER_RETIRED);
+
+	if (!bad && index == 0 && (f->flags & OD_FOSTER_RETIRED))
+		bad = !(h->feature_incompat & OD_FEATURE_INCOMPAT_RETIRED) ||
+		      retired < OD_MIN_CHUNK_SIZE / OD_BLOCK_SIZE ||
+		      (uint64_t)retired > OD_MAX_CHUNK_SIZE / OD_BLOCK_SIZE ||
+		      (retired & (retired - 1));
+	if (!bad && f->chunk == index)
+		bad = f->start < h->data_start || (uint64_t)f->start + f->nblocks > h->nblocks / 2;
+	return bad ? -EUCLEAN : 0;
+}
+
 /* The foster records a header carries: within the table, each naming two
  * different chunks, no home twice, and a record hosted here inside this
- * chunk's data area, large enough for its entries. */
+ * chunk's data area, large enough for its entries; chunk 0's table of
+ * further records (fostertab) named only there, with its feature, after a
+ * full header, with units enough for its records. */
 static int check_fosters(const struct od_chunk_header *h, uint32_t index, char *why, size_t n)
 {
 	if (h->nfosters && !(h->feature_incompat & OD_FEATURE_INCOMPAT_FOSTER)) {
@@ -86,27 +108,26 @@ static int check_fosters(const struct od_chunk_header *h, uint32_t index, char *
 	}
 	for (uint32_t i = 0; i < h->nfosters; i++) {
 		const struct od_foster *f = &h->fosters[i];
-		int bad = f->home == 0 || f->home == f->chunk || f->home >= OD_MAX_CHUNKS ||
-			  f->chunk >= OD_MAX_CHUNKS || f->nblocks == 0 ||
-			  (uint64_t)f->nblocks * OD_MAP_PER_BLOCK < f->entries ||
-			  (f->flags & ~OD_FOSTER_RETIRED);
+		int bad = od_foster_check(f, h->retired_nblocks[i], index, h) < 0;
 		for (uint32_t j = 0; j < i && !bad; j++)
 			bad = h->fosters[j].home == f->home;
-		if (!bad && index == 0 && (f->flags & OD_FOSTER_RETIRED)) {
-			uint32_t nb = h->retired_nblocks[i];
-			bad = !(h->feature_incompat & OD_FEATURE_INCOMPAT_RETIRED) ||
-			      nb < OD_MIN_CHUNK_SIZE / OD_BLOCK_SIZE ||
-			      (uint64_t)nb > OD_MAX_CHUNK_SIZE / OD_BLOCK_SIZE || (nb & (nb - 1));
-		}
-		if (!bad && f->chunk == index)
-			bad = f->start < h->data_start ||
-			      (uint64_t)f->start + f->nblocks > h->nblocks / 2;
 		if (bad) {
 			snprintf(why, n, "bad foster map record %u (home %u, chunk %u, blocks %u+%u, "
 					 "%u entries, flags 0x%x)", i, f->home, f->chunk, f->start,
 				 f->nblocks, f->entries, f->flags);
 			return -EUCLEAN;
 		}
+	}
+	if ((h->ftab_start || h->ftab_count || h->ftab_units) &&
+	    (index != 0 || !(h->feature_incompat & OD_FEATURE_INCOMPAT_FTAB) ||
+	     h->nfosters != OD_MAX_FOSTERS || !h->ftab_start || !h->ftab_units ||
+	     h->ftab_units > OD_FTAB_MAX_UNITS || h->ftab_count > OD_MAX_CHUNKS ||
+	     h->ftab_count > h->ftab_units * OD_FTAB_PER_UNIT ||
+	     h->ftab_count + OD_FTAB_PER_UNIT < h->ftab_units * OD_FTAB_PER_UNIT ||
+	     h->ftab_start < h->data_start || h->ftab_start >= h->nblocks / 2)) {
+		snprintf(why, n, "bad foster table (block %u, %u records in %u units, %u in the "
+				 "header)", h->ftab_start, h->ftab_count, h->ftab_units, h->nfosters);
+		return -EUCLEAN;
 	}
 	return 0;
 }

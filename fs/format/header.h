@@ -25,6 +25,12 @@ void chunk_geometry(struct od_chunk_header *h, uint32_t nblocks, uint32_t bytes_
  * a version or feature this build lacks, -EUCLEAN otherwise) and why[]. */
 int chunk_check_header(const struct od_chunk_header *h, uint32_t index, char *why, size_t n);
 
+/* 0 when foster record f (with retired, its retired_nblocks in chunk 0)
+ * is one the header h of chunk index may carry (not looking at the
+ * others), else -EUCLEAN. */
+int od_foster_check(const struct od_foster *f, uint32_t retired, uint32_t index,
+		    const struct od_chunk_header *h);
+
 /* One header copy in blk (OD_BLOCK_SIZE bytes): 0 when it is a sealed
  * chunk header whose unit header names its own chunk, else -EUCLEAN and
  * why[] ("checksum mismatch", "a directory unit, not a chunk header", ...).

@@ -99,7 +99,29 @@ int od_verify(const uint8_t *buf, size_t len)
 #define CH 48
 static_assert(1032 + OD_MAX_FOSTERS * OD_FOSTER_SIZE <= OD_MB_PAYLOAD,
 	      "the foster table fits the header's payload");
-static_assert(2060 + 4 * OD_MAX_FOSTERS <= OD_MB_PAYLOAD, "evac2's block fits the header's payload");
+static_assert(2060 + 4 * OD_MAX_FOSTERS <= 2192, "evac2's block ends before fostertab's");
+static_assert(OD_FTAB_PER_UNIT == 144, "144 records in a foster table unit");
+/* A foster record's 24 bytes, in a chunk header or a foster table unit. */
+static void put_foster(uint8_t *p, const struct od_foster *f)
+{
+	put32(p + 0, f->home);
+	put32(p + 4, f->chunk);
+	put32(p + 8, f->start);
+	put32(p + 12, f->nblocks);
+	put32(p + 16, f->entries);
+	put32(p + 20, f->flags);
+}
+
+static void get_foster(const uint8_t *p, struct od_foster *f)
+{
+	f->home = get32(p + 0);
+	f->chunk = get32(p + 4);
+	f->start = get32(p + 8);
+	f->nblocks = get32(p + 12);
+	f->entries = get32(p + 16);
+	f->flags = get32(p + 20);
+}
+
 void od_put_chunk_header(uint8_t *b, const struct od_chunk_header *c)
 {
 	memcpy(b + CH + 0, OD_CHUNK_MAGIC, 8);
@@ -139,16 +161,8 @@ void od_put_chunk_header(uint8_t *b, const struct od_chunk_header *c)
 	memcpy(b + CH + 200, c->secret, 32);
 	/* Foster maps at payload byte 1024. */
 	put32(b + CH + 1024, c->nfosters);
-	for (uint32_t i = 0; i < OD_MAX_FOSTERS; i++) {
-		const struct od_foster *f = &c->fosters[i];
-		uint8_t *p = b + CH + 1032 + i * OD_FOSTER_SIZE;
-		put32(p + 0, f->home);
-		put32(p + 4, f->chunk);
-		put32(p + 8, f->start);
-		put32(p + 12, f->nblocks);
-		put32(p + 16, f->entries);
-		put32(p + 20, f->flags);
-	}
+	for (uint32_t i = 0; i < OD_MAX_FOSTERS; i++)
+		put_foster(b + CH + 1032 + i * OD_FOSTER_SIZE, &c->fosters[i]);
 	put32(b + CH + 232, c->pred_start); /* predp */
 	/* evac2 at payload byte 2048. */
 	for (uint32_t i = 0; i < OD_MAX_FOSTERS; i++)
@@ -156,6 +170,10 @@ void od_put_chunk_header(uint8_t *b, const struct od_chunk_header *c)
 	put32(b + CH + 2048 + 4 * OD_MAX_FOSTERS, c->evac_state);
 	put32(b + CH + 2052 + 4 * OD_MAX_FOSTERS, c->evac_slot);
 	put32(b + CH + 2056 + 4 * OD_MAX_FOSTERS, c->evac_map);
+	/* fostertab at payload byte 2192. */
+	put32(b + CH + 2192, c->ftab_start);
+	put32(b + CH + 2196, c->ftab_count);
+	put32(b + CH + 2200, c->ftab_units);
 }
 
 int od_get_chunk_header(const uint8_t *b, struct od_chunk_header *c)
@@ -198,25 +216,47 @@ int od_get_chunk_header(const uint8_t *b, struct od_chunk_header *c)
 	c->label[31] = '\0';
 	memcpy(c->secret, b + CH + 200, 32);
 	c->nfosters = get32(b + CH + 1024);
-	for (uint32_t i = 0; i < OD_MAX_FOSTERS; i++) {
-		struct od_foster *f = &c->fosters[i];
-		const uint8_t *p = b + CH + 1032 + i * OD_FOSTER_SIZE;
-		f->home = get32(p + 0);
-		f->chunk = get32(p + 4);
-		f->start = get32(p + 8);
-		f->nblocks = get32(p + 12);
-		f->entries = get32(p + 16);
-		f->flags = get32(p + 20);
-	}
+	for (uint32_t i = 0; i < OD_MAX_FOSTERS; i++)
+		get_foster(b + CH + 1032 + i * OD_FOSTER_SIZE, &c->fosters[i]);
 	c->pred_start = get32(b + CH + 232); /* predp */
 	for (uint32_t i = 0; i < OD_MAX_FOSTERS; i++)
 		c->retired_nblocks[i] = get32(b + CH + 2048 + 4 * i);
 	c->evac_state = get32(b + CH + 2048 + 4 * OD_MAX_FOSTERS);
 	c->evac_slot = get32(b + CH + 2052 + 4 * OD_MAX_FOSTERS);
 	c->evac_map = get32(b + CH + 2056 + 4 * OD_MAX_FOSTERS);
+	c->ftab_start = get32(b + CH + 2192);
+	c->ftab_count = get32(b + CH + 2196);
+	c->ftab_units = get32(b + CH + 2200);
 	return 0;
 }
 #undef CH
+
+void od_put_ftab_count(uint8_t *p, uint32_t count)
+{
+	put32(p, count);
+	put32(p + 4, 0);
+}
+
+uint32_t od_get_ftab_count(const uint8_t *p)
+{
+	return get32(p);
+}
+
+void od_put_ftab_entry(uint8_t *p, uint32_t k, const struct od_foster *f, uint32_t retired)
+{
+	uint8_t *e = p + OD_FTAB_HEAD_SIZE + k * OD_FTAB_ENTRY_SIZE;
+
+	put_foster(e, f);
+	put32(e + OD_FOSTER_SIZE, retired);
+}
+
+void od_get_ftab_entry(const uint8_t *p, uint32_t k, struct od_foster *f, uint32_t *retired)
+{
+	const uint8_t *e = p + OD_FTAB_HEAD_SIZE + k * OD_FTAB_ENTRY_SIZE;
+
+	get_foster(e, f);
+	*retired = get32(e + OD_FOSTER_SIZE);
+}
 
 void od_put_extent(uint8_t *b, const struct od_extent *e)
 {

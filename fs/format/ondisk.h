@@ -35,6 +35,10 @@ enum od_mb_type {
 	/* predp: the learned predictor's table, a chain in chunk 0 named by
 	 * od_chunk_header.pred_start (OD_FEATURE_RO_COMPAT_PREDICT). */
 	OD_MB_PREDICT = 9,
+	/* fostertab: chunk 0's foster records beyond its header's
+	 * OD_MAX_FOSTERS, a chain named by od_chunk_header.ftab_start
+	 * (OD_FEATURE_INCOMPAT_FTAB). */
+	OD_MB_FTAB = 10,
 };
 
 struct od_mb_header {
@@ -103,9 +107,14 @@ enum od_chunk_kind {
  * its size in od_chunk_header.retired_nblocks): a build that does not know
  * it would open the retired chunk, whose store may be gone. */
 #define OD_FEATURE_INCOMPAT_RETIRED 0x4u
+/* fostertab: chunk 0's foster records go on past its header's 32 in a
+ * chain of OD_MB_FTAB units (od_chunk_header.ftab_*): a build that reads
+ * only the header would lose the maps, and the retired chunks, named in
+ * the table. */
+#define OD_FEATURE_INCOMPAT_FTAB 0x8u
 #define OD_FEATURE_INCOMPAT_SUPP                                                     \
 	(OD_FEATURE_INCOMPAT_HELD_ENTRIES | OD_FEATURE_INCOMPAT_FOSTER |             \
-	 OD_FEATURE_INCOMPAT_RETIRED)
+	 OD_FEATURE_INCOMPAT_RETIRED | OD_FEATURE_INCOMPAT_FTAB)
 /* predp: chunk 0 keeps the learned predictor's table (pred_start): a
  * chunkfs that does not know it would free its units as unowned. */
 #define OD_FEATURE_RO_COMPAT_PREDICT 0x1u
@@ -164,8 +173,9 @@ struct od_chunk_header {
 	char label[32];
 	uint8_t secret[32];      /* per-volume key of the file-handle HMAC */
 
-	/* Foster maps (evacuation; OD_FEATURE_INCOMPAT_FOSTER). Chunk 0's
-	 * header names every one and decides; the header of the chunk
+	/* Foster maps (evacuation; OD_FEATURE_INCOMPAT_FOSTER). Chunk 0
+	 * names every one and decides (its first 32 records here, the others
+	 * in its foster table, ftab_* below); the header of the chunk
 	 * hosting one and that of its home chunk carry its record too, so
 	 * that each can be checked alone. Encoded at byte 1024 of the
 	 * payload, apart from other features' fields. */
@@ -187,16 +197,24 @@ struct od_chunk_header {
 	uint32_t evac_state;
 	uint32_t evac_slot;
 	uint32_t evac_map;
+	/* fostertab, chunk 0 only, with OD_FEATURE_INCOMPAT_FTAB (payload
+	 * byte 2192): chunk 0's records after the header's (which is then
+	 * full), in a chain of ftab_units OD_MB_FTAB units from block
+	 * ftab_start (0 = none), ftab_count records in all. */
+	uint32_t ftab_start;
+	uint32_t ftab_count;
+	uint32_t ftab_units;
 };
-/* The size in blocks of retired chunk i as chunk 0's header h0 records it
- * (its foster record OD_FOSTER_RETIRED), or 0: i is not retired. */
-static inline uint32_t od_retired_nblocks(const struct od_chunk_header *h0, uint32_t i)
-{
-	for (uint32_t k = 0; k < h0->nfosters && k < OD_MAX_FOSTERS; k++)
-		if (h0->fosters[k].home == i && (h0->fosters[k].flags & OD_FOSTER_RETIRED))
-			return h0->retired_nblocks[k];
-	return 0;
-}
+
+/* A foster table unit (OD_MB_FTAB): mb header seq = its index in the
+ * chain, next = the next unit's block (0 = the last), owner 0; payload: a
+ * u32 count of the records in it, 4 bytes zero, then count entries of a
+ * record (OD_FOSTER_SIZE bytes, as in the header) and its u32
+ * retired_nblocks. Every unit but the last holds OD_FTAB_PER_UNIT. */
+#define OD_FTAB_HEAD_SIZE 8u
+#define OD_FTAB_ENTRY_SIZE (OD_FOSTER_SIZE + 4u)
+#define OD_FTAB_PER_UNIT ((OD_MB_PAYLOAD - OD_FTAB_HEAD_SIZE) / OD_FTAB_ENTRY_SIZE)
+#define OD_FTAB_MAX_UNITS ((OD_MAX_CHUNKS + OD_FTAB_PER_UNIT - 1) / OD_FTAB_PER_UNIT)
 
 #define OD_EVAC_NONE 0u
 #define OD_EVAC_RUNNING 1u
@@ -346,6 +364,11 @@ struct od_pred_head {
 
 /* ondisk.c */
 void od_put_pred_head(uint8_t *buf, const struct od_pred_head *h);
+/* Entry k of a foster table unit's payload p (its count: od_*_ftab_count). */
+void od_put_ftab_entry(uint8_t *p, uint32_t k, const struct od_foster *f, uint32_t retired);
+void od_get_ftab_entry(const uint8_t *p, uint32_t k, struct od_foster *f, uint32_t *retired);
+void od_put_ftab_count(uint8_t *p, uint32_t count);
+uint32_t od_get_ftab_count(const uint8_t *p);
 void od_get_pred_head(const uint8_t *buf, struct od_pred_head *h);
 void od_put_mb_header(uint8_t *buf, const struct od_mb_header *h);
 void od_get_mb_header(const uint8_t *buf, struct od_mb_header *h);

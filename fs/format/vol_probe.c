@@ -10,6 +10,7 @@
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 
+#include "fs/format/foster_table.h"
 #include "fs/format/header.h"
 #include "fs/format/vol_probe.h"
 
@@ -31,12 +32,12 @@ int vol_image_size(int fd, uint64_t *size, int *is_blk)
 
 /* Chunk i's header at its base: header_ok, or the reason it is unusable. */
 static void probe_chunk(const struct od_header_src *whole, const struct od_chunk_header *h0,
-			uint32_t i, struct vol_probe_chunk *pc)
+			const struct od_fosters *f0, uint32_t i, struct vol_probe_chunk *pc)
 {
 	int ret;
 
 	pc->header_ok = 0;
-	pc->retired = i && od_retired_nblocks(h0, i);
+	pc->retired = i && od_fosters_retired(f0, i);
 	pc->reason[0] = '\0';
 	if (pc->retired) {
 		snprintf(pc->reason, sizeof(pc->reason), "retired (evacuated): never read");
@@ -58,16 +59,16 @@ static void probe_chunk(const struct od_header_src *whole, const struct od_chunk
 
 /* Sizes and bases from the headers; a chunk beyond the image is cut short. */
 static void probe_layout(const struct od_header_src *whole, const struct od_chunk_header *h0,
-			 struct vol_probe *p)
+			 const struct od_fosters *f0, struct vol_probe *p)
 {
 	uint64_t base = 0;
 
 	for (uint32_t i = 0; i < p->nchunks; i++) {
 		struct vol_probe_chunk *pc = &p->chunks[i];
 		pc->base = base;
-		probe_chunk(whole, h0, i, pc);
+		probe_chunk(whole, h0, f0, i, pc);
 		pc->full_size = (uint64_t)(pc->header_ok ? pc->hdr.nblocks :
-				pc->retired   ? od_retired_nblocks(h0, i) :
+				pc->retired   ? od_fosters_retired(f0, i) :
 						h0->nblocks) *
 				OD_BLOCK_SIZE;
 		pc->size = base >= p->image_size ? 0 :
@@ -122,7 +123,19 @@ int vol_probe_fd(int fd, struct vol_probe *out, char *why, size_t whylen)
 			snprintf(why, whylen, "%s", strerror(ENOMEM));
 		return -ENOMEM;
 	}
-	probe_layout(&whole, &h0, out);
+	{
+		/* (a table not whole gives the records read before it) */
+		struct od_fosters f0;
+		char fwhy[160];
+		ret = od_fosters_read(&whole, 0, &h0, -1, &f0, fwhy, sizeof(fwhy));
+		if (ret != -ENOMEM)
+			probe_layout(&whole, &h0, &f0, out);
+		od_fosters_free(&f0);
+		if (ret == -ENOMEM) {
+			vol_probe_free(out);
+			return ret;
+		}
+	}
 	if (!out->chunks[0].header_ok) {
 		if (why && whylen)
 			snprintf(why, whylen, "chunk 0: %s", out->chunks[0].reason);
@@ -135,10 +148,19 @@ int vol_probe_fd(int fd, struct vol_probe *out, char *why, size_t whylen)
 int vol_probe_refresh(int fd, struct vol_probe *p)
 {
 	struct od_header_src whole = od_header_src_fd(fd, p->image_size);
+	struct od_chunk_header h0;
+	struct od_fosters f0;
+	char fwhy[160];
 
+	/* chunk 0's records as they are now (a chunk retired since is
+	 * served empty), else as they were */
+	if (od_header_read(&whole, 0, 0, 0, &h0, NULL) < 0)
+		h0 = p->ref;
+	if (od_fosters_read(&whole, 0, &h0, -1, &f0, fwhy, sizeof(fwhy)) == -ENOMEM)
+		return -ENOMEM;
 	for (uint32_t i = 0; i < p->nchunks; i++) {
 		struct vol_probe_chunk *pc = &p->chunks[i];
-		probe_chunk(&whole, &p->ref, i, pc);
+		probe_chunk(&whole, &p->ref, &f0, i, pc);
 		if (pc->header_ok && (uint64_t)pc->hdr.nblocks * OD_BLOCK_SIZE != pc->full_size) {
 			pc->header_ok = 0;
 			snprintf(pc->reason, sizeof(pc->reason),
@@ -152,6 +174,7 @@ int vol_probe_refresh(int fd, struct vol_probe *p)
 				 (unsigned long long)(pc->base + pc->full_size));
 		}
 	}
+	od_fosters_free(&f0);
 	return 0;
 }
 

@@ -147,9 +147,8 @@ int fsck_map_entry_of(struct fsck_ctx *c, uint64_t s, struct od_map_entry *e)
 		return -ESTALE;
 	/* A fostered home's map: the foster map chunk 0's header names. */
 	if (c->vol && c->vol->nchunks && c->vol->hdr_ok[0]) {
-		const struct od_chunk_header *h0 = &c->vol->hdr[0];
-		for (uint32_t i = 0; i < h0->nfosters && i < OD_MAX_FOSTERS; i++) {
-			const struct od_foster *f = &h0->fosters[i];
+		for (uint32_t i = 0; i < c->vol->fost0.n; i++) {
+			const struct od_foster *f = &c->vol->fost0.rec[i];
 			if (f->home != home)
 				continue;
 			if (idx >= f->entries)

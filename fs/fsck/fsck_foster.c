@@ -3,8 +3,12 @@
  * map in OD_MB_FOSTER units that its header names; a fostered chunk's own
  * map area is not read. This file owns both sides of the check:
  *   pass 1: a fostered chunk said so; the units hosted here read through
- *           both copies, their entries kept (c->fost[]);
- *   pass 3: those units claimed (both copies), as fixed metadata;
+ *           both copies, their entries kept (c->fost[]); in chunk 0 the
+ *           foster table (fostertab) walked, its units read through both
+ *           copies, its records checked (PR_1_FTAB_BAD) and the maps it
+ *           names hosted here read too;
+ *   pass 3: those units, and the table's, claimed (both copies), as fixed
+ *           metadata;
  *   pass 4: each used entry placing its inode in this chunk leads to an
  *           inode with its number and generation (else freed, as a map
  *           entry is); one placing it elsewhere is deferred (-x reads the
@@ -15,6 +19,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,6 +28,149 @@
 int fsck_fostered(const struct fsck_ctx *c)
 {
 	return (c->hdr.flags & OD_CHF_FOSTERED) != 0;
+}
+
+/* The foster map of record f, hosted here: its entries read (c->fost). */
+static int add_hosted(struct fsck_ctx *c, const struct od_foster *f)
+{
+	struct fsck_foster *fo;
+
+	if (c->nfost == c->capfost) {
+		uint32_t cap = c->capfost ? 2 * c->capfost : 8;
+		struct fsck_foster *n = realloc(c->fost, cap * sizeof(*n));
+		if (!n)
+			return fsck_oom(c);
+		c->fost = n;
+		c->capfost = cap;
+	}
+	fo = &c->fost[c->nfost++];
+	fo->rec = *f;
+	fo->map = calloc(f->entries ? f->entries : 1, sizeof(*fo->map));
+	fo->lost = calloc(f->entries ? f->entries : 1, 1);
+	if (!fo->map || !fo->lost)
+		return fsck_oom(c);
+	if (fsck_prefetch(c, f->start, f->nblocks) < 0)
+		return -ENOMEM;
+	for (uint32_t b = 0; b < f->nblocks; b++) {
+		struct fsck_unit *u;
+		int ret = fsck_unit_get(c, f->start + b, 1, OD_MB_FOSTER, f->home, &u);
+		if (ret < 0)
+			return ret;
+		for (uint32_t k = 0; k < OD_MAP_PER_BLOCK; k++) {
+			uint32_t idx = b * OD_MAP_PER_BLOCK + k;
+			struct od_map_entry *e;
+			if (idx >= f->entries)
+				break;
+			e = &fo->map[idx];
+			if (!u->data) {
+				fo->lost[idx] = 1;
+				e->loc.chunk = OD_LOC_NONE;
+				continue;
+			}
+			if (u->cur < 0)
+				fo->lost[idx] = 2; /* replaced: rebuilt in pass 4 */
+			od_get_map_entry(u->data + OD_MB_HEADER_SIZE + k * OD_MAP_ENTRY_SIZE, e);
+			if (e->flags & ~OD_MAPF_USED) {
+				struct fsck_pctx p = { .num = idx, .num2 = e->flags };
+				fix_problem(c, PR_1_MAP_FLAGS, &p);
+			}
+		}
+	}
+	return 0;
+}
+
+/* Why unit k of chunk 0's foster table, at block, is not whole (why[0] ==
+ * 0: it is; its records then checked, those hosted here read), with *next
+ * the unit after it. 0 or a negative errno. */
+static int table_unit(struct fsck_ctx *c, uint32_t k, uint32_t block, uint32_t *next, char *why,
+		      size_t wlen)
+{
+	const struct od_chunk_header *h = &c->hdr;
+	uint32_t want = k + 1 < h->ftab_units ? OD_FTAB_PER_UNIT
+					      : h->ftab_count - k * OD_FTAB_PER_UNIT;
+	struct od_mb_header mh;
+	struct fsck_unit *u;
+	const uint8_t *p;
+	int ret;
+
+	if (!fsck_meta_place(c, block, 1)) {
+		snprintf(why, wlen, "unit %u at block %u, outside the metadata area", k, block);
+		return 0;
+	}
+	for (uint32_t j = 0; j < c->nftab; j++)
+		if (c->ftab[j] == block) {
+			snprintf(why, wlen, "the chain loops at block %u", block);
+			return 0;
+		}
+	/* (a unit with no good copy is lost, not replaced by an empty one:
+	 * the records it held are in no other place but their hosts') */
+	if (!fsck_any_copy_ok(c, block, OD_MB_FTAB)) {
+		c->ftab[c->nftab++] = block; /* (kept from pass 5, as it is) */
+		snprintf(why, wlen, "unit %u (block %u) has no good copy", k, block);
+		return 0;
+	}
+	ret = fsck_unit_get(c, block, 1, OD_MB_FTAB, 0, &u);
+	if (ret == -EUCLEAN) {
+		snprintf(why, wlen, "unit %u (block %u) is read as another kind of unit", k, block);
+		return 0;
+	}
+	if (ret < 0)
+		return ret;
+	c->ftab[c->nftab++] = block;
+	if (!u->data) {
+		snprintf(why, wlen, "unit %u (block %u) has no good copy", k, block);
+		return 0;
+	}
+	od_get_mb_header(u->data, &mh);
+	p = u->data + OD_MB_HEADER_SIZE;
+	if (mh.seq != k || od_get_ftab_count(p) != want || (k + 1 < h->ftab_units) != !!mh.next) {
+		snprintf(why, wlen, "unit %u (block %u): index %u, %u records, next %u; the header "
+				    "says %u records", k, block, mh.seq, od_get_ftab_count(p), mh.next,
+			 want);
+		return 0;
+	}
+	for (uint32_t e = 0; e < want; e++) {
+		struct od_foster f;
+		uint32_t nb;
+		od_get_ftab_entry(p, e, &f, &nb);
+		if (od_foster_check(&f, nb, 0, h) < 0) {
+			snprintf(why, wlen, "unit %u: bad record %u (home %u, chunk %u, blocks %u+%u, "
+					    "%u entries, flags 0x%x)", k, e, f.home, f.chunk, f.start,
+				 f.nblocks, f.entries, f.flags);
+			return 0;
+		}
+		if (f.chunk == c->index && (ret = add_hosted(c, &f)) < 0)
+			return ret;
+	}
+	*next = mh.next;
+	return 0;
+}
+
+/* Chunk 0's foster table (fostertab): each unit read through both copies
+ * (a bad copy is healed from the other, PR_0_UNIT_COPY_BAD), its records
+ * checked, the maps hosted here read; a table not whole is
+ * PR_1_FTAB_BAD, left as it is. */
+static int read_table(struct fsck_ctx *c)
+{
+	uint32_t block = c->hdr.ftab_start;
+	char why[200] = "";
+
+	c->nftab = 0;
+	if (c->hdr.ftab_units > OD_FTAB_MAX_UNITS ||
+	    c->hdr.ftab_count + OD_FTAB_PER_UNIT < c->hdr.ftab_units * OD_FTAB_PER_UNIT ||
+	    c->hdr.ftab_count > c->hdr.ftab_units * OD_FTAB_PER_UNIT)
+		snprintf(why, sizeof(why), "%u records in %u units", c->hdr.ftab_count,
+			 c->hdr.ftab_units);
+	for (uint32_t k = 0; k < c->hdr.ftab_units && !why[0]; k++) {
+		int ret = table_unit(c, k, block, &block, why, sizeof(why));
+		if (ret < 0)
+			return ret;
+	}
+	if (why[0]) {
+		struct fsck_pctx p = { .blk = c->hdr.ftab_start, .str = why };
+		fix_problem(c, PR_1_FTAB_BAD, &p);
+	}
+	return 0;
 }
 
 int fsck_foster_read(struct fsck_ctx *c)
@@ -44,49 +192,19 @@ int fsck_foster_read(struct fsck_ctx *c)
 	}
 	c->nfost = 0;
 	for (uint32_t i = 0; i < h->nfosters; i++) {
-		const struct od_foster *f = &h->fosters[i];
-		struct fsck_foster *fo;
-		if (f->chunk != c->index)
-			continue;
-		fo = &c->fost[c->nfost++];
-		fo->rec = *f;
-		fo->map = calloc(f->entries ? f->entries : 1, sizeof(*fo->map));
-		fo->lost = calloc(f->entries ? f->entries : 1, 1);
-		if (!fo->map || !fo->lost)
-			return fsck_oom(c);
-		if (fsck_prefetch(c, f->start, f->nblocks) < 0)
-			return -ENOMEM;
-		for (uint32_t b = 0; b < f->nblocks; b++) {
-			struct fsck_unit *u;
-			int ret = fsck_unit_get(c, f->start + b, 1, OD_MB_FOSTER, f->home, &u);
-			if (ret < 0)
-				return ret;
-			for (uint32_t k = 0; k < OD_MAP_PER_BLOCK; k++) {
-				uint32_t idx = b * OD_MAP_PER_BLOCK + k;
-				struct od_map_entry *e;
-				if (idx >= f->entries)
-					break;
-				e = &fo->map[idx];
-				if (!u->data) {
-					fo->lost[idx] = 1;
-					e->loc.chunk = OD_LOC_NONE;
-					continue;
-				}
-				if (u->cur < 0)
-					fo->lost[idx] = 2; /* replaced: rebuilt in pass 4 */
-				od_get_map_entry(u->data + OD_MB_HEADER_SIZE + k * OD_MAP_ENTRY_SIZE, e);
-				if (e->flags & ~OD_MAPF_USED) {
-					struct fsck_pctx p = { .num = idx, .num2 = e->flags };
-					fix_problem(c, PR_1_MAP_FLAGS, &p);
-				}
-			}
-		}
+		int ret = h->fosters[i].chunk == c->index ? add_hosted(c, &h->fosters[i]) : 0;
+		if (ret < 0)
+			return ret;
 	}
-	return 0;
+	return c->index == 0 && h->ftab_start ? read_table(c) : 0;
 }
 
 void fsck_foster_claim(struct fsck_ctx *c)
 {
+	for (uint32_t k = 0; k < c->nftab; k++) {
+		fsck_set_owner(c, c->ftab[k], OWNER_FIXED);
+		fsck_set_owner(c, c->ftab[k] + c->half, OWNER_FIXED);
+	}
 	for (uint32_t i = 0; i < c->nfost; i++) {
 		const struct od_foster *f = &c->fost[i].rec;
 		for (uint32_t b = f->start; b < f->start + f->nblocks; b++) {
@@ -201,5 +319,8 @@ void fsck_foster_free(struct fsck_ctx *c)
 		free(c->fost[i].map);
 		free(c->fost[i].lost);
 	}
-	c->nfost = 0;
+	free(c->fost);
+	c->fost = NULL;
+	c->nfost = c->capfost = 0;
+	c->nftab = 0;
 }

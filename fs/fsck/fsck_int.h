@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "fs/fsck/fsck.h"
+#include "fs/format/foster_table.h"
 #include "fs/format/header.h"
 #include "fs/format/ondisk.h"
 #include "fs/store/store.h"
@@ -60,6 +61,7 @@ const struct fsck_problem *fsck_problem_find(uint32_t code);
 #define PR_1_INO_DUP_STABLE 0x010025
 #define PR_1_INO_INLINE_LEN 0x010026
 #define PR_1_MAP_FLAGS 0x010030
+#define PR_1_FTAB_BAD 0x010031
 /* 0x02: pass 2, directory units and entries */
 #define PR_2_DIR_EXTENT 0x020001
 #define PR_2_DIR_SEQ 0x020002
@@ -260,6 +262,9 @@ struct fsck_vol {
 	 * those, not the image. */
 	struct chunk_store *const *placed;
 	uint32_t nplaced;
+	/* Chunk 0's foster records, its header's and its table's, as read
+	 * when the chunks were located (with hdr_ok[0]). */
+	struct od_fosters fost0;
 };
 
 /* Chunk i's own store, or NULL when it is a region of the image. */
@@ -346,8 +351,12 @@ struct fsck_ctx {
 	uint32_t nmap;
 	uint8_t *map_lost;            /* its block was unreadable */
 	/* The foster maps this chunk hosts (fsck_foster.c). */
-	struct fsck_foster fost[OD_MAX_FOSTERS];
-	uint32_t nfost;
+	struct fsck_foster *fost;
+	uint32_t nfost, capfost;
+	/* Chunk 0: its foster table's units, in chain order (claimed in
+	 * pass 3). */
+	uint32_t ftab[OD_FTAB_MAX_UNITS];
+	uint32_t nftab;
 
 	/* Blocks: owner record + 1 of each (OWNER_FIXED for fixed metadata),
 	 * and a bit per block, set when it has an owner (pass 5 compares it
@@ -515,6 +524,10 @@ int fsck_defer(struct fsck_ctx *c, int kind, uint32_t rec, uint32_t idx, uint64_
 	       struct od_loc loc);
 int fsck_in_data_area(const struct fsck_ctx *c, uint32_t start, uint32_t len);
 int fsck_meta_place(const struct fsck_ctx *c, uint32_t start, uint32_t units);
+/* Has the one-block unit at block a copy that passes as a unit of type?
+ * (fsck_pred.c; a chain's unit with none is reported lost, not replaced
+ * by an empty one) */
+int fsck_any_copy_ok(struct fsck_ctx *c, uint32_t block, uint16_t type);
 
 /* fsck_pass3.c: an extent list and the blocks of its chain of extent
  * units: arrays the caller keeps from one inode to the next

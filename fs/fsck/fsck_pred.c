@@ -18,9 +18,7 @@
 
 #include "fs/fsck/fsck_int.h"
 
-/* Has the unit at block a copy that passes as a predictor unit? (one
- * that has none is lost with the chain, not replaced by an empty one) */
-static int any_copy_ok(struct fsck_ctx *c, uint32_t block)
+int fsck_any_copy_ok(struct fsck_ctx *c, uint32_t block, uint16_t type)
 {
 	uint8_t buf[OD_BLOCK_SIZE];
 	char why[96];
@@ -31,7 +29,7 @@ static int any_copy_ok(struct fsck_ctx *c, uint32_t block)
 		if (fsck_read_copy(c, buf, sizeof(buf),
 				   (uint64_t)(block + (copy ? c->half : 0)) * OD_BLOCK_SIZE, why,
 				   sizeof(why)) == 0 &&
-		    fsck_copy_ok(c, buf, sizeof(buf), block, OD_MB_PREDICT, why, sizeof(why)))
+		    fsck_copy_ok(c, buf, sizeof(buf), block, type, why, sizeof(why)))
 			return 1;
 	return 0;
 }
@@ -78,7 +76,7 @@ static int walk(struct fsck_ctx *c, uint32_t *units, uint32_t *n, char *why, siz
 			snprintf(why, wlen, "unit %u is claimed by something else too", block);
 			return 0;
 		}
-		if (!any_copy_ok(c, block)) {
+		if (!fsck_any_copy_ok(c, block, OD_MB_PREDICT)) {
 			snprintf(why, wlen, "unit %u has no good copy", block);
 			return 0;
 		}

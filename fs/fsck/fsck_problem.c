@@ -77,6 +77,8 @@ static const struct fsck_problem problems[] = {
 	  PR_NOFIX },
 	{ PR_1_INO_INLINE_LEN, "%i: inline data %n bytes, size %N", "%s", 0 },
 	{ PR_1_MAP_FLAGS, "map entry %n: unknown flags 0x%X", NULL, PR_NOFIX },
+	{ PR_1_FTAB_BAD, "foster table (chunk 0's records past its header's) from block %b: %s; "
+			 "the maps it names cannot be checked", NULL, PR_NOFIX },
 
 	/* --- pass 2: directory units and entries --- */
 	{ PR_2_DIR_EXTENT, "%i: unit %n at block %b (%N blocks) is not a directory unit place",

@@ -56,6 +56,10 @@ static void rebuild_fosters(const struct fsck_vol *v, uint32_t index, uint32_t n
 	h->feature_incompat &= ~(OD_FEATURE_INCOMPAT_FOSTER | OD_FEATURE_INCOMPAT_RETIRED);
 	h->feature_compat &= ~OD_FEATURE_COMPAT_EVAC;
 	h->evac_state = h->evac_slot = h->evac_map = 0;
+	/* (chunk 0's foster table is not made again: the records past the
+	 * first 32 found are dropped, and the table's units freed) */
+	h->ftab_start = h->ftab_count = h->ftab_units = 0;
+	h->feature_incompat &= ~OD_FEATURE_INCOMPAT_FTAB;
 	if (index != 0)
 		h->pred_start = 0;
 	for (uint32_t j = 0; j < v->nchunks; j++) {

@@ -180,6 +180,7 @@ void fsck_vol_close(struct fsck_vol *v)
 	v->hdr = NULL;
 	v->hdr_ok = NULL;
 	v->fd = -1;
+	od_fosters_free(&v->fost0);
 }
 
 static int fsck_vol_alloc(struct fsck_vol *v, uint32_t n)
@@ -268,6 +269,15 @@ int fsck_vol_locate(struct fsck_vol *v, uint64_t total, const struct fsck_opts *
 	advise_headers(v, n, (uint64_t)nb0 * OD_BLOCK_SIZE, total);
 	h0 = v->hdr[0];
 	ok0 = v->hdr_ok[0];
+	od_fosters_free(&v->fost0);
+	if (ok0) {
+		/* (a table not whole: the records before the fault; chunk 0's
+		 * check reports it) */
+		struct od_header_src hs = od_header_src_fd(v->fd, total);
+		char fwhy[160];
+		if (od_fosters_read(&hs, 0, &h0, -1, &v->fost0, fwhy, sizeof(fwhy)) == -ENOMEM)
+			return -ENOMEM;
+	}
 	if (fsck_vol_alloc(v, n) < 0)
 		return -ENOMEM;
 	v->hdr[0] = h0;
@@ -276,9 +286,9 @@ int fsck_vol_locate(struct fsck_vol *v, uint64_t total, const struct fsck_opts *
 	for (uint32_t i = 0; i < n; i++) {
 		uint64_t sz;
 		v->base[i] = base;
-		if (i > 0 && ok0 && od_retired_nblocks(&h0, i)) {
+		if (i > 0 && ok0 && od_fosters_retired(&v->fost0, i)) {
 			/* Retired: never read again; chunk 0 keeps its size. */
-			sz = (uint64_t)od_retired_nblocks(&h0, i) * OD_BLOCK_SIZE;
+			sz = (uint64_t)od_fosters_retired(&v->fost0, i) * OD_BLOCK_SIZE;
 			v->size[i] = base >= total ? 0 : (total - base < sz ? total - base : sz);
 			base += sz;
 			continue;
@@ -449,7 +459,7 @@ static void *run_worker(void *arg)
 		pthread_mutex_unlock(&r->lock);
 		if (i == UINT32_MAX)
 			break;
-		if (i > 0 && r->v->hdr_ok[0] && od_retired_nblocks(&r->v->hdr[0], i)) {
+		if (i > 0 && r->v->hdr_ok[0] && od_fosters_retired(&r->v->fost0, i)) {
 			fsck_vol_say(&r->o, "chunk %u: retired (evacuated): not checked", i);
 			pthread_mutex_lock(&r->lock);
 			r->done++;

@@ -1,0 +1,72 @@
+#!/bin/sh
+# Chunk 0's foster table through chunkfsd (fostertab): more than 32 chunks
+# evacuated in one volume's life. A volume of 36 chunks of 1 MiB with 40
+# directories of a file each (mkfs -d spreads them); chunkfsctl evacuate
+# K for K = 1..34, one after another, each to its retirement, while the
+# server runs: the maps of chunks 33 and 34 are records of chunk 0's table.
+# Every file reads back and every handle taken before answers, after the
+# evacuations and after a restart (chunkfsd reopens a volume with 34 foster
+# maps; status shows the 34 chunks retired); fsck.chunkfs -fn -x is clean,
+# and the nbdkit plugin lists the 34 chunks retired.
+. "$(dirname "$0")/functions.sh"
+. "$(dirname "$0")/nbd-functions.sh"
+requires nfs-cat cmp python3
+trap stop_all EXIT INT TERM
+CTL=$builddir/chunkfsctl
+handles=$builddir/client-tests/nfs_handles
+
+dirs=
+for i in $(seq 1 40); do
+	mkdir -p "$tmp/src/d$i"
+	head -c $((i * 300 + 2000)) /dev/urandom >"$tmp/src/d$i/f"
+	dirs="$dirs d$i d$i/f"
+done
+make_volume -s 1M -n 36 -d "$tmp/src"
+start_server "control = $tmp/control" "evacuate_rate_mb = 4096"
+# shellcheck disable=SC2086
+"$handles" 127.0.0.1 "$port" take "$tmp/handles" $dirs || fail "nfs_handles take"
+
+check_files() {
+	for i in $(seq 1 40); do
+		nfs-cat "${url}d$i/f$q" 2>/dev/null | cmp -s - "$tmp/src/d$i/f" ||
+			fail "d$i/f does not read back $1"
+	done
+	# shellcheck disable=SC2086
+	"$handles" 127.0.0.1 "$port" answer "$tmp/handles" $dirs ||
+		fail "a handle taken before the evacuations does not answer $1"
+}
+
+for k in $(seq 1 34); do
+	"$CTL" -s "$tmp/control" evacuate "$k" >"$tmp/ev" 2>&1 || fail "evacuate $k: $(cat "$tmp/ev")"
+	wait_field "$k" retired True 60 || fail "chunk $k did not retire: $(grep -i evacuate "$tmp/server.log" | tail -3)"
+done
+echo "chunks 1-34 evacuated and retired"
+check_files "after the evacuations"
+stop_server
+
+start_server "control = $tmp/control"
+n=0
+for k in $(seq 1 34); do
+	[ "$(chunk_field "$k" retired)" = True ] && n=$((n + 1))
+done
+[ $n = 34 ] || fail "$n chunks retired after a restart, expected 34"
+[ "$(chunk_field 35 online)" = True ] || fail "chunk 35 not online after a restart"
+check_files "after a restart"
+stop_server
+fsck_run 0 -f -n -x "$tmp/volume.img"
+out_has "chunk 34: retired (evacuated): not checked"
+out_has " 0 problems"
+# The nbdkit plugin's probe reads the table too: chunk 34, named only
+# there, is listed retired and served empty.
+if plugin_start; then
+	nbdinfo --list "nbd+unix:///?socket=$tmp/plugin.sock" >"$tmp/list" 2>&1 ||
+		fail "nbdinfo --list: $(cat "$tmp/list")"
+	kill "$plugin_pid"
+	wait "$plugin_pid" 2>/dev/null
+	n=$(grep -c "retired (evacuated), served empty" "$tmp/list")
+	[ "$n" = 34 ] || fail "the plugin lists $n chunks retired, expected 34"
+	grep -A3 '^export="34"' "$tmp/list" | grep -q "retired (evacuated), served empty" ||
+		fail "the plugin's list does not say chunk 34 is retired"
+	echo "the nbdkit plugin lists the 34 chunks retired"
+fi
+echo "PASS: 34 chunks retired (2 named in chunk 0's foster table), every file and handle after a restart, fsck clean"

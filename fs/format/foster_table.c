@@ -1,0 +1,184 @@
+/* Chunk 0's foster records, its header's and its table's (fostertab,
+ * doc/format.md §6 "The foster table"): the one reader every program uses
+ * (the daemon at open and before it shortens the image, fsck, the probe of
+ * the nbdkit plugin), and the encoding of a unit from the list. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fs/format/foster_table.h"
+
+void od_fosters_free(struct od_fosters *l)
+{
+	free(l->rec);
+	free(l->retired);
+	l->rec = NULL;
+	l->retired = NULL;
+	l->n = l->cap = l->nunits = 0;
+}
+
+int od_fosters_add(struct od_fosters *l, const struct od_foster *rec, uint32_t retired)
+{
+	if (l->n == l->cap) {
+		uint32_t cap = l->cap ? 2 * l->cap : 64;
+		struct od_foster *r = realloc(l->rec, cap * sizeof(*r));
+		uint32_t *t;
+		if (!r)
+			return -ENOMEM;
+		l->rec = r;
+		t = realloc(l->retired, cap * sizeof(*t));
+		if (!t)
+			return -ENOMEM;
+		l->retired = t;
+		l->cap = cap;
+	}
+	l->rec[l->n] = *rec;
+	l->retired[l->n++] = retired;
+	return 0;
+}
+
+int od_fosters_find(const struct od_fosters *l, uint32_t home)
+{
+	for (uint32_t i = 0; i < l->n; i++)
+		if (l->rec[i].home == home)
+			return (int)i;
+	return -1;
+}
+
+uint32_t od_fosters_retired(const struct od_fosters *l, uint32_t home)
+{
+	int i = od_fosters_find(l, home);
+
+	return i >= 0 && (l->rec[i].flags & OD_FOSTER_RETIRED) ? l->retired[i] : 0;
+}
+
+uint32_t od_fosters_units_needed(uint32_t n)
+{
+	return n <= OD_MAX_FOSTERS ? 0 : (n - OD_MAX_FOSTERS + OD_FTAB_PER_UNIT - 1) / OD_FTAB_PER_UNIT;
+}
+
+void od_fosters_put_unit(const struct od_fosters *l, uint32_t k, uint8_t *payload)
+{
+	uint32_t first = OD_MAX_FOSTERS + k * OD_FTAB_PER_UNIT, count = 0;
+
+	memset(payload, 0, OD_MB_PAYLOAD);
+	for (uint32_t i = first; i < l->n && count < OD_FTAB_PER_UNIT; i++, count++)
+		od_put_ftab_entry(payload, count, &l->rec[i], l->retired[i]);
+	od_put_ftab_count(payload, count);
+}
+
+/* Copy `copy` of table unit k at block of chunk 0 (whose header is h0)
+ * into buf, when it is that unit: 0, or -EUCLEAN; *txid its writer's. */
+static int unit_copy(const struct od_header_src *src, uint64_t base,
+		     const struct od_chunk_header *h0, uint32_t block, uint32_t k, int copy,
+		     uint8_t *buf, uint64_t *txid)
+{
+	uint64_t off = base + (uint64_t)(block + (copy ? h0->nblocks / 2 : 0)) * OD_BLOCK_SIZE;
+	struct od_mb_header h;
+
+	if (off + OD_BLOCK_SIZE > src->size || src->pread(src->ctx, buf, OD_BLOCK_SIZE, off) < 0 ||
+	    od_verify(buf, OD_BLOCK_SIZE) < 0)
+		return -EUCLEAN;
+	od_get_mb_header(buf, &h);
+	if (h.magic != OD_MB_MAGIC || h.type != OD_MB_FTAB || h.units != 1 || h.chunk != 0 ||
+	    h.block != block || h.seq != k || h.owner != 0)
+		return -EUCLEAN;
+	*txid = h.txid;
+	return 0;
+}
+
+int od_fosters_read(const struct od_header_src *src, uint64_t base,
+		    const struct od_chunk_header *h0, int copy, struct od_fosters *out, char *why,
+		    size_t n)
+{
+	uint8_t *buf = malloc(2 * OD_BLOCK_SIZE), *seen = calloc(OD_MAX_CHUNKS / 8 + 1, 1);
+	uint32_t block = h0->ftab_start;
+	int ret = 0;
+
+	memset(out, 0, sizeof(*out));
+	if (!buf || !seen) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	for (uint32_t i = 0; i < h0->nfosters && i < OD_MAX_FOSTERS && ret == 0; i++) {
+		uint32_t home = h0->fosters[i].home;
+		ret = od_fosters_add(out, &h0->fosters[i], h0->retired_nblocks[i]);
+		if (home < OD_MAX_CHUNKS)
+			seen[home / 8] |= (uint8_t)(1u << home % 8);
+	}
+	if (ret < 0 || !h0->ftab_start)
+		goto out;
+	/* (the header may not have been checked yet: open reads the retired
+	 * chunks first) */
+	if (h0->ftab_units > OD_FTAB_MAX_UNITS || h0->ftab_count > h0->ftab_units * OD_FTAB_PER_UNIT ||
+	    h0->ftab_count + OD_FTAB_PER_UNIT < h0->ftab_units * OD_FTAB_PER_UNIT) {
+		snprintf(why, n, "foster table of %u records in %u units", h0->ftab_count,
+			 h0->ftab_units);
+		ret = -EUCLEAN;
+		goto out;
+	}
+	if (h0->flags & OD_CHF_SINGLE_COPY)
+		copy = 0; /* (copy 1 is never written) */
+	for (uint32_t k = 0; k < h0->ftab_units && ret == 0; k++) {
+		uint32_t want = k + 1 < h0->ftab_units ? OD_FTAB_PER_UNIT
+						       : h0->ftab_count - k * OD_FTAB_PER_UNIT;
+		uint64_t t[2] = { 0, 0 };
+		int ok[2] = { 0, 0 }, use;
+		struct od_mb_header h;
+		const uint8_t *p;
+		for (int c = 0; c < 2; c++)
+			if (copy < 0 || copy == c)
+				ok[c] = unit_copy(src, base, h0, block, k, c, buf + c * OD_BLOCK_SIZE,
+						  &t[c]) == 0;
+		use = ok[1] && (!ok[0] || t[1] > t[0]);
+		if (!ok[use]) {
+			snprintf(why, n, "foster table unit %u (block %u) has no good copy", k, block);
+			ret = -EUCLEAN;
+			break;
+		}
+		p = buf + use * OD_BLOCK_SIZE;
+		od_get_mb_header(p, &h);
+		p += OD_MB_HEADER_SIZE;
+		if (od_get_ftab_count(p) != want || (k + 1 < h0->ftab_units) != (h.next != 0)) {
+			snprintf(why, n, "foster table unit %u (block %u): %u records, next %u; "
+					 "the header says %u", k, block, od_get_ftab_count(p), h.next, want);
+			ret = -EUCLEAN;
+			break;
+		}
+		for (uint32_t e = 0; e < want && ret == 0; e++) {
+			struct od_foster f;
+			uint32_t nb;
+			od_get_ftab_entry(p, e, &f, &nb);
+			if (od_foster_check(&f, nb, 0, h0) < 0 ||
+			    (seen[f.home / 8] & (1u << f.home % 8))) {
+				snprintf(why, n, "foster table unit %u: bad record %u (home %u, chunk "
+						 "%u, blocks %u+%u, %u entries, flags 0x%x)", k, e,
+					 f.home, f.chunk, f.start, f.nblocks, f.entries, f.flags);
+				ret = -EUCLEAN;
+				break;
+			}
+			seen[f.home / 8] |= (uint8_t)(1u << f.home % 8);
+			ret = od_fosters_add(out, &f, nb);
+		}
+		if (ret == 0) {
+			out->units[out->nunits++] = block;
+			block = h.next;
+			if (block && (block < h0->data_start || block >= h0->nblocks / 2)) {
+				snprintf(why, n, "foster table unit %u: next unit at block %u", k, block);
+				ret = -EUCLEAN;
+			}
+			for (uint32_t j = 0; j < out->nunits && ret == 0; j++)
+				if (out->units[j] == block) {
+					snprintf(why, n, "the foster table loops at block %u", block);
+					ret = -EUCLEAN;
+				}
+		}
+	}
+out:
+	free(buf);
+	free(seen);
+	return ret;
+}

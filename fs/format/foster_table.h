@@ -1,0 +1,49 @@
+/* Chunk 0's foster records as every program that touches an image reads
+ * them (fostertab): the header's OD_MAX_FOSTERS, then those of its table
+ * of OD_MB_FTAB units, in one list; read through any byte source, one copy
+ * or the newer of the two; and the unit of the list a writer puts back.
+ * Nothing here knows of volumes, caches or repairs. */
+#ifndef CHUNKFS_FORMAT_FOSTER_TABLE_H
+#define CHUNKFS_FORMAT_FOSTER_TABLE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fs/format/header.h"
+#include "fs/format/ondisk.h"
+
+/* Every record chunk 0 names, in order: rec[i] for i < OD_MAX_FOSTERS in
+ * the header's fosters[i], the others in table unit (i - 32) / 144, whose
+ * blocks are units[] (nunits of them, in chain order). retired[i]: the
+ * record's retired_nblocks. */
+struct od_fosters {
+	uint32_t n, cap;
+	struct od_foster *rec;
+	uint32_t *retired;
+	uint32_t nunits;
+	uint32_t units[OD_FTAB_MAX_UNITS];
+};
+
+/* out (overwritten, to be freed with od_fosters_free) from chunk 0's
+ * header h0 and its table at byte base of src: copy 0 or 1 of each unit,
+ * or the newer valid one (copy -1); copy 0 in a SINGLE_COPY chunk.
+ * 0; -EUCLEAN and why[] when the table is not whole (a unit without that
+ * copy, a chain or count that disagrees with the header, a bad record, a
+ * home twice), out then holding the records read before; -ENOMEM. */
+int od_fosters_read(const struct od_header_src *src, uint64_t base,
+		    const struct od_chunk_header *h0, int copy, struct od_fosters *out, char *why,
+		    size_t n);
+void od_fosters_free(struct od_fosters *l);
+/* rec (with retired) appended: 0 or -ENOMEM. */
+int od_fosters_add(struct od_fosters *l, const struct od_foster *rec, uint32_t retired);
+/* The index of home's record, or -1. */
+int od_fosters_find(const struct od_fosters *l, uint32_t home);
+/* The size in blocks of retired chunk home, or 0: it is not retired. */
+uint32_t od_fosters_retired(const struct od_fosters *l, uint32_t home);
+/* The table units the records need (0 while the header holds them all). */
+uint32_t od_fosters_units_needed(uint32_t n);
+/* Table unit k's payload (OD_MB_PAYLOAD bytes: its count and records,
+ * zeros after) made from l. */
+void od_fosters_put_unit(const struct od_fosters *l, uint32_t k, uint8_t *payload);
+
+#endif

@@ -1,0 +1,425 @@
+/* Chunk 0's foster table (fostertab, fs/foster_tab.c, fs/format/foster_table.c):
+ * more than 32 chunks evacuated and retired in one volume's life. A volume
+ * of 40 chunks of 2 MiB (two made by mkfs, 38 added), a directory with a
+ * file of data and an inline file homed in each of chunks 1-35; the chunks
+ * evacuated and retired one after another: after each, every file still
+ * reads back by its handle (number and generation unchanged) and the
+ * invariants hold. Then, on disk: chunk 0's header holds 32 records, its
+ * table 3, in one unit, each RETIRED with its size; fsck -fn -x is clean;
+ * a reopen reads every file again. Both copies of the table unit spoilt
+ * under the open volume: the scrub writes it again from memory. fsck heals
+ * a damaged copy of the table unit (0x000001, then clean); with both copies damaged it reports
+ * 0x010031 and the volume refuses to open. */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fs/format/foster_table.h"
+#include "fs/format/header.h"
+#include "fs/fs.h"
+#include "fs/fsck/fsck.h"
+#include "tap.h"
+
+#define MB (1u << 20)
+#define NCHUNKS 40u
+#define NRETIRE 35u /* chunks 1 .. NRETIRE evacuated and retired */
+
+static char image[200];
+
+struct homed {
+	struct fs_ino dir, data, small;
+	uint32_t home;
+};
+static struct homed files[NCHUNKS];
+
+struct out {
+	char *text;
+	size_t len, cap;
+};
+static struct out last;
+
+static void collect(void *ctx, const char *line)
+{
+	struct out *o = ctx;
+	size_t n = strlen(line);
+
+	if (o->len + n + 2 > o->cap) {
+		o->cap = (o->len + n + 2) * 2;
+		o->text = realloc(o->text, o->cap);
+	}
+	memcpy(o->text + o->len, line, n);
+	o->len += n;
+	o->text[o->len++] = '\n';
+	o->text[o->len] = '\0';
+}
+
+static int reported(uint32_t code)
+{
+	char tag[16];
+
+	snprintf(tag, sizeof(tag), "[0x%06x]", code);
+	return last.text && strstr(last.text, tag) != NULL;
+}
+
+/* fsck of the whole volume, -f, -x, both copies read, in mode. */
+static struct fsck_result check(int mode)
+{
+	struct fsck_opts o = { .mode = mode, .force = 1, .cross = 1, .both_copies = 1,
+			       .out = collect, .ctx = &last };
+	struct fsck_result r;
+
+	last.len = 0;
+	if (last.text)
+		last.text[0] = '\0';
+	memset(&r, 0, sizeof(r));
+	CHECK_EQ(fsck_volume_path(image, -1, &o, &r), 0);
+	return r;
+}
+
+static void fill(uint8_t *buf, size_t len, unsigned seed)
+{
+	for (size_t i = 0; i < len; i++)
+		buf[i] = (uint8_t)(i * 7 + seed * 13 + (i >> 10));
+}
+
+/* Every file made reads back by its handle, with its bytes. */
+static int files_ok(struct fs_volume *v)
+{
+	static uint8_t want[12288], got[12288];
+	int bad = 0;
+
+	for (uint32_t k = 1; k <= NRETIRE; k++) {
+		const struct homed *h = &files[k];
+		struct fs_attr a;
+		size_t n = 0;
+		int eof = 0;
+		bad |= fs_getattr(v, h->dir, &a) != 0 || a.gen != h->dir.gen;
+		bad |= fs_getattr(v, h->data, &a) != 0 || a.gen != h->data.gen ||
+		       a.size != sizeof(want);
+		fill(want, sizeof(want), k);
+		bad |= fs_read(v, NULL, h->data, 0, sizeof(got), got, &n, &eof) != 0 ||
+		       n != sizeof(want) || memcmp(want, got, n) != 0;
+		bad |= fs_read(v, NULL, h->small, 0, sizeof(got), got, &n, &eof) != 0 || n != 4 ||
+		       got[0] != 'k' || got[1] != (uint8_t)k;
+	}
+	return bad ? -1 : 0;
+}
+
+/* Chunk 0's header and records on disk. */
+static int on_disk(struct od_chunk_header *h0, struct od_fosters *l)
+{
+	int fd = open(image, O_RDONLY);
+	struct od_header_src src;
+	char why[160] = "";
+	int ret;
+
+	CHECK(fd >= 0);
+	src = od_header_src_fd(fd, (uint64_t)70 * 2 * MB);
+	CHECK_EQ(od_header_read(&src, 0, 0, 0, h0, NULL), 0);
+	ret = od_fosters_read(&src, 0, h0, -1, l, why, sizeof(why));
+	if (ret < 0)
+		printf("# table: %s\n", why);
+	close(fd);
+	return ret;
+}
+
+/* Copy `copy` of chunk 0's block b spoilt (a byte of its payload). */
+static void spoil(uint32_t b, int copy)
+{
+	int fd = open(image, O_RDWR);
+	uint8_t x;
+	off_t off = (off_t)(b + (copy ? MB / 4096 : 0)) * 4096 + 100;
+
+	CHECK(fd >= 0);
+	CHECK_EQ(pread(fd, &x, 1, off), 1);
+	x ^= 0x5a;
+	CHECK_EQ(pwrite(fd, &x, 1, off), 1);
+	close(fd);
+}
+
+/* Chunks from..to drained (on) or not. */
+static void drain_range(struct fs_volume *v, uint32_t from, uint32_t to, int on)
+{
+	char why[256];
+
+	for (uint32_t k = from; k <= to; k++)
+		CHECK_EQ(fs_chunk_drain(v, k, on, why, sizeof(why)), 0);
+}
+
+/* Chunk k evacuated to the end: 0 when it retired. */
+static int retire(struct fs_volume *v, uint32_t k)
+{
+	struct fs_evac_info ei;
+	char why[256];
+	unsigned n = 0;
+	int ret;
+
+	if (fs_chunk_drain(v, k, 1, why, sizeof(why)) < 0)
+		return -1;
+	while ((ret = fs_evac_step(v, k, 0, &ei)) == 1 && n < 500)
+		n++;
+	if (ret != 0 || !ei.retired)
+		printf("# chunk %u: step %d, fostered %u in %u, retired %u, %u maps hosted\n", k,
+		       ret, ei.fostered, ei.foster_chunk, ei.retired, ei.maps_hosted);
+	return ret == 0 && ei.retired ? 0 : -1;
+}
+
+static uint32_t maps_hosted(struct fs_volume *v, uint32_t k)
+{
+	struct fs_evac_info ei;
+
+	CHECK_EQ(fs_evac_info(v, k, &ei), 0);
+	return ei.maps_hosted;
+}
+
+/* The host rule: a chunk other than 0 takes a map only while its header
+ * keeps a record free for its own. 70 chunks of 2 MiB: chunks 1-33
+ * retired into chunk 0 (its header full, one table unit made); chunk 0
+ * filled (every other chunk draining meanwhile); chunks 34-67 then
+ * retired: their maps go to chunk 68 (the most free blocks) until it holds
+ * 31, then to chunk 69 (chunk 0 may take one or two first, in metadata
+ * pairs its data left free: a map that finds no run in the chunk picked
+ * goes to the next); chunk 0's table takes their records in the unit it
+ * has. Chunk 0 emptied, chunk 68 is evacuated: its own record is
+ * its header's 32nd, its 31 maps move to chunk 0 one a step, and it
+ * retires. fsck -x clean; a reopen finds the 68 records. */
+static void hosts(void)
+{
+	struct fs_mkfs_opts mo = { .chunk_size = 2 * MB, .chunk_count = 70, .force = 1 };
+	struct fs_volume *v;
+	struct fs_ino root, d, f, t2 = { 0 }, t2f;
+	struct od_chunk_header h0;
+	struct od_fosters l;
+	struct fsck_result r;
+	static uint8_t buf[64 * 1024];
+	uint64_t off = 0;
+	uint32_t bad = 0, in0;
+	int ret;
+
+	CHECK_EQ(fs_mkfs(image, &mo), 0);
+	CHECK_EQ(fs_open(image, 0, &v), 0);
+	CHECK_EQ(fs_root(v, &root), 0);
+	/* chunk 69 with fewer free blocks than chunk 68 */
+	drain_range(v, 1, 68, 1);
+	CHECK_EQ(fs_mkdir(v, NULL, root, "t2", 0755, &t2, NULL), 0);
+	for (int i = 0; i < 8 && t2.num >> 32 != 69; i++) {
+		char name[16];
+		snprintf(name, sizeof(name), "t2-%d", i);
+		CHECK_EQ(fs_mkdir(v, NULL, root, name, 0755, &t2, NULL), 0);
+	}
+	CHECK_EQ(t2.num >> 32, 69);
+	CHECK_EQ(fs_create(v, NULL, t2, "f", 0644, FS_CREATE_GUARDED, 0, &t2f, NULL), 0);
+	for (int i = 0; i < 8; i++)
+		CHECK_EQ(fs_write(v, NULL, t2f, (uint64_t)i * sizeof(buf), sizeof(buf), buf,
+				  FS_FILE_SYNC, NULL), 0);
+	drain_range(v, 34, 68, 0);
+	for (uint32_t k = 1; k <= 33; k++)
+		bad += retire(v, k) < 0;
+	CHECK_EQ(bad, 0);
+	CHECK_EQ(maps_hosted(v, 0), 33);
+	/* chunk 0 filled, the others draining meanwhile */
+	drain_range(v, 34, 69, 1);
+	CHECK_EQ(fs_mkdir(v, NULL, root, "fill", 0755, &d, NULL), 0);
+	CHECK_EQ(d.num >> 32, 0);
+	CHECK_EQ(fs_create(v, NULL, d, "big", 0644, FS_CREATE_GUARDED, 0, &f, NULL), 0);
+	while ((ret = fs_write(v, NULL, f, off, sizeof(buf), buf, FS_FILE_SYNC, NULL)) == 0)
+		off += sizeof(buf);
+	CHECK_EQ(ret, -ENOSPC);
+	drain_range(v, 68, 69, 0);
+	for (uint32_t k = 34; k <= 67; k++)
+		bad += retire(v, k) < 0;
+	CHECK_EQ(bad, 0);
+	/* (chunk 0 may take a map or two more, in metadata pairs its data
+	 * left free) */
+	in0 = maps_hosted(v, 0);
+	CHECK(in0 >= 33 && in0 <= 35);
+	CHECK_EQ(maps_hosted(v, 68), OD_MAX_FOSTERS - 1);
+	CHECK_EQ(maps_hosted(v, 69), 67 - in0 - (OD_MAX_FOSTERS - 1));
+	CHECK(maps_hosted(v, 69) >= 1);
+	printf("# chunks 34-67: %u maps in chunk 0, 31 in chunk 68, %u in chunk 69\n", in0 - 33,
+	       maps_hosted(v, 69));
+	/* chunk 68 evacuated into an emptied chunk 0 */
+	CHECK_EQ(fs_remove(v, NULL, d, "big"), 0);
+	CHECK_EQ(fs_sync(v), 0);
+	CHECK_EQ(retire(v, 68), 0);
+	CHECK_EQ(maps_hosted(v, 0), in0 + 31 + 1);
+	CHECK_EQ(maps_hosted(v, 69), 67 - in0 - 31);
+	CHECK_EQ(fs_check_invariants(v, NULL, NULL), 0);
+	CHECK_EQ(fs_close(v), 0);
+	CHECK_EQ(on_disk(&h0, &l), 0);
+	CHECK_EQ(l.n, 68);
+	CHECK_EQ(h0.ftab_count, 68 - 32);
+	CHECK_EQ(h0.ftab_units, 1);
+	for (uint32_t k = 1; k <= 68; k++)
+		CHECK_EQ(od_fosters_retired(&l, k), 2 * MB / 4096);
+	od_fosters_free(&l);
+	r = check(FSCK_CHECK_ONLY);
+	CHECK_EQ(r.problems, 0);
+	CHECK_EQ(r.exit_code, 0);
+	CHECK_EQ(r.chunks, 2);
+	CHECK_EQ(fs_open(image, 0, &v), 0);
+	CHECK_EQ(maps_hosted(v, 0), in0 + 32);
+	CHECK_EQ(fs_check_invariants(v, NULL, NULL), 0);
+	CHECK_EQ(fs_close(v), 0);
+	unlink(image);
+}
+
+int main(void)
+{
+	struct fs_mkfs_opts mo = { .chunk_size = 2 * MB, .chunk_count = 2, .force = 1 };
+	struct fs_volume *v;
+	struct fs_ino root, d;
+	struct fs_evac_info ei;
+	struct od_chunk_header h0;
+	struct od_fosters l;
+	struct fsck_result r;
+	static uint8_t buf[12288];
+	char name[32], why[256];
+	uint32_t found = 0, steps = 0, bad_after = 0;
+	int ret;
+
+	snprintf(image, sizeof(image), "%s/foster_table_test.%d.img",
+		 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (int)getpid());
+	CHECK_EQ(fs_mkfs(image, &mo), 0);
+	CHECK_EQ(fs_open(image, 0, &v), 0);
+	CHECK_EQ(fs_root(v, &root), 0);
+	for (uint32_t i = 2; i < NCHUNKS; i++) {
+		struct fs_chunk_opts co = { 0 };
+		uint32_t index = 0;
+		CHECK_EQ(fs_add_chunk(v, &co, NULL, &index, why, sizeof(why)), 0);
+		CHECK_EQ(index, i);
+	}
+	/* A directory homed in each of chunks 1 .. NRETIRE, with a file of
+	 * data and an inline one. */
+	for (int i = 0; i < 4000 && found < NRETIRE; i++) {
+		uint32_t home;
+		snprintf(name, sizeof(name), "d%d", i);
+		CHECK_EQ(fs_mkdir(v, NULL, root, name, 0755, &d, NULL), 0);
+		home = (uint32_t)(d.num >> 32);
+		if (home < 1 || home > NRETIRE || files[home].home)
+			continue;
+		files[home].home = home;
+		files[home].dir = d;
+		found++;
+	}
+	CHECK_EQ(found, NRETIRE);
+	for (uint32_t k = 1; k <= NRETIRE; k++) {
+		struct homed *h = &files[k];
+		uint8_t small[4] = { 'k', (uint8_t)k, 0, 1 };
+		if (!h->home)
+			continue;
+		fill(buf, sizeof(buf), k);
+		CHECK_EQ(fs_create(v, NULL, h->dir, "data", 0644, FS_CREATE_GUARDED, 0, &h->data,
+				   NULL), 0);
+		CHECK_EQ(fs_write(v, NULL, h->data, 0, sizeof(buf), buf, FS_FILE_SYNC, NULL), 0);
+		CHECK_EQ(fs_create(v, NULL, h->dir, "small", 0644, FS_CREATE_GUARDED, 0, &h->small,
+				   NULL), 0);
+		CHECK_EQ(fs_write(v, NULL, h->small, 0, 4, small, FS_FILE_SYNC, NULL), 0);
+	}
+	printf("# %u directories made, one homed in each of chunks 1-%u\n", found, NRETIRE);
+	CHECK_EQ(fs_sync(v), 0);
+
+	/* Each chunk evacuated and retired in turn. */
+	for (uint32_t k = 1; k <= NRETIRE; k++) {
+		uint32_t s = 0;
+		CHECK_EQ(fs_chunk_drain(v, k, 1, why, sizeof(why)), 0);
+		while ((ret = fs_evac_step(v, k, 0, &ei)) == 1 && s < 500)
+			s++;
+		CHECK_EQ(ret, 0);
+		CHECK_EQ(ei.retired, 1);
+		CHECK_EQ(ei.fostered, 1);
+		steps += s;
+		if (files_ok(v) < 0 || fs_check_invariants(v, NULL, NULL) != 0) {
+			if (!bad_after)
+				bad_after = k;
+		}
+	}
+	CHECK_EQ(bad_after, 0);
+	printf("# %u chunks retired in %u steps\n", NRETIRE, steps);
+	CHECK_EQ(fs_close(v), 0);
+
+	/* On disk: 32 records in the header, 3 in one table unit, all
+	 * retired with their size. */
+	CHECK_EQ(on_disk(&h0, &l), 0);
+	CHECK_EQ(h0.nfosters, 32);
+	CHECK_EQ(h0.ftab_count, NRETIRE - 32);
+	CHECK_EQ(h0.ftab_units, 1);
+	CHECK(h0.feature_incompat & OD_FEATURE_INCOMPAT_FTAB);
+	CHECK_EQ(l.n, NRETIRE);
+	CHECK_EQ(l.nunits, 1);
+	for (uint32_t k = 1; k <= NRETIRE; k++)
+		CHECK_EQ(od_fosters_retired(&l, k), 2 * MB / 4096);
+	for (uint32_t i = 0; i < l.n; i++)
+		CHECK_EQ(l.rec[i].chunk, 0); /* chunk 0, the host of last resort */
+	od_fosters_free(&l);
+	r = check(FSCK_CHECK_ONLY);
+	CHECK_EQ(r.problems, 0);
+	CHECK_EQ(r.exit_code, 0);
+	CHECK_EQ(r.chunks, NCHUNKS - NRETIRE);
+
+	/* Reopened: every file by its handle. */
+	CHECK_EQ(fs_open(image, 0, &v), 0);
+	CHECK_EQ(files_ok(v), 0);
+	CHECK_EQ(fs_check_invariants(v, NULL, NULL), 0);
+	CHECK_EQ(fs_close(v), 0);
+
+	/* Both copies of the table unit spoilt under the open volume: a scrub
+	 * pass over chunk 0 writes it again from the records in memory. */
+	CHECK_EQ(on_disk(&h0, &l), 0);
+	od_fosters_free(&l);
+	CHECK_EQ(fs_open(image, 0, &v), 0);
+	spoil(h0.ftab_start, 0);
+	spoil(h0.ftab_start, 1);
+	{
+		struct fs_scrub_cursor cur = { 0, 0 };
+		struct fs_scrub_result sr, sum = { 0 };
+		int n = 0;
+		do {
+			CHECK_EQ(fs_scrub_step(v, &cur, 16, &sr), 0);
+			sum.bad += sr.bad;
+			sum.healed += sr.healed;
+			sum.both_bad += sr.both_bad;
+		} while (!sr.chunks_done && ++n < 10000);
+		CHECK_EQ(sum.bad, 2);
+		CHECK_EQ(sum.healed, 1);
+		CHECK_EQ(sum.both_bad, 0);
+	}
+	CHECK_EQ(fs_close(v), 0);
+	r = check(FSCK_CHECK_ONLY);
+	CHECK_EQ(r.problems, 0);
+
+	/* One copy of the table unit damaged: fsck -n finds exactly it, -y
+	 * heals it from the other, a second -n is clean. */
+	CHECK_EQ(on_disk(&h0, &l), 0);
+	spoil(h0.ftab_start, 1);
+	r = check(FSCK_CHECK_ONLY);
+	CHECK_EQ(r.problems, 1);
+	CHECK(reported(0x000001));
+	r = check(FSCK_YES);
+	CHECK_EQ(r.problems, 1);
+	CHECK_EQ(r.fixed, 1);
+	r = check(FSCK_CHECK_ONLY);
+	CHECK_EQ(r.problems, 0);
+	CHECK_EQ(r.exit_code, 0);
+	/* Both copies: the table is lost (0x010031, left for the admin), and
+	 * the volume is not opened without it. */
+	spoil(h0.ftab_start, 0);
+	spoil(h0.ftab_start, 1);
+	r = check(FSCK_CHECK_ONLY);
+	CHECK(reported(0x010031));
+	CHECK(r.unfixed >= 1);
+	why[0] = '\0';
+	CHECK_EQ(fs_open_ex(image, 0, &v, why, sizeof(why)), -EUCLEAN);
+	printf("# open with the table lost: %s\n", why);
+	CHECK(strstr(why, "foster table") != NULL);
+	od_fosters_free(&l);
+	unlink(image);
+	hosts();
+	free(last.text);
+	return test_done("foster_table");
+}
