@@ -8,9 +8,12 @@
 #            [--sync-every N] [--seed S] [--large N] [--large-mib M]
 #            [--small N] [--dirs N] [--rounds R] [--no-ext4] [--no-ganesha]
 #            [--no-drop-caches] [--builddir DIR] [--tmp DIR] [--keep] [--quick]
-#            [--conf "KEY = VALUE"]...
+#            [--nice N] [--conf "KEY = VALUE"]...
 # --conf: a line added to chunkfsd's configuration (large_continue_kb = 0,
-# say, to compare the continuation policy off and on).
+# say, to compare the continuation policy off and on). --nice N: the servers
+# and the reading client run under nice -n N (-10, say, as root: the
+# neighbours' load then moves the read rates less; the writing is not
+# niced).
 # --quick: a 256 MiB volume of 64 MiB chunks, write factor 0.5, 2 x 8 MiB and
 # 200 small files, one read round (about 20-40 s; it does not wait for
 # /work/QUIET).
@@ -28,7 +31,7 @@
 # chunkfs's by bench/age_count on the image (fs/layout.h), ext4's by FIEMAP
 # on the mounted tree and e2freefrag on the image.
 #
-# Then ROUNDS read rounds (7 by default). A round reads the probe set from
+# Then ROUNDS read rounds (11 by default). A round reads the probe set from
 # six places, in an order that turns by one place each round and runs
 # backwards every other round: chunkfs young and aged (chunkfsd), ext4
 # young and aged through nfs-ganesha (FSAL VFS, the image mounted read-only;
@@ -44,7 +47,9 @@
 # (chunkfsctl status: store_reads, store_read_bytes; metadata and data,
 # the client's connection included), and for ext4 the loop device's
 # completed reads and sectors (/sys/block/loopN/stat: after the kernel's
-# read-ahead and merging).
+# read-ahead and merging). And the server's CPU time (chunkfsd's,
+# ganesha's: user + system from /proc/PID/stat) per MiB and per small file,
+# which the neighbours' load moves less than the wall clock.
 # ganesha needs root, rpcbind and ganesha.nfsd: the whole run is then in a
 # network and mount namespace of its own, with an rpcbind of its own on a
 # /run of its own (ganesha does not start without one). Needs root for
@@ -97,11 +102,13 @@ tmpbase=/tmp
 keep=0
 quick=0
 drop=1
-rounds=7
+rounds=11
 conf_extra=
+nice_cmd=
+nice_read=
 
 usage() {
-	sed -n '2,72s/^# \{0,1\}//p' "$0"
+	sed -n '2,84s/^# \{0,1\}//p' "$0"
 	exit "$1"
 }
 
@@ -122,6 +129,7 @@ while [ $# -gt 0 ]; do
 	--no-ganesha) do_ganesha=0; shift ;;
 	--no-drop-caches) drop=0; shift ;;
 	--rounds) rounds=$2; shift 2 ;;
+	--nice) nice_read="nice -n $2"; shift 2 ;;
 	--builddir) builddir=$2; shift 2 ;;
 	--tmp) tmpbase=$2; shift 2 ;;
 	--keep) keep=1; shift ;;
@@ -240,7 +248,8 @@ control = $tmp/control
 $conf_extra
 EOF
 	rm -f "$tmp/port"
-	"$tmp/bin/chunkfsd" -f -c "$tmp/chunkfsd.conf" --port-file "$tmp/port" >>"$tmp/server.log" 2>&1 &
+	$nice_cmd "$tmp/bin/chunkfsd" -f -c "$tmp/chunkfsd.conf" --port-file "$tmp/port" \
+		>>"$tmp/server.log" 2>&1 &
 	server_pid=$!
 	for _ in $(seq 1 200); do
 		[ -s "$tmp/port" ] && break
@@ -362,7 +371,7 @@ LOG { Default_Log_Level = EVENT; }
 EOF
 
 start_ganesha() {
-	ganesha.nfsd -F -f "$tmp/ganesha.conf" -L "$tmp/ganesha.log" -p "$tmp/ganesha.pid" \
+	$nice_cmd ganesha.nfsd -F -f "$tmp/ganesha.conf" -L "$tmp/ganesha.log" -p "$tmp/ganesha.pid" \
 		-N NIV_EVENT &
 	ganesha_pid=$!
 	for _ in $(seq 1 150); do
@@ -396,42 +405,55 @@ count_chunkfs() {
 count_loop() {
 	awk '{ printf "%.0f %.0f\n", $1, $3 * 512 }' "/sys/block/$(basename "$(findmnt -no SOURCE "$mnt")")/stat"
 }
+# cpu_ms PID: the CPU time the server has used, in ms (user + system, its
+# threads included); 0 without a server (the kernel's reads)
+clk_tck=$(getconf CLK_TCK)
+cpu_ms() {
+	[ -n "$1" ] || { echo 0; return; }
+	awk -v t="$clk_tck" '{ printf "%.0f\n", ($14 + $15) * 1000 / t }' "/proc/$1/stat"
+}
 
-results=$tmp/results # place state round load mibps rate lreqs lbytes sreqs sbytes lmib nsmall
+# place state round load mibps rate lreqs lbytes sreqs sbytes lmib nsmall
+# lcpu scpu (the server's CPU ms for the large, the small files)
+results=$tmp/results
 : >"$results"
 
 # read_once PLACE STATE ROUND: one cold read of the probe set
 read_once() {
-	local place=$1 state=$2 r=$3 target counter c0 c1 c2 out=$tmp/read.out
+	local place=$1 state=$2 r=$3 target counter c0 c1 c2 p0 p1 p2 pid out=$tmp/read.out
 	case $place in
 	chunkfs)
 		drop_caches
 		start_server "$tmp/chunkfs-$state.img"
-		target="--nfs 127.0.0.1:$port" counter=count_chunkfs ;;
+		target="--nfs 127.0.0.1:$port" counter=count_chunkfs pid=$server_pid ;;
 	ganesha)
 		mount_ext4 "$state" ro
 		drop_caches
 		start_ganesha
-		target="--nfs 127.0.0.1:2049 --mount-port 20048 --export $mnt" counter=count_loop ;;
+		target="--nfs 127.0.0.1:2049 --mount-port 20048 --export $mnt" counter=count_loop
+		pid=$ganesha_pid ;;
 	kernel)
 		mount_ext4 "$state" ro
 		drop_caches
-		target="--dir $mnt" counter=count_loop ;;
+		target="--dir $mnt" counter=count_loop pid= ;;
 	esac
 	load=$(cut -d' ' -f1 /proc/loadavg)
-	c0=$($counter)
+	c0=$($counter) p0=$(cpu_ms "$pid")
 	# shellcheck disable=SC2086
-	"$AB" $target $probe_opts --part large probe-read >"$out" || die "$place $state: probe-read failed"
-	c1=$($counter)
+	$nice_cmd "$AB" $target $probe_opts --part large probe-read >"$out" ||
+		die "$place $state: probe-read failed"
+	c1=$($counter) p1=$(cpu_ms "$pid")
 	# shellcheck disable=SC2086
-	"$AB" $target $probe_opts --part small probe-read >>"$out" || die "$place $state: probe-read failed"
-	c2=$($counter)
+	$nice_cmd "$AB" $target $probe_opts --part small probe-read >>"$out" ||
+		die "$place $state: probe-read failed"
+	c2=$($counter) p2=$(cpu_ms "$pid")
 	case $place in
 	chunkfs) stop_server ;;
 	ganesha) stop_ganesha; umount_ext4 ;;
 	kernel) umount_ext4 ;;
 	esac
-	awk -v p="$place" -v s="$state" -v r="$r" -v l="$load" -v c0="$c0" -v c1="$c1" -v c2="$c2" '
+	awk -v p="$place" -v s="$state" -v r="$r" -v l="$load" -v c0="$c0" -v c1="$c1" -v c2="$c2" \
+		-v cpu1=$((p1 - p0)) -v cpu2=$((p2 - p1)) '
 		function kv(line, key,   i, n, a, b) {
 			n = split(line, a, " ")
 			for (i = 1; i <= n; i++) { if (split(a[i], b, "=") == 2 && b[1] == key) return b[2] }
@@ -441,8 +463,8 @@ read_once() {
 		$1 == "read-small" { rate = kv($0, "rate"); nsm = kv($0, "files") }
 		END {
 			split(c0, a, " "); split(c1, b, " "); split(c2, c, " ")
-			printf "%s %s %d %s %s %s %.0f %.0f %.0f %.0f %s %s\n", p, s, r, l, mibps, rate,
-				b[1] - a[1], b[2] - a[2], c[1] - b[1], c[2] - b[2], mib, nsm
+			printf "%s %s %d %s %s %s %.0f %.0f %.0f %.0f %s %s %d %d\n", p, s, r, l, mibps, rate,
+				b[1] - a[1], b[2] - a[2], c[1] - b[1], c[2] - b[2], mib, nsm, cpu1, cpu2
 		}' "$out" >>"$results"
 	say "round $r: $(tail -1 "$results")"
 }
@@ -465,6 +487,7 @@ if [ -z "$ext4_why" ]; then
 	fi
 fi
 t1=$(date +%s)
+nice_cmd=$nice_read
 for r in $(seq 1 "$rounds"); do
 	# turned by one place a round, backwards every other round
 	order=$(echo $places | awk -v r="$r" '{
@@ -476,10 +499,19 @@ for r in $(seq 1 "$rounds"); do
 done
 t2=$(date +%s)
 
+place_name() {
+	case $1 in
+	chunkfs) echo chunkfs-nfs ;;
+	ganesha) echo ext4-ganesha ;;
+	kernel) echo ext4-kernel ;;
+	esac
+}
+
 # --- the tables -------------------------------------------------------------------
 # spread PLACE STATE FIELD: "median min max cv%" over the rounds; FIELD is
 # a column of $results (5 MiB/s, 6 files/s) or lreq, lkib (requests per
-# MiB of large file, KiB a request), sreq, skib (per small file)
+# MiB of large file, KiB a request), sreq, skib (per small file), lcpu
+# (the server's CPU ms per MiB), scpu (its CPU us per small file)
 spread() {
 	awk -v p="$1" -v s="$2" -v f="$3" '
 		$1 == p && $2 == s {
@@ -487,6 +519,8 @@ spread() {
 			else if (f == "lkib") x = $7 ? $8 / 1024 / $7 : 0
 			else if (f == "sreq") x = $12 ? $9 / $12 : 0
 			else if (f == "skib") x = $9 ? $10 / 1024 / $9 : 0
+			else if (f == "lcpu") x = $11 ? $13 / $11 : 0
+			else if (f == "scpu") x = $12 ? 1000 * $14 / $12 : 0
 			else x = $f
 			v[n++] = x + 0
 		}
@@ -543,22 +577,29 @@ for fs in chunkfs ext4; do
 done
 
 echo
-echo "reads: $rounds rounds, each read cold; median [min-max] cv (stdev/mean over the rounds);" \
-	"requests below the file system (chunkfs: store reads; ext4: the loop device's reads)"
-printf '%-16s %-6s %22s %6s %22s %6s %8s %7s %7s %9s %7s %7s\n' place state "seq MiB/s" cv "small files/s" cv \
-	reqs/MiB KiB/req cv reqs/file KiB/req cv
+echo "reads: $rounds rounds, each read cold${nice_read:+ ($nice_read)}; median [min-max] and cv (stdev/mean) over the rounds"
+printf '%-13s %-6s %22s %6s %22s %6s\n' place state "seq MiB/s" cv "small files/s" cv
 for ps in $places; do
 	p=${ps%%:*} s=${ps##*:}
-	case $p in
-	chunkfs) name=chunkfs-nfs ;;
-	ganesha) name=ext4-ganesha ;;
-	kernel) name=ext4-kernel ;;
-	esac
-	set -- $(spread "$p" "$s" 5) $(spread "$p" "$s" 6) $(spread "$p" "$s" lreq) $(spread "$p" "$s" lkib) \
-		$(spread "$p" "$s" sreq) $(spread "$p" "$s" skib)
-	printf '%-16s %-6s %22s %5s%% %22s %5s%% %8.2f %7.1f %6s%% %9.2f %7.1f %6s%%\n' "$name" "$s" \
-		"$(printf '%.0f [%.0f-%.0f]' "$1" "$2" "$3")" "$4" \
-		"$(printf '%.0f [%.0f-%.0f]' "$5" "$6" "$7")" "$8" "$9" "${13}" "${12}" "${17}" "${21}" "${20}"
+	set -- $(spread "$p" "$s" 5) $(spread "$p" "$s" 6)
+	printf '%-13s %-6s %22s %5s%% %22s %5s%%\n' "$(place_name "$p")" "$s" \
+		"$(printf '%.0f [%.0f-%.0f]' "$1" "$2" "$3")" "$4" "$(printf '%.0f [%.0f-%.0f]' "$5" "$6" "$7")" "$8"
+done
+echo
+echo "what the reads cost, medians and cv: requests below the file system (chunkfs: its store reads;" \
+	"ext4: the loop device's reads) per MiB of large file and per small file, KiB a request;" \
+	"the server's CPU per MiB and per small file (not for the kernel's reads)"
+printf '%-13s %-6s %8s %7s %6s %9s %7s %6s %8s %6s %8s %6s\n' place state reqs/MiB KiB/req cv reqs/file \
+	KiB/req cv ms/MiB cv us/file cv
+for ps in $places; do
+	p=${ps%%:*} s=${ps##*:}
+	cpu="- - - -"
+	[ "$p" = kernel ] || cpu=$(echo $(spread "$p" "$s" lcpu) $(spread "$p" "$s" scpu) |
+		awk '{ printf "%.2f %.1f %.0f %.1f\n", $1, $4, $5, $8 }')
+	set -- $(spread "$p" "$s" lreq) $(spread "$p" "$s" lkib) $(spread "$p" "$s" sreq) \
+		$(spread "$p" "$s" skib) $cpu
+	printf '%-13s %-6s %8.2f %7.1f %5s%% %9.3f %7.1f %5s%% %8s %5s%% %8s %5s%%\n' "$(place_name "$p")" "$s" \
+		"$1" "$5" "$4" "$9" "${13}" "${12}" "${17}" "${18}" "${19}" "${20}"
 done
 
 # ratio PLACE FIELD [PLACE2 STATE2]: aged/young of PLACE per round (or
