@@ -688,7 +688,7 @@ for fs in chunkfs ext4; do
 	}' "$tmp/$fs-aged.out"
 	break
 done
-echo "each read (place state round load MiB/s files/s large-reqs large-bytes small-reqs small-bytes MiB files):"
+echo "each read (place state round load MiB/s files/s large-reqs large-bytes small-reqs small-bytes MiB files large-cpu-ms small-cpu-ms):"
 sed 's/^/  /' "$results"
 [ -z "$ext4_why" ] || echo "ext4: not measured ($ext4_why)"
 [ -n "$ext4_why" ] || [ -z "$ganesha_why" ] || echo "ganesha: not measured ($ganesha_why)"

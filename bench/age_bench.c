@@ -491,8 +491,8 @@ static void expect_ok(const struct reply *r, const char *what, const char *name)
 		die("%s %s: %s", what, name ? name : "", nfsstat3_to_str(r->status));
 }
 
-/* A new connection to port for program prog, version vers. */
-static struct rpc_context *rn_open(int port, int prog, int vers)
+/* rpc: a new connection to port for program prog, version vers. */
+static void rn_open(int port, int prog, int vers)
 {
 	struct rpc_context *c = rpc_init_context();
 	struct reply r = { 0 };
@@ -505,7 +505,6 @@ static struct rpc_context *rn_open(int port, int prog, int vers)
 	if (rpc_connect_port_async(c, o_server, port, prog, vers, cb_null, &r) != 0)
 		die("connect %s:%d: %s", o_server, port, rpc_get_error(c));
 	wait_all(&r, 1, "connect");
-	return c;
 }
 
 /* MNT on o_mport (o_port when 0: chunkfsd answers both on one port), then
