@@ -205,6 +205,10 @@ size_bytes=$(bytes "$size")
 probe_bytes=$((large * large_mib * 1048576 + small * 9216))
 age_full=$(awk -v f="$full" -v p="$probe_bytes" -v s="$size_bytes" 'BEGIN { printf "%.3f\n", f - p / s }')
 awk -v a="$age_full" 'BEGIN { exit !(a > 0.05) }' || die "the probe set does not fit under --full on this size"
+# The four images are kept to the end: room for four times SIZE.
+avail=$(df -P -B1 "$tmp" | awk 'NR == 2 { print $4 }')
+[ "$avail" -ge $((4 * size_bytes + (256 << 20))) ] ||
+	die "$tmp has $((avail >> 20)) MiB free: the four images need $((4 * size_bytes >> 20)) MiB and more"
 
 drop_caches() {
 	sync
