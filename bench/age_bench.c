@@ -40,7 +40,9 @@
  *                (100 a directory), synced every SYNC_EVERY files
  *   probe-read   sequential read of the large files (reads of IO bytes,
  *                QD in flight through NFS; read(2) through the kernel)
- *                and LOOKUP + READ of every small file, one at a time
+ *                and LOOKUP + READ of every small file, one at a time,
+ *                each set in a fixed shuffled order (read_order); --part
+ *                large or small reads one set only
  *   count        (a directory only) every file's extents through FIEMAP,
  *                printed as bench/age_count prints chunkfs's
  * Every reply's status is checked; the first failure ends the run
@@ -83,6 +85,7 @@
 
 static const char *o_server;         /* NFS: host (with o_port) */
 static int o_port;
+static int o_mport;                  /* MOUNT's port, when not o_port (ganesha) */
 static const char *o_export = "/";
 static const char *o_dir;            /* or a directory */
 static double o_full = 0.80;
@@ -99,6 +102,7 @@ static unsigned o_large_mib = 64;
 static unsigned o_small = 2000;
 static unsigned o_io = 1u << 20;
 static unsigned o_qd = 4;
+static const char *o_part = "all";   /* probe-read: all, large or small */
 
 static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 static void die(const char *fmt, ...)
@@ -487,23 +491,38 @@ static void expect_ok(const struct reply *r, const char *what, const char *name)
 		die("%s %s: %s", what, name ? name : "", nfsstat3_to_str(r->status));
 }
 
+/* rpc: a new connection to port for program prog, version vers. */
+static void rn_open(int port, int prog, int vers)
+{
+	struct rpc_context *c = rpc_init_context();
+	struct reply r = { 0 };
+
+	if (!c)
+		die("rpc_init_context failed");
+	rpc_set_uid(c, 0);
+	rpc_set_gid(c, 0);
+	rpc = c;
+	if (rpc_connect_port_async(c, o_server, port, prog, vers, cb_null, &r) != 0)
+		die("connect %s:%d: %s", o_server, port, rpc_get_error(c));
+	wait_all(&r, 1, "connect");
+}
+
+/* MNT on o_mport (o_port when 0: chunkfsd answers both on one port), then
+ * NFS on o_port. */
 static void rn_connect(void)
 {
 	struct reply r = { 0 };
 	FSINFO3args fa;
+	int mport = o_mport ? o_mport : o_port;
 
-	rpc = rpc_init_context();
-	if (!rpc)
-		die("rpc_init_context failed");
-	rpc_set_uid(rpc, 0);
-	rpc_set_gid(rpc, 0);
-	if (rpc_connect_port_async(rpc, o_server, o_port, MOUNT_PROGRAM, MOUNT_V3, cb_null, &r) != 0)
-		die("connect %s:%d: %s", o_server, o_port, rpc_get_error(rpc));
-	wait_all(&r, 1, "connect");
-	memset(&r, 0, sizeof(r));
+	rn_open(mport, MOUNT_PROGRAM, MOUNT_V3);
 	one(&r, rpc_mount3_mnt_async(rpc, cb_mnt, (char *)o_export, &r), "MNT");
 	expect_ok(&r, "MNT", o_export);
 	fh_set(&root_fh, r.fh, r.fh_len);
+	if (mport != o_port) {
+		rpc_destroy_context(rpc);
+		rn_open(o_port, NFS_PROGRAM, NFS_V3);
+	}
 	memset(&r, 0, sizeof(r));
 	fa.fsroot = root_fh;
 	one(&r, rpc_nfs3_fsinfo_async(rpc, cb_fsinfo, &fa, &r), "FSINFO");
@@ -1193,100 +1212,154 @@ static void cmd_probe_write(void)
 	fh_clear(&sub);
 }
 
-static void cmd_probe_read(void)
+/* The probe set's read order: a permutation of 0..n-1 drawn from a seed
+ * of its own, the same in every run and round, so that no filesystem is
+ * read in the order it wrote the files and every round reads alike. */
+#define READ_ORDER_SEED 0x5eed0fa11ull
+
+static unsigned *read_order(unsigned n, uint64_t salt)
+{
+	unsigned *p = xmalloc(n * sizeof(*p));
+	uint64_t keep = rng_state;
+
+	rng_state = READ_ORDER_SEED ^ salt;
+	for (unsigned i = 0; i < n; i++)
+		p[i] = i;
+	for (unsigned i = n; i > 1; i--) {
+		unsigned j = (unsigned)rnd_below(i), t = p[i - 1];
+		p[i - 1] = p[j];
+		p[j] = t;
+	}
+	rng_state = keep;
+	return p;
+}
+
+/* Reads path (under o_dir) whole with read(2) of o_io bytes: the bytes,
+ * or -1 when it is not there. */
+static int64_t dir_read_all(const char *path)
+{
+	int64_t got = 0;
+	int fd = open(path, O_RDONLY);
+
+	if (fd < 0 && errno == ENOENT)
+		return -1;
+	if (fd < 0)
+		die("open %s: %s", path, strerror(errno));
+	for (;;) {
+		ssize_t k = read(fd, rbuf, o_io);
+		if (k < 0)
+			die("read %s: %s", path, strerror(errno));
+		if (k == 0)
+			break;
+		got += k;
+	}
+	close(fd);
+	return got;
+}
+
+/* name in dir read whole through NFS (LOOKUP, then READs): the bytes, or
+ * -1 when it is not there. */
+static int64_t rn_lookup_read(const nfs_fh3 *dir, const char *name, uint64_t size)
+{
+	nfs_fh3 fh;
+	int64_t got;
+	int st = rn_lookup(dir, name, &fh);
+
+	if (st == -(int)NFS3ERR_NOENT)
+		return -1;
+	if (st != 0)
+		die("LOOKUP %s failed", name);
+	got = (int64_t)rn_read_all(&fh, size);
+	fh_clear(&fh);
+	return got;
+}
+
+/* The large probe files, each read sequentially, in read_order's order. */
+static void probe_read_large(const nfs_fh3 *large)
 {
 	char name[64], path[4096];
-	nfs_fh3 probe = { 0 }, large = { 0 }, sub = { 0 }, fh;
 	uint64_t bytes = 0, want = (uint64_t)o_large_mib * MIB;
-	unsigned nlarge = 0, nsmall = 0;
-	double t0, t1;
+	unsigned n = 0, *order = read_order(o_large, 1);
+	double t0 = now(), t1;
+
+	for (unsigned k = 0; k < o_large; k++) {
+		int64_t got;
+		snprintf(name, sizeof(name), "L%02u.bin", order[k]);
+		if (use_nfs) {
+			got = rn_lookup_read(large, name, want);
+		} else {
+			dir_path(path, sizeof(path), "probe/large", name);
+			got = dir_read_all(path);
+		}
+		if (got < 0) /* a file probe-write had no room for is not there */
+			continue;
+		if ((uint64_t)got != want)
+			die("%s: read %" PRId64 " bytes, expected %" PRIu64, name, got, want);
+		bytes += want;
+		n++;
+	}
+	t1 = now();
+	printf("read-large files=%u mib=%.0f secs=%.3f mibps=%.1f io=%u\n", n, (double)bytes / MIB,
+	       t1 - t0, n ? (double)bytes / MIB / (t1 - t0) : 0.0,
+	       use_nfs && rtmax < o_io ? rtmax : o_io);
+	free(order);
+}
+
+/* Every small probe file by LOOKUP + READ (open + read), one at a time, in
+ * read_order's order; each directory is looked up when first needed. */
+static void probe_read_small(const nfs_fh3 *probe)
+{
+	char name[64], path[4096], sname[16];
+	unsigned ndirs = (o_small + 99) / 100, n = 0, *order = read_order(o_small, 2);
+	nfs_fh3 *sub = calloc(ndirs ? ndirs : 1, sizeof(*sub));
+	double t0 = now(), t1;
+
+	if (!sub)
+		die("out of memory");
+	for (unsigned k = 0; k < o_small; k++) {
+		unsigned i = order[k], d = i / 100;
+		int64_t got;
+		snprintf(sname, sizeof(sname), "s%02u", d);
+		snprintf(name, sizeof(name), "f%05u.txt", i);
+		if (use_nfs) {
+			if (!sub[d].data.data_len && rn_lookup(probe, sname, &sub[d]) != 0)
+				die("LOOKUP %s failed", sname);
+			got = rn_lookup_read(&sub[d], name, small_size(i));
+		} else {
+			snprintf(path, sizeof(path), "%s/probe/%s/%s", o_dir, sname, name);
+			got = dir_read_all(path);
+		}
+		if (got < 0)
+			continue;
+		if ((uint64_t)got != small_size(i))
+			die("%s: read %" PRId64 " bytes, expected %" PRIu64, name, got, small_size(i));
+		n++;
+	}
+	t1 = now();
+	printf("read-small files=%u secs=%.3f rate=%.0f\n", n, t1 - t0, (double)n / (t1 - t0));
+	for (unsigned d = 0; d < ndirs; d++)
+		fh_clear(&sub[d]);
+	free(sub);
+	free(order);
+}
+
+/* probe-read: --part all (large, then small), large or small. */
+static void cmd_probe_read(void)
+{
+	nfs_fh3 probe = { 0 }, large = { 0 };
+	int all = strcmp(o_part, "all") == 0;
 
 	if (use_nfs) {
 		if (rn_lookup(&root_fh, "probe", &probe) != 0 ||
 		    rn_lookup(&probe, "large", &large) != 0)
 			die("no probe set: run probe-write first");
 	}
-	t0 = now();
-	for (unsigned i = 0; i < o_large; i++) {
-		uint64_t got = 0;
-		snprintf(name, sizeof(name), "L%02u.bin", i);
-		/* a file probe-write had no room for is not there */
-		if (use_nfs) {
-			int st = rn_lookup(&large, name, &fh);
-			if (st == -(int)NFS3ERR_NOENT)
-				continue;
-			if (st != 0)
-				die("LOOKUP %s failed", name);
-			got = rn_read_all(&fh, want);
-			fh_clear(&fh);
-		} else {
-			dir_path(path, sizeof(path), "probe/large", name);
-			int fd = open(path, O_RDONLY);
-			if (fd < 0 && errno == ENOENT)
-				continue;
-			if (fd < 0)
-				die("open %s: %s", path, strerror(errno));
-			for (;;) {
-				ssize_t k = read(fd, rbuf, o_io);
-				if (k < 0)
-					die("read %s: %s", path, strerror(errno));
-				if (k == 0)
-					break;
-				got += (uint64_t)k;
-			}
-			close(fd);
-		}
-		if (got != want)
-			die("%s: read %" PRIu64 " bytes, expected %" PRIu64, name, got, want);
-		bytes += got;
-		nlarge++;
-	}
-	t1 = now();
-	printf("read-large files=%u mib=%.0f secs=%.3f mibps=%.1f\n", nlarge, (double)bytes / MIB,
-	       t1 - t0, nlarge ? (double)bytes / MIB / (t1 - t0) : 0.0);
-
-	t0 = now();
-	for (unsigned i = 0; i < o_small; i++) {
-		char sname[16];
-		uint64_t got;
-		snprintf(sname, sizeof(sname), "s%02u", i / 100);
-		snprintf(name, sizeof(name), "f%05u.txt", i);
-		if (use_nfs) {
-			if (i % 100 == 0) {
-				fh_clear(&sub);
-				if (rn_lookup(&probe, sname, &sub) != 0)
-					die("LOOKUP %s failed", sname);
-			}
-			int st = rn_lookup(&sub, name, &fh);
-			if (st == -(int)NFS3ERR_NOENT)
-				continue;
-			if (st != 0)
-				die("LOOKUP %s failed", name);
-			got = rn_read_all(&fh, small_size(i));
-			fh_clear(&fh);
-		} else {
-			snprintf(path, sizeof(path), "%s/probe/%s/%s", o_dir, sname, name);
-			int fd = open(path, O_RDONLY);
-			if (fd < 0 && errno == ENOENT)
-				continue;
-			if (fd < 0)
-				die("open %s: %s", path, strerror(errno));
-			ssize_t k = read(fd, rbuf, o_io);
-			if (k < 0)
-				die("read %s: %s", path, strerror(errno));
-			got = (uint64_t)k;
-			close(fd);
-		}
-		if (got != small_size(i))
-			die("%s: read %" PRIu64 " bytes, expected %" PRIu64, name, got, small_size(i));
-		nsmall++;
-	}
-	t1 = now();
-	printf("read-small files=%u secs=%.3f rate=%.0f\n", nsmall, t1 - t0,
-	       (double)nsmall / (t1 - t0));
+	if (all || strcmp(o_part, "large") == 0)
+		probe_read_large(&large);
+	if (all || strcmp(o_part, "small") == 0)
+		probe_read_small(&probe);
 	fh_clear(&probe);
 	fh_clear(&large);
-	fh_clear(&sub);
 }
 
 /* --- count: FIEMAP over a directory tree ------------------------------------- */
@@ -1432,7 +1505,8 @@ static void usage(int status)
 		"         --capacity BYTES (steer by the replay's own count against it)\n"
 		"         --history PATH (age: each file's writes, one line a file)\n"
 		"         --large N (8) --large-mib M (64) --small N (2000) --io BYTES (1 MiB)\n"
-		"         --qd N (4)\n");
+		"         --qd N (4) --mount-port PORT (MOUNT's, when not the NFS port)\n"
+		"         --part all|large|small (probe-read: which files; all)\n");
 	exit(status);
 }
 
@@ -1455,6 +1529,8 @@ int main(int argc, char **argv)
 		{ "small", required_argument, NULL, 'S' },
 		{ "io", required_argument, NULL, 'i' },
 		{ "qd", required_argument, NULL, 'q' },
+		{ "mount-port", required_argument, NULL, 'P' },
+		{ "part", required_argument, NULL, 'p' },
 		{ "history", required_argument, NULL, 'H' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -1488,6 +1564,8 @@ int main(int argc, char **argv)
 		case 'S': o_small = (unsigned)atoi(optarg); break;
 		case 'i': o_io = (unsigned)atoi(optarg); break;
 		case 'q': o_qd = (unsigned)atoi(optarg); break;
+		case 'P': o_mport = atoi(optarg); break;
+		case 'p': o_part = optarg; break;
 		case 'H': o_history = optarg; break;
 		case 'h': usage(0); break;
 		default: usage(2);
@@ -1497,7 +1575,8 @@ int main(int argc, char **argv)
 		usage(2);
 	if (o_full <= 0 || o_full >= 0.98 || o_sync_every == 0 || o_ndirs == 0 ||
 	    o_ndirs > 100 || o_io < 4096 || o_qd == 0 || o_qd > MAX_QD || o_large > 100 ||
-	    o_small > 10000)
+	    o_small > 10000 ||
+	    (strcmp(o_part, "all") && strcmp(o_part, "large") && strcmp(o_part, "small")))
 		die("an option is out of range (see --help)");
 	cmd = argv[optind];
 	rng_state = o_seed;

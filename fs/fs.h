@@ -199,6 +199,9 @@ struct fs_counters {
 	uint64_t image_cut;          /* bytes the image file was shortened by since open:
 				      * retired chunks at its end (fs/shorten.c) */
 	int image_cut_err;           /* the last failed try's negative errno, 0 */
+	uint64_t store_reads;        /* reads the chunks' stores answered since they were
+				      * opened (metadata and data), and their bytes */
+	uint64_t store_read_bytes;
 };
 
 /* volume.c */

@@ -776,6 +776,11 @@ int fs_get_counters(struct fs_volume *v, struct fs_counters *out)
 		out->healed += c->healed;
 		out->unreadable += c->bad_both;
 		out->chunks_needing_repair += !c->retired && (c->offline || c->hdr.state == OD_STATE_NEEDS_REPAIR);
+		if (c->store) {
+			out->store_reads += __atomic_load_n(&c->store->reads, __ATOMIC_RELAXED);
+			out->store_read_bytes +=
+				__atomic_load_n(&c->store->read_bytes, __ATOMIC_RELAXED);
+		}
 	}
 	out->txns = v->txns;
 	out->txns_one_flush = v->txns_one_flush;

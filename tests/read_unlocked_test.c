@@ -1,7 +1,9 @@
 /* File data is read without the volume lock (fs/read_unlocked.c, fs/pin.c),
  * on memory stores that tell the test of every read:
  * - a 64 KiB read of a file in one extent is one store read, made with the
- *   lock free, and returns the file's bytes;
+ *   lock free, and returns the file's bytes; the volume's store read
+ *   counters (status: store_reads, store_read_bytes) grow by exactly the
+ *   reads the stores saw, here and for the sparse file below;
  * - a sparse file spanning two chunks reads back exactly (zeros in its
  *   holes), every store read unlocked, and no chunk is left pinned;
  * - while the read of file A waits on its store, A is truncated, the
@@ -77,6 +79,16 @@ static void on_read(void *arg, uint64_t off, size_t len)
 		seen.in_hook = 0;
 		seen.hook_ran = 1;
 	}
+}
+
+/* The volume's store read counters: reads, or their bytes. */
+static uint64_t store_count(int bytes)
+{
+	struct fs_counters k;
+
+	if (fs_get_counters(vol, &k) != 0)
+		return UINT64_MAX;
+	return bytes ? k.store_read_bytes : k.store_reads;
 }
 
 static void watch(int on)
@@ -268,6 +280,7 @@ int main(void)
 	struct fs_mkfs_opts o = { .chunk_size = CHUNK_SIZE, .chunk_count = NCHUNKS, .force = 1 };
 	static uint8_t image[(size_t)CHUNK_SIZE * NCHUNKS], buf[5u << 20], want[5u << 20];
 	struct fs_ino sparse;
+	uint64_t reads0, bytes0;
 	size_t nread = 0;
 	int eof = 0, fd;
 	int64_t a_off;
@@ -291,6 +304,8 @@ int main(void)
 	a_off = find_block(0, 'A');
 	CHECK(a_off > 0);
 	watch(1);
+	reads0 = store_count(0);
+	bytes0 = store_count(1);
 	memset(buf, 0, FILE_BYTES);
 	CHECK_EQ(fs_read(vol, NULL, file_a, 0, FILE_BYTES, buf, &nread, &eof), 0);
 	CHECK_EQ(nread, FILE_BYTES);
@@ -298,6 +313,8 @@ int main(void)
 	CHECK_EQ(seen.unlocked, 1);
 	CHECK_EQ(seen.unlocked_bytes, FILE_BYTES);
 	CHECK_EQ(seen.locked, 0);
+	CHECK_EQ(store_count(0) - reads0, 1);
+	CHECK_EQ(store_count(1) - bytes0, FILE_BYTES);
 	memset(want, 'A', FILE_BYTES);
 	CHECK(memcmp(buf, want, FILE_BYTES) == 0);
 	CHECK_EQ(pins_total(), 0);
@@ -320,6 +337,8 @@ int main(void)
 		}
 		CHECK_EQ(fs_sync(vol), 0);
 		watch(1);
+		reads0 = store_count(0);
+		bytes0 = store_count(1);
 		memset(buf, 0xee, len);
 		CHECK_EQ(fs_read(vol, NULL, sparse, 0, len + 4096, buf, &nread, &eof), 0);
 		CHECK_EQ(nread, len);
@@ -328,6 +347,8 @@ int main(void)
 		CHECK_EQ(seen.locked, 0);
 		CHECK(seen.unlocked >= 3);
 		CHECK_EQ(seen.unlocked_bytes, (3u << 20) + 4096 + 8192);
+		CHECK_EQ(store_count(0) - reads0, seen.unlocked);
+		CHECK_EQ(store_count(1) - bytes0, (3u << 20) + 4096 + 8192);
 		CHECK_EQ(pins_total(), 0);
 		CHECK(find_block(1, 'q') >= 0 || find_block(1, 'r') >= 0); /* a continuation */
 	}

@@ -372,10 +372,12 @@ static void print_status(struct record *recs, int n)
 			printf("volume %s: %llu chunks, %llu online, last transaction %llu "
 			       "(%llu committed since start, %llu of them with lists and first "
 			       "copies behind one flush, %llu flushes in all); "
-			       "%llu reads healed, %llu unreadable, %llu chunks needing repair\n\n",
+			       "%llu reads healed, %llu unreadable, %llu chunks needing repair; "
+			       "%llu store reads (%.1f MiB)\n\n",
 			       get(r, "path"), num(r, "chunks"), num(r, "online"), num(r, "txid"),
 			       num(r, "txns"), num(r, "txns_one_flush"), num(r, "txn_flushes"),
-			       num(r, "healed"), num(r, "unreadable"), num(r, "needing_repair"));
+			       num(r, "healed"), num(r, "unreadable"), num(r, "needing_repair"),
+			       num(r, "store_reads"), (double)num(r, "store_read_bytes") / 1048576.0);
 		else if (!strcmp(r->type, "dalloc"))
 			printf("delayed allocation: cap %llu MiB (0: off), placed after %llu s; "
 			       "%.1f MiB buffered in %llu files; %llu files placed\n"

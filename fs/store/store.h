@@ -52,6 +52,10 @@ struct chunk_store {
 	 * server answers (a bad sector) is not a loss. Set by the store
 	 * (only an NBD store has a connection), read by anyone. */
 	int lost;
+	/* Reads answered since the store was made, and their bytes: every
+	 * pread and pread_nowait that succeeded (store_pread and
+	 * store_pread_nowait count them; fs_get_counters sums them). */
+	uint64_t reads, read_bytes;
 };
 
 /* 0, or why the store lost its server (see lost above). */
@@ -67,9 +71,21 @@ static inline void store_set_lost(struct chunk_store *st, int err)
 	__atomic_store_n(&st->lost, err < 0 ? err : -EIO, __ATOMIC_RELEASE);
 }
 
+/* ret, a read's answer; a success counted in st's reads. */
+static inline int store_count_read(struct chunk_store *st, int ret, size_t len)
+{
+	if (ret == 0) {
+		__atomic_add_fetch(&st->reads, 1, __ATOMIC_RELAXED);
+		__atomic_add_fetch(&st->read_bytes, len, __ATOMIC_RELAXED);
+	}
+	return ret;
+}
+
 static inline int store_pread(struct chunk_store *st, void *buf, size_t len, uint64_t off)
 {
-	return store_lost(st) ? -EIO : st->ops->pread(st, buf, len, off);
+	if (store_lost(st))
+		return -EIO;
+	return store_count_read(st, st->ops->pread(st, buf, len, off), len);
 }
 
 static inline int store_pread_nowait(struct chunk_store *st, void *buf, size_t len,
@@ -77,7 +93,9 @@ static inline int store_pread_nowait(struct chunk_store *st, void *buf, size_t l
 {
 	if (store_lost(st))
 		return -EIO;
-	return st->ops->pread_nowait ? st->ops->pread_nowait(st, buf, len, off) : -EAGAIN;
+	if (!st->ops->pread_nowait)
+		return -EAGAIN;
+	return store_count_read(st, st->ops->pread_nowait(st, buf, len, off), len);
 }
 
 static inline int store_pwrite(struct chunk_store *st, const void *buf, size_t len,
