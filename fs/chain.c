@@ -671,9 +671,9 @@ int chain_zero_new_partial(struct fs_volume *v, struct fchain *fc, uint64_t lblk
 /* Reallocation (fs/realloc.c): segment si's extents, mapping file blocks
  * [a, a + len) without a hole, let go of (freed by chain_free_gone once
  * the chain is stored) and replaced by one extent from pblk of the same
- * chunk; the caller allocated [pblk, pblk + len) and gives it back when
- * the store fails. */
-int chain_seg_replace(struct fchain *fc, uint32_t si, uint32_t pblk)
+ * chunk mapping [a, a + len + grow); the caller allocated [pblk, pblk +
+ * len + grow) and gives it back when the store fails. */
+int chain_seg_replace(struct fchain *fc, uint32_t si, uint32_t pblk, uint32_t grow)
 {
 	struct seg *s = &fc->s[si];
 	struct extlist *el = &s->el;
@@ -694,8 +694,9 @@ int chain_seg_replace(struct fchain *fc, uint32_t si, uint32_t pblk)
 	}
 	el->e[0].lblk = a;
 	el->e[0].pblk = pblk;
-	el->e[0].len = (uint32_t)len;
+	el->e[0].len = (uint32_t)len + grow;
 	el->n = 1;
+	s->r.ino.blocks += grow;
 	s->dirty = 1;
 	return 0;
 }

@@ -490,7 +490,8 @@ static void take(struct chunk *c, uint32_t start, uint32_t len, enum data_pass p
 static int take_run(struct chunk *c, uint32_t goal, uint32_t want, enum data_pass pass,
 		    uint32_t min, uint32_t *start, uint32_t *got)
 {
-	struct run_pick pk = { .pass = pass, .want = want, .min = min };
+	/* (first fit, fs_set_alloc_policy: the first run from goal, any length) */
+	struct run_pick pk = { .pass = pass, .want = c->vol->alloc_first_fit ? 1 : want, .min = min };
 	uint32_t len;
 	int ret = pick_run(c, goal, &pk, start, &len);
 
@@ -535,6 +536,26 @@ static int pair_run(struct chunk *c, uint32_t want, uint32_t min, uint32_t reser
 	return take_run(c, 0, want, PASS_PAIRS, min, start, got);
 }
 
+/* alloc_policy = first-fit (fs_set_alloc_policy): the allocation as it
+ * was before runs were looked for, for comparison. The first free blocks
+ * from goal outside the zones; DATA_ANY then zone blocks whose twin is
+ * busy, then free pairs; DATA_RUNS as DATA_OUTSIDE; DATA_PAIR_RUNS none. */
+static int data_first_fit(struct chunk *c, uint32_t goal, uint32_t want, enum data_zone zone,
+		     uint32_t *start, uint32_t *got)
+{
+	int ret;
+
+	if (zone == DATA_PAIR_RUNS)
+		return -ENOSPC;
+	ret = take_run(c, goal, want, PASS_OUTSIDE, 1, start, got);
+	if (ret != -ENOSPC || zone != DATA_ANY)
+		return ret;
+	ret = take_run(c, 0, want, PASS_ORPHANS, 1, start, got);
+	if (ret == -ENOSPC)
+		ret = pair_run(c, want, 1, zone_reserve(c), start, got);
+	return ret;
+}
+
 int alloc_data(struct chunk *c, uint32_t goal, uint32_t want, enum data_zone zone,
 	       uint32_t *start, uint32_t *got)
 {
@@ -559,6 +580,8 @@ int alloc_data(struct chunk *c, uint32_t goal, uint32_t want, enum data_zone zon
 	}
 	if (zone == DATA_OUTSIDE)
 		return take_run(c, goal, want, PASS_OUTSIDE, 1, start, got);
+	if (c->vol->alloc_first_fit)
+		return data_first_fit(c, goal, want, zone, start, got);
 	/* A run that holds the data (or DATA_PIECE of it) outside the
 	 * zones, else of zone blocks whose twin is busy (no pair
 	 * spoiled); only then pieces, outside first, and free pairs last.
@@ -595,33 +618,43 @@ int chunk_has_run(struct chunk *c, uint32_t want)
  * extent takes the large runs last. */
 int alloc_data_run(struct chunk *c, uint32_t want, uint32_t *start)
 {
-	uint32_t n, best = 0, best_len = UINT32_MAX;
+	uint32_t ze, best = 0, best_len = UINT32_MAX;
 	int ret = chunk_load(c);
 
 	if (ret < 0)
 		return ret;
-	if (want == 0 || chunk_avail_blocks(c) < want)
+	if (want == 0 || chunk_avail_blocks(c) < want || c->free_outside < want)
 		return -ENOSPC;
-	n = c->hdr.nblocks;
-	for (uint32_t b = 0; b < n;) {
-		uint32_t len = 0;
-		if (!pass_takes(c, b, PASS_OUTSIDE)) {
-			b++;
-			continue;
+	ze = meta_zone_end(c);
+	for (int r = 0; r < 2; r++) {
+		uint32_t lo = r ? c->half + ze : ze, hi = r ? c->hdr.nblocks : c->half;
+		for (uint32_t b = next_block(c, lo, hi, PASS_OUTSIDE, 1); b < hi;
+		     b = next_block(c, b, hi, PASS_OUTSIDE, 1)) {
+			uint32_t e = next_block(c, b, hi, PASS_OUTSIDE, 0);
+			if (e - b >= want && e - b < best_len) {
+				best = b;
+				best_len = e - b;
+			}
+			b = e;
 		}
-		while (b + len < n && pass_takes(c, b + len, PASS_OUTSIDE))
-			len++;
-		if (len >= want && len < best_len) {
-			best = b;
-			best_len = len;
-		}
-		b += len;
 	}
 	if (best_len == UINT32_MAX)
 		return -ENOSPC;
 	mark_range(c, best, want, 1);
 	*start = best;
 	return 0;
+}
+
+uint32_t chunk_free_after(struct chunk *c, uint32_t b, uint32_t want)
+{
+	uint32_t end;
+
+	if (chunk_load(c) < 0 || b >= c->hdr.nblocks || !pass_takes(c, b, PASS_OUTSIDE))
+		return 0;
+	end = b < c->half ? c->half : c->hdr.nblocks;
+	if (want < end - b)
+		end = b + want;
+	return next_block(c, b, end, PASS_OUTSIDE, 0) - b;
 }
 
 int alloc_meta(struct chunk *c, uint32_t units, uint32_t *start)

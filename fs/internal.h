@@ -243,6 +243,13 @@ struct fs_volume {
 	uint64_t reallocs;            /* files reallocated */
 	uint64_t realloc_blocks;      /* blocks they were written into anew */
 	uint64_t realloc_no_run;      /* whole rewrites written in place: no run */
+	/* Reallocation at append (realloc.c): small files moved whole into
+	 * one run with their append, and the blocks written into those runs. */
+	uint64_t append_moves, append_move_blocks;
+
+	/* fs_set_alloc_policy: 1 for FS_ALLOC_FIRST_FIT (no runs looked for,
+	 * no move at append). */
+	int alloc_first_fit;
 };
 
 /* A loaded inode: where it lives and its decoded form. */
@@ -369,6 +376,9 @@ int chunk_has_run(struct chunk *c, uint32_t want);
 /* Allocate want data blocks in one run outside the metadata zones, the
  * smallest free run that holds them (reallocation), or -ENOSPC. */
 int alloc_data_run(struct chunk *c, uint32_t want, uint32_t *start);
+/* Free blocks data may take from b on (outside the zones, in b's half),
+ * counted up to want: 0 when b is busy. */
+uint32_t chunk_free_after(struct chunk *c, uint32_t b, uint32_t want);
 /* Allocate one metadata unit of units blocks with its mirror. */
 int alloc_meta(struct chunk *c, uint32_t units, uint32_t *start);
 void free_blocks(struct chunk *c, uint32_t start, uint32_t len);
@@ -410,6 +420,8 @@ void prealloc_destroy(struct fs_volume *v);
 int prealloc_take(struct fs_volume *v, uint64_t stable, struct chunk *c, uint64_t lblk,
 		  uint64_t want, uint32_t *start, uint32_t *got);
 void prealloc_drop(struct fs_volume *v, uint64_t stable);
+/* Does the file hold a reservation? */
+int prealloc_held(struct fs_volume *v, uint64_t stable);
 uint32_t prealloc_give_back(struct fs_volume *v, uint64_t except);
 void prealloc_chunk_gone(struct chunk *c);
 /* Every reservation given back (a name operation found no room): how many. */
@@ -577,6 +589,15 @@ int file_place_run(struct fs_volume *v, struct iref *r, uint8_t *const *pages, u
 int realloc_candidate(struct fs_volume *v, const struct iref *r);
 int realloc_rewrite(struct fs_volume *v, struct iref *r, uint8_t *const *pages, uint32_t n,
 		    int *done);
+/* realloc.c: reallocation at append (FS_REALLOC_APPEND_MAX). pages[0..n)
+ * are file blocks [first, first + n), with first at most the placed
+ * blocks and first + n past them; end the size they bring. When it
+ * applies, the file's blocks before first are read back and written with
+ * the pages into one new run of its chunk, the extent stored with the
+ * size raised to end and the old blocks freed, for the next transaction:
+ * *done 1. *done 0 and nothing changed: the caller places the pages. */
+int realloc_append(struct fs_volume *v, struct iref *r, uint8_t *const *pages, uint64_t first,
+		   uint32_t n, uint64_t end, int *done);
 void realloc_counters(struct fs_volume *v, struct fs_counters *out);
 
 /* dalloc.c: delayed allocation, keyed by stable number. write: buffer

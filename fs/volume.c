@@ -787,6 +787,7 @@ int fs_get_counters(struct fs_volume *v, struct fs_counters *out)
 	out->txn_flushes = v->txn_flushes;
 	out->held_named = v->held_named;
 	out->large_continues = v->large_continues;
+	out->alloc_first_fit = v->alloc_first_fit;
 	dalloc_counters(v, out);
 	out->lock_holds = v->lock_rec.holds;
 	out->lock_hold_max_us = v->lock_rec.max_ns / 1000u;
@@ -910,5 +911,13 @@ struct chunk *vol_pick_data_chunk(struct fs_volume *v, struct chunk *except)
 
 struct chunk *vol_pick_run_chunk(struct fs_volume *v, struct chunk *except, uint32_t want)
 {
-	return pick_data(v, except, want ? want : 1);
+	/* (first fit: any chunk with room, as before runs were looked for) */
+	return pick_data(v, except, v->alloc_first_fit ? 0 : want ? want : 1);
+}
+
+void fs_set_alloc_policy(struct fs_volume *v, enum fs_alloc_policy policy)
+{
+	vol_lock(v);
+	v->alloc_first_fit = policy == FS_ALLOC_FIRST_FIT;
+	vol_unlock(v);
 }
