@@ -286,6 +286,7 @@ static const char *const key_wants[][2] = {
 	{ "large_continue_kb", "0-16777216 (KiB; 0: files do not move to large-file chunks)" },
 	{ "realloc_extents", "0-65536 (extents; 0: no reallocation on rewrite)" },
 	{ "readahead_kb", "0-1048576 (KiB; 0: no read-ahead by files' offsets)" },
+	{ "alloc_policy", "runs or first-fit" },
 	{ "loop_poll_us", "0-10000 (microseconds)" },
 	{ "log_level", "error, warning, info or debug" },
 	{ "syslog", "yes or no" },
@@ -414,6 +415,10 @@ static int parse_key(const char *k, const char *v, struct config *cfg, char *err
 		if (parse_uint(v, 1u << 20, &n) < 0)
 			goto bad;
 		cfg->readahead_kb = (uint32_t)n;
+	} else if (!strcmp(k, "alloc_policy")) {
+		if (strcmp(v, "runs") && strcmp(v, "first-fit"))
+			goto bad;
+		cfg->alloc_first_fit = !strcmp(v, "first-fit");
 	} else if (!strcmp(k, "dalloc_age")) {
 		if (parse_uint(v, 3600, &n) < 0 || n < 1)
 			goto bad;

@@ -73,6 +73,7 @@ struct config {
 	uint32_t prealloc_timeout; /* seconds an unused trim reservation is kept */
 	uint64_t large_continue_kb; /* a file in a small-file or general chunk grown
 				     * past this continues in a large-file chunk (0: never) */
+	int alloc_first_fit;    /* alloc_policy = first-fit (fs_set_alloc_policy) */
 	uint32_t realloc_extents; /* a file in this many extents or more rewritten
 				   * whole goes to a new run (0: never) */
 	uint32_t readahead_kb;    /* told to the stores ahead of a file read in order */
