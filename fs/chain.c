@@ -375,9 +375,28 @@ int chain_alloc(struct fs_volume *v, struct fchain *fc, uint64_t lblk, uint64_t 
 		 * elsewhere. But a hole inside its segment there can only be
 		 * filled there (a segment maps blocks of its own chunk): it is,
 		 * and the evacuation carries it out later. */
-		ret = chunk_draining(c) ? -ENOSPC
-					: alloc_data(c, goal, (uint32_t)limit, DATA_RUNS, &start,
-						     &got);
+		/* A long write (more than DATA_PIECE): a run of DATA_LONG_RUN
+		 * (or all of it) here outside the zones, else in a chunk that
+		 * has one at the file's end, else of this chunk's free pairs
+		 * while half of them stay free; only then the runs of
+		 * DATA_PIECE below, which cut a 64 MiB file into the 1-4 MiB
+		 * holes of its aged chunk (doc/design.md). */
+		ret = -ENOSPC;
+		if (limit > DATA_PIECE && !chunk_draining(c) && !v->alloc_first_fit) {
+			ret = alloc_data(c, goal, (uint32_t)limit, DATA_LONG, &start, &got);
+			if (ret == -ENOSPC && si == fc->n - 1 && lblk >= seg_last_lblk(s) &&
+			    !seg_new_empty(fc, si)) {
+				struct chunk *next = vol_pick_run_chunk(
+					v, c, limit < DATA_LONG_RUN ? (uint32_t)limit : DATA_LONG_RUN);
+				if (next && chain_extend(v, fc, lblk, next) == 0)
+					continue;
+			}
+			if (ret == -ENOSPC)
+				ret = alloc_data(c, goal, (uint32_t)limit, DATA_LONG_PAIRS, &start,
+						 &got);
+		}
+		if (ret == -ENOSPC && !chunk_draining(c))
+			ret = alloc_data(c, goal, (uint32_t)limit, DATA_RUNS, &start, &got);
 		/* No run for it here (fs/chunk.c's DATA_RUNS): at its end the
 		 * file continues in a chunk that has one; else it takes a run
 		 * of this one's zone pairs while half of them stay free, and
@@ -385,7 +404,10 @@ int chain_alloc(struct fs_volume *v, struct fchain *fc, uint64_t lblk, uint64_t 
 		if (ret == -ENOSPC && !chunk_draining(c)) {
 			struct chunk *next = si == fc->n - 1 && lblk >= seg_last_lblk(s) &&
 							     !seg_new_empty(fc, si)
-						     ? vol_pick_run_chunk(v, c, (uint32_t)limit)
+						     ? vol_pick_run_chunk(v, c,
+									 limit < DATA_PIECE
+										 ? (uint32_t)limit
+										 : DATA_PIECE)
 						     : NULL;
 			if (next && chain_extend(v, fc, lblk, next) == 0)
 				continue;

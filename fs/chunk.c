@@ -516,10 +516,6 @@ static uint32_t zone_free_pairs(const struct chunk *c)
 	return n;
 }
 
-/* A run this long (1 MiB), or the whole allocation when shorter, is
- * taken in the zones before the data is cut into pieces. */
-#define DATA_PIECE 256u
-
 /* Free pairs of the zones taken for data (first a run that holds it,
  * else the longest of at least min) while more than reserve stay free
  * for metadata units (the extent units recording the data, directory
@@ -587,13 +583,15 @@ int alloc_data(struct chunk *c, uint32_t goal, uint32_t want, enum data_zone zon
 	 * spoiled); only then pieces, outside first, and free pairs last.
 	 * DATA_PAIR_RUNS: such a run of free pairs while half the zone's
 	 * pairs stay free. */
-	if (zone == DATA_PAIR_RUNS)
+	if (zone == DATA_LONG || zone == DATA_LONG_PAIRS)
+		need = want < DATA_LONG_RUN ? want : DATA_LONG_RUN;
+	if (zone == DATA_PAIR_RUNS || zone == DATA_LONG_PAIRS)
 		return pair_run(c, want, need, (meta_zone_end(c) - c->hdr.data_start) / 2, start,
 				got);
 	ret = take_run(c, goal, want, PASS_OUTSIDE, need, start, got);
 	if (ret == -ENOSPC && need > 1)
 		ret = take_run(c, 0, want, PASS_ORPHANS, need, start, got);
-	if (ret != -ENOSPC || zone == DATA_RUNS)
+	if (ret != -ENOSPC || zone == DATA_RUNS || zone == DATA_LONG)
 		return ret;
 	ret = take_run(c, goal, want, PASS_OUTSIDE, 1, start, got);
 	if (ret == -ENOSPC)
@@ -603,12 +601,11 @@ int alloc_data(struct chunk *c, uint32_t goal, uint32_t want, enum data_zone zon
 	return ret;
 }
 
-int chunk_has_run(struct chunk *c, uint32_t want)
+int chunk_has_run(struct chunk *c, uint32_t run)
 {
-	struct run_pick pk = { .pass = PASS_OUTSIDE, .want = want < DATA_PIECE ? want : DATA_PIECE };
+	struct run_pick pk = { .pass = PASS_OUTSIDE, .want = run, .min = run };
 	uint32_t start, len;
 
-	pk.min = pk.want;
 	return chunk_load(c) == 0 && pick_run(c, 0, &pk, &start, &len) == 0;
 }
 

@@ -362,17 +362,21 @@ int bitmap_test(const struct chunk *c, uint32_t block);
  * of zone blocks whose twin is busy, else -ENOSPC; DATA_PAIR_RUNS such a
  * run of the zones' free pairs while half of them stay free; DATA_OUTSIDE
  * any free block outside the zones; DATA_ANY the DATA_RUNS runs, then
- * pieces outside, then of the zones (free pairs last). */
-enum data_zone { DATA_OUTSIDE, DATA_ANY, DATA_RUNS, DATA_PAIR_RUNS };
+ * pieces outside, then of the zones (free pairs last). DATA_LONG and
+ * DATA_LONG_PAIRS as DATA_RUNS and DATA_PAIR_RUNS with runs of
+ * DATA_LONG_RUN (or all the data): a large write takes long runs
+ * wherever they are before the runs of DATA_PIECE (fs/chain.c). */
+enum data_zone { DATA_OUTSIDE, DATA_ANY, DATA_RUNS, DATA_PAIR_RUNS, DATA_LONG, DATA_LONG_PAIRS };
+#define DATA_PIECE 256u      /* 1 MiB */
+#define DATA_LONG_RUN 2048u  /* 8 MiB */
 /* Allocate up to want contiguous data blocks (*got of them): from goal
  * when that block is free (the file's previous block ends there), else
  * the first free run from goal (0: the chunk's hint) that holds them,
  * else the longest, where zone says. */
 int alloc_data(struct chunk *c, uint32_t goal, uint32_t want, enum data_zone zone,
 	       uint32_t *start, uint32_t *got);
-/* Has c a free run outside its zones that DATA_RUNS would take for want
- * blocks? */
-int chunk_has_run(struct chunk *c, uint32_t want);
+/* Has c a free run of at least run blocks outside its zones? */
+int chunk_has_run(struct chunk *c, uint32_t run);
 /* Allocate want data blocks in one run outside the metadata zones, the
  * smallest free run that holds them (reallocation), or -ENOSPC. */
 int alloc_data_run(struct chunk *c, uint32_t want, uint32_t *start);
@@ -781,9 +785,10 @@ struct chunk *vol_pick_chunk(struct fs_volume *v, struct chunk *prefer, int kind
 			     int need_inode, const uint8_t *exclude);
 /* A chunk other than except with data room outside its metadata zone. */
 struct chunk *vol_pick_data_chunk(struct fs_volume *v, struct chunk *except);
-/* The same among chunks with a free run for want blocks (chunk_has_run):
+/* The same among chunks with a free run of at least run blocks
+ * (chunk_has_run; first fit: any chunk with room):
  * where a file continues rather than be cut into its chunk's holes. */
-struct chunk *vol_pick_run_chunk(struct fs_volume *v, struct chunk *except, uint32_t want);
+struct chunk *vol_pick_run_chunk(struct fs_volume *v, struct chunk *except, uint32_t run);
 /* The continuation policy's chunk: the large-file chunk (online, not
  * draining) with the most free blocks outside its zone, when that is at
  * least want (or all the volume's large_continue_blocks, whichever is

@@ -885,7 +885,8 @@ void fs_set_large_continue(struct fs_volume *v, uint64_t bytes)
 	vol_unlock(v);
 }
 
-/* want 0: any chunk with free blocks outside its zones. */
+/* want 0: any chunk with free blocks outside its zones; else with a free
+ * run of want blocks there. */
 static struct chunk *pick_data(struct fs_volume *v, struct chunk *except, uint32_t want)
 {
 	struct chunk *best = NULL;
@@ -909,10 +910,10 @@ struct chunk *vol_pick_data_chunk(struct fs_volume *v, struct chunk *except)
 	return pick_data(v, except, 0);
 }
 
-struct chunk *vol_pick_run_chunk(struct fs_volume *v, struct chunk *except, uint32_t want)
+struct chunk *vol_pick_run_chunk(struct fs_volume *v, struct chunk *except, uint32_t run)
 {
 	/* (first fit: any chunk with room, as before runs were looked for) */
-	return pick_data(v, except, v->alloc_first_fit ? 0 : want ? want : 1);
+	return pick_data(v, except, v->alloc_first_fit ? 0 : run ? run : 1);
 }
 
 void fs_set_alloc_policy(struct fs_volume *v, enum fs_alloc_policy policy)

@@ -235,6 +235,57 @@ static void test_continue_for_a_run(void)
 	CHECK_EQ(fs_close(v), 0);
 }
 
+/* The volume checks clean (fsck, both copies, across chunks). */
+static void fsck_clean(void)
+{
+	struct fsck_opts fo = { .force = 1, .cross = 1, .both_copies = 1 };
+	struct fsck_result res;
+
+	CHECK_EQ(fsck_volume_path(image, -1, &fo, &res), 0);
+	CHECK_EQ(res.problems, 0);
+	CHECK_EQ(res.exit_code, 0);
+}
+
+/* A chunk whose room outside its zones is in holes of 2 MiB and a second
+ * chunk with room: a file of 16 MiB written whole continues in the second
+ * in one extent (a long write takes runs of 8 MiB anywhere before runs of
+ * 1 MiB, which took the first chunk's holes, 2 MiB a piece); under first
+ * fit, the holes from the hint on: 9 extents. */
+static void test_long_run(enum fs_alloc_policy policy, int want_n)
+{
+	struct fs_volume *v = fresh(64ull * MiB, 2);
+	struct fs_ino root;
+	char name[32];
+	struct exts x;
+	int n = 0;
+
+	if (!v)
+		return;
+	CHECK_EQ(fs_root(v, &root), 0);
+	do {
+		snprintf(name, sizeof(name), "m%03d", n++);
+		x = layout(v, whole_file(v, name, 2 * MiB));
+	} while (x.n == 1 && x.e[0].chunk == 0 && n < 64);
+	for (int i = 0; i < n - 1; i += 2) {
+		snprintf(name, sizeof(name), "m%03d", i);
+		CHECK_EQ(fs_remove(v, NULL, root, name), 0);
+	}
+	CHECK_EQ(fs_sync(v), 0);
+	fs_set_alloc_policy(v, policy);
+	x = layout(v, whole_file(v, "long", 16 * MiB));
+	printf("# 16 MiB past holes of 2 MiB (%s): %d extents, the first %u blocks in chunk %u\n",
+	       policy == FS_ALLOC_RUNS ? "runs" : "first fit", x.n, x.e[0].len, x.e[0].chunk);
+	CHECK_EQ(x.n, want_n);
+	if (want_n == 1) {
+		CHECK_EQ(x.e[0].chunk, 1);
+		CHECK_EQ(x.e[0].lblk, 0);
+		CHECK_EQ(x.e[0].len, 4096);
+	}
+	CHECK_EQ(fs_check_invariants(v, NULL, NULL), 0);
+	CHECK_EQ(fs_close(v), 0);
+	fsck_clean();
+}
+
 /* File f holds pieces of 64 KiB as put() wrote them. */
 static void check_bytes(struct fs_volume *v, struct fs_ino f, int pieces)
 {
@@ -275,17 +326,6 @@ static void appenders(struct fs_volume *v, const char *prefix, int reserve, int 
 		ext[i] = layout(v, f[i]).n;
 		check_bytes(v, f[i], 16);
 	}
-}
-
-/* The volume checks clean (fsck, both copies, across chunks). */
-static void fsck_clean(void)
-{
-	struct fsck_opts fo = { .force = 1, .cross = 1, .both_copies = 1 };
-	struct fsck_result res;
-
-	CHECK_EQ(fsck_volume_path(image, -1, &fo, &res), 0);
-	CHECK_EQ(res.problems, 0);
-	CHECK_EQ(res.exit_code, 0);
 }
 
 /* The appenders on a fresh volume under policy, with or without a
@@ -334,6 +374,8 @@ int main(void)
 	test_append_past_holes();
 	test_continue_for_a_run();
 	test_appenders();
+	test_long_run(FS_ALLOC_RUNS, 1);
+	test_long_run(FS_ALLOC_FIRST_FIT, 9);
 	unlink(image);
 	return test_done("alloc_run");
 }
