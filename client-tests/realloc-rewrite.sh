@@ -37,7 +37,8 @@ print("realloc: extents %s, %s files, %s blocks, %s without a run"
       % (d["realloc_extents"], d["reallocs"], d["realloc_blocks"], d["realloc_no_run"]))
 assert (int(d["realloc_extents"]), int(d["reallocs"]), int(d["realloc_blocks"]),
         int(d["realloc_no_run"])) == (3, 1, 64, 0)
-assert d["alloc_policy"] == "runs" and int(d["append_moves"]) == 0
+assert d["alloc_policy"] == "runs" and int(d["realloc_append_kb"]) == 1024
+assert int(d["append_moves"]) == 0
 PY
 "$CTL" -s "$tmp/control" status | grep 'reallocation on rewrite' || fail "status table"
 stop_server

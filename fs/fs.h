@@ -195,8 +195,10 @@ struct fs_counters {
 	uint32_t readahead;          /* read-ahead distance, bytes (fs_set_readahead) */
 	uint64_t ra_hints;           /* pieces told to stores ahead of readers in order */
 	uint64_t ra_hint_bytes;      /* ... their bytes */
+	uint64_t realloc_append_max; /* reallocation at append: files of at most this
+				      * many bytes (0: off; fs_set_realloc_append) */
 	uint64_t append_moves;       /* small files moved whole with their append into one
-				      * run since open (FS_REALLOC_APPEND_MAX) */
+				      * run since open */
 	uint64_t append_move_blocks; /* ... blocks written into those runs */
 	int alloc_first_fit;         /* fs_set_alloc_policy: FS_ALLOC_FIRST_FIT */
 	struct fs_recovery_stats recovery;
@@ -286,12 +288,13 @@ void fs_set_readahead(struct fs_volume *vol, uint32_t bytes);
 /* Reallocation at append (realloc.c, FFS's reallocation applied to
  * appends): a file in one segment with no hole, whose buffered append
  * does not fit in the free blocks after its last extent, and which with
- * the append holds at most FS_REALLOC_APPEND_MAX blocks, is written whole
- * (its old blocks read back, then the append) into one new run of its
- * chunk at its placement, and its old blocks are freed in the same
- * transaction. Not when the file holds a reservation (fs/prealloc.c), nor
- * under FS_ALLOC_FIRST_FIT. */
-#define FS_REALLOC_APPEND_MAX 256u
+ * the append holds at most bytes (FS_REALLOC_APPEND_DEFAULT until set;
+ * 0: off; whole blocks), is written whole (its old blocks read back, then
+ * the append) into one new run of its chunk at its placement, and its
+ * old blocks are freed in the same transaction. Not when the file holds
+ * a reservation (fs/prealloc.c), nor under FS_ALLOC_FIRST_FIT. */
+#define FS_REALLOC_APPEND_DEFAULT (1ull << 20)
+void fs_set_realloc_append(struct fs_volume *vol, uint64_t bytes);
 
 /* chunk.c, chain.c, realloc.c: how data finds blocks. FS_ALLOC_RUNS (the
  * default): a free run that holds the write (or 1 MiB of it) before any

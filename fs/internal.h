@@ -243,8 +243,11 @@ struct fs_volume {
 	uint64_t reallocs;            /* files reallocated */
 	uint64_t realloc_blocks;      /* blocks they were written into anew */
 	uint64_t realloc_no_run;      /* whole rewrites written in place: no run */
-	/* Reallocation at append (realloc.c): small files moved whole into
-	 * one run with their append, and the blocks written into those runs. */
+	/* Reallocation at append (realloc.c): files of at most this many
+	 * blocks with their append (0: never; fs_set_realloc_append); those
+	 * moved whole into one run with their append, and the blocks written
+	 * into those runs. */
+	uint32_t realloc_append_blocks;
 	uint64_t append_moves, append_move_blocks;
 
 	/* fs_set_alloc_policy: 1 for FS_ALLOC_FIRST_FIT (no runs looked for,
@@ -593,7 +596,7 @@ int file_place_run(struct fs_volume *v, struct iref *r, uint8_t *const *pages, u
 int realloc_candidate(struct fs_volume *v, const struct iref *r);
 int realloc_rewrite(struct fs_volume *v, struct iref *r, uint8_t *const *pages, uint32_t n,
 		    int *done);
-/* realloc.c: reallocation at append (FS_REALLOC_APPEND_MAX). pages[0..n)
+/* realloc.c: reallocation at append (fs_set_realloc_append). pages[0..n)
  * are file blocks [first, first + n), with first at most the placed
  * blocks and first + n past them; end the size they bring. When it
  * applies, the file's blocks before first are read back and written with

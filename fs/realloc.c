@@ -13,7 +13,11 @@
  * reserved until that transaction commits (fs/chunk.c), so nothing
  * reuses them while a crash could still bring them back. Invariant 1
  * holds: a segment's run is taken in that segment's own chunk. Nothing
- * here changes the on-disk format; the counters live in memory. */
+ * here changes the on-disk format; the counters live in memory.
+ *
+ * Also reallocation at append (realloc_append): a small file whose
+ * append would start a new extent is moved whole with it into one run,
+ * under the same crash rule. */
 #include "config.h"
 
 #include <errno.h>
@@ -222,7 +226,7 @@ int realloc_append(struct fs_volume *v, struct iref *r, uint8_t *const *pages, u
 
 	*done = 0;
 	if (v->alloc_first_fit || (r->ino.flags & OD_INF_INLINE) || nb == 0 || first > nb ||
-	    total <= nb || total > FS_REALLOC_APPEND_MAX || prealloc_held(v, r->ino.stable))
+	    total <= nb || total > v->realloc_append_blocks || prealloc_held(v, r->ino.stable))
 		return 0;
 	ret = chain_load(v, r, &fc);
 	if (ret < 0)
@@ -283,8 +287,18 @@ void realloc_counters(struct fs_volume *v, struct fs_counters *out)
 	out->reallocs = v->reallocs;
 	out->realloc_blocks = v->realloc_blocks;
 	out->realloc_no_run = v->realloc_no_run;
+	out->realloc_append_max = (uint64_t)v->realloc_append_blocks * OD_BLOCK_SIZE;
 	out->append_moves = v->append_moves;
 	out->append_move_blocks = v->append_move_blocks;
+}
+
+void fs_set_realloc_append(struct fs_volume *v, uint64_t bytes)
+{
+	uint64_t blocks = bytes / OD_BLOCK_SIZE;
+
+	vol_lock(v);
+	v->realloc_append_blocks = blocks < UINT32_MAX ? (uint32_t)blocks : UINT32_MAX;
+	vol_unlock(v);
 }
 
 void fs_set_realloc(struct fs_volume *v, uint32_t min_extents)

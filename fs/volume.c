@@ -392,6 +392,7 @@ static struct fs_volume *vol_alloc(int flags)
 	v->large_continue_blocks = FS_LARGE_CONTINUE_DEFAULT / OD_BLOCK_SIZE;
 	v->realloc_min_extents = FS_REALLOC_DEFAULT_EXTENTS;
 	v->readahead = FS_READAHEAD_DEFAULT;
+	v->realloc_append_blocks = FS_REALLOC_APPEND_DEFAULT / OD_BLOCK_SIZE;
 	if (dalloc_init(v) < 0 || prealloc_init(v) < 0) {
 		vol_free(v);
 		return NULL;

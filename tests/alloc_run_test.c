@@ -330,8 +330,8 @@ static void appenders(struct fs_volume *v, const char *prefix, int reserve, int 
 
 /* The appenders on a fresh volume under policy, with or without a
  * reservation each: their extents, the moves at append. */
-static void appenders_on_fresh(enum fs_alloc_policy policy, int reserve, int want_ext,
-			       uint64_t want_moves)
+static void appenders_on_fresh(enum fs_alloc_policy policy, uint64_t append_max, int reserve,
+			       int want_ext, uint64_t want_moves)
 {
 	struct fs_volume *v = fresh(64ull * MiB, 1);
 	int ext[8];
@@ -339,10 +339,13 @@ static void appenders_on_fresh(enum fs_alloc_policy policy, int reserve, int wan
 	if (!v)
 		return;
 	fs_set_alloc_policy(v, policy);
+	fs_set_realloc_append(v, append_max);
+	CHECK_EQ(counters(v).realloc_append_max, append_max);
 	appenders(v, "a", reserve, ext);
-	printf("# appended by turns (%s%s): %d %d %d %d %d %d %d %d extents, %" PRIu64
-	       " moves at append, %" PRIu64 " blocks\n",
-	       policy == FS_ALLOC_RUNS ? "runs" : "first fit", reserve ? ", reserved" : "", ext[0],
+	printf("# appended by turns (%s, moves up to %" PRIu64 " KiB%s): %d %d %d %d %d %d %d %d"
+	       " extents, %" PRIu64 " moves at append, %" PRIu64 " blocks\n",
+	       policy == FS_ALLOC_RUNS ? "runs" : "first fit", append_max >> 10,
+	       reserve ? ", reserved" : "", ext[0],
 	       ext[1], ext[2], ext[3], ext[4], ext[5], ext[6], ext[7], counters(v).append_moves,
 	       counters(v).append_move_blocks);
 	for (int i = 0; i < 8; i++)
@@ -355,9 +358,10 @@ static void appenders_on_fresh(enum fs_alloc_policy policy, int reserve, int wan
 
 static void test_appenders(void)
 {
-	appenders_on_fresh(FS_ALLOC_RUNS, 0, 1, APPEND_MOVES);
-	appenders_on_fresh(FS_ALLOC_RUNS, 1, 1, 0);
-	appenders_on_fresh(FS_ALLOC_FIRST_FIT, 0, 16, 0);
+	appenders_on_fresh(FS_ALLOC_RUNS, FS_REALLOC_APPEND_DEFAULT, 0, 1, APPEND_MOVES);
+	appenders_on_fresh(FS_ALLOC_RUNS, FS_REALLOC_APPEND_DEFAULT, 1, 1, 0);
+	appenders_on_fresh(FS_ALLOC_RUNS, 0, 0, 16, 0); /* (the move off) */
+	appenders_on_fresh(FS_ALLOC_FIRST_FIT, FS_REALLOC_APPEND_DEFAULT, 0, 16, 0);
 }
 
 int main(void)
