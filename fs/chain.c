@@ -315,6 +315,13 @@ static int chain_pop_new(struct fs_volume *v, struct fchain *fc)
 	return 0;
 }
 
+/* The run another chunk must have for an allocation of limit blocks:
+ * cap, or all of them when fewer. */
+static uint32_t run_of(uint64_t limit, uint32_t cap)
+{
+	return limit < cap ? (uint32_t)limit : cap;
+}
+
 /* Map [lblk, lblk + n) to blocks, allocating what is missing. */
 int chain_alloc(struct fs_volume *v, struct fchain *fc, uint64_t lblk, uint64_t n)
 {
@@ -327,6 +334,7 @@ int chain_alloc(struct fs_volume *v, struct fchain *fc, uint64_t lblk, uint64_t 
 		struct chunk *c = vol_chunk(v, s->r.loc.chunk);
 		uint64_t run, limit = n;
 		uint32_t goal = 0, start, got;
+		int at_end;
 
 		if (seg_map(s, lblk, &run)) {
 			lblk += run < n ? run : n;
@@ -382,12 +390,12 @@ int chain_alloc(struct fs_volume *v, struct fchain *fc, uint64_t lblk, uint64_t 
 		 * DATA_PIECE below, which cut a 64 MiB file into the 1-4 MiB
 		 * holes of its aged chunk (doc/design.md). */
 		ret = -ENOSPC;
+		at_end = si == fc->n - 1 && lblk >= seg_last_lblk(s) && !seg_new_empty(fc, si);
 		if (limit > DATA_PIECE && !chunk_draining(c) && !v->alloc_first_fit) {
 			ret = alloc_data(c, goal, (uint32_t)limit, DATA_LONG, &start, &got);
-			if (ret == -ENOSPC && si == fc->n - 1 && lblk >= seg_last_lblk(s) &&
-			    !seg_new_empty(fc, si)) {
-				struct chunk *next = vol_pick_run_chunk(
-					v, c, limit < DATA_LONG_RUN ? (uint32_t)limit : DATA_LONG_RUN);
+			if (ret == -ENOSPC && at_end) {
+				struct chunk *next =
+					vol_pick_run_chunk(v, c, run_of(limit, DATA_LONG_RUN));
 				if (next && chain_extend(v, fc, lblk, next) == 0)
 					continue;
 			}
@@ -402,13 +410,8 @@ int chain_alloc(struct fs_volume *v, struct fchain *fc, uint64_t lblk, uint64_t 
 		 * of this one's zone pairs while half of them stay free, and
 		 * only then its holes. */
 		if (ret == -ENOSPC && !chunk_draining(c)) {
-			struct chunk *next = si == fc->n - 1 && lblk >= seg_last_lblk(s) &&
-							     !seg_new_empty(fc, si)
-						     ? vol_pick_run_chunk(v, c,
-									 limit < DATA_PIECE
-										 ? (uint32_t)limit
-										 : DATA_PIECE)
-						     : NULL;
+			struct chunk *next =
+				at_end ? vol_pick_run_chunk(v, c, run_of(limit, DATA_PIECE)) : NULL;
 			if (next && chain_extend(v, fc, lblk, next) == 0)
 				continue;
 			ret = alloc_data(c, goal, (uint32_t)limit, DATA_PAIR_RUNS, &start, &got);

@@ -491,10 +491,12 @@ static int take_run(struct chunk *c, uint32_t goal, uint32_t want, enum data_pas
 		    uint32_t min, uint32_t *start, uint32_t *got)
 {
 	/* (first fit, fs_set_alloc_policy: the first run from goal, any length) */
-	struct run_pick pk = { .pass = pass, .want = c->vol->alloc_first_fit ? 1 : want, .min = min };
+	struct run_pick pk = { .pass = pass, .want = c->vol->alloc_first_fit ? 1 : want };
 	uint32_t len;
-	int ret = pick_run(c, goal, &pk, start, &len);
+	int ret;
 
+	pk.min = min;
+	ret = pick_run(c, goal, &pk, start, &len);
 	if (ret < 0)
 		return ret;
 	*got = len < want ? len : want;
@@ -537,7 +539,7 @@ static int pair_run(struct chunk *c, uint32_t want, uint32_t min, uint32_t reser
  * from goal outside the zones; DATA_ANY then zone blocks whose twin is
  * busy, then free pairs; DATA_RUNS as DATA_OUTSIDE; DATA_PAIR_RUNS none. */
 static int data_first_fit(struct chunk *c, uint32_t goal, uint32_t want, enum data_zone zone,
-		     uint32_t *start, uint32_t *got)
+			  uint32_t *start, uint32_t *got)
 {
 	int ret;
 

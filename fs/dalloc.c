@@ -557,7 +557,8 @@ static int place_file(struct fs_volume *v, struct da_file *f, int last)
 		}
 		/* An append in one run to a small file: moved whole with it
 		 * into one run when it would start a new extent. */
-		if (ret == 0 && i0 == 0 && r.ino.size && f->pg[f->n - 1].idx - f->pg[0].idx + 1 == f->n) {
+		if (ret == 0 && i0 == 0 && r.ino.size &&
+		    f->pg[f->n - 1].idx - f->pg[0].idx + 1 == f->n) {
 			int done = 0;
 			uint64_t end = (f->pg[f->n - 1].idx + 1) * DA_PAGE;
 			ret = realloc_append(v, &r, data, f->pg[0].idx, f->n,

@@ -136,7 +136,8 @@ int reload_config(struct server *srv)
 	}
 	if (nc.alloc_first_fit != srv->cfg.alloc_first_fit) {
 		srv->cfg.alloc_first_fit = nc.alloc_first_fit;
-		fs_set_alloc_policy(srv->vol, nc.alloc_first_fit ? FS_ALLOC_FIRST_FIT : FS_ALLOC_RUNS);
+		fs_set_alloc_policy(srv->vol,
+				    nc.alloc_first_fit ? FS_ALLOC_FIRST_FIT : FS_ALLOC_RUNS);
 	}
 	if (nc.realloc_extents != srv->cfg.realloc_extents) {
 		srv->cfg.realloc_extents = nc.realloc_extents;

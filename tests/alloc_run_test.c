@@ -294,7 +294,9 @@ static void check_bytes(struct fs_volume *v, struct fs_ino f, int pieces)
 	int eof, bad = 0;
 
 	for (int r = 0; r < pieces; r++) {
-		CHECK_EQ(fs_read(v, NULL, f, (uint64_t)r * 64 * KiB, sizeof(buf), buf, &got, &eof), 0);
+		uint64_t off = (uint64_t)r * 64 * KiB;
+
+		CHECK_EQ(fs_read(v, NULL, f, off, sizeof(buf), buf, &got, &eof), 0);
 		CHECK_EQ(got, sizeof(buf));
 		for (size_t i = 0; i < got; i++)
 			bad += buf[i] != (uint8_t)(r * 16 + 7);
@@ -345,9 +347,8 @@ static void appenders_on_fresh(enum fs_alloc_policy policy, uint64_t append_max,
 	printf("# appended by turns (%s, moves up to %" PRIu64 " KiB%s): %d %d %d %d %d %d %d %d"
 	       " extents, %" PRIu64 " moves at append, %" PRIu64 " blocks\n",
 	       policy == FS_ALLOC_RUNS ? "runs" : "first fit", append_max >> 10,
-	       reserve ? ", reserved" : "", ext[0],
-	       ext[1], ext[2], ext[3], ext[4], ext[5], ext[6], ext[7], counters(v).append_moves,
-	       counters(v).append_move_blocks);
+	       reserve ? ", reserved" : "", ext[0], ext[1], ext[2], ext[3], ext[4], ext[5], ext[6],
+	       ext[7], counters(v).append_moves, counters(v).append_move_blocks);
 	for (int i = 0; i < 8; i++)
 		CHECK_EQ(ext[i], want_ext);
 	CHECK_EQ(counters(v).append_moves, want_moves);

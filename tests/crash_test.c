@@ -1213,7 +1213,8 @@ static void wl_appendmove(struct wl *w)
 	if (!w->err && fs_get_counters(w->v, &k) == 0) {
 		printf("crash: appendmove: %" PRIu64 " moves at append, %" PRIu64 " blocks\n",
 		       k.append_moves, k.append_move_blocks);
-		if (k.append_moves < 3) /* (3 here: a file moved into the free rest goes on in place) */
+		/* (3 here: a file moved into the free rest goes on in place) */
+		if (k.append_moves < 3)
 			op_failed(w, "count the moves at append of", "/a and /b", -EPROTO);
 	}
 }
