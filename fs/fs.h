@@ -297,9 +297,10 @@ void fs_set_readahead(struct fs_volume *vol, uint32_t bytes);
 void fs_set_realloc_append(struct fs_volume *vol, uint64_t bytes);
 
 /* chunk.c, chain.c, realloc.c: how data finds blocks. FS_ALLOC_RUNS (the
- * default): a free run that holds the write (or 1 MiB of it) before any
- * hole, another chunk's run before this one's holes, a small file moved
- * with its append; FS_ALLOC_FIRST_FIT: the first free blocks from the
+ * default): a free run that holds the write (or 1 MiB of it; 8 MiB first
+ * for a longer write) before any hole, another chunk's run before this
+ * one's holes, a small file moved with its append
+ * (fs_set_realloc_append); FS_ALLOC_FIRST_FIT: the first free blocks from the
  * file's goal, whatever their length (the allocation before issue 24),
  * for comparison. Reallocation on rewrite is set apart (fs_set_realloc). */
 enum fs_alloc_policy { FS_ALLOC_RUNS, FS_ALLOC_FIRST_FIT };
