@@ -349,6 +349,8 @@ static void appenders_on_fresh(enum fs_alloc_policy policy, uint64_t append_max,
 	       policy == FS_ALLOC_RUNS ? "runs" : "first fit", append_max >> 10,
 	       reserve ? ", reserved" : "", ext[0], ext[1], ext[2], ext[3], ext[4], ext[5], ext[6],
 	       ext[7], counters(v).append_moves, counters(v).append_move_blocks);
+	printf("# ... the longest placement under one hold of the lock: %" PRIu64 " us\n",
+	       counters(v).dalloc_hold_max_us);
 	for (int i = 0; i < 8; i++)
 		CHECK_EQ(ext[i], want_ext);
 	CHECK_EQ(counters(v).append_moves, want_moves);
