@@ -10,7 +10,8 @@
 #            [--no-drop-caches] [--builddir DIR] [--tmp DIR] [--keep] [--quick]
 #            [--nice N] [--conf "KEY = VALUE"]...
 # --conf: a line added to chunkfsd's configuration (large_continue_kb = 0,
-# say, to compare the continuation policy off and on). --nice N: the servers
+# say, to compare the continuation policy off and on; alloc_policy =
+# first-fit, the allocation before issue 24). --nice N: the servers
 # and the reading client run under nice -n N (-10, say, as root: the
 # neighbours' load then moves the read rates less; the writing is not
 # niced).

@@ -5,7 +5,8 @@
 # WRITEs (pairs of pieces out of order, as WRITEs in flight arrive) and
 # COMMITted is one extent (bench/age_count on the stopped volume's
 # image), reads back, and chunkfsctl status counts it (reallocs 1,
-# realloc_blocks 64); the other two keep their pieces.
+# realloc_blocks 64); the other two keep their pieces. status shows
+# alloc_policy (first-fit as set for the first server, runs by default).
 . "$(dirname "$0")/functions.sh"
 . "$(dirname "$0")/svc-functions.sh"
 requires python3
@@ -15,11 +16,11 @@ CTL=$builddir/chunkfsctl
 [ -x "$count" ] || { echo "SKIP: $count was not built"; exit 77; }
 make_volume -n 1 -s 64M
 
-start_server "control = $tmp/control" "dalloc_mb = 0" "realloc_extents = 0"
+start_server "control = $tmp/control" "dalloc_mb = 0" "realloc_extents = 0" "alloc_policy = first-fit"
 "$client" 127.0.0.1 "$port" interleave d 64 || fail "interleave without delayed allocation"
 "$CTL" -s "$tmp/control" --json status >"$tmp/status0.json" || fail "status --json"
-python3 -c 'import json, sys; assert int(json.load(open(sys.argv[1]))["dalloc"]["realloc_extents"]) == 0' \
-	"$tmp/status0.json" || fail "realloc_extents = 0 not in force"
+python3 -c 'import json, sys; d = json.load(open(sys.argv[1]))["dalloc"]; assert int(d["realloc_extents"]) == 0 and d["alloc_policy"] == "first-fit"' \
+	"$tmp/status0.json" || fail "realloc_extents = 0 or alloc_policy = first-fit not in force"
 stop_server
 "$count" "$tmp/volume.img" >"$tmp/count1" || fail "age_count"
 grep '^files d ' "$tmp/count1"
@@ -36,6 +37,8 @@ print("realloc: extents %s, %s files, %s blocks, %s without a run"
       % (d["realloc_extents"], d["reallocs"], d["realloc_blocks"], d["realloc_no_run"]))
 assert (int(d["realloc_extents"]), int(d["reallocs"]), int(d["realloc_blocks"]),
         int(d["realloc_no_run"])) == (3, 1, 64, 0)
+assert d["alloc_policy"] == "runs" and int(d["realloc_append_kb"]) == 1024
+assert int(d["append_moves"]) == 0
 PY
 "$CTL" -s "$tmp/control" status | grep 'reallocation on rewrite' || fail "status table"
 stop_server

@@ -315,6 +315,13 @@ static int chain_pop_new(struct fs_volume *v, struct fchain *fc)
 	return 0;
 }
 
+/* The run another chunk must have for an allocation of limit blocks:
+ * cap, or all of them when fewer. */
+static uint32_t run_of(uint64_t limit, uint32_t cap)
+{
+	return limit < cap ? (uint32_t)limit : cap;
+}
+
 /* Map [lblk, lblk + n) to blocks, allocating what is missing. */
 int chain_alloc(struct fs_volume *v, struct fchain *fc, uint64_t lblk, uint64_t n)
 {
@@ -327,6 +334,7 @@ int chain_alloc(struct fs_volume *v, struct fchain *fc, uint64_t lblk, uint64_t 
 		struct chunk *c = vol_chunk(v, s->r.loc.chunk);
 		uint64_t run, limit = n;
 		uint32_t goal = 0, start, got;
+		int at_end;
 
 		if (seg_map(s, lblk, &run)) {
 			lblk += run < n ? run : n;
@@ -375,18 +383,35 @@ int chain_alloc(struct fs_volume *v, struct fchain *fc, uint64_t lblk, uint64_t 
 		 * elsewhere. But a hole inside its segment there can only be
 		 * filled there (a segment maps blocks of its own chunk): it is,
 		 * and the evacuation carries it out later. */
-		ret = chunk_draining(c) ? -ENOSPC
-					: alloc_data(c, goal, (uint32_t)limit, DATA_RUNS, &start,
-						     &got);
+		/* A long write (more than DATA_PIECE): a run of DATA_LONG_RUN
+		 * (or all of it) here outside the zones, else in a chunk that
+		 * has one at the file's end, else of this chunk's free pairs
+		 * while half of them stay free; only then the runs of
+		 * DATA_PIECE below, which cut a 64 MiB file into the 1-4 MiB
+		 * holes of its aged chunk (doc/design.md). */
+		ret = -ENOSPC;
+		at_end = si == fc->n - 1 && lblk >= seg_last_lblk(s) && !seg_new_empty(fc, si);
+		if (limit > DATA_PIECE && !chunk_draining(c) && !v->alloc_first_fit) {
+			ret = alloc_data(c, goal, (uint32_t)limit, DATA_LONG, &start, &got);
+			if (ret == -ENOSPC && at_end) {
+				struct chunk *next =
+					vol_pick_run_chunk(v, c, run_of(limit, DATA_LONG_RUN));
+				if (next && chain_extend(v, fc, lblk, next) == 0)
+					continue;
+			}
+			if (ret == -ENOSPC)
+				ret = alloc_data(c, goal, (uint32_t)limit, DATA_LONG_PAIRS, &start,
+						 &got);
+		}
+		if (ret == -ENOSPC && !chunk_draining(c))
+			ret = alloc_data(c, goal, (uint32_t)limit, DATA_RUNS, &start, &got);
 		/* No run for it here (fs/chunk.c's DATA_RUNS): at its end the
 		 * file continues in a chunk that has one; else it takes a run
 		 * of this one's zone pairs while half of them stay free, and
 		 * only then its holes. */
 		if (ret == -ENOSPC && !chunk_draining(c)) {
-			struct chunk *next = si == fc->n - 1 && lblk >= seg_last_lblk(s) &&
-							     !seg_new_empty(fc, si)
-						     ? vol_pick_run_chunk(v, c, (uint32_t)limit)
-						     : NULL;
+			struct chunk *next =
+				at_end ? vol_pick_run_chunk(v, c, run_of(limit, DATA_PIECE)) : NULL;
 			if (next && chain_extend(v, fc, lblk, next) == 0)
 				continue;
 			ret = alloc_data(c, goal, (uint32_t)limit, DATA_PAIR_RUNS, &start, &got);
@@ -671,9 +696,9 @@ int chain_zero_new_partial(struct fs_volume *v, struct fchain *fc, uint64_t lblk
 /* Reallocation (fs/realloc.c): segment si's extents, mapping file blocks
  * [a, a + len) without a hole, let go of (freed by chain_free_gone once
  * the chain is stored) and replaced by one extent from pblk of the same
- * chunk; the caller allocated [pblk, pblk + len) and gives it back when
- * the store fails. */
-int chain_seg_replace(struct fchain *fc, uint32_t si, uint32_t pblk)
+ * chunk mapping [a, a + len + grow); the caller allocated [pblk, pblk +
+ * len + grow) and gives it back when the store fails. */
+int chain_seg_replace(struct fchain *fc, uint32_t si, uint32_t pblk, uint32_t grow)
 {
 	struct seg *s = &fc->s[si];
 	struct extlist *el = &s->el;
@@ -694,8 +719,9 @@ int chain_seg_replace(struct fchain *fc, uint32_t si, uint32_t pblk)
 	}
 	el->e[0].lblk = a;
 	el->e[0].pblk = pblk;
-	el->e[0].len = (uint32_t)len;
+	el->e[0].len = (uint32_t)len + grow;
 	el->n = 1;
+	s->r.ino.blocks += grow;
 	s->dirty = 1;
 	return 0;
 }

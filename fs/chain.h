@@ -66,9 +66,10 @@ int chain_cow_tail(struct fs_volume *v, struct fchain *fc, uint64_t size);
 int chain_zero_new_partial(struct fs_volume *v, struct fchain *fc, uint64_t lblk);
 
 /* Reallocation: segment si's extents (no hole between them) let go of
- * and replaced by one extent from pblk of its chunk, allocated by the
- * caller (-EINVAL: no extent, or a hole). */
-int chain_seg_replace(struct fchain *fc, uint32_t si, uint32_t pblk);
+ * and replaced by one extent from pblk of its chunk, grow blocks longer
+ * (the blocks after them: an append), allocated by the caller (-EINVAL:
+ * no extent, or a hole). */
+int chain_seg_replace(struct fchain *fc, uint32_t si, uint32_t pblk, uint32_t grow);
 /* Reallocation: the file's blocks from lblk on (its last segment's
  * range) let go of and mapped by a new continuation in chunk t, one
  * extent [pblk, pblk + len) the caller allocated there. */

@@ -490,10 +490,13 @@ static void take(struct chunk *c, uint32_t start, uint32_t len, enum data_pass p
 static int take_run(struct chunk *c, uint32_t goal, uint32_t want, enum data_pass pass,
 		    uint32_t min, uint32_t *start, uint32_t *got)
 {
-	struct run_pick pk = { .pass = pass, .want = want, .min = min };
+	/* (first fit, fs_set_alloc_policy: the first run from goal, any length) */
+	struct run_pick pk = { .pass = pass, .want = c->vol->alloc_first_fit ? 1 : want };
 	uint32_t len;
-	int ret = pick_run(c, goal, &pk, start, &len);
+	int ret;
 
+	pk.min = min;
+	ret = pick_run(c, goal, &pk, start, &len);
 	if (ret < 0)
 		return ret;
 	*got = len < want ? len : want;
@@ -515,10 +518,6 @@ static uint32_t zone_free_pairs(const struct chunk *c)
 	return n;
 }
 
-/* A run this long (1 MiB), or the whole allocation when shorter, is
- * taken in the zones before the data is cut into pieces. */
-#define DATA_PIECE 256u
-
 /* Free pairs of the zones taken for data (first a run that holds it,
  * else the longest of at least min) while more than reserve stay free
  * for metadata units (the extent units recording the data, directory
@@ -533,6 +532,26 @@ static int pair_run(struct chunk *c, uint32_t want, uint32_t min, uint32_t reser
 		return -ENOSPC;
 	want = want < pairs - reserve ? want : pairs - reserve;
 	return take_run(c, 0, want, PASS_PAIRS, min, start, got);
+}
+
+/* alloc_policy = first-fit (fs_set_alloc_policy): the allocation as it
+ * was before runs were looked for, for comparison. The first free blocks
+ * from goal outside the zones; DATA_ANY then zone blocks whose twin is
+ * busy, then free pairs; DATA_RUNS as DATA_OUTSIDE; DATA_PAIR_RUNS none. */
+static int data_first_fit(struct chunk *c, uint32_t goal, uint32_t want, enum data_zone zone,
+			  uint32_t *start, uint32_t *got)
+{
+	int ret;
+
+	if (zone == DATA_PAIR_RUNS)
+		return -ENOSPC;
+	ret = take_run(c, goal, want, PASS_OUTSIDE, 1, start, got);
+	if (ret != -ENOSPC || zone != DATA_ANY)
+		return ret;
+	ret = take_run(c, 0, want, PASS_ORPHANS, 1, start, got);
+	if (ret == -ENOSPC)
+		ret = pair_run(c, want, 1, zone_reserve(c), start, got);
+	return ret;
 }
 
 int alloc_data(struct chunk *c, uint32_t goal, uint32_t want, enum data_zone zone,
@@ -559,18 +578,22 @@ int alloc_data(struct chunk *c, uint32_t goal, uint32_t want, enum data_zone zon
 	}
 	if (zone == DATA_OUTSIDE)
 		return take_run(c, goal, want, PASS_OUTSIDE, 1, start, got);
+	if (c->vol->alloc_first_fit)
+		return data_first_fit(c, goal, want, zone, start, got);
 	/* A run that holds the data (or DATA_PIECE of it) outside the
 	 * zones, else of zone blocks whose twin is busy (no pair
 	 * spoiled); only then pieces, outside first, and free pairs last.
 	 * DATA_PAIR_RUNS: such a run of free pairs while half the zone's
 	 * pairs stay free. */
-	if (zone == DATA_PAIR_RUNS)
+	if (zone == DATA_LONG || zone == DATA_LONG_PAIRS)
+		need = want < DATA_LONG_RUN ? want : DATA_LONG_RUN;
+	if (zone == DATA_PAIR_RUNS || zone == DATA_LONG_PAIRS)
 		return pair_run(c, want, need, (meta_zone_end(c) - c->hdr.data_start) / 2, start,
 				got);
 	ret = take_run(c, goal, want, PASS_OUTSIDE, need, start, got);
 	if (ret == -ENOSPC && need > 1)
 		ret = take_run(c, 0, want, PASS_ORPHANS, need, start, got);
-	if (ret != -ENOSPC || zone == DATA_RUNS)
+	if (ret != -ENOSPC || zone == DATA_RUNS || zone == DATA_LONG)
 		return ret;
 	ret = take_run(c, goal, want, PASS_OUTSIDE, 1, start, got);
 	if (ret == -ENOSPC)
@@ -580,12 +603,11 @@ int alloc_data(struct chunk *c, uint32_t goal, uint32_t want, enum data_zone zon
 	return ret;
 }
 
-int chunk_has_run(struct chunk *c, uint32_t want)
+int chunk_has_run(struct chunk *c, uint32_t run)
 {
-	struct run_pick pk = { .pass = PASS_OUTSIDE, .want = want < DATA_PIECE ? want : DATA_PIECE };
+	struct run_pick pk = { .pass = PASS_OUTSIDE, .want = run, .min = run };
 	uint32_t start, len;
 
-	pk.min = pk.want;
 	return chunk_load(c) == 0 && pick_run(c, 0, &pk, &start, &len) == 0;
 }
 
@@ -595,33 +617,43 @@ int chunk_has_run(struct chunk *c, uint32_t want)
  * extent takes the large runs last. */
 int alloc_data_run(struct chunk *c, uint32_t want, uint32_t *start)
 {
-	uint32_t n, best = 0, best_len = UINT32_MAX;
+	uint32_t ze, best = 0, best_len = UINT32_MAX;
 	int ret = chunk_load(c);
 
 	if (ret < 0)
 		return ret;
-	if (want == 0 || chunk_avail_blocks(c) < want)
+	if (want == 0 || chunk_avail_blocks(c) < want || c->free_outside < want)
 		return -ENOSPC;
-	n = c->hdr.nblocks;
-	for (uint32_t b = 0; b < n;) {
-		uint32_t len = 0;
-		if (!pass_takes(c, b, PASS_OUTSIDE)) {
-			b++;
-			continue;
+	ze = meta_zone_end(c);
+	for (int r = 0; r < 2; r++) {
+		uint32_t lo = r ? c->half + ze : ze, hi = r ? c->hdr.nblocks : c->half;
+		for (uint32_t b = next_block(c, lo, hi, PASS_OUTSIDE, 1); b < hi;
+		     b = next_block(c, b, hi, PASS_OUTSIDE, 1)) {
+			uint32_t e = next_block(c, b, hi, PASS_OUTSIDE, 0);
+			if (e - b >= want && e - b < best_len) {
+				best = b;
+				best_len = e - b;
+			}
+			b = e;
 		}
-		while (b + len < n && pass_takes(c, b + len, PASS_OUTSIDE))
-			len++;
-		if (len >= want && len < best_len) {
-			best = b;
-			best_len = len;
-		}
-		b += len;
 	}
 	if (best_len == UINT32_MAX)
 		return -ENOSPC;
 	mark_range(c, best, want, 1);
 	*start = best;
 	return 0;
+}
+
+uint32_t chunk_free_after(struct chunk *c, uint32_t b, uint32_t want)
+{
+	uint32_t end;
+
+	if (chunk_load(c) < 0 || b >= c->hdr.nblocks || !pass_takes(c, b, PASS_OUTSIDE))
+		return 0;
+	end = b < c->half ? c->half : c->hdr.nblocks;
+	if (want < end - b)
+		end = b + want;
+	return next_block(c, b, end, PASS_OUTSIDE, 0) - b;
 }
 
 int alloc_meta(struct chunk *c, uint32_t units, uint32_t *start)

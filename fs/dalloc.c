@@ -555,6 +555,17 @@ static int place_file(struct fs_volume *v, struct da_file *f, int last)
 			if (done)
 				i0 = (uint32_t)((r.ino.size + DA_PAGE - 1) / DA_PAGE);
 		}
+		/* An append in one run to a small file: moved whole with it
+		 * into one run when it would start a new extent. */
+		if (ret == 0 && i0 == 0 && r.ino.size &&
+		    f->pg[f->n - 1].idx - f->pg[0].idx + 1 == f->n) {
+			int done = 0;
+			uint64_t end = (f->pg[f->n - 1].idx + 1) * DA_PAGE;
+			ret = realloc_append(v, &r, data, f->pg[0].idx, f->n,
+					     end < f->size ? end : f->size, &done);
+			if (done)
+				i0 = f->n;
+		}
 		for (uint32_t i = i0; ret == 0 && i < f->n;) {
 			uint32_t j = i + 1;
 			uint64_t end;

@@ -195,6 +195,12 @@ struct fs_counters {
 	uint32_t readahead;          /* read-ahead distance, bytes (fs_set_readahead) */
 	uint64_t ra_hints;           /* pieces told to stores ahead of readers in order */
 	uint64_t ra_hint_bytes;      /* ... their bytes */
+	uint64_t realloc_append_max; /* reallocation at append: files of at most this
+				      * many bytes (0: off; fs_set_realloc_append) */
+	uint64_t append_moves;       /* small files moved whole with their append into one
+				      * run since open */
+	uint64_t append_move_blocks; /* ... blocks written into those runs */
+	int alloc_first_fit;         /* fs_set_alloc_policy: FS_ALLOC_FIRST_FIT */
 	struct fs_recovery_stats recovery;
 	uint64_t image_cut;          /* bytes the image file was shortened by since open:
 				      * retired chunks at its end (fs/shorten.c) */
@@ -278,6 +284,27 @@ void fs_set_realloc(struct fs_volume *vol, uint32_t min_extents);
  * open. */
 #define FS_READAHEAD_DEFAULT (16u << 20)
 void fs_set_readahead(struct fs_volume *vol, uint32_t bytes);
+
+/* Reallocation at append (realloc.c, FFS's reallocation applied to
+ * appends): a file in one segment with no hole, whose buffered append
+ * does not fit in the free blocks after its last extent, and which with
+ * the append holds at most bytes (FS_REALLOC_APPEND_DEFAULT until set;
+ * 0: off; whole blocks), is written whole (its old blocks read back, then
+ * the append) into one new run of its chunk at its placement, and its
+ * old blocks are freed in the same transaction. Not when the file holds
+ * a reservation (fs/prealloc.c), nor under FS_ALLOC_FIRST_FIT. */
+#define FS_REALLOC_APPEND_DEFAULT (1ull << 20)
+void fs_set_realloc_append(struct fs_volume *vol, uint64_t bytes);
+
+/* chunk.c, chain.c, realloc.c: how data finds blocks. FS_ALLOC_RUNS (the
+ * default): a free run that holds the write (or 1 MiB of it; 8 MiB first
+ * for a longer write) before any hole, another chunk's run before this
+ * one's holes, a small file moved with its append
+ * (fs_set_realloc_append); FS_ALLOC_FIRST_FIT: the first free blocks from the
+ * file's goal, whatever their length (the allocation before issue 24),
+ * for comparison. Reallocation on rewrite is set apart (fs_set_realloc). */
+enum fs_alloc_policy { FS_ALLOC_RUNS, FS_ALLOC_FIRST_FIT };
+void fs_set_alloc_policy(struct fs_volume *vol, enum fs_alloc_policy policy);
 
 /* dalloc.c: delayed allocation. Data written FS_UNSTABLE waits in memory
  * without blocks until it must reach the disk: fs_commit of the file, a

@@ -243,6 +243,16 @@ struct fs_volume {
 	uint64_t reallocs;            /* files reallocated */
 	uint64_t realloc_blocks;      /* blocks they were written into anew */
 	uint64_t realloc_no_run;      /* whole rewrites written in place: no run */
+	/* Reallocation at append (realloc.c): files of at most this many
+	 * blocks with their append (0: never; fs_set_realloc_append); those
+	 * moved whole into one run with their append, and the blocks written
+	 * into those runs. */
+	uint32_t realloc_append_blocks;
+	uint64_t append_moves, append_move_blocks;
+
+	/* fs_set_alloc_policy: 1 for FS_ALLOC_FIRST_FIT (no runs looked for,
+	 * no move at append). */
+	int alloc_first_fit;
 };
 
 /* A loaded inode: where it lives and its decoded form. */
@@ -355,20 +365,27 @@ int bitmap_test(const struct chunk *c, uint32_t block);
  * of zone blocks whose twin is busy, else -ENOSPC; DATA_PAIR_RUNS such a
  * run of the zones' free pairs while half of them stay free; DATA_OUTSIDE
  * any free block outside the zones; DATA_ANY the DATA_RUNS runs, then
- * pieces outside, then of the zones (free pairs last). */
-enum data_zone { DATA_OUTSIDE, DATA_ANY, DATA_RUNS, DATA_PAIR_RUNS };
+ * pieces outside, then of the zones (free pairs last). DATA_LONG and
+ * DATA_LONG_PAIRS as DATA_RUNS and DATA_PAIR_RUNS with runs of
+ * DATA_LONG_RUN (or all the data): a large write takes long runs
+ * wherever they are before the runs of DATA_PIECE (fs/chain.c). */
+enum data_zone { DATA_OUTSIDE, DATA_ANY, DATA_RUNS, DATA_PAIR_RUNS, DATA_LONG, DATA_LONG_PAIRS };
+#define DATA_PIECE 256u      /* 1 MiB */
+#define DATA_LONG_RUN 2048u  /* 8 MiB */
 /* Allocate up to want contiguous data blocks (*got of them): from goal
  * when that block is free (the file's previous block ends there), else
  * the first free run from goal (0: the chunk's hint) that holds them,
  * else the longest, where zone says. */
 int alloc_data(struct chunk *c, uint32_t goal, uint32_t want, enum data_zone zone,
 	       uint32_t *start, uint32_t *got);
-/* Has c a free run outside its zones that DATA_RUNS would take for want
- * blocks? */
-int chunk_has_run(struct chunk *c, uint32_t want);
+/* Has c a free run of at least run blocks outside its zones? */
+int chunk_has_run(struct chunk *c, uint32_t run);
 /* Allocate want data blocks in one run outside the metadata zones, the
  * smallest free run that holds them (reallocation), or -ENOSPC. */
 int alloc_data_run(struct chunk *c, uint32_t want, uint32_t *start);
+/* Free blocks data may take from b on (outside the zones, in b's half),
+ * counted up to want: 0 when b is busy. */
+uint32_t chunk_free_after(struct chunk *c, uint32_t b, uint32_t want);
 /* Allocate one metadata unit of units blocks with its mirror. */
 int alloc_meta(struct chunk *c, uint32_t units, uint32_t *start);
 void free_blocks(struct chunk *c, uint32_t start, uint32_t len);
@@ -410,6 +427,8 @@ void prealloc_destroy(struct fs_volume *v);
 int prealloc_take(struct fs_volume *v, uint64_t stable, struct chunk *c, uint64_t lblk,
 		  uint64_t want, uint32_t *start, uint32_t *got);
 void prealloc_drop(struct fs_volume *v, uint64_t stable);
+/* Does the file hold a reservation? */
+int prealloc_held(struct fs_volume *v, uint64_t stable);
 uint32_t prealloc_give_back(struct fs_volume *v, uint64_t except);
 void prealloc_chunk_gone(struct chunk *c);
 /* Every reservation given back (a name operation found no room): how many. */
@@ -577,6 +596,15 @@ int file_place_run(struct fs_volume *v, struct iref *r, uint8_t *const *pages, u
 int realloc_candidate(struct fs_volume *v, const struct iref *r);
 int realloc_rewrite(struct fs_volume *v, struct iref *r, uint8_t *const *pages, uint32_t n,
 		    int *done);
+/* realloc.c: reallocation at append (fs_set_realloc_append). pages[0..n)
+ * are file blocks [first, first + n), with first at most the placed
+ * blocks and first + n past them; end the size they bring. When it
+ * applies, the file's blocks before first are read back and written with
+ * the pages into one new run of its chunk, the extent stored with the
+ * size raised to end and the old blocks freed, for the next transaction:
+ * *done 1. *done 0 and nothing changed: the caller places the pages. */
+int realloc_append(struct fs_volume *v, struct iref *r, uint8_t *const *pages, uint64_t first,
+		   uint32_t n, uint64_t end, int *done);
 void realloc_counters(struct fs_volume *v, struct fs_counters *out);
 
 /* dalloc.c: delayed allocation, keyed by stable number. write: buffer
@@ -760,9 +788,10 @@ struct chunk *vol_pick_chunk(struct fs_volume *v, struct chunk *prefer, int kind
 			     int need_inode, const uint8_t *exclude);
 /* A chunk other than except with data room outside its metadata zone. */
 struct chunk *vol_pick_data_chunk(struct fs_volume *v, struct chunk *except);
-/* The same among chunks with a free run for want blocks (chunk_has_run):
+/* The same among chunks with a free run of at least run blocks
+ * (chunk_has_run; first fit: any chunk with room):
  * where a file continues rather than be cut into its chunk's holes. */
-struct chunk *vol_pick_run_chunk(struct fs_volume *v, struct chunk *except, uint32_t want);
+struct chunk *vol_pick_run_chunk(struct fs_volume *v, struct chunk *except, uint32_t run);
 /* The continuation policy's chunk: the large-file chunk (online, not
  * draining) with the most free blocks outside its zone, when that is at
  * least want (or all the volume's large_continue_blocks, whichever is

@@ -111,6 +111,11 @@ static uint32_t end_res(struct fs_volume *v, struct pa_res *r, enum pa_why why)
 	return n;
 }
 
+int prealloc_held(struct fs_volume *v, uint64_t stable)
+{
+	return v->pa && find(v->pa, stable) != NULL;
+}
+
 int prealloc_take(struct fs_volume *v, uint64_t stable, struct chunk *c, uint64_t lblk,
 		  uint64_t want, uint32_t *start, uint32_t *got)
 {

@@ -13,7 +13,11 @@
  * reserved until that transaction commits (fs/chunk.c), so nothing
  * reuses them while a crash could still bring them back. Invariant 1
  * holds: a segment's run is taken in that segment's own chunk. Nothing
- * here changes the on-disk format; the counters live in memory. */
+ * here changes the on-disk format; the counters live in memory.
+ *
+ * Also reallocation at append (realloc_append): a small file whose
+ * append would start a new extent is moved whole with it into one run,
+ * under the same crash rule. */
 #include "config.h"
 
 #include <errno.h>
@@ -157,7 +161,7 @@ int realloc_rewrite(struct fs_volume *v, struct iref *r, uint8_t *const *pages, 
 			goto undo;
 		run[si] = (struct newrange){ t->index, start, len };
 		if (t == c) {
-			ret = chain_seg_replace(&fc, si, start);
+			ret = chain_seg_replace(&fc, si, start, 0);
 		} else {
 			tail = 1;
 			ret = chain_move_tail(v, &fc, lo, t, start, len);
@@ -200,12 +204,101 @@ out:
 	return ret;
 }
 
+/* Reallocation at append: the small file whose append would start a new
+ * extent (the blocks after its last one are taken) is written whole into
+ * one new run of its chunk instead, with the same crash rule as a
+ * rewrite: the run (blocks that were free) written first, then the
+ * extent and the frees of the old blocks for the next transaction, which
+ * flushes data first; the old blocks stay reserved until it commits.
+ * Appends across commits made most of an aged volume's extra extents
+ * (doc/design.md, "Allocation on an aged volume"). */
+int realloc_append(struct fs_volume *v, struct iref *r, uint8_t *const *pages, uint64_t first,
+		   uint32_t n, uint64_t end, int *done)
+{
+	uint64_t nb = (r->ino.size + OD_BLOCK_SIZE - 1) / OD_BLOCK_SIZE, total = first + n;
+	uint64_t old_size = r->ino.size;
+	const struct od_extent *last;
+	uint8_t *buf = NULL;
+	uint32_t extents, start;
+	struct fchain fc;
+	struct chunk *c;
+	int ret;
+
+	*done = 0;
+	if (v->alloc_first_fit || (r->ino.flags & OD_INF_INLINE) || nb == 0 || first > nb ||
+	    total <= nb || total > v->realloc_append_blocks || prealloc_held(v, r->ino.stable))
+		return 0;
+	ret = chain_load(v, r, &fc);
+	if (ret < 0)
+		return ret;
+	c = vol_chunk(v, fc.s[0].r.loc.chunk);
+	if (fc.n != 1 || !tiled(&fc, nb, &extents) || !chunk_takes(c))
+		goto out;
+	/* The whole append fits after its last extent: it goes on there. */
+	last = &fc.s[0].el.e[fc.s[0].el.n - 1];
+	if (chunk_free_after(c, last->pblk + last->len, (uint32_t)(total - nb)) >= total - nb)
+		goto out;
+	buf = malloc(total * OD_BLOCK_SIZE);
+	if (!buf) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	ret = chain_rw(v, &fc, 0, first * OD_BLOCK_SIZE, buf, 0);
+	if (ret < 0)
+		goto out;
+	for (uint32_t i = 0; i < n; i++)
+		memcpy(buf + (first + i) * OD_BLOCK_SIZE, pages[i], OD_BLOCK_SIZE);
+	ret = alloc_data_run(c, (uint32_t)total, &start);
+	if (ret == -ENOSPC) {
+		ret = 0; /* no run: the append is placed as without this */
+		goto out;
+	}
+	if (ret < 0)
+		goto out;
+	ret = chain_seg_replace(&fc, 0, start, (uint32_t)(total - nb));
+	if (ret == 0)
+		ret = chain_rw(v, &fc, 0, total * OD_BLOCK_SIZE, buf, 1);
+	if (ret == 0) {
+		r->ino.flags &= ~OD_INF_FRESH;
+		if (end > r->ino.size)
+			r->ino.size = end;
+		ret = chain_store(v, &fc, r);
+	}
+	if (ret < 0) {
+		/* nothing points at the run: it goes back (reserved until the
+		 * next commit, harmless) */
+		r->ino.size = old_size;
+		free_blocks(c, start, (uint32_t)total);
+		goto out;
+	}
+	ret = chain_free_gone(v, &fc); /* the old blocks, reserved until the commit */
+	v->append_moves++;
+	v->append_move_blocks += total;
+	*done = 1;
+out:
+	free(buf);
+	chain_release(&fc);
+	return ret;
+}
+
 void realloc_counters(struct fs_volume *v, struct fs_counters *out)
 {
 	out->realloc_min_extents = v->realloc_min_extents;
 	out->reallocs = v->reallocs;
 	out->realloc_blocks = v->realloc_blocks;
 	out->realloc_no_run = v->realloc_no_run;
+	out->realloc_append_max = (uint64_t)v->realloc_append_blocks * OD_BLOCK_SIZE;
+	out->append_moves = v->append_moves;
+	out->append_move_blocks = v->append_move_blocks;
+}
+
+void fs_set_realloc_append(struct fs_volume *v, uint64_t bytes)
+{
+	uint64_t blocks = bytes / OD_BLOCK_SIZE;
+
+	vol_lock(v);
+	v->realloc_append_blocks = blocks < UINT32_MAX ? (uint32_t)blocks : UINT32_MAX;
+	vol_unlock(v);
 }
 
 void fs_set_realloc(struct fs_volume *v, uint32_t min_extents)

@@ -392,6 +392,7 @@ static struct fs_volume *vol_alloc(int flags)
 	v->large_continue_blocks = FS_LARGE_CONTINUE_DEFAULT / OD_BLOCK_SIZE;
 	v->realloc_min_extents = FS_REALLOC_DEFAULT_EXTENTS;
 	v->readahead = FS_READAHEAD_DEFAULT;
+	v->realloc_append_blocks = FS_REALLOC_APPEND_DEFAULT / OD_BLOCK_SIZE;
 	if (dalloc_init(v) < 0 || prealloc_init(v) < 0) {
 		vol_free(v);
 		return NULL;
@@ -787,6 +788,7 @@ int fs_get_counters(struct fs_volume *v, struct fs_counters *out)
 	out->txn_flushes = v->txn_flushes;
 	out->held_named = v->held_named;
 	out->large_continues = v->large_continues;
+	out->alloc_first_fit = v->alloc_first_fit;
 	dalloc_counters(v, out);
 	out->lock_holds = v->lock_rec.holds;
 	out->lock_hold_max_us = v->lock_rec.max_ns / 1000u;
@@ -884,7 +886,8 @@ void fs_set_large_continue(struct fs_volume *v, uint64_t bytes)
 	vol_unlock(v);
 }
 
-/* want 0: any chunk with free blocks outside its zones. */
+/* want 0: any chunk with free blocks outside its zones; else with a free
+ * run of want blocks there. */
 static struct chunk *pick_data(struct fs_volume *v, struct chunk *except, uint32_t want)
 {
 	struct chunk *best = NULL;
@@ -908,7 +911,15 @@ struct chunk *vol_pick_data_chunk(struct fs_volume *v, struct chunk *except)
 	return pick_data(v, except, 0);
 }
 
-struct chunk *vol_pick_run_chunk(struct fs_volume *v, struct chunk *except, uint32_t want)
+struct chunk *vol_pick_run_chunk(struct fs_volume *v, struct chunk *except, uint32_t run)
 {
-	return pick_data(v, except, want ? want : 1);
+	/* (first fit: any chunk with room, as before runs were looked for) */
+	return pick_data(v, except, v->alloc_first_fit ? 0 : run ? run : 1);
+}
+
+void fs_set_alloc_policy(struct fs_volume *v, enum fs_alloc_policy policy)
+{
+	vol_lock(v);
+	v->alloc_first_fit = policy == FS_ALLOC_FIRST_FIT;
+	vol_unlock(v);
 }

@@ -56,6 +56,7 @@ void config_defaults(struct config *cfg)
 	cfg->large_continue_kb = 0; /* measured no better (chunkfsd.conf(5)) */
 	cfg->realloc_extents = 3; /* reallocation on rewrite (chunkfsd.conf(5)) */
 	cfg->readahead_kb = FS_READAHEAD_DEFAULT >> 10;
+	cfg->realloc_append_kb = 1024; /* reallocation at append (chunkfsd.conf(5)) */
 	cfg->dalloc_age = 5;
 	cfg->prealloc_kb = 65536; /* preallocation from names (chunkfsd.conf(5)) */
 	cfg->prealloc_timeout = 30;
@@ -286,6 +287,8 @@ static const char *const key_wants[][2] = {
 	{ "large_continue_kb", "0-16777216 (KiB; 0: files do not move to large-file chunks)" },
 	{ "realloc_extents", "0-65536 (extents; 0: no reallocation on rewrite)" },
 	{ "readahead_kb", "0-1048576 (KiB; 0: no read-ahead by files' offsets)" },
+	{ "realloc_append_kb", "0-1048576 (KiB; 0: no reallocation at append)" },
+	{ "alloc_policy", "runs or first-fit" },
 	{ "loop_poll_us", "0-10000 (microseconds)" },
 	{ "log_level", "error, warning, info or debug" },
 	{ "syslog", "yes or no" },
@@ -414,6 +417,14 @@ static int parse_key(const char *k, const char *v, struct config *cfg, char *err
 		if (parse_uint(v, 1u << 20, &n) < 0)
 			goto bad;
 		cfg->readahead_kb = (uint32_t)n;
+	} else if (!strcmp(k, "realloc_append_kb")) {
+		if (parse_uint(v, 1u << 20, &n) < 0)
+			goto bad;
+		cfg->realloc_append_kb = n;
+	} else if (!strcmp(k, "alloc_policy")) {
+		if (strcmp(v, "runs") && strcmp(v, "first-fit"))
+			goto bad;
+		cfg->alloc_first_fit = !strcmp(v, "first-fit");
 	} else if (!strcmp(k, "dalloc_age")) {
 		if (parse_uint(v, 3600, &n) < 0 || n < 1)
 			goto bad;

@@ -73,6 +73,9 @@ struct config {
 	uint32_t prealloc_timeout; /* seconds an unused trim reservation is kept */
 	uint64_t large_continue_kb; /* a file in a small-file or general chunk grown
 				     * past this continues in a large-file chunk (0: never) */
+	int alloc_first_fit;    /* alloc_policy = first-fit (fs_set_alloc_policy) */
+	uint64_t realloc_append_kb; /* a file of at most this much with its append moved
+				     * whole into one run (0: never; fs_set_realloc_append) */
 	uint32_t realloc_extents; /* a file in this many extents or more rewritten
 				   * whole goes to a new run (0: never) */
 	uint32_t readahead_kb;    /* told to the stores ahead of a file read in order */

@@ -224,6 +224,8 @@ static int open_volume(struct server *srv)
 	fs_set_prealloc_timeout(srv->vol, srv->cfg.prealloc_timeout * 1000u);
 	fs_set_realloc(srv->vol, srv->cfg.realloc_extents);
 	fs_set_readahead(srv->vol, srv->cfg.readahead_kb << 10);
+	fs_set_alloc_policy(srv->vol, srv->cfg.alloc_first_fit ? FS_ALLOC_FIRST_FIT : FS_ALLOC_RUNS);
+	fs_set_realloc_append(srv->vol, srv->cfg.realloc_append_kb << 10);
 	fs_set_evac_copy_locked(srv->vol, srv->cfg.evacuate_copy_locked);
 	for (int i = 0; i < srv->cfg.nexports; i++) {
 		ret = export_resolve(srv->vol, &srv->cfg.exports[i]);

@@ -1,8 +1,9 @@
 /* SIGHUP: the configuration file is read again while connections stay up.
  * Exports (and their options), log_level, cache_mb, dalloc_mb, large_continue_kb,
- * prealloc_kb, prealloc_timeout, realloc_extents, readahead_kb, max_connections,
- * max_connections_per_client, idle_timeout and record_timeout take effect
- * for the requests and connections that start afterwards (and idle_timeout
+ * prealloc_kb, prealloc_timeout, realloc_extents, realloc_append_kb, readahead_kb,
+ * alloc_policy, max_connections, max_connections_per_client, idle_timeout and
+ * record_timeout take effect for the requests and connections that start
+ * afterwards (and idle_timeout
  * for the connections open); max_calls_per_client and max_bytes_per_client
  * at once, for the calls waiting too; settings fixed at start (the volume,
  * the socket, the thread and buffer sizes, fair_queue) are kept, with a
@@ -128,6 +129,15 @@ int reload_config(struct server *srv)
 	if (nc.prealloc_timeout != srv->cfg.prealloc_timeout) {
 		srv->cfg.prealloc_timeout = nc.prealloc_timeout;
 		fs_set_prealloc_timeout(srv->vol, nc.prealloc_timeout * 1000u);
+	}
+	if (nc.realloc_append_kb != srv->cfg.realloc_append_kb) {
+		srv->cfg.realloc_append_kb = nc.realloc_append_kb;
+		fs_set_realloc_append(srv->vol, nc.realloc_append_kb << 10);
+	}
+	if (nc.alloc_first_fit != srv->cfg.alloc_first_fit) {
+		srv->cfg.alloc_first_fit = nc.alloc_first_fit;
+		fs_set_alloc_policy(srv->vol,
+				    nc.alloc_first_fit ? FS_ALLOC_FIRST_FIT : FS_ALLOC_RUNS);
 	}
 	if (nc.realloc_extents != srv->cfg.realloc_extents) {
 		srv->cfg.realloc_extents = nc.realloc_extents;

@@ -5,23 +5,32 @@
  * its end took a hole a piece; a file whose chunk has only holes shorter
  * than it continues in a chunk that has a run (a continuation from block
  * 0) instead of being cut into them; and 8 files each appended 64 KiB
- * per commit, 16 times by turns: the allocator alone cannot keep them
- * whole (each commit's piece finds its neighbour's after the file's
- * end), a reservation kept across commits (fs/prealloc.c) does. */
+ * per commit, 16 times by turns: each commit's piece finds its
+ * neighbour's after the file's end, so the file is moved whole with its
+ * append into one run (fs/realloc.c's reallocation at append): one
+ * extent each, every byte as written, fsck clean; under alloc_policy
+ * first-fit (fs_set_alloc_policy) 16 extents each, as before runs were
+ * looked for; a reservation kept across commits (fs/prealloc.c) keeps
+ * them whole either way. */
 #include "config.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "fs/fs.h"
+#include "fs/fsck/fsck.h"
 #include "fs/layout.h"
 #include "tests/tap.h"
 
 #define KiB 1024u
 #define MiB (1024u * KiB)
 #define MAXEXT 256
+/* The 8 appenders' moves at append: 15 appends each may move, some find
+ * room after a run they moved into (measured; deterministic). */
+#define APPEND_MOVES 91
 
 static char image[256];
 
@@ -75,6 +84,14 @@ static struct fs_ino whole_file(struct fs_volume *v, const char *name, size_t le
 		put(v, f, off, len - off < 4 * MiB ? len - off : 4 * MiB);
 	CHECK_EQ(fs_commit(v, f), 0);
 	return f;
+}
+
+static struct fs_counters counters(struct fs_volume *v)
+{
+	struct fs_counters k;
+
+	CHECK_EQ(fs_get_counters(v, &k), 0);
+	return k;
 }
 
 static struct fs_volume *fresh(uint64_t chunk_size, uint32_t chunks)
@@ -137,27 +154,41 @@ static void test_run_not_holes(void)
 	CHECK_EQ(fs_close(v), 0);
 }
 
-/* A file with holes of 8 blocks after its end, between other files:
- * appended 64 blocks, it fills the hole at its end (its extent goes on)
- * and takes the other 56 in one run past the holes: 2 extents (first fit
- * from its end took a hole a piece: 8). */
+/* A file of 8 blocks with holes of 8 blocks after its end, between other
+ * files, appended 64 blocks: moved whole with its append into one run of
+ * 72 past the holes (reallocation at append), its old blocks freed. Under
+ * first fit, another such file fills the hole at its end and a hole a
+ * piece after it: 8 extents. */
 static void test_append_past_holes(void)
 {
 	struct fs_volume *v = fresh(64ull * MiB, 1);
 	struct fs_ino root, f;
 	struct exts x;
+	uint32_t old;
 
 	if (!v)
 		return;
 	CHECK_EQ(fs_root(v, &root), 0);
 	holes(v, 64, 1);
 	CHECK_EQ(fs_lookup(v, NULL, root, "h000", &f, NULL), 0);
+	x = layout(v, f);
+	CHECK_EQ(x.n, 1);
+	old = x.e[0].pblk;
 	put(v, f, 32 * KiB, 256 * KiB);
 	CHECK_EQ(fs_commit(v, f), 0);
 	x = layout(v, f);
-	CHECK_EQ(x.n, 2);
-	CHECK_EQ(x.e[0].len, 16);
-	CHECK_EQ(x.e[1].len, 56);
+	CHECK_EQ(x.n, 1);
+	CHECK_EQ(x.e[0].len, 72);
+	CHECK_EQ(x.e[0].pblk, old + 63 * 8); /* past the holes: h063's, the free rest */
+	CHECK_EQ(counters(v).append_moves, 1);
+	CHECK_EQ(counters(v).append_move_blocks, 72);
+	fs_set_alloc_policy(v, FS_ALLOC_FIRST_FIT);
+	CHECK_EQ(counters(v).alloc_first_fit, 1);
+	CHECK_EQ(fs_lookup(v, NULL, root, "h002", &f, NULL), 0);
+	put(v, f, 32 * KiB, 256 * KiB);
+	CHECK_EQ(fs_commit(v, f), 0);
+	CHECK_EQ(layout(v, f).n, 8);
+	CHECK_EQ(counters(v).append_moves, 1);
 	CHECK_EQ(fs_check_invariants(v, NULL, NULL), 0);
 	CHECK_EQ(fs_close(v), 0);
 }
@@ -204,6 +235,75 @@ static void test_continue_for_a_run(void)
 	CHECK_EQ(fs_close(v), 0);
 }
 
+/* The volume checks clean (fsck, both copies, across chunks). */
+static void fsck_clean(void)
+{
+	struct fsck_opts fo = { .force = 1, .cross = 1, .both_copies = 1 };
+	struct fsck_result res;
+
+	CHECK_EQ(fsck_volume_path(image, -1, &fo, &res), 0);
+	CHECK_EQ(res.problems, 0);
+	CHECK_EQ(res.exit_code, 0);
+}
+
+/* A chunk whose room outside its zones is in holes of 2 MiB and a second
+ * chunk with room: a file of 16 MiB written whole continues in the second
+ * in one extent (a long write takes runs of 8 MiB anywhere before runs of
+ * 1 MiB, which took the first chunk's holes, 2 MiB a piece); under first
+ * fit, the holes from the hint on: 9 extents. */
+static void test_long_run(enum fs_alloc_policy policy, int want_n)
+{
+	struct fs_volume *v = fresh(64ull * MiB, 2);
+	struct fs_ino root;
+	char name[32];
+	struct exts x;
+	int n = 0;
+
+	if (!v)
+		return;
+	CHECK_EQ(fs_root(v, &root), 0);
+	do {
+		snprintf(name, sizeof(name), "m%03d", n++);
+		x = layout(v, whole_file(v, name, 2 * MiB));
+	} while (x.n == 1 && x.e[0].chunk == 0 && n < 64);
+	for (int i = 0; i < n - 1; i += 2) {
+		snprintf(name, sizeof(name), "m%03d", i);
+		CHECK_EQ(fs_remove(v, NULL, root, name), 0);
+	}
+	CHECK_EQ(fs_sync(v), 0);
+	fs_set_alloc_policy(v, policy);
+	x = layout(v, whole_file(v, "long", 16 * MiB));
+	printf("# 16 MiB past holes of 2 MiB (%s): %d extents, the first %u blocks in chunk %u\n",
+	       policy == FS_ALLOC_RUNS ? "runs" : "first fit", x.n, x.e[0].len, x.e[0].chunk);
+	CHECK_EQ(x.n, want_n);
+	if (want_n == 1) {
+		CHECK_EQ(x.e[0].chunk, 1);
+		CHECK_EQ(x.e[0].lblk, 0);
+		CHECK_EQ(x.e[0].len, 4096);
+	}
+	CHECK_EQ(fs_check_invariants(v, NULL, NULL), 0);
+	CHECK_EQ(fs_close(v), 0);
+	fsck_clean();
+}
+
+/* File f holds pieces of 64 KiB as put() wrote them. */
+static void check_bytes(struct fs_volume *v, struct fs_ino f, int pieces)
+{
+	static uint8_t buf[64 * KiB];
+	size_t got;
+	int eof, bad = 0;
+
+	for (int r = 0; r < pieces; r++) {
+		uint64_t off = (uint64_t)r * 64 * KiB;
+
+		CHECK_EQ(fs_read(v, NULL, f, off, sizeof(buf), buf, &got, &eof), 0);
+		CHECK_EQ(got, sizeof(buf));
+		for (size_t i = 0; i < got; i++)
+			bad += buf[i] != (uint8_t)(r * 16 + 7);
+	}
+	CHECK_EQ(bad, 0);
+}
+
 /* 8 files, each appended 64 KiB and committed, by turns, 16 times. */
 static void appenders(struct fs_volume *v, const char *prefix, int reserve, int *ext)
 {
@@ -224,27 +324,47 @@ static void appenders(struct fs_volume *v, const char *prefix, int reserve, int 
 			put(v, f[i], (uint64_t)r * 64 * KiB, 64 * KiB);
 			CHECK_EQ(fs_commit(v, f[i]), 0);
 		}
-	for (int i = 0; i < 8; i++)
+	for (int i = 0; i < 8; i++) {
 		ext[i] = layout(v, f[i]).n;
+		check_bytes(v, f[i], 16);
+	}
 }
 
-static void test_appenders(void)
+/* The appenders on a fresh volume under policy, with or without a
+ * reservation each: their extents, the moves at append. */
+static void appenders_on_fresh(enum fs_alloc_policy policy, uint64_t append_max, int reserve,
+			       int want_ext, uint64_t want_moves)
 {
 	struct fs_volume *v = fresh(64ull * MiB, 1);
 	int ext[8];
 
 	if (!v)
 		return;
-	appenders(v, "plain", 0, ext);
-	printf("# appended by turns: %d %d %d %d %d %d %d %d extents\n", ext[0], ext[1], ext[2],
-	       ext[3], ext[4], ext[5], ext[6], ext[7]);
+	fs_set_alloc_policy(v, policy);
+	fs_set_realloc_append(v, append_max);
+	CHECK_EQ(counters(v).realloc_append_max, append_max);
+	appenders(v, "a", reserve, ext);
+	printf("# appended by turns (%s, moves up to %" PRIu64 " KiB%s): %d %d %d %d %d %d %d %d"
+	       " extents, %" PRIu64 " moves at append, %" PRIu64 " blocks\n",
+	       policy == FS_ALLOC_RUNS ? "runs" : "first fit", append_max >> 10,
+	       reserve ? ", reserved" : "", ext[0], ext[1], ext[2], ext[3], ext[4], ext[5], ext[6],
+	       ext[7], counters(v).append_moves, counters(v).append_move_blocks);
+	printf("# ... the longest placement under one hold of the lock: %" PRIu64 " us\n",
+	       counters(v).dalloc_hold_max_us);
 	for (int i = 0; i < 8; i++)
-		CHECK_EQ(ext[i], 16);
-	appenders(v, "kept", 1, ext);
-	for (int i = 0; i < 8; i++)
-		CHECK_EQ(ext[i], 1);
+		CHECK_EQ(ext[i], want_ext);
+	CHECK_EQ(counters(v).append_moves, want_moves);
 	CHECK_EQ(fs_check_invariants(v, NULL, NULL), 0);
 	CHECK_EQ(fs_close(v), 0);
+	fsck_clean();
+}
+
+static void test_appenders(void)
+{
+	appenders_on_fresh(FS_ALLOC_RUNS, FS_REALLOC_APPEND_DEFAULT, 0, 1, APPEND_MOVES);
+	appenders_on_fresh(FS_ALLOC_RUNS, FS_REALLOC_APPEND_DEFAULT, 1, 1, 0);
+	appenders_on_fresh(FS_ALLOC_RUNS, 0, 0, 16, 0); /* (the move off) */
+	appenders_on_fresh(FS_ALLOC_FIRST_FIT, FS_REALLOC_APPEND_DEFAULT, 0, 16, 0);
 }
 
 int main(void)
@@ -261,6 +381,8 @@ int main(void)
 	test_append_past_holes();
 	test_continue_for_a_run();
 	test_appenders();
+	test_long_run(FS_ALLOC_RUNS, 1);
+	test_long_run(FS_ALLOC_FIRST_FIT, 9);
 	unlink(image);
 	return test_done("alloc_run");
 }

@@ -252,10 +252,15 @@ static void test_by_turns(void)
 
 	if (!v)
 		return;
+	/* (without a reservation, the allocation alone: first fit, as
+	 * alloc_policy = runs moves such small files whole at each append,
+	 * fs/realloc.c, tested in alloc_run_test) */
+	fs_set_alloc_policy(v, FS_ALLOC_FIRST_FIT);
 	appended_by_turns(v, "plain-a", "plain-b", 0, &a, &b);
 	printf("# by turns, no reservation: %d and %d extents\n", a, b);
 	CHECK_EQ(a, PIECES - 1); /* (the first piece went inline, then out) */
 	CHECK_EQ(b, PIECES - 1);
+	fs_set_alloc_policy(v, FS_ALLOC_RUNS);
 	appended_by_turns(v, "pa-a", "pa-b", 1, &a, &b);
 	printf("# by turns, reserved: %d and %d extents\n", a, b);
 	CHECK_EQ(a, 1);
