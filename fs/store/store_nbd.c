@@ -55,13 +55,26 @@
 #include <time.h>
 
 #include "fs/format/ondisk.h"
+#include "fs/store/readahead.h"
 #include "fs/store/store_nbd.h"
 
 /* Requests are cut to this size, or to the server's maximum if smaller. */
 #define NBD_STORE_MAX_REQUEST (4u << 20)
 
-/* Connections per store when the server offers multi-conn. */
-#define NS_MAX_CONNS 4
+/* The most connections a store may be given (store_nbd_set_connections):
+ * the pool's size when the server offers multi-conn. */
+#define NS_CONN_LIMIT 16
+static int ns_max_conns = 4;
+
+/* Bytes of read-ahead cache per store, 0 for none
+ * (store_nbd_set_readahead), and its windows' largest size. */
+static size_t ns_ra_limit = 8u << 20;
+#define NS_RA_WIN (2u << 20)
+
+/* Windows the fetcher keeps in flight on its connection, and how many it
+ * sends before giving the connection back for a turn. */
+#define NS_RA_DEPTH 8
+#define NS_RA_TURN 32
 
 /* Pieces of one request sent together on its connection. */
 #define NS_BATCH 16
@@ -127,9 +140,9 @@ struct nbd_store {
 	pthread_mutex_t lock;	    /* the pool: ns_conn but h; nconn, max_conn, growing, seq */
 	pthread_cond_t freed;	    /* a connection given back or made */
 	pthread_mutex_t flush_lock; /* one flush at a time: held from begin to end */
-	struct ns_conn conn[NS_MAX_CONNS];
+	struct ns_conn conn[NS_CONN_LIMIT];
 	int nconn;	/* conn[0 .. nconn) made */
-	int max_conn;	/* 1, or NS_MAX_CONNS with multi-conn */
+	int max_conn;	/* 1, or ns_max_conns with multi-conn */
 	int growing;	/* a caller is making conn[nconn] */
 	uint64_t seq;	/* numbers connections made, writes sent and answered, flushes */
 	int flush_lost; /* flush_begin found the store lost */
@@ -148,11 +161,30 @@ struct nbd_store {
 	/* store_nbd_stats (atomics) */
 	int in_flight, max_in_flight;
 	uint64_t commands, flushes;
+	/* The read-ahead cache (NULL: none) and the thread that fetches its
+	 * windows (ns_ra_main). */
+	struct ra_cache *ra;
+	size_t ra_limit;
+	pthread_t fetcher;
+	int have_fetcher;
 };
 
 void store_nbd_set_timeout(int ms)
 {
 	__atomic_store_n(&nbd_timeout_ms, ms > 0 ? ms : 1, __ATOMIC_RELAXED);
+}
+
+int store_nbd_set_connections(int n)
+{
+	if (n < 1 || n > NS_CONN_LIMIT)
+		return -EINVAL;
+	__atomic_store_n(&ns_max_conns, n, __ATOMIC_RELAXED);
+	return 0;
+}
+
+void store_nbd_set_readahead(size_t bytes)
+{
+	__atomic_store_n(&ns_ra_limit, bytes, __ATOMIC_RELAXED);
 }
 
 static struct nbd_store *to_ns(struct chunk_store *st)
@@ -187,6 +219,8 @@ static int64_t deadline_ms(void)
 static int ns_lose(struct nbd_store *ns, int err)
 {
 	store_set_lost(&ns->st, err);
+	if (ns->ra)
+		ra_drop(ns->ra);
 	return -EIO;
 }
 
@@ -434,6 +468,8 @@ static int ns_revive(struct nbd_store *ns, struct ns_conn *c)
 	c->made = ns_next_seq(ns);
 	if (ns_same_export(ns, h) < 0)
 		return ns_lose(ns, -ECONNRESET);
+	if (ns->ra) /* the server may have been put back: fetch anew */
+		ra_drop(ns->ra);
 	return 0;
 }
 
@@ -586,24 +622,141 @@ static int ns_io(struct chunk_store *st, enum ns_cmd cmd, void *buf, size_t len,
 		return -EINVAL;
 	if (cmd == NS_TRIM && !ns->can_trim)
 		return -EOPNOTSUPP;
+	if (cmd != NS_READ && ns->ra)
+		ra_invalidate(ns->ra, len, off); /* before it is sent ... */
 	c = ns_take(ns);
 	if (!c)
 		return -EIO;
-	while (len && ret == 0) {
-		size_t n = len < NS_BATCH * ns->max_req ? len : NS_BATCH * ns->max_req;
-		ret = ns_batch(ns, c, cmd, p, n, off, 0);
-		if (p)
-			p += n;
-		off += n;
-		len -= n;
+	for (size_t done = 0; done < len && ret == 0;) {
+		size_t n = len - done < NS_BATCH * ns->max_req ? len - done : NS_BATCH * ns->max_req;
+		ret = ns_batch(ns, c, cmd, p ? p + done : NULL, n, off + done, 0);
+		done += n;
 	}
 	ns_give(ns, c);
+	if (cmd != NS_READ && ns->ra)
+		ra_invalidate(ns->ra, len, off); /* ... and once answered */
 	return ret;
 }
 
+/* A read served from the read-ahead cache when it holds every byte;
+ * otherwise from the server. */
 static int ns_pread(struct chunk_store *st, void *buf, size_t len, uint64_t off)
 {
+	struct nbd_store *ns = to_ns(st);
+	int queued;
+
+	if (ns->ra && off <= st->size && len <= st->size - off &&
+	    ra_read(ns->ra, buf, len, off, &queued) == 0)
+		return store_lost(st) ? -EIO : 0;
 	return ns_io(st, NS_READ, buf, len, off);
+}
+
+/* The windows the fetcher has sent on its connection, oldest first. */
+struct ns_fetch {
+	struct ra_win *w;
+	int64_t cookie, deadline;
+};
+
+/* Fetch w and the windows queued after it on connection c (the
+ * fetcher's), up to NS_RA_DEPTH in flight and NS_RA_TURN in all, fewer when
+ * a flush wants c. A connection closed under them takes the way of any
+ * command (ns_revive, which drops the cache, or the store lost); a window
+ * whose read failed is dropped. */
+static void ns_ra_fetch(struct nbd_store *ns, struct ns_conn *c, struct ra_win *w, uint64_t off,
+			size_t len, void *buf)
+{
+	struct ns_fetch f[NS_RA_DEPTH];
+	int n = 0, sent = 0;
+
+	for (;;) {
+		int r, wanted;
+
+		if (w) {
+			f[n].w = w;
+			f[n].cookie = ns_send(ns, c->h, NS_READ, buf, len, off, 0);
+			f[n].deadline = deadline_ms();
+			n++;
+			sent++;
+			w = NULL;
+		}
+		pthread_mutex_lock(&ns->lock);
+		wanted = c->wanted;
+		pthread_mutex_unlock(&ns->lock);
+		if (n < NS_RA_DEPTH && sent < NS_RA_TURN && !wanted &&
+		    (w = ra_take(ns->ra, 0, &off, &len, &buf)) != NULL)
+			continue;
+		if (n == 0)
+			return;
+		r = store_lost(&ns->st) ? -EIO : ns_wait_until(ns, c->h, f[0].cookie, f[0].deadline);
+		ns_landed(ns, f[0].cookie);
+		if (r == NS_CLOSED) {
+			for (int i = 1; i < n; i++)
+				ns_landed(ns, f[i].cookie);
+			ns_revive(ns, c);
+			for (int i = 0; i < n; i++)
+				ra_done(ns->ra, f[i].w, -EIO);
+			return;
+		}
+		ra_done(ns->ra, f[0].w, r);
+		memmove(&f[0], &f[1], (size_t)(n - 1) * sizeof(f[0]));
+		n--;
+	}
+}
+
+/* The fetcher thread of a store with read-ahead: windows as they are
+ * queued, on a connection of the pool taken for a turn. */
+static void *ns_ra_main(void *arg)
+{
+	struct nbd_store *ns = arg;
+	struct ra_win *w;
+	uint64_t off;
+	size_t len;
+	void *buf;
+
+	while ((w = ra_take(ns->ra, 1, &off, &len, &buf)) != NULL) {
+		struct ns_conn *c = store_lost(&ns->st) ? NULL : ns_take(ns);
+		if (!c) {
+			ra_done(ns->ra, w, -EIO);
+			continue;
+		}
+		ns_ra_fetch(ns, c, w, off, len, buf);
+		ns_give(ns, c);
+	}
+	return NULL;
+}
+
+/* The read-ahead cache and its fetcher, when store_nbd_set_readahead asks
+ * for one: windows of up to NS_RA_WIN, a quarter of the cache, and no
+ * larger than the server's largest request. */
+static int ns_ra_start(struct nbd_store *ns)
+{
+	size_t limit = __atomic_load_n(&ns_ra_limit, __ATOMIC_RELAXED);
+	size_t win = limit / 4 < NS_RA_WIN ? limit / 4 : NS_RA_WIN;
+	int ret;
+
+	if (limit == 0)
+		return 0;
+	if (win > ns->max_req)
+		win = ns->max_req;
+	ret = ra_new(limit, win, ns->st.size, &ns->ra);
+	if (ret < 0)
+		return ret;
+	ns->ra_limit = limit;
+	ret = -pthread_create(&ns->fetcher, NULL, ns_ra_main, ns);
+	if (ret < 0)
+		return ret;
+	ns->have_fetcher = 1;
+	return 0;
+}
+
+/* The fetcher stopped (its windows dropped) and joined. */
+static void ns_ra_stop(struct nbd_store *ns)
+{
+	if (!ns->have_fetcher)
+		return;
+	ra_stop(ns->ra);
+	pthread_join(ns->fetcher, NULL);
+	ns->have_fetcher = 0;
 }
 
 static int ns_pwrite(struct chunk_store *st, const void *buf, size_t len, uint64_t off)
@@ -637,8 +790,12 @@ static int ns_pwrite_last(struct chunk_store *st, const void *buf, size_t len, u
 	pthread_mutex_lock(&ns->lock);
 	dirty = ns_dirty(ns);
 	pthread_mutex_unlock(&ns->lock);
+	if (ns->ra)
+		ra_invalidate(ns->ra, len, off);
 	ret = ns_batch(ns, c, NS_WRITE, (void *)(uintptr_t)buf, len, off, !dirty);
 	ns_give(ns, c);
+	if (ns->ra)
+		ra_invalidate(ns->ra, len, off);
 	return ret;
 }
 
@@ -765,7 +922,7 @@ static int ns_flush_end(struct chunk_store *st)
 	struct nbd_store *ns = to_ns(st);
 	int ret = ns->flush_lost ? -EIO : 0;
 
-	for (int i = 0; i < NS_MAX_CONNS; i++) {
+	for (int i = 0; i < NS_CONN_LIMIT; i++) {
 		struct ns_conn *c = &ns->conn[i];
 		int r;
 		if (c->pend == PEND_NONE)
@@ -798,7 +955,9 @@ static int ns_trim(struct chunk_store *st, size_t len, uint64_t off)
 /* Every handle closed, everything freed. */
 static void ns_free(struct nbd_store *ns)
 {
-	for (int i = 0; i < NS_MAX_CONNS; i++)
+	ns_ra_stop(ns);
+	ra_free(ns->ra);
+	for (int i = 0; i < NS_CONN_LIMIT; i++)
 		if (ns->conn[i].h)
 			lib.close(ns->conn[i].h);
 	pthread_cond_destroy(&ns->freed);
@@ -814,6 +973,7 @@ static void ns_close(struct chunk_store *st)
 
 	/* Every write was flushed by the check; a failed shutdown changes
 	 * nothing then, and the handles go either way. */
+	ns_ra_stop(ns);
 	if (!store_lost(st))
 		for (int i = 0; i < ns->nconn; i++)
 			lib.shutdown(ns->conn[i].h, 0);
@@ -967,12 +1127,18 @@ int store_nbd_open(const char *uri, int writable, struct chunk_store **out, char
 	/* More connections only where the server says they see each other's
 	 * writes and flushes, and where each can be checked to reach the same
 	 * chunk (its header). */
-	ns->max_conn = mc && ns->have_ident ? NS_MAX_CONNS : 1;
+	ns->max_conn = mc && ns->have_ident ? __atomic_load_n(&ns_max_conns, __ATOMIC_RELAXED) : 1;
 	if (store_lost(&ns->st)) { /* its first read was not answered in time */
 		snprintf(why, whylen, "no answer from %s within %d ms", uri,
 			 __atomic_load_n(&nbd_timeout_ms, __ATOMIC_RELAXED));
 		ns_free(ns);
 		return -ETIMEDOUT;
+	}
+	ret = ns_ra_start(ns);
+	if (ret < 0) {
+		snprintf(why, whylen, "read-ahead: %s", strerror(-ret));
+		ns_free(ns);
+		return ret;
 	}
 	*out = &ns->st;
 	return 0;
@@ -1002,5 +1168,11 @@ int store_nbd_stats(struct chunk_store *st, struct store_nbd_stats *s)
 	s->max_in_flight = __atomic_load_n(&ns->max_in_flight, __ATOMIC_RELAXED);
 	s->commands = __atomic_load_n(&ns->commands, __ATOMIC_RELAXED);
 	s->flushes = __atomic_load_n(&ns->flushes, __ATOMIC_RELAXED);
+	memset(&s->ra, 0, sizeof(s->ra));
+	s->ra_limit = 0;
+	if (ns->ra) {
+		ra_get_stats(ns->ra, &s->ra);
+		s->ra_limit = ns->ra_limit;
+	}
 	return 0;
 }
