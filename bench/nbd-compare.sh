@@ -202,7 +202,7 @@ for name in $names; do
 	[ "$name" = local ] && continue
 	[ "$name" = nbd2 ] && b=$builddir2 || b=$builddir
 	"$b/chunkfsctl" -s "$tmp/$name.ctl" status 2>/dev/null |
-		awk -v n="$name" '$1 == "1" {c = 1; next} c && /on NBD:/ {print n " chunk 1 " $0; exit}
+		awk -v n="$name" '$1 == "1" {c = 1; next} c && /on NBD:|read-ahead:/ {print n " chunk 1 " $0}
 			/^[0-9]/ {c = 0}'
 done
 # Where the nbd runs' I/O went: each server's bytes written and read.

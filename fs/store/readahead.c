@@ -34,7 +34,7 @@
 
 #include "fs/store/readahead.h"
 
-#define RA_STREAMS 4
+#define RA_STREAMS 8
 /* Windows one read may be served from. */
 #define RA_SEGS 16
 
@@ -233,7 +233,8 @@ static int note_read(struct ra_cache *ra, uint64_t off, size_t len)
 	want = s->front + (ra->limit - ra->win);
 	if (want > ra->size)
 		want = ra->size;
-	while (s->ra_end < want) {
+	/* whole windows, but for the store's last bytes */
+	while (s->ra_end + ra->win <= want || (want == ra->size && s->ra_end < want)) {
 		size_t wl = want - s->ra_end < ra->win ? (size_t)(want - s->ra_end) : ra->win;
 		if (win_queue(ra, s->ra_end, wl) < 0)
 			break;
@@ -259,19 +260,20 @@ int ra_read(struct ra_cache *ra, void *buf, size_t len, uint64_t off, int *queue
 	int n = 0, waiting, bad = 0;
 
 	pthread_mutex_lock(&ra->lock);
-	*queued = note_read(ra, off, len) > 0;
-	if (*queued)
-		pthread_cond_broadcast(&ra->queue);
 	while (pos < end && n < RA_SEGS && (seg[n] = win_at(ra, pos)) != NULL) {
 		pos = seg[n]->off + seg[n]->len;
 		n++;
 	}
+	if (len > 0 && pos >= end)
+		for (int i = 0; i < n; i++) /* before note_read makes room */
+			seg[i]->refs++;
+	*queued = note_read(ra, off, len) > 0;
+	if (*queued)
+		pthread_cond_broadcast(&ra->queue);
 	if (len == 0 || pos < end) {
 		pthread_mutex_unlock(&ra->lock);
 		return -ENOENT;
 	}
-	for (int i = 0; i < n; i++)
-		seg[i]->refs++;
 	do {
 		waiting = 0;
 		for (int i = 0; i < n; i++) {

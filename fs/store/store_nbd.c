@@ -651,9 +651,18 @@ static int ns_pread(struct chunk_store *st, void *buf, size_t len, uint64_t off)
 	return ns_io(st, NS_READ, buf, len, off);
 }
 
+static void (*ns_fetch_hook)(struct chunk_store *st, uint64_t off, size_t len);
+
+void store_nbd_set_fetch_hook(void (*fn)(struct chunk_store *st, uint64_t off, size_t len))
+{
+	ns_fetch_hook = fn;
+}
+
 /* The windows the fetcher has sent on its connection, oldest first. */
 struct ns_fetch {
 	struct ra_win *w;
+	uint64_t off;
+	size_t len;
 	int64_t cookie, deadline;
 };
 
@@ -673,6 +682,8 @@ static void ns_ra_fetch(struct nbd_store *ns, struct ns_conn *c, struct ra_win *
 
 		if (w) {
 			f[n].w = w;
+			f[n].off = off;
+			f[n].len = len;
 			f[n].cookie = ns_send(ns, c->h, NS_READ, buf, len, off, 0);
 			f[n].deadline = deadline_ms();
 			n++;
@@ -697,6 +708,8 @@ static void ns_ra_fetch(struct nbd_store *ns, struct ns_conn *c, struct ra_win *
 				ra_done(ns->ra, f[i].w, -EIO);
 			return;
 		}
+		if (r == 0 && ns_fetch_hook)
+			ns_fetch_hook(&ns->st, f[0].off, f[0].len);
 		ra_done(ns->ra, f[0].w, r);
 		memmove(&f[0], &f[1], (size_t)(n - 1) * sizeof(f[0]));
 		n--;

@@ -40,6 +40,12 @@ int store_nbd_set_connections(int n);
  * of windows fetched ahead of sequential reads (fs/store/readahead.c), 0
  * for none (8 MiB until set). */
 void store_nbd_set_readahead(size_t bytes);
+#define NBD_STORE_HAS_READAHEAD 1
+
+/* Tests: fn is called by a store's read-ahead fetcher when the read of the
+ * window [off, off + len) was answered, before its bytes are taken in (a
+ * write made then races the fetch). NULL: none. */
+void store_nbd_set_fetch_hook(void (*fn)(struct chunk_store *st, uint64_t off, size_t len));
 
 /* 1 when the server exports it read-only, 0 when writes are allowed. */
 int store_nbd_export_read_only(struct chunk_store *st);
