@@ -14,8 +14,10 @@
  * Memory. Every window's buffer is counted from when it is queued to when
  * it is freed (stale windows still being fetched too), and the count never
  * passes limit: a window is freed once every byte of it was served, and to
- * make room the least recently used fetched window that no stream still
- * has ahead of it goes; without room nothing is queued.
+ * make room for a stream the least recently used fetched window not ahead
+ * of that stream goes (streams that outgrow the cache together take each
+ * other's windows, least recently used first); without room nothing is
+ * queued.
  *
  * Staleness. A write or trim calls ra_invalidate before it is sent and
  * after it is answered: every window over its range is detached (lookups
@@ -138,25 +140,16 @@ void ra_free(struct ra_cache *ra)
 	free(ra);
 }
 
-/* Does a stream still have w ahead of its front? */
-static int win_ahead(const struct ra_cache *ra, const struct ra_win *w)
-{
-	for (int i = 0; i < RA_STREAMS; i++) {
-		const struct ra_stream *s = &ra->s[i];
-		if (s->reads && w->off + w->len > s->front && w->off < s->ra_end)
-			return 1;
-	}
-	return 0;
-}
-
-/* Room for len more bytes, freeing fetched windows no stream has ahead,
- * least recently used first: 1, or 0 when there is none. */
-static int make_room(struct ra_cache *ra, size_t len)
+/* Room for len more bytes for stream s, freeing fetched windows that
+ * are not ahead of s, least recently used first: 1, or 0 when there is
+ * none. */
+static int make_room(struct ra_cache *ra, size_t len, const struct ra_stream *s)
 {
 	while (ra->stats.bytes + len > ra->limit) {
 		struct ra_win *victim = NULL;
 		for (struct ra_win *w = ra->head; w; w = w->next)
-			if (!w->stale && w->state == W_READY && w->refs == 0 && !win_ahead(ra, w) &&
+			if (!w->stale && w->state == W_READY && w->refs == 0 &&
+			    !(w->off + w->len > s->front && w->off < s->ra_end) &&
 			    (!victim || w->used < victim->used))
 				victim = w;
 		if (!victim)
@@ -166,13 +159,13 @@ static int make_room(struct ra_cache *ra, size_t len)
 	return 1;
 }
 
-/* Queue a window of [off, off + len), under ra->lock: 0, or -ENOMEM
+/* Queue a window of [off, off + len) for s, under ra->lock: 0, or -ENOMEM
  * (no room or no memory). */
-static int win_queue(struct ra_cache *ra, uint64_t off, size_t len)
+static int win_queue(struct ra_cache *ra, const struct ra_stream *s, uint64_t off, size_t len)
 {
 	struct ra_win *w;
 
-	if (!make_room(ra, len))
+	if (!make_room(ra, len, s))
 		return -ENOMEM;
 	w = calloc(1, sizeof(*w));
 	if (w)
@@ -236,7 +229,7 @@ static int note_read(struct ra_cache *ra, uint64_t off, size_t len)
 	/* whole windows, but for the store's last bytes */
 	while (s->ra_end + ra->win <= want || (want == ra->size && s->ra_end < want)) {
 		size_t wl = want - s->ra_end < ra->win ? (size_t)(want - s->ra_end) : ra->win;
-		if (win_queue(ra, s->ra_end, wl) < 0)
+		if (win_queue(ra, s, s->ra_end, wl) < 0)
 			break;
 		s->ra_end += wl;
 		n++;
