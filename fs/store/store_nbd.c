@@ -655,7 +655,7 @@ static void (*ns_fetch_hook)(struct chunk_store *st, uint64_t off, size_t len);
 
 void store_nbd_set_fetch_hook(void (*fn)(struct chunk_store *st, uint64_t off, size_t len))
 {
-	ns_fetch_hook = fn;
+	__atomic_store_n(&ns_fetch_hook, fn, __ATOMIC_RELEASE);
 }
 
 /* The windows the fetcher has sent on its connection, oldest first. */
@@ -678,6 +678,7 @@ static void ns_ra_fetch(struct nbd_store *ns, struct ns_conn *c, struct ra_win *
 	int n = 0, sent = 0;
 
 	for (;;) {
+		void (*hook)(struct chunk_store *st, uint64_t off, size_t len);
 		int r, wanted;
 
 		if (w) {
@@ -708,8 +709,9 @@ static void ns_ra_fetch(struct nbd_store *ns, struct ns_conn *c, struct ra_win *
 				ra_done(ns->ra, f[i].w, -EIO);
 			return;
 		}
-		if (r == 0 && ns_fetch_hook)
-			ns_fetch_hook(&ns->st, f[0].off, f[0].len);
+		hook = __atomic_load_n(&ns_fetch_hook, __ATOMIC_ACQUIRE);
+		if (r == 0 && hook)
+			hook(&ns->st, f[0].off, f[0].len);
 		ra_done(ns->ra, f[0].w, r);
 		memmove(&f[0], &f[1], (size_t)(n - 1) * sizeof(f[0]));
 		n--;
