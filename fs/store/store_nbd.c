@@ -668,9 +668,11 @@ struct ns_fetch {
 
 /* Fetch w and the windows queued after it on connection c (the
  * fetcher's), up to NS_RA_DEPTH in flight and NS_RA_TURN in all, fewer when
- * a flush wants c. A connection closed under them takes the way of any
- * command (ns_revive, which drops the cache, or the store lost); a window
- * whose read failed is dropped. */
+ * a flush wants c. A window whose read failed is dropped. A connection
+ * closed under them drops the whole cache (the server may come back with
+ * other bytes) but is not made again here: the next command sent on it
+ * does that (ns_revive). A fetch must not lose a store whose server is
+ * restarting, which no reader asked anything of meanwhile. */
 static void ns_ra_fetch(struct nbd_store *ns, struct ns_conn *c, struct ra_win *w, uint64_t off,
 			size_t len, void *buf)
 {
@@ -704,7 +706,7 @@ static void ns_ra_fetch(struct nbd_store *ns, struct ns_conn *c, struct ra_win *
 		if (r == NS_CLOSED) {
 			for (int i = 1; i < n; i++)
 				ns_landed(ns, f[i].cookie);
-			ns_revive(ns, c);
+			ra_drop(ns->ra);
 			for (int i = 0; i < n; i++)
 				ra_done(ns->ra, f[i].w, -EIO);
 			return;
