@@ -5,9 +5,10 @@
  * (alternate them):
  *   gcc -O2 -pthread -I BUILD -I SRC -o nbd_store_bench SRC/bench/nbd_store_bench.c \
  *       BUILD/.libs/libchunkfs_store.a BUILD/.libs/libchunkfs_format.a -ldl
- *   nbd_store_bench URI THREADS SECONDS BYTES [seq [RA_KB]]
+ *   nbd_store_bench URI THREADS SECONDS BYTES [seq|shared [RA_KB]]
  * seq: each thread reads its own 1/THREADS of the export in order instead
- * (wrapping round), with a read-ahead cache of RA_KB (8192 unless given;
+ * (wrapping round); shared: the threads read one stream together, each
+ * taking the next read (as NFS READs of one file in flight at once); with a read-ahead cache of RA_KB (8192 unless given;
  * 0: none; a build before the read-ahead ignores it). The export needs a chunk header (a chunk copied out of a volume) for the
  * store to make more than one connection. Not a test: it prints a figure. */
 #include "config.h"
@@ -16,6 +17,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "fs/store/store.h"
@@ -26,7 +28,8 @@
 static struct chunk_store *st;
 static volatile int stop;
 static size_t bytes;
-static int seq;
+static int seq; /* 1: a part each; 2: one stream shared (the next read to any) */
+static uint64_t shared_next;
 static int nthreads;
 static long reads[MAX_THREADS];
 
@@ -41,7 +44,10 @@ static void *reader(void *arg)
 	while (buf && !stop) {
 		uint64_t off;
 		s = s * 1103515245u + 12345u;
-		if (seq)
+		if (seq == 2)
+			off = __atomic_fetch_add(&shared_next, 1, __ATOMIC_RELAXED) %
+			      (st->size / bytes) * bytes;
+		else if (seq)
 			off = ((uint64_t)id * part + n++ % part) * bytes;
 		else
 			off = ((uint64_t)(s >> 4) % (st->size / bytes)) * bytes;
@@ -63,10 +69,10 @@ int main(int argc, char **argv)
 	int t, secs;
 
 	if (argc < 5 || argc > 7) {
-		fprintf(stderr, "usage: nbd_store_bench URI THREADS SECONDS BYTES [seq [RA_KB]]\n");
+		fprintf(stderr, "usage: nbd_store_bench URI THREADS SECONDS BYTES [seq|shared [RA_KB]]\n");
 		return 2;
 	}
-	seq = argc >= 6;
+	seq = argc < 6 ? 0 : !strcmp(argv[5], "shared") ? 2 : 1;
 	t = atoi(argv[2]);
 	secs = atoi(argv[3]);
 	bytes = (size_t)atol(argv[4]);

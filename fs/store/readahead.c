@@ -246,7 +246,8 @@ static struct ra_win *win_at(struct ra_cache *ra, uint64_t pos)
 	return NULL;
 }
 
-int ra_read(struct ra_cache *ra, void *buf, size_t len, uint64_t off, int *queued)
+int ra_read(struct ra_cache *ra, void *buf, size_t len, uint64_t off, int *queued,
+	    struct ra_claim *claim)
 {
 	struct ra_win *seg[RA_SEGS];
 	uint64_t end = off + len, pos = off;
@@ -268,10 +269,24 @@ int ra_read(struct ra_cache *ra, void *buf, size_t len, uint64_t off, int *queue
 		return -ENOENT;
 	}
 	do {
+		struct ra_win *mine = NULL;
 		waiting = 0;
 		for (int i = 0; i < n; i++) {
 			bad |= seg[i]->stale;
 			waiting |= seg[i]->state != W_READY;
+			if (seg[i]->state == W_QUEUED && !mine)
+				mine = seg[i];
+		}
+		if (waiting && !bad && mine) {
+			/* no fetcher took it yet: the reader fetches it */
+			mine->state = W_FETCHING;
+			*claim = (struct ra_claim){ mine, mine->off, mine->len, mine->buf };
+			for (int i = 0; i < n; i++) {
+				seg[i]->refs--;
+				win_put(ra, seg[i]);
+			}
+			pthread_mutex_unlock(&ra->lock);
+			return -EAGAIN;
 		}
 		if (waiting && !bad)
 			pthread_cond_wait(&ra->landed, &ra->lock);

@@ -26,12 +26,23 @@ int ra_new(size_t limit, size_t win, uint64_t size, struct ra_cache **out);
 /* Every window freed: no fetch may be outstanding (the fetcher stopped). */
 void ra_free(struct ra_cache *ra);
 
+/* A window a reader fetches itself (ra_read's -EAGAIN). */
+struct ra_claim {
+	struct ra_win *w;
+	uint64_t off;
+	size_t len;
+	void *buf;
+};
+
 /* A read of [off, off + len): 0 when served into buf from the cache
  * (waiting for windows being fetched), -ENOENT when the caller must read
- * the store itself. Either way the read counts for the sequential
- * detection, and windows ahead of a sequential reader are queued for the
- * fetcher; *queued says whether any was. */
-int ra_read(struct ra_cache *ra, void *buf, size_t len, uint64_t off, int *queued);
+ * the store itself, -EAGAIN when a window it needs was queued but no
+ * fetcher took it yet: *claim is that window, now the caller's to fetch
+ * (ra_done), and then to call ra_read again. Either way the read counts
+ * for the sequential detection, and windows ahead of a sequential reader
+ * are queued for the fetchers; *queued says whether any was. */
+int ra_read(struct ra_cache *ra, void *buf, size_t len, uint64_t off, int *queued,
+	    struct ra_claim *claim);
 
 /* [off, off + len) is being written or trimmed: called before the command
  * is sent and again after it is answered. Each drops every window over

@@ -41,7 +41,13 @@
  * dirty); it is durable once answered, leaves nothing dirty, and the flush
  * then sends nothing. Durability is the same as write-then-flush: the flush
  * would have covered that write alone. Every other write is plain and
- * covered by the next flush. */
+ * covered by the next flush.
+ *
+ * Read-ahead. A store opened with store_nbd_set_readahead > 0 has a cache
+ * (fs/store/readahead.c) and a fetcher thread: reads go to the cache first,
+ * windows it queues ahead of sequential readers are fetched on a pool
+ * connection taken for a turn, and every write and trim drops the windows
+ * over its range before it is sent and after it is answered. */
 #include "config.h"
 
 #include <dlfcn.h>
@@ -71,8 +77,10 @@ static int ns_max_conns = 4;
 static size_t ns_ra_limit = 8u << 20;
 #define NS_RA_WIN (2u << 20)
 
-/* Windows the fetcher keeps in flight on its connection, and how many it
- * sends before giving the connection back for a turn. */
+/* Fetcher threads per store (each on a connection of its own, at most
+ * the pool's size), the windows each keeps in flight on its connection,
+ * and how many it sends before giving the connection back for a turn. */
+#define NS_RA_FETCHERS 2
 #define NS_RA_DEPTH 8
 #define NS_RA_TURN 32
 
@@ -161,12 +169,12 @@ struct nbd_store {
 	/* store_nbd_stats (atomics) */
 	int in_flight, max_in_flight;
 	uint64_t commands, flushes;
-	/* The read-ahead cache (NULL: none) and the thread that fetches its
+	/* The read-ahead cache (NULL: none) and the threads that fetch its
 	 * windows (ns_ra_main). */
 	struct ra_cache *ra;
 	size_t ra_limit;
-	pthread_t fetcher;
-	int have_fetcher;
+	pthread_t fetcher[NS_RA_FETCHERS];
+	int nfetchers;
 };
 
 void store_nbd_set_timeout(int ms)
@@ -639,14 +647,20 @@ static int ns_io(struct chunk_store *st, enum ns_cmd cmd, void *buf, size_t len,
 }
 
 /* A read served from the read-ahead cache when it holds every byte;
- * otherwise from the server. */
+ * otherwise from the server. A window the read needs that no fetcher took
+ * yet is fetched by the reader itself (the fetchers' connections are not
+ * the limit then: each reader brings its own). */
 static int ns_pread(struct chunk_store *st, void *buf, size_t len, uint64_t off)
 {
 	struct nbd_store *ns = to_ns(st);
-	int queued;
+	struct ra_claim cl;
+	int queued, r;
 
-	if (ns->ra && off <= st->size && len <= st->size - off &&
-	    ra_read(ns->ra, buf, len, off, &queued) == 0)
+	if (!ns->ra || off > st->size || len > st->size - off)
+		return ns_io(st, NS_READ, buf, len, off);
+	while ((r = ra_read(ns->ra, buf, len, off, &queued, &cl)) == -EAGAIN)
+		ra_done(ns->ra, cl.w, ns_io(st, NS_READ, cl.buf, cl.len, cl.off));
+	if (r == 0)
 		return store_lost(st) ? -EIO : 0;
 	return ns_io(st, NS_READ, buf, len, off);
 }
@@ -696,7 +710,7 @@ static void ns_ra_fetch(struct nbd_store *ns, struct ns_conn *c, struct ra_win *
 		pthread_mutex_lock(&ns->lock);
 		wanted = c->wanted;
 		pthread_mutex_unlock(&ns->lock);
-		if (n < NS_RA_DEPTH && sent < NS_RA_TURN && !wanted &&
+		if (n < NS_RA_DEPTH && sent < NS_RA_TURN && !wanted && !store_lost(&ns->st) &&
 		    (w = ra_take(ns->ra, 0, &off, &len, &buf)) != NULL)
 			continue;
 		if (n == 0)
@@ -720,7 +734,7 @@ static void ns_ra_fetch(struct nbd_store *ns, struct ns_conn *c, struct ra_win *
 	}
 }
 
-/* The fetcher thread of a store with read-ahead: windows as they are
+/* A fetcher thread of a store with read-ahead: windows as they are
  * queued, on a connection of the pool taken for a turn. */
 static void *ns_ra_main(void *arg)
 {
@@ -742,8 +756,8 @@ static void *ns_ra_main(void *arg)
 	return NULL;
 }
 
-/* The read-ahead cache and its fetcher, when store_nbd_set_readahead asks
- * for one: windows of up to NS_RA_WIN, a quarter of the cache, and no
+/* The read-ahead cache and its fetchers (NS_RA_FETCHERS, no more than
+ * the pool may hold), when store_nbd_set_readahead asks for one: windows of up to NS_RA_WIN, a quarter of the cache, and no
  * larger than the server's largest request. */
 static int ns_ra_start(struct nbd_store *ns)
 {
@@ -759,21 +773,23 @@ static int ns_ra_start(struct nbd_store *ns)
 	if (ret < 0)
 		return ret;
 	ns->ra_limit = limit;
-	ret = -pthread_create(&ns->fetcher, NULL, ns_ra_main, ns);
-	if (ret < 0)
-		return ret;
-	ns->have_fetcher = 1;
+	while (ns->nfetchers < NS_RA_FETCHERS && ns->nfetchers < ns->max_conn) {
+		ret = -pthread_create(&ns->fetcher[ns->nfetchers], NULL, ns_ra_main, ns);
+		if (ret < 0)
+			return ret;
+		ns->nfetchers++;
+	}
 	return 0;
 }
 
-/* The fetcher stopped (its windows dropped) and joined. */
+/* The fetchers stopped (their windows dropped) and joined. */
 static void ns_ra_stop(struct nbd_store *ns)
 {
-	if (!ns->have_fetcher)
+	if (!ns->nfetchers)
 		return;
 	ra_stop(ns->ra);
-	pthread_join(ns->fetcher, NULL);
-	ns->have_fetcher = 0;
+	while (ns->nfetchers)
+		pthread_join(ns->fetcher[--ns->nfetchers], NULL);
 }
 
 static int ns_pwrite(struct chunk_store *st, const void *buf, size_t len, uint64_t off)
