@@ -84,6 +84,9 @@ static size_t ns_ra_limit = 8u << 20;
 #define NS_RA_DEPTH 8
 #define NS_RA_TURN 32
 
+/* How long a connection beyond the first may take to be made (ms). */
+#define NS_GROW_WAIT 1000
+
 /* Pieces of one request sent together on its connection. */
 #define NS_BATCH 16
 
@@ -158,6 +161,9 @@ struct nbd_store {
 	 * copy 0), so that a new connection is refused when it reaches
 	 * another: the volume's UUID and the chunk's index. */
 	int have_ident;
+	/* The export's size at open: st.size is the caller's to narrow (fsck
+	 * checks a lone chunk's part of an image) while fetchers run. */
+	uint64_t export_size;
 	uint8_t ident_uuid[16];
 	uint32_t ident_index;
 	int writable;
@@ -374,10 +380,11 @@ static int ns_read_header(struct nbd_store *ns, struct nbd_handle *h, struct od_
 	return ret;
 }
 
-/* A new connection to ns->uri within the timeout: 0 and *out, or the
- * error with why[] (nothing left open). A host that does not answer must
- * not hold the caller for TCP's minutes. */
-static int ns_dial(struct nbd_store *ns, struct nbd_handle **out, char *why, size_t whylen)
+/* A new connection to ns->uri by deadline: 0 and *out, or the error with
+ * why[] (nothing left open). A host that does not answer must not hold the
+ * caller for TCP's minutes. */
+static int ns_dial_by(struct nbd_store *ns, int64_t deadline, struct nbd_handle **out, char *why,
+		      size_t whylen)
 {
 	struct nbd_handle *h = lib.create();
 	int ret;
@@ -390,7 +397,7 @@ static int ns_dial(struct nbd_store *ns, struct nbd_handle **out, char *why, siz
 	if (lib.aio_connect_uri(h, ns->uri) < 0)
 		ret = nbd_err();
 	else
-		ret = ns_poll_until(ns, h, deadline_ms(), connect_done, 0, 0);
+		ret = ns_poll_until(ns, h, deadline, connect_done, 0, 0);
 	if (ret == 0) {
 		*out = h;
 		return 0;
@@ -404,6 +411,12 @@ static int ns_dial(struct nbd_store *ns, struct nbd_handle **out, char *why, siz
 	return ret;
 }
 
+/* The same within the timeout. */
+static int ns_dial(struct nbd_store *ns, struct nbd_handle **out, char *why, size_t whylen)
+{
+	return ns_dial_by(ns, deadline_ms(), out, why, whylen);
+}
+
 /* A connection made after the first reaches the same export: its size,
  * and a header naming the same chunk of the same volume (a server put back
  * with another image does not). 0 or -ECONNRESET. */
@@ -411,7 +424,7 @@ static int ns_same_export(struct nbd_store *ns, struct nbd_handle *h)
 {
 	struct od_chunk_header hd;
 
-	if (!ns->have_ident || lib.get_size(h) != (int64_t)ns->st.size ||
+	if (!ns->have_ident || lib.get_size(h) != (int64_t)ns->export_size ||
 	    ns_read_header(ns, h, &hd) < 0 || memcmp(hd.volume_uuid, ns->ident_uuid, 16) != 0 ||
 	    hd.chunk_index != ns->ident_index)
 		return -ECONNRESET;
@@ -482,9 +495,12 @@ static int ns_revive(struct nbd_store *ns, struct ns_conn *c)
 }
 
 /* Make conn[nconn], with ns->lock held (dropped meanwhile): the new
- * connection, taken, or NULL when it could not be made (then the pool
- * stays as large as it is; a server silent for the whole timeout is
- * lost). */
+ * connection, taken, or NULL when it could not be made within
+ * NS_GROW_WAIT ms (then the pool stays as large as it is). A server may
+ * take fewer connections than it offers multi-conn for (qemu-nbd -e N
+ * leaves the next one unanswered): that is no loss, the store goes on with
+ * the connections it has; a server silent altogether is lost by the
+ * commands on them. */
 static struct ns_conn *ns_grow(struct nbd_store *ns)
 {
 	struct nbd_handle *h = NULL;
@@ -494,13 +510,11 @@ static struct ns_conn *ns_grow(struct nbd_store *ns)
 
 	ns->growing = 1;
 	pthread_mutex_unlock(&ns->lock);
-	ret = ns_dial(ns, &h, why, sizeof(why));
+	ret = ns_dial_by(ns, now_ms() + NS_GROW_WAIT, &h, why, sizeof(why));
 	if (ret == 0)
 		ret = ns_same_export(ns, h);
 	pthread_mutex_lock(&ns->lock);
 	ns->growing = 0;
-	if (ret == -ETIMEDOUT) /* a server that does not answer: lost, as at open */
-		ns_lose(ns, ret);
 	if (ret < 0) {
 		if (h)
 			lib.close(h);
@@ -516,9 +530,13 @@ static struct ns_conn *ns_grow(struct nbd_store *ns)
 }
 
 /* A connection of the store for the caller alone: a free one, or a new
- * one when every one is busy and the pool may grow, or the first given
- * back. NULL once the store is lost. */
-static struct ns_conn *ns_take(struct nbd_store *ns)
+ * one when every one is busy and the pool may grow (and grow is set: not
+ * for the read-ahead fetchers, so that the pool grows as the callers'
+ * requests need, as before; a server that takes fewer connections than it
+ * offers multi-conn for, qemu-nbd -e 2, leaves a new connection
+ * unanswered and the store would be lost), or the first given back. NULL
+ * once the store is lost. */
+static struct ns_conn *ns_take(struct nbd_store *ns, int grow)
 {
 	struct ns_conn *c = NULL;
 
@@ -529,7 +547,7 @@ static struct ns_conn *ns_take(struct nbd_store *ns)
 				c = &ns->conn[i];
 		if (c)
 			c->busy = 1;
-		else if (!ns->growing && ns->nconn < ns->max_conn)
+		else if (grow && !ns->growing && ns->nconn < ns->max_conn)
 			c = ns_grow(ns);
 		else
 			pthread_cond_wait(&ns->freed, &ns->lock);
@@ -632,7 +650,7 @@ static int ns_io(struct chunk_store *st, enum ns_cmd cmd, void *buf, size_t len,
 		return -EOPNOTSUPP;
 	if (cmd != NS_READ && ns->ra)
 		ra_invalidate(ns->ra, len, off); /* before it is sent ... */
-	c = ns_take(ns);
+	c = ns_take(ns, 1);
 	if (!c)
 		return -EIO;
 	for (size_t done = 0; done < len && ret == 0;) {
@@ -745,7 +763,7 @@ static void *ns_ra_main(void *arg)
 	void *buf;
 
 	while ((w = ra_take(ns->ra, 1, &off, &len, &buf)) != NULL) {
-		struct ns_conn *c = store_lost(&ns->st) ? NULL : ns_take(ns);
+		struct ns_conn *c = store_lost(&ns->st) ? NULL : ns_take(ns, 0);
 		if (!c) {
 			ra_done(ns->ra, w, -EIO);
 			continue;
@@ -769,7 +787,7 @@ static int ns_ra_start(struct nbd_store *ns)
 		return 0;
 	if (win > ns->max_req)
 		win = ns->max_req;
-	ret = ra_new(limit, win, ns->st.size, &ns->ra);
+	ret = ra_new(limit, win, ns->export_size, &ns->ra);
 	if (ret < 0)
 		return ret;
 	ns->ra_limit = limit;
@@ -817,7 +835,7 @@ static int ns_pwrite_last(struct chunk_store *st, const void *buf, size_t len, u
 		return -EROFS;
 	if (off > st->size || len > st->size - off)
 		return -EINVAL;
-	c = ns_take(ns);
+	c = ns_take(ns, 1);
 	if (!c)
 		return -EIO;
 	pthread_mutex_lock(&ns->lock);
@@ -887,7 +905,7 @@ static void ns_flush_begin(struct chunk_store *st)
 	if (!dirty)
 		return;
 	if (!f)
-		f = ns_take(ns);
+		f = ns_take(ns, 1);
 	if (!f) {
 		ns->flush_lost = 1;
 		return;
@@ -1143,7 +1161,7 @@ int store_nbd_open(const char *uri, int writable, struct chunk_store **out, char
 		return ret;
 	}
 	ns->st.ops = &nbd_store_ops;
-	ns->st.size = (uint64_t)size;
+	ns->st.size = ns->export_size = (uint64_t)size;
 	ns->writable = writable;
 	ns->export_ro = ro;
 	ns->can_flush = fl;
