@@ -191,8 +191,8 @@ static int win_queue(struct ra_cache *ra, const struct ra_stream *s, uint64_t of
 }
 
 /* The read [off, off + len) counted for its stream; windows queued ahead
- * of a sequential one: how many. Under ra->lock. */
-static int note_read(struct ra_cache *ra, uint64_t off, size_t len)
+ * of a sequential one when may_queue: how many. Under ra->lock. */
+static int note_read(struct ra_cache *ra, uint64_t off, size_t len, int may_queue)
 {
 	struct ra_stream *s = NULL;
 	uint64_t end = off + len, want;
@@ -219,7 +219,7 @@ static int note_read(struct ra_cache *ra, uint64_t off, size_t len)
 	s->used = ++ra->tick;
 	if (end > s->front)
 		s->front = end;
-	if (s->reads < 2 || ra->stop)
+	if (s->reads < 2 || ra->stop || !may_queue)
 		return 0;
 	if (s->ra_end < s->front)
 		s->ra_end = s->front;
@@ -246,8 +246,8 @@ static struct ra_win *win_at(struct ra_cache *ra, uint64_t pos)
 	return NULL;
 }
 
-int ra_read(struct ra_cache *ra, void *buf, size_t len, uint64_t off, int *queued,
-	    struct ra_claim *claim)
+int ra_read(struct ra_cache *ra, void *buf, size_t len, uint64_t off, int may_queue,
+	    int *queued, struct ra_claim *claim)
 {
 	struct ra_win *seg[RA_SEGS];
 	uint64_t end = off + len, pos = off;
@@ -261,7 +261,7 @@ int ra_read(struct ra_cache *ra, void *buf, size_t len, uint64_t off, int *queue
 	if (len > 0 && pos >= end)
 		for (int i = 0; i < n; i++) /* before note_read makes room */
 			seg[i]->refs++;
-	*queued = note_read(ra, off, len) > 0;
+	*queued = note_read(ra, off, len, may_queue) > 0;
 	if (*queued)
 		pthread_cond_broadcast(&ra->queue);
 	if (len == 0 || pos < end) {

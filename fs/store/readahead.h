@@ -40,9 +40,10 @@ struct ra_claim {
  * fetcher took it yet: *claim is that window, now the caller's to fetch
  * (ra_done), and then to call ra_read again. Either way the read counts
  * for the sequential detection, and windows ahead of a sequential reader
- * are queued for the fetchers; *queued says whether any was. */
-int ra_read(struct ra_cache *ra, void *buf, size_t len, uint64_t off, int *queued,
-	    struct ra_claim *claim);
+ * are queued for the fetchers when may_queue; *queued says whether any
+ * was. */
+int ra_read(struct ra_cache *ra, void *buf, size_t len, uint64_t off, int may_queue,
+	    int *queued, struct ra_claim *claim);
 
 /* [off, off + len) is being written or trimmed: called before the command
  * is sent and again after it is answered. Each drops every window over

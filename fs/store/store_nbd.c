@@ -179,6 +179,7 @@ struct nbd_store {
 	 * windows (ns_ra_main). */
 	struct ra_cache *ra;
 	size_t ra_limit;
+	int readers; /* ns_pread calls under way (atomic) */
 	pthread_t fetcher[NS_RA_FETCHERS];
 	int nfetchers;
 };
@@ -667,20 +668,27 @@ static int ns_io(struct chunk_store *st, enum ns_cmd cmd, void *buf, size_t len,
 /* A read served from the read-ahead cache when it holds every byte;
  * otherwise from the server. A window the read needs that no fetcher took
  * yet is fetched by the reader itself (the fetchers' connections are not
- * the limit then: each reader brings its own). */
+ * the limit then: each reader brings its own). Windows are queued ahead
+ * only while a read is alone on the store: readers in parallel already
+ * hide the round trips, and there fetching ahead costs (two threads
+ * reading one stream on loopback: 0.3-0.5x, and no gain 1 ms away). */
 static int ns_pread(struct chunk_store *st, void *buf, size_t len, uint64_t off)
 {
 	struct nbd_store *ns = to_ns(st);
 	struct ra_claim cl;
-	int queued, r;
+	int queued, r, alone;
 
 	if (!ns->ra || off > st->size || len > st->size - off)
 		return ns_io(st, NS_READ, buf, len, off);
-	while ((r = ra_read(ns->ra, buf, len, off, &queued, &cl)) == -EAGAIN)
+	alone = __atomic_add_fetch(&ns->readers, 1, __ATOMIC_RELAXED) == 1;
+	while ((r = ra_read(ns->ra, buf, len, off, alone, &queued, &cl)) == -EAGAIN)
 		ra_done(ns->ra, cl.w, ns_io(st, NS_READ, cl.buf, cl.len, cl.off));
-	if (r == 0)
-		return store_lost(st) ? -EIO : 0;
-	return ns_io(st, NS_READ, buf, len, off);
+	if (r != 0)
+		r = ns_io(st, NS_READ, buf, len, off);
+	else if (store_lost(st))
+		r = -EIO;
+	__atomic_sub_fetch(&ns->readers, 1, __ATOMIC_RELAXED);
+	return r;
 }
 
 static void (*ns_fetch_hook)(struct chunk_store *st, uint64_t off, size_t len);
