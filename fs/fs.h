@@ -229,7 +229,7 @@ void fs_set_store_timeout(int ms);
 /* The NBD stores opened from now on: at most conns connections each when
  * the server offers multi-conn (1-16, 4 until set; -EINVAL else, nothing
  * changed for the pool) and a read-ahead cache of readahead bytes each (0:
- * none; 8 MiB until set). */
+ * none, until set). */
 int fs_set_store_pool(int conns, size_t readahead);
 /* The bound of the metadata block cache (default 256 MiB). */
 void fs_set_cache_limit(struct fs_volume *vol, uint64_t bytes);

@@ -74,7 +74,7 @@ static int ns_max_conns = 4;
 
 /* Bytes of read-ahead cache per store, 0 for none
  * (store_nbd_set_readahead), and its windows' largest size. */
-static size_t ns_ra_limit = 8u << 20;
+static size_t ns_ra_limit;
 #define NS_RA_WIN (2u << 20)
 
 /* Fetcher threads per store (each on a connection of its own, at most

@@ -38,7 +38,7 @@ int store_nbd_set_connections(int n);
 
 /* The read-ahead cache of each NBD store opened from now on: at most bytes
  * of windows fetched ahead of sequential reads (fs/store/readahead.c), 0
- * for none (8 MiB until set). */
+ * for none (none until set). */
 void store_nbd_set_readahead(size_t bytes);
 #define NBD_STORE_HAS_READAHEAD 1
 
