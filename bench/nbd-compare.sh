@@ -18,7 +18,9 @@
 #
 # usage: bash bench/nbd-compare.sh [--rounds N] [--files N] [--size MIB]
 #            [--qd "1 8"] [--tests "create ..."] [--builddir DIR]
-#            [--builddir2 DIR] [--keep]
+#            [--builddir2 DIR] [--conf2 "KEY = VALUE"]... [--keep]
+# --conf2 adds a line to nbd2's chunkfsd.conf (a setting against its
+# default, in one build: --builddir2 the same as --builddir).
 set -u
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -30,10 +32,11 @@ qds="1 8"
 tests="create create-write4k lookup-read4k getattr readdirplus remove seqwrite seqread"
 builddir=$top/build
 builddir2=
+conf2=()
 keep=0
 
 usage() {
-	sed -n '2,22s/^# \{0,1\}//p' "$0"
+	sed -n '2,24s/^# \{0,1\}//p' "$0"
 	exit "$1"
 }
 
@@ -46,6 +49,7 @@ while [ $# -gt 0 ]; do
 	--tests) tests=$2; shift 2 ;;
 	--builddir) builddir=$2; shift 2 ;;
 	--builddir2) builddir2=$2; shift 2 ;;
+	--conf2) conf2+=("$2"); shift 2 ;;
 	--keep) keep=1; shift ;;
 	-h | --help) usage 0 ;;
 	*) echo "nbd-compare: unknown option $1" >&2; usage 1 ;;
@@ -149,7 +153,7 @@ place nbd $((30000 + $$ % 10000))
 start nbd "$builddir" "${places[@]}"
 if [ -n "$builddir2" ]; then
 	place nbd2 $((30010 + $$ % 10000))
-	start nbd2 "$builddir2" "${places[@]}"
+	start nbd2 "$builddir2" "${places[@]}" "${conf2[@]}"
 fi
 say "local: one image of $NCHUNKS x $CHUNK_MB MiB; nbd: chunks 1-$((NCHUNKS - 1)) on nbdkit file servers on loopback; export /work"
 
@@ -202,7 +206,7 @@ for name in $names; do
 	[ "$name" = local ] && continue
 	[ "$name" = nbd2 ] && b=$builddir2 || b=$builddir
 	"$b/chunkfsctl" -s "$tmp/$name.ctl" status 2>/dev/null |
-		awk -v n="$name" '$1 == "1" {c = 1; next} c && /on NBD:/ {print n " chunk 1 " $0; exit}
+		awk -v n="$name" '$1 == "1" {c = 1; next} c && /on NBD:|read-ahead:/ {print n " chunk 1 " $0}
 			/^[0-9]/ {c = 0}'
 done
 # Where the nbd runs' I/O went: each server's bytes written and read.

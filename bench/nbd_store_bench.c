@@ -5,8 +5,11 @@
  * (alternate them):
  *   gcc -O2 -pthread -I BUILD -I SRC -o nbd_store_bench SRC/bench/nbd_store_bench.c \
  *       BUILD/.libs/libchunkfs_store.a BUILD/.libs/libchunkfs_format.a -ldl
- *   nbd_store_bench URI THREADS SECONDS BYTES
- * The export needs a chunk header (a chunk copied out of a volume) for the
+ *   nbd_store_bench URI THREADS SECONDS BYTES [seq|shared [RA_KB]]
+ * seq: each thread reads its own 1/THREADS of the export in order instead
+ * (wrapping round); shared: the threads read one stream together, each
+ * taking the next read (as NFS READs of one file in flight at once); with a read-ahead cache of RA_KB (8192 unless given;
+ * 0: none; a build before the read-ahead ignores it). The export needs a chunk header (a chunk copied out of a volume) for the
  * store to make more than one connection. Not a test: it prints a figure. */
 #include "config.h"
 
@@ -14,6 +17,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "fs/store/store.h"
@@ -24,6 +28,9 @@
 static struct chunk_store *st;
 static volatile int stop;
 static size_t bytes;
+static int seq; /* 1: a part each; 2: one stream shared (the next read to any) */
+static uint64_t shared_next;
+static int nthreads;
 static long reads[MAX_THREADS];
 
 static void *reader(void *arg)
@@ -31,10 +38,19 @@ static void *reader(void *arg)
 	long id = (long)arg;
 	unsigned s = (unsigned)id * 7919u + 1;
 	char *buf = malloc(bytes);
+	uint64_t part = st->size / (uint64_t)nthreads / bytes; /* reads in its part */
+	uint64_t n = 0;
 
 	while (buf && !stop) {
+		uint64_t off;
 		s = s * 1103515245u + 12345u;
-		uint64_t off = ((uint64_t)(s >> 4) % (st->size / bytes)) * bytes;
+		if (seq == 2)
+			off = __atomic_fetch_add(&shared_next, 1, __ATOMIC_RELAXED) %
+			      (st->size / bytes) * bytes;
+		else if (seq)
+			off = ((uint64_t)id * part + n++ % part) * bytes;
+		else
+			off = ((uint64_t)(s >> 4) % (st->size / bytes)) * bytes;
 		if (store_pread(st, buf, bytes, off) != 0) {
 			fprintf(stderr, "nbd_store_bench: a read failed\n");
 			exit(1);
@@ -52,10 +68,11 @@ int main(int argc, char **argv)
 	long total = 0;
 	int t, secs;
 
-	if (argc != 5) {
-		fprintf(stderr, "usage: nbd_store_bench URI THREADS SECONDS BYTES\n");
+	if (argc < 5 || argc > 7) {
+		fprintf(stderr, "usage: nbd_store_bench URI THREADS SECONDS BYTES [seq|shared [RA_KB]]\n");
 		return 2;
 	}
+	seq = argc < 6 ? 0 : !strcmp(argv[5], "shared") ? 2 : 1;
 	t = atoi(argv[2]);
 	secs = atoi(argv[3]);
 	bytes = (size_t)atol(argv[4]);
@@ -64,11 +81,15 @@ int main(int argc, char **argv)
 			MAX_THREADS);
 		return 2;
 	}
+	nthreads = t;
+#ifdef NBD_STORE_HAS_READAHEAD
+	store_nbd_set_readahead((size_t)(argc == 7 ? atol(argv[6]) : 8192) << 10);
+#endif
 	if (store_nbd_open(argv[1], 0, &st, why, sizeof(why)) != 0) {
 		fprintf(stderr, "nbd_store_bench: %s: %s\n", argv[1], why);
 		return 1;
 	}
-	if (st->size < bytes) {
+	if (st->size / (uint64_t)t < bytes) {
 		fprintf(stderr, "nbd_store_bench: the export is smaller than one read\n");
 		return 1;
 	}

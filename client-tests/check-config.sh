@@ -99,6 +99,17 @@ chunkfsd: $tmp/bulk.conf: 2 errors" ] || fail "bulk.conf: '$(cat "$tmp/out")'"
 printf 'bulk_workers = 3\nbulk_nice = 19\nexport / clients=127.0.0.1\n' >"$tmp/bulk.conf"
 "$CHUNKFSD" --check-config -c "$tmp/bulk.conf" >/dev/null 2>&1 || fail "bulk.conf: good values refused"
 
+# The NBD stores' pool and read-ahead (fs/store/store_nbd.c).
+printf 'nbd_connections = 0\nnbd_connections = 17\nnbd_readahead_kb = 255\nnbd_readahead_kb = 1048577\nexport / clients=127.0.0.1\n' >"$tmp/nbd.conf"
+"$CHUNKFSD" --check-config -c "$tmp/nbd.conf" >"$tmp/out" 2>&1
+[ "$(cat "$tmp/out")" = "chunkfsd: $tmp/nbd.conf:1: bad value '0' for nbd_connections (expected 1-16)
+chunkfsd: $tmp/nbd.conf:2: bad value '17' for nbd_connections (expected 1-16)
+chunkfsd: $tmp/nbd.conf:3: bad value '255' for nbd_readahead_kb (expected 0 (none) or 256-1048576 (KiB))
+chunkfsd: $tmp/nbd.conf:4: bad value '1048577' for nbd_readahead_kb (expected 0 (none) or 256-1048576 (KiB))
+chunkfsd: $tmp/nbd.conf: 4 errors" ] || fail "nbd.conf: '$(cat "$tmp/out")'"
+printf 'nbd_connections = 16\nnbd_readahead_kb = 0\nnbd_connections = 1\nnbd_readahead_kb = 256\nexport / clients=127.0.0.1\n' >"$tmp/nbd.conf"
+"$CHUNKFSD" --check-config -c "$tmp/nbd.conf" >/dev/null 2>&1 || fail "nbd.conf: good values refused"
+
 printf 'port = 2049\n' >"$tmp/noexport.conf"
 "$CHUNKFSD" --check-config -c "$tmp/noexport.conf" >"$tmp/out" 2>&1
 status=$?

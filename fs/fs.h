@@ -232,6 +232,11 @@ int fs_open_placed(const char *path, const char *const *places, uint32_t nplaces
  * set): past it the store is lost, and so it is when the connection closes
  * with writes not yet flushed or cannot be made again (store_nbd.h). */
 void fs_set_store_timeout(int ms);
+/* The NBD stores opened from now on: at most conns connections each when
+ * the server offers multi-conn (1-16, 4 until set; -EINVAL else, nothing
+ * changed for the pool) and a read-ahead cache of readahead bytes each (0:
+ * none, until set). */
+int fs_set_store_pool(int conns, size_t readahead);
 /* The bound of the metadata block cache (default 256 MiB). */
 void fs_set_cache_limit(struct fs_volume *vol, uint64_t bytes);
 int fs_close(struct fs_volume *vol);
@@ -494,6 +499,11 @@ struct fs_chunk_info {
 	int nbd;
 	int nbd_conns, nbd_max_in_flight;
 	uint64_t nbd_commands;
+	/* its read-ahead cache (fs/store/readahead.c): reads served from it
+	 * and their bytes, windows fetched, windows dropped unread; its bytes
+	 * now and the most ever (nbd_ra_kb: its bound, 0 when it has none). */
+	uint64_t nbd_ra_hits, nbd_ra_hit_bytes, nbd_ra_fetched, nbd_ra_discarded;
+	uint64_t nbd_ra_kb, nbd_ra_bytes, nbd_ra_max_bytes;
 };
 uint32_t fs_chunk_count(struct fs_volume *vol);
 int fs_chunk_info(struct fs_volume *vol, uint32_t chunk, struct fs_chunk_info *out);

@@ -47,6 +47,12 @@ void fs_set_store_timeout(int ms)
 	store_nbd_set_timeout(ms);
 }
 
+int fs_set_store_pool(int conns, size_t readahead)
+{
+	store_nbd_set_readahead(readahead);
+	return store_nbd_set_connections(conns);
+}
+
 int vol_place_open(const char *name, int rdonly, struct chunk_store **out, char *why,
 		   size_t whylen)
 {

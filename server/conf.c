@@ -47,6 +47,8 @@ void config_defaults(struct config *cfg)
 	cfg->max_conns_per_client = 64;
 	cfg->idle_timeout = 360;
 	cfg->nbd_timeout = 10;
+	cfg->nbd_connections = 4;
+	cfg->nbd_readahead_kb = 0; /* measured no better on loopback (chunkfsd.conf(5)) */
 	cfg->record_timeout = 30;
 	cfg->max_reply_queue = 4u << 20;
 	cfg->fair_queue = 1;
@@ -273,6 +275,8 @@ static const char *const key_wants[][2] = {
 	{ "max_connections_per_client", "1-1048576" },
 	{ "idle_timeout", "0-86400 (seconds; 0: never)" },
 	{ "nbd_timeout", "1-3600 (seconds)" },
+	{ "nbd_connections", "1-16" },
+	{ "nbd_readahead_kb", "0 (none) or 256-1048576 (KiB)" },
 	{ "record_timeout", "1-86400 (seconds)" },
 	{ "max_reply_queue", "65536-1073741824 (bytes)" },
 	{ "max_calls_per_client", "0-1048576 (0: no limit)" },
@@ -366,6 +370,14 @@ static int parse_key(const char *k, const char *v, struct config *cfg, char *err
 		if (parse_uint(v, 3600, &n) < 0 || n == 0)
 			goto bad;
 		cfg->nbd_timeout = (int)n;
+	} else if (!strcmp(k, "nbd_connections")) {
+		if (parse_uint(v, 16, &n) < 0 || n == 0)
+			goto bad;
+		cfg->nbd_connections = (int)n;
+	} else if (!strcmp(k, "nbd_readahead_kb")) {
+		if (parse_uint(v, 1u << 20, &n) < 0 || (n != 0 && n < 256))
+			goto bad;
+		cfg->nbd_readahead_kb = (int)n;
 	} else if (!strcmp(k, "record_timeout")) {
 		if (parse_uint(v, 86400, &n) < 0 || n == 0)
 			goto bad;

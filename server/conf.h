@@ -57,6 +57,8 @@ struct config {
 	int max_conns_per_client; /* open connections from one address */
 	int idle_timeout;       /* seconds an idle connection stays open (0: no limit) */
 	int nbd_timeout;        /* seconds an NBD server may take to connect or answer */
+	int nbd_connections;    /* connections per NBD store with multi-conn (1-16) */
+	int nbd_readahead_kb;   /* read-ahead cache per NBD store (KiB, 0: none) */
 	int record_timeout;     /* seconds for a record to arrive whole, and
 				 * for queued replies to make progress */
 	size_t max_reply_queue; /* a connection's unsent reply bytes beyond which

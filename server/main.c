@@ -198,6 +198,7 @@ static int open_volume(struct server *srv)
 	int ret;
 
 	fs_set_store_timeout(srv->cfg.nbd_timeout * 1000);
+	fs_set_store_pool(srv->cfg.nbd_connections, (size_t)srv->cfg.nbd_readahead_kb << 10);
 	ret = fs_open_placed(srv->cfg.volume, (const char *const *)srv->cfg.places,
 			     srv->cfg.nplaces, 0, &srv->vol, why, sizeof(why));
 

@@ -177,6 +177,16 @@ int reload_config(struct server *srv)
 		srv->cfg.nbd_timeout = nc.nbd_timeout;
 		fs_set_store_timeout(nc.nbd_timeout * 1000);
 	}
+	if (nc.nbd_connections != srv->cfg.nbd_connections ||
+	    nc.nbd_readahead_kb != srv->cfg.nbd_readahead_kb) {
+		log_info("reload: nbd_connections %d, nbd_readahead_kb %d (were %d, %d), for NBD "
+			 "stores opened from now on",
+			 nc.nbd_connections, nc.nbd_readahead_kb, srv->cfg.nbd_connections,
+			 srv->cfg.nbd_readahead_kb);
+		srv->cfg.nbd_connections = nc.nbd_connections;
+		srv->cfg.nbd_readahead_kb = nc.nbd_readahead_kb;
+		fs_set_store_pool(nc.nbd_connections, (size_t)nc.nbd_readahead_kb << 10);
+	}
 	if (nc.loop_poll_us != srv->cfg.loop_poll_us) {
 		log_info("reload: loop_poll_us %u (was %u)", nc.loop_poll_us, srv->cfg.loop_poll_us);
 		srv->cfg.loop_poll_us = nc.loop_poll_us;

@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "fs/store/readahead.h"
 #include "fs/store/store.h"
 
 /* Is name an NBD URI (nbd://, nbds://, nbd+unix://, nbds+unix://, ...)? */
@@ -31,6 +32,21 @@ int store_nbd_open(const char *uri, int writable, struct chunk_store **out, char
  * again is the way back. */
 void store_nbd_set_timeout(int ms);
 
+/* The most connections each NBD store opened from now on may make when
+ * its server offers multi-conn: 1-16 (4 until set); -EINVAL else. */
+int store_nbd_set_connections(int n);
+
+/* The read-ahead cache of each NBD store opened from now on: at most bytes
+ * of windows fetched ahead of sequential reads (fs/store/readahead.c), 0
+ * for none (none until set). */
+void store_nbd_set_readahead(size_t bytes);
+#define NBD_STORE_HAS_READAHEAD 1
+
+/* Tests: fn is called by a store's read-ahead fetcher when the read of the
+ * window [off, off + len) was answered, before its bytes are taken in (a
+ * write made then races the fetch). NULL: none. */
+void store_nbd_set_fetch_hook(void (*fn)(struct chunk_store *st, uint64_t off, size_t len));
+
 /* 1 when the server exports it read-only, 0 when writes are allowed. */
 int store_nbd_export_read_only(struct chunk_store *st);
 
@@ -41,12 +57,15 @@ int store_nbd_can_flush(struct chunk_store *st);
 
 /* What an NBD store did: connections made (conns) and the most it may make
  * (max_conns: 1 unless the server offers multi-conn), commands in flight
- * now and the most ever at once, commands sent, flushes sent. 0, or
- * -EINVAL when st is not an NBD store. */
+ * now and the most ever at once, commands sent, flushes sent; its
+ * read-ahead cache's size (0: none) and what it did. 0, or -EINVAL when st
+ * is not an NBD store. */
 struct store_nbd_stats {
 	int conns, max_conns;
 	int in_flight, max_in_flight;
 	uint64_t commands, flushes;
+	size_t ra_limit;
+	struct ra_stats ra;
 };
 int store_nbd_stats(struct chunk_store *st, struct store_nbd_stats *s);
 
