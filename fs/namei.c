@@ -618,9 +618,19 @@ static int move_entry(struct fs_volume *v, struct iref *to, const char *name, si
 		      const struct dirpos *from, struct iref *r, struct dirpos *npos)
 {
 	int embedded = is_embedded_at(from, r);
+	struct chunk *c = vol_chunk(v, r->loc.chunk);
 	uint8_t *inl = NULL;
 	int ret;
 
+	/* Inline data sized for the old name may not fit beside a longer
+	 * one in a unit: it goes to a data block first (the file is then as
+	 * after a write too large to stay inline). */
+	if (embedded && (r->ino.flags & OD_INF_INLINE) &&
+	    r->ino.inline_len > dir_inline_max(c, len)) {
+		ret = file_uninline(v, r);
+		if (ret < 0)
+			return ret;
+	}
 	if (embedded && (r->ino.flags & OD_INF_INLINE)) {
 		inl = malloc(r->ino.inline_len ? r->ino.inline_len : 1);
 		if (!inl)
@@ -629,8 +639,8 @@ static int move_entry(struct fs_volume *v, struct iref *to, const char *name, si
 		if (ret < 0)
 			goto out;
 	}
-	ret = dir_add(v, to, vol_chunk(v, r->loc.chunk), name, len, r->ino.stable,
-		      embedded ? &r->ino : NULL, inl, embedded ? r->ino.inline_len : 0, npos);
+	ret = dir_add(v, to, c, name, len, r->ino.stable, embedded ? &r->ino : NULL, inl,
+		      embedded ? r->ino.inline_len : 0, npos);
 	if (ret == 0 && embedded) {
 		r->loc = dir_embedded_loc(npos);
 		ret = map_set_loc(v, r->ino.stable, r->loc);

@@ -428,6 +428,50 @@ static void test_inline_move(void)
 	CHECK_EQ(fs_close(v), 0);
 }
 
+/* A file whose inline data fits beside its short name but not beside a
+ * long one is renamed to the long one (model_test found it answered
+ * ENAMETOOLONG): the rename succeeds, the data goes to a block, the
+ * handle and every byte stay; renamed back, still whole. */
+#define FILE_INLINE 15900 /* a fresh 16 KiB directory unit holds it beside a 1-byte name */
+static void test_inline_rename(void)
+{
+	struct fs_volume *v = make(2, 1 << 20, 4096);
+	static uint8_t wbuf[FILE_INLINE], rbuf[2 * FILE_INLINE];
+	char longname[251];
+	struct fs_ino root, d, f, x;
+	struct fs_attr a;
+	size_t n;
+	int eof;
+
+	memset(longname, 'n', sizeof(longname) - 1);
+	longname[sizeof(longname) - 1] = '\0';
+	CHECK_EQ(fs_root(v, &root), 0);
+	CHECK_EQ(fs_mkdir(v, NULL, root, "d", 0755, &d, NULL), 0);
+	/* the first entry of a new directory: its slack is the whole unit */
+	CHECK_EQ(fs_create(v, NULL, d, "f", 0644, 0, 0, &f, NULL), 0);
+	fill(wbuf, FILE_INLINE, 5);
+	CHECK_EQ(fs_write(v, NULL, f, 0, FILE_INLINE, wbuf, FS_FILE_SYNC, &a), 0);
+	CHECK_EQ(a.used, FILE_INLINE); /* inline beside "f"; a 250-byte name leaves room for less */
+	CHECK_EQ(fs_rename(v, NULL, d, "f", root, longname), 0);
+	CHECK_EQ(fs_lookup(v, NULL, root, longname, &x, &a), 0);
+	CHECK_EQ(x.num, f.num);
+	CHECK_EQ(x.gen, f.gen);
+	CHECK_EQ(a.size, FILE_INLINE);
+	CHECK_EQ(a.used, 4 * 4096); /* blocks now */
+	CHECK_EQ(fs_lookup(v, NULL, d, "f", &x, NULL), -ENOENT);
+	CHECK_EQ(invariants(v), 0);
+	v = reopen(v);
+	CHECK_EQ(fs_read(v, NULL, f, 0, sizeof(rbuf), rbuf, &n, &eof), 0);
+	CHECK_EQ(n, FILE_INLINE);
+	CHECK(memcmp(rbuf, wbuf, FILE_INLINE) == 0);
+	CHECK_EQ(fs_rename(v, NULL, root, longname, d, "f"), 0);
+	CHECK_EQ(fs_read(v, NULL, f, 0, sizeof(rbuf), rbuf, &n, &eof), 0);
+	CHECK_EQ(n, FILE_INLINE);
+	CHECK(memcmp(rbuf, wbuf, FILE_INLINE) == 0);
+	CHECK_EQ(invariants(v), 0);
+	CHECK_EQ(fs_close(v), 0);
+}
+
 static void read_image(uint8_t *buf, size_t len)
 {
 	FILE *f = fopen(image, "rb");
@@ -508,6 +552,7 @@ int main(void)
 	test_data();
 	test_readdir();
 	test_inline_move();
+	test_inline_rename();
 	test_mkfs_lazy();
 	unlink(image);
 	return test_done("fs_basic");
