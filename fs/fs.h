@@ -687,6 +687,11 @@ void fs_set_evac_copy_locked(struct fs_volume *vol, int locked);
 /* For tests: fn(arg) runs in each step after its data was copied outside
  * the lock and before the lock is taken to move it (NULL: none). */
 void fs_evac_set_copied_hook(struct fs_volume *vol, void (*fn)(void *arg), void *arg);
+/* For benchmarks (bench/evac-bench.sh): each step's holds of the volume
+ * lock written to fd, a line each (the step's number and kind, what it
+ * moved, the hold's site, wall and CPU time in us); -1: none. The caller
+ * keeps fd open while steps run. */
+void fs_evac_set_trace(struct fs_volume *vol, int fd);
 /* What is left in chunk i (a scan of its inode area) and what steps moved. */
 int fs_evac_info(struct fs_volume *vol, uint32_t chunk, struct fs_evac_info *info);
 /* place.c: is any chunk placed outside the image (on its own store)?

@@ -21,11 +21,25 @@
 
 struct fs_volume;
 
+/* One hold of the volume lock as a hold record's trace keeps it: where it
+ * was taken, its wall time and the holding thread's CPU time over it. */
+struct hold_trace {
+	const char *site;
+	uint64_t wall_ns, cpu_ns;
+};
+
+#define HOLD_TRACE_MAX 16u
+
 /* A record of volume lock holds (vol_lock.c's vol_hold_rec): how many,
- * the longest and where, those over 1 and 10 ms. */
+ * the longest and where, those over 1 and 10 ms; with trace set, the
+ * first HOLD_TRACE_MAX holds one by one, the thread's CPU clock read too
+ * (an evacuation step's, for bench/evac-bench.sh). */
 struct hold_rec {
 	uint64_t holds, max_ns, over_1ms, over_10ms;
 	const char *max_site;
+	int trace;
+	uint32_t ntrace;
+	struct hold_trace t[HOLD_TRACE_MAX];
 };
 
 /* One buffered metadata unit (a block, or a multi-block dir unit). */
@@ -148,6 +162,7 @@ struct fs_volume {
 	 * and by which function now, and the record since open (the longest
 	 * hold and where, holds over 1 ms and over 10 ms). */
 	uint64_t lock_since_ns;
+	uint64_t lock_since_cpu_ns;   /* the holder's CPU clock then, when its record traces */
 	const char *lock_site;
 	struct hold_rec lock_rec;
 	int fd;
@@ -229,6 +244,8 @@ struct fs_volume {
 	int evac_copy_locked;         /* fs_set_evac_copy_locked */
 	void (*evac_copied_hook)(void *arg);
 	void *evac_copied_arg;
+	int evac_trace_fd;            /* fs_evac_set_trace: each step's holds, a line each (-1) */
+	uint64_t evac_trace_steps;
 
 	/* The continuation policy: file blocks from which a file in a
 	 * small-file or general chunk continues in a large-file chunk (0:

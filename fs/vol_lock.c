@@ -120,14 +120,27 @@ static uint64_t mono_ns(void)
 	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
 
+/* The calling thread's CPU time (preemption does not count in it). */
+static uint64_t thread_cpu_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
 void vol_lock_held(struct fs_volume *v, const char *site)
 {
 	v->lock_since_ns = mono_ns();
+	v->lock_since_cpu_ns = thread_holds && thread_holds->trace ? thread_cpu_ns() : 0;
 	v->lock_site = site;
 }
 
-static void hold_note(struct hold_rec *r, uint64_t held, const char *site)
+static void hold_note(struct hold_rec *r, uint64_t held, const char *site, uint64_t cpu)
 {
+	if (r->trace && r->ntrace < HOLD_TRACE_MAX)
+		r->t[r->ntrace++] = (struct hold_trace){ .site = site, .wall_ns = held,
+							 .cpu_ns = cpu };
 	r->holds++;
 	if (held > r->max_ns) {
 		r->max_ns = held;
@@ -141,9 +154,10 @@ void vol_lock_releasing(struct fs_volume *v)
 {
 	uint64_t held = mono_ns() - v->lock_since_ns;
 
-	hold_note(&v->lock_rec, held, v->lock_site);
+	hold_note(&v->lock_rec, held, v->lock_site, 0);
 	if (thread_holds)
-		hold_note(thread_holds, held, v->lock_site);
+		hold_note(thread_holds, held, v->lock_site,
+			  thread_holds->trace ? thread_cpu_ns() - v->lock_since_cpu_ns : 0);
 }
 
 struct hold_rec *vol_hold_rec(struct hold_rec *r)
