@@ -842,7 +842,8 @@ static int embedded_entry(const struct chunk *c, const struct buf *b, uint32_t i
 	return -ENOENT;
 }
 
-int dir_embedded_name(struct fs_volume *v, const struct iref *r, char *name, size_t *len)
+int dir_embedded_pos(struct fs_volume *v, const struct iref *r, char *name, size_t *len,
+		     struct dirpos *pos)
 {
 	struct chunk *c = vol_chunk(v, r->loc.chunk);
 	struct od_dirent de;
@@ -860,9 +861,20 @@ int dir_embedded_name(struct fs_volume *v, const struct iref *r, char *name, siz
 		memcpy(name, b->data + off + OD_DIRENT_HEADER, de.name_len);
 		name[de.name_len] = '\0';
 		*len = de.name_len;
+		if (pos) {
+			pos->unit = r->loc;
+			pos->unit.off = 0;
+			pos->off = off;
+			pos->de = de;
+		}
 	}
 	buf_put(b);
 	return ret;
+}
+
+int dir_embedded_name(struct fs_volume *v, const struct iref *r, char *name, size_t *len)
+{
+	return dir_embedded_pos(v, r, name, len, NULL);
 }
 
 int dir_set_inline(struct fs_volume *v, struct iref *r, const void *data, uint32_t len)

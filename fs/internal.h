@@ -557,8 +557,12 @@ int dir_part_drop_empty(struct fs_volume *v, const struct iref *part);
 
 int dir_read_inline(struct fs_volume *v, const struct iref *r, void *buf, uint32_t len);
 /* The name of the entry embedding r's inode (name: FS_NAME_MAX + 1 bytes);
- * -ENOENT for an inode in a slot. */
+ * -ENOENT for an inode in a slot. _pos: and the entry's place (pos may be
+ * NULL), read from r's unit: no lookup in the directory (so no name index
+ * of it is built). */
 int dir_embedded_name(struct fs_volume *v, const struct iref *r, char *name, size_t *len);
+int dir_embedded_pos(struct fs_volume *v, const struct iref *r, char *name, size_t *len,
+		     struct dirpos *pos);
 int dir_set_inline(struct fs_volume *v, struct iref *r, const void *data, uint32_t len);
 
 /* attr.c: permission checks; mask is a combination of 4 (r), 2 (w), 1 (x). */
