@@ -187,18 +187,21 @@ steps = collections.Counter()
 for l in open(sys.argv[1]):
     f = l.split()
     d = dict(zip(f[0::2], f[1::2]))
-    g[(d["kind"], d["site"])].append((int(d["wall_us"]), int(d["cpu_us"])))
+    g[(d["kind"], d["site"])].append((int(d["wall_us"]), int(d["cpu_us"]),
+                                      int(d.get("blocked", 0)), int(d.get("preempted", 0))))
     steps[d["kind"], d["step"]] += 1
 kinds = collections.Counter(k for k, _ in steps)
 med = lambda a: sorted(a)[len(a) // 2]
-over = [(w, c) for v in g.values() for w, c in v if w > 10000]
-print("step holds: %d steps, %d holds; %d over 10 ms wall, of them %d over 10 ms CPU"
-      % (len(steps), sum(map(len, g.values())), len(over), sum(c > 10000 for _, c in over)))
+over = [d for v in g.values() for d in v if d[0] > 10000]
+print("step holds: %d steps, %d holds; %d over 10 ms wall, of them %d over 10 ms CPU, "
+      "%d blocked (a context switch of its own), %d preempted only"
+      % (len(steps), sum(map(len, g.values())), len(over), sum(d[1] > 10000 for d in over),
+         sum(d[2] > 0 for d in over), sum(d[2] == 0 and d[3] > 0 for d in over)))
 print("%-8s %6s %-22s %6s %9s %9s %9s %9s" % ("kind", "steps", "site", "holds", "cpu p50",
       "cpu max", "wall p50", "wall max"))
 for (k, site), v in sorted(g.items()):
-    w = [a / 1000 for a, _ in v]
-    c = [b / 1000 for _, b in v]
+    w = [d[0] / 1000 for d in v]
+    c = [d[1] / 1000 for d in v]
     print("%-8s %6d %-22s %6d %9.2f %9.2f %9.2f %9.2f" % (k, kinds[k], site, len(v), med(c),
           max(c), med(w), max(w)))
 PY

@@ -523,11 +523,12 @@ static void trace_step(struct fs_volume *v, int fd, const struct hold_rec *r,
 
 	for (uint32_t h = 0; h < r->ntrace; h++)
 		dprintf(fd, "step %llu kind %s ret %d inodes %llu blocks %llu site %s wall_us %llu "
-			    "cpu_us %llu\n",
+			    "cpu_us %llu blocked %u preempted %u runq_us %llu\n",
 			(unsigned long long)step, n->kind, ret, (unsigned long long)n->inodes,
 			(unsigned long long)n->blocks, r->t[h].site,
 			(unsigned long long)(r->t[h].wall_ns / 1000u),
-			(unsigned long long)(r->t[h].cpu_ns / 1000u));
+			(unsigned long long)(r->t[h].cpu_ns / 1000u), r->t[h].vcsw, r->t[h].ivcsw,
+			(unsigned long long)(r->t[h].rq_ns / 1000u));
 }
 
 static int evac_step(struct fs_volume *v, uint32_t i, uint32_t max_blocks,

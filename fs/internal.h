@@ -26,6 +26,8 @@ struct fs_volume;
 struct hold_trace {
 	const char *site;
 	uint64_t wall_ns, cpu_ns;
+	uint32_t vcsw, ivcsw;  /* the thread's context switches meanwhile: it blocked, was preempted */
+	uint64_t rq_ns;        /* its time waiting for a CPU meanwhile (schedstat's run_delay) */
 };
 
 #define HOLD_TRACE_MAX 16u
@@ -162,7 +164,8 @@ struct fs_volume {
 	 * and by which function now, and the record since open (the longest
 	 * hold and where, holds over 1 ms and over 10 ms). */
 	uint64_t lock_since_ns;
-	uint64_t lock_since_cpu_ns;   /* the holder's CPU clock then, when its record traces */
+	uint64_t lock_since_cpu_ns;   /* the holder's CPU clock then, when its record traces, */
+	uint64_t lock_since_vcsw, lock_since_ivcsw, lock_since_rq_ns; /* and its switches, waits */
 	const char *lock_site;
 	struct hold_rec lock_rec;
 	int fd;
