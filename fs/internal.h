@@ -91,6 +91,7 @@ struct chunk {
 	char why_offline[160];        /* while offline: the reason, "" when none is known */
 	int lost_store;               /* offline because its store lost its server: the errno */
 	uint32_t pins;                /* reads using its store without the lock (pin.c) */
+	uint32_t pin_waiters;         /* reopens waiting (unlocked) for the pins to go */
 
 	/* Allocation state, loaded on first use. */
 	int loaded;
@@ -747,9 +748,11 @@ int vol_pred_damaged(struct fs_volume *v, uint32_t block);
 void evac_pre_hit(struct fs_volume *v, uint32_t chunk, uint32_t start, uint32_t len);
 
 /* pin.c: a chunk pinned (the volume locked) keeps its store until unpinned
- * (from any thread); a reopen waits, locked, for its chunk to be unpinned.
- * vol_reuse_gen moves (vol_blocks_reusable) when freed blocks may be
- * allocated again. */
+ * (from any thread). chunk_wait_unpinned, called and returning with the
+ * volume locked, waits with the lock released until no pin is left (a
+ * reopen, a retirement: their chunk is offline, so nothing pins it anew),
+ * then holds the lock with none left. vol_reuse_gen moves
+ * (vol_blocks_reusable) when freed blocks may be allocated again. */
 void chunk_pin(struct chunk *c);
 void chunk_unpin(struct chunk *c);
 void chunk_wait_unpinned(struct chunk *c);

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -1058,6 +1059,162 @@ static void copy_outside_lock(void)
 	unlink(image);
 }
 
+/* A reopen of a chunk an evacuation's copy has pinned. */
+struct reopen_hook {
+	struct fs_volume *v;
+	pthread_t th;
+	int started, offline_ret, reopen_ret;
+	int seen_waiting, lock_free, lock_busy;
+};
+
+static void *reopen_thread(void *arg)
+{
+	struct reopen_hook *h = arg;
+	char why[256];
+
+	h->offline_ret = fs_chunk_offline(h->v, 1, 0, why, sizeof(why));
+	h->reopen_ret = fs_chunk_reopen(h->v, 1, why, sizeof(why));
+	return NULL;
+}
+
+/* The volume lock taken by trylock (fs_nowait_begin) and chunk 1's info
+ * read under it: 1, or 0 when the lock is held elsewhere. */
+static int info_if_free(struct fs_volume *v, struct fs_chunk_info *ci)
+{
+	if (fs_nowait_begin(v) != 0)
+		return 0;
+	CHECK_EQ(fs_chunk_info(v, 1, ci), 0);
+	fs_nowait_end(v);
+	return 1;
+}
+
+/* Run by the step between its copy and its move, chunk 1 still pinned by
+ * the copy: another thread takes chunk 1 offline and reopens it. The
+ * reopen waits for the copy's pin; meanwhile the lock stays free. */
+static void reopen_hook(void *arg)
+{
+	struct reopen_hook *h = arg;
+	struct fs_chunk_info ci;
+
+	if (h->started)
+		return;
+	h->started = 1;
+	CHECK_EQ(pthread_create(&h->th, NULL, reopen_thread, h), 0);
+	/* Up to 10 s for the reopen to wait on the pin, the lock looked at
+	 * every ms: with it held through the wait, never. */
+	for (int i = 0; i < 10000 && !h->seen_waiting; i++) {
+		if (info_if_free(h->v, &ci))
+			h->seen_waiting = ci.pin_waiters == 1 && !ci.online;
+		usleep(1000);
+	}
+	/* While it waits: the lock free at 100 looks out of 100. */
+	for (int i = 0; i < 100; i++) {
+		if (info_if_free(h->v, &ci) && ci.pin_waiters == 1)
+			h->lock_free++;
+		else
+			h->lock_busy++;
+		usleep(200);
+	}
+}
+
+/* A reopen (or retirement) of a chunk pinned by an evacuation's copy waits
+ * for the pin with the volume lock released: chunk 1 on a store of its
+ * own drains; between a step's copy and its move (chunk 1 pinned) another
+ * thread takes it offline and reopens it. The reopen is seen waiting for
+ * the pin while the lock is free; once the copy lets go it ends (0), the
+ * step finds chunk 1 offline (-EIO) and moves nothing; checked and back
+ * online, the evacuation goes on to the end: the file reads back, chunk 1
+ * retires, the volume checks clean. */
+static void reopen_while_pinned(void)
+{
+	struct fs_mkfs_opts mo = { .chunk_size = 8 * MB, .chunk_count = 3, .force = 1 };
+	struct fsck_opts fo = { .force = 1, .cross = 1, .both_copies = 1 };
+	struct fsck_gate gate = { .image = image };
+	struct fsck_result res;
+	struct fs_evac_info ei;
+	struct fs_chunk_info ci;
+	struct fs_volume *v;
+	struct fs_ino root, d, dk = { 0 }, w;
+	static struct reopen_hook h;
+	static uint8_t buf[256 * 1024];
+	char name[32], why[256], c1[220];
+	const char *places[3] = { NULL, c1, NULL };
+	int ret, steps = 0;
+
+	snprintf(c1, sizeof(c1), "%s.c1", image);
+	CHECK_EQ(fs_mkfs(image, &mo), 0);
+	CHECK_EQ(fs_open(image, 0, &v), 0);
+	CHECK_EQ(fs_root(v, &root), 0);
+	for (int i = 0; i < 8 && !dk.num; i++) {
+		snprintf(name, sizeof(name), "p%d", i);
+		CHECK_EQ(fs_mkdir(v, NULL, root, name, 0755, &d, NULL), 0);
+		if ((d.num >> 32) == 1)
+			dk = d;
+	}
+	CHECK(dk.num != 0);
+	fill(buf, sizeof(buf), 41);
+	CHECK_EQ(fs_create(v, NULL, dk, "w", 0644, FS_CREATE_GUARDED, 0, &w, NULL), 0);
+	CHECK_EQ(fs_write(v, NULL, w, 0, sizeof(buf), buf, FS_FILE_SYNC, NULL), 0);
+	CHECK_EQ(w.num >> 32, 1);
+	CHECK_EQ(fs_close(v), 0);
+	/* Chunk 1 copied out of the image onto a store of its own. */
+	{
+		static uint8_t cb[8 * MB];
+		int fi = open(image, O_RDONLY), fc = open(c1, O_RDWR | O_CREAT | O_TRUNC, 0600);
+		CHECK(fi >= 0 && fc >= 0);
+		CHECK_EQ(pread(fi, cb, sizeof(cb), 8 * MB), (ssize_t)sizeof(cb));
+		CHECK_EQ(pwrite(fc, cb, sizeof(cb), 0), (ssize_t)sizeof(cb));
+		close(fi);
+		close(fc);
+	}
+	CHECK_EQ(fs_open_placed(image, places, 3, 0, &v, why, sizeof(why)), 0);
+	CHECK_EQ(fs_chunk_info(v, 1, &ci), 0);
+	CHECK(ci.online && ci.placed && ci.pin_waiters == 0);
+	h.v = v;
+	fs_evac_set_copied_hook(v, reopen_hook, &h);
+	CHECK_EQ(fs_chunk_drain(v, 1, 1, why, sizeof(why)), 0);
+	CHECK_EQ(fs_evac_step(v, 1, 0, &ei), 1); /* the foster map: no copy */
+	CHECK_EQ(h.started, 0);
+	/* w's copy: the hook's reopen waits for its pin. */
+	CHECK_EQ(fs_evac_step(v, 1, 0, &ei), -EIO);
+	CHECK_EQ(h.started, 1);
+	CHECK_EQ(pthread_join(h.th, NULL), 0);
+	CHECK_EQ(h.seen_waiting, 1);
+	CHECK_EQ(h.lock_free, 100);
+	CHECK_EQ(h.lock_busy, 0);
+	CHECK_EQ(h.offline_ret, 0);
+	CHECK_EQ(h.reopen_ret, 0);
+	CHECK_EQ(fs_chunk_info(v, 1, &ci), 0);
+	CHECK(!ci.online && ci.pin_waiters == 0);
+	fs_evac_set_copied_hook(v, NULL, NULL);
+	gate.store = fs_chunk_store(v, 1);
+	CHECK_EQ(fs_chunk_online(v, 1, fsck_gate_chunk, &gate, why, sizeof(why)), 0);
+	CHECK_EQ(gate.res.exit_code, FSCK_EXIT_OK);
+	CHECK_EQ(fs_evac_info(v, 1, &ei), 0);
+	CHECK_EQ(ei.inodes_moved, 0);
+	CHECK_EQ(ei.blocks_moved, 0);
+	check_bytes(v, w, sizeof(buf), 41);
+	while ((ret = fs_evac_step(v, 1, 0, &ei)) == 1 && steps < 100)
+		steps++;
+	CHECK_EQ(ret, 0);
+	CHECK_EQ(ei.retired, 1);
+	CHECK_EQ(ei.blocks_moved, 64);
+	CHECK_EQ(ei.blocks_copied_unlocked, 64);
+	check_bytes(v, w, sizeof(buf), 41);
+	CHECK_EQ(fs_close(v), 0);
+	CHECK_EQ(fsck_volume_path(image, -1, &fo, &res), 0);
+	CHECK_EQ(res.problems, 0);
+	CHECK_EQ(fs_open(image, 0, &v), 0);
+	CHECK_EQ(fs_lookup(v, NULL, dk, "w", &d, NULL), 0);
+	CHECK_EQ(d.gen, w.gen);
+	check_bytes(v, w, sizeof(buf), 41);
+	CHECK_EQ(fs_close(v), 0);
+	printf("# reopen while pinned: waited with the lock free %d of %d looks; %d more steps\n",
+	       h.lock_free, h.lock_free + h.lock_busy, steps);
+	unlink(c1);
+	unlink(image);
+}
+
 int main(void)
 {
 	const char *tmp = getenv("TMPDIR");
@@ -1173,5 +1330,6 @@ int main(void)
 	rehosting(0);
 	rehosting(1);
 	copy_outside_lock();
+	reopen_while_pinned();
 	return test_done("evac_test");
 }
