@@ -498,7 +498,8 @@ int dir_seg_entries_of(struct fs_volume *v, const struct iref *seg, uint64_t sta
 			ret = entry_at(b, off, &we.pos.de);
 			if (ret < 0)
 				break;
-			if (we.pos.de.kind != OD_DE_FREE && we.pos.de.stable == stable) {
+			if (we.pos.de.kind != OD_DE_FREE &&
+			    (stable == DIR_ALL_ENTRIES || we.pos.de.stable == stable)) {
 				we.pos.unit.chunk = c->index;
 				we.pos.unit.block = el.e[i].pblk;
 				we.pos.unit.off = 0;
@@ -664,6 +665,34 @@ int dir_entry_matches(struct fs_volume *v, const struct od_loc *unit, uint32_t o
 			 memcmp(b->data + off + OD_DIRENT_HEADER, name, len) != 0))
 		ret = -ENOENT;
 	if (ret == 0) {
+		pos->unit = *unit;
+		pos->unit.off = 0;
+		pos->off = off;
+		pos->de = de;
+	}
+	buf_put(b);
+	return ret;
+}
+
+int dir_entry_at(struct fs_volume *v, const struct od_loc *unit, uint32_t off, char *name,
+		 struct dirpos *pos)
+{
+	struct chunk *c = vol_chunk(v, unit->chunk);
+	struct od_dirent de;
+	struct buf *b;
+	int ret;
+
+	if (!c)
+		return -EUCLEAN;
+	ret = buf_read(c, unit->block, c->hdr.dir_unit, &b);
+	if (ret < 0)
+		return ret;
+	ret = entry_at(b, off, &de);
+	if (ret == 0 && de.kind == OD_DE_FREE)
+		ret = -ENOENT;
+	if (ret == 0) {
+		memcpy(name, b->data + off + OD_DIRENT_HEADER, de.name_len);
+		name[de.name_len] = '\0';
 		pos->unit = *unit;
 		pos->unit.off = 0;
 		pos->off = off;

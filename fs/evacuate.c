@@ -116,6 +116,7 @@ static int fill_info(struct chunk *c, struct fs_evac_info *info)
 	memset(info, 0, sizeof(*info));
 	info->chunk = c->index;
 	info->copies_dropped = c->evac_dropped;
+	info->entry_scans = c->evac_entry_scans;
 	info->blocks_copied_unlocked = c->evac_pre_blocks;
 	holds_info(&c->evac_holds, info);
 	if (c->retired) {
@@ -462,7 +463,8 @@ static int retire_close(struct fs_volume *v, struct chunk *k)
  * file each time) before one copies under the lock, so that it moves. */
 #define EVAC_PRE_TRIES 3u
 
-/* The end of a step's plan (the lock held): what no move took given back,
+/* The end of a step's plan (the lock held): its index of K's entries
+ * dropped, what no move took given back,
  * the copies it dropped counted, and whether the step moved nothing but
  * dropped some (EVAC_PRE_TRIES of those in a row: the next copies locked). */
 static void evac_plan_end(struct fs_volume *v, struct chunk *c, int planned, int moved,
@@ -470,6 +472,7 @@ static void evac_plan_end(struct fs_volume *v, struct chunk *c, int planned, int
 {
 	uint64_t dropped_copies = 0, claimed = 0;
 
+	evac_lindex_drop(v); /* (its index of K's entries holds only under this hold) */
 	if (planned)
 		evac_pre_end(v, &dropped_copies, &claimed);
 	if (!c)

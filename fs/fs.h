@@ -653,6 +653,9 @@ struct fs_evac_info {
 				    * retried, since open */
 	uint64_t blocks_copied_unlocked; /* of blocks_moved, those copied outside
 				    * the volume lock */
+	uint64_t entry_scans;      /* scans of its directory units for the entries of
+				    * inodes with several (or in a slot) that moved:
+				    * one a step at most, since open */
 	/* The volume lock's holds by its steps since open (their commits'
 	 * included): the longest, where, and those over 1 and 10 ms. */
 	uint64_t holds, hold_max_us, holds_over_1ms, holds_over_10ms;

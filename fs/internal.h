@@ -139,6 +139,7 @@ struct chunk {
 	uint64_t evac_pre_blocks;     /* ... and blocks moved whose copy was made so */
 	uint32_t evac_drop_run;       /* steps in a row that dropped and moved nothing */
 	struct hold_rec evac_holds;   /* the volume lock's holds of its steps, since open */
+	uint64_t evac_entry_scans;    /* scans of its directory units for linked moves */
 	int retired;                  /* evacuated and retired: no store, never read
 				       * (OD_FOSTER_RETIRED in chunk 0's record) */
 };
@@ -248,6 +249,7 @@ struct fs_volume {
 	int evac_copy_locked;         /* fs_set_evac_copy_locked */
 	void (*evac_copied_hook)(void *arg);
 	void *evac_copied_arg;
+	struct evac_lindex *evac_lindex; /* evac_linked.c: K's entries, for one step's hold */
 	int evac_trace_fd;            /* fs_evac_set_trace: each step's holds, a line each (-1) */
 	uint64_t evac_trace_steps;
 
@@ -520,6 +522,10 @@ struct dirpos {
 };
 int dir_find(struct fs_volume *v, const struct iref *dir, const char *name, size_t len,
 	     struct dirpos *pos);
+/* The entry at off of unit: 0 with its name (FS_NAME_MAX + 1 bytes) and
+ * *pos, or -ENOENT when it is free. */
+int dir_entry_at(struct fs_volume *v, const struct od_loc *unit, uint32_t off, char *name,
+		 struct dirpos *pos);
 /* Does the entry at off of unit carry name? 0 and *pos, or -ENOENT. */
 int dir_entry_matches(struct fs_volume *v, const struct od_loc *unit, uint32_t off,
 		      const char *name, size_t len, struct dirpos *pos);
@@ -550,11 +556,13 @@ int dir_walk_skipping(struct fs_volume *v, const struct iref *dir, uint64_t from
 int dir_walk(struct fs_volume *v, const struct iref *dir, uint64_t from_cookie, dir_walk_fn fn,
 	     void *ctx);
 uint64_t dir_cookie(uint32_t part, uint32_t unit_seq, uint32_t off);
-/* Evacuation: every entry naming stable in the units of the directory
- * segment seg (a head or a part, its units in its own chunk), fn called
- * for each as dir_walk calls it (a non-zero return stops); and an empty
+/* Evacuation: every entry naming stable (DIR_ALL_ENTRIES: every entry) in
+ * the units of the directory segment seg (a head or a part, its units in
+ * its own chunk), fn called for each as dir_walk calls it (a non-zero
+ * return stops); and an empty
  * directory part (lost+found's too) unlinked from its chain, its slot
  * freed (-ENOTEMPTY while it has units). */
+#define DIR_ALL_ENTRIES UINT64_MAX /* (no number: its chunk would be OD_LOC_NONE) */
 int dir_seg_entries_of(struct fs_volume *v, const struct iref *seg, uint64_t stable,
 		       dir_walk_fn fn, void *ctx);
 int dir_part_drop_empty(struct fs_volume *v, const struct iref *part);

@@ -475,7 +475,7 @@ static void emptying(void)
 	static uint8_t buf[8192];
 	char name[32], why[256];
 	uint32_t big_in1;
-	uint64_t pre_blocks;
+	uint64_t pre_blocks, pre_scans, pre_inodes;
 	int steps = 0, ret;
 
 	CHECK(bigbuf != NULL);
@@ -503,6 +503,14 @@ static void emptying(void)
 	CHECK_EQ(fs_write(v, NULL, sl, 0, sizeof(buf), buf, FS_FILE_SYNC, NULL), 0);
 	CHECK_EQ(fs_link(v, NULL, sl, dk, "sl2"), 0);
 	CHECK_EQ(fs_remove(v, NULL, dk, "sl1"), 0); /* the inode goes to a slot */
+	for (int i = 0; i < 4; i++) { /* more inodes with two links each */
+		struct fs_ino m;
+		snprintf(name, sizeof(name), "hm%d", i);
+		CHECK_EQ(fs_create(v, NULL, dk, name, 0644, FS_CREATE_GUARDED, 0, &m, NULL), 0);
+		snprintf(name, sizeof(name), "hm%d.2", i);
+		CHECK_EQ(fs_link(v, NULL, m, dk, name), 0);
+		CHECK_EQ(m.num >> 32, 1);
+	}
 	fill(buf, 60, 24);
 	CHECK_EQ(fs_create(v, NULL, dk, "inl", 0644, FS_CREATE_GUARDED, 0, &in, NULL), 0);
 	CHECK_EQ(fs_write(v, NULL, in, 0, 60, buf, FS_FILE_SYNC, NULL), 0);
@@ -534,6 +542,8 @@ static void emptying(void)
 	for (int i = 0; i < 4; i++)
 		CHECK_EQ(fs_evac_step(v, 1, 0, &ei), 1);
 	pre_blocks = ei.blocks_moved; /* (counted since open) */
+	pre_scans = ei.entry_scans;
+	pre_inodes = ei.inodes_moved;
 	CHECK_EQ(fs_close(v), 0);
 	CHECK_EQ(fs_open(image, 0, &v), 0);
 	CHECK_EQ(fs_evac_info(v, 1, &ei), 0);
@@ -548,6 +558,13 @@ static void emptying(void)
 	       steps, (unsigned long long)ei.inodes_moved, (unsigned long long)ei.blocks_moved,
 	       (unsigned long long)ei.blocks_copied_unlocked);
 	CHECK_EQ(ei.blocks_copied_unlocked, ei.blocks_moved);
+	printf("# chunk 1's directory units scanned %llu times for the entries of its 6 inodes "
+	       "with two links or in a slot; %llu inodes moved\n",
+	       (unsigned long long)(pre_scans + ei.entry_scans),
+	       (unsigned long long)(pre_inodes + ei.inodes_moved));
+	/* All six moved in one step, through one scan (one each before). */
+	CHECK_EQ(pre_scans + ei.entry_scans, 1);
+	CHECK_EQ(pre_inodes + ei.inodes_moved, 9);
 	/* The last step that did something retired it: a scan found it empty. */
 	CHECK_EQ(ei.retired, 1);
 	CHECK_EQ(ei.homed_here, 0);
@@ -585,6 +602,16 @@ static void emptying(void)
 	check_bytes(v, sl, sizeof(buf), 23);
 	CHECK_EQ(fs_lookup(v, NULL, dk, "sl2", &x, NULL), 0);
 	CHECK_EQ(x.num, sl.num);
+	for (int i = 0; i < 4; i++) {
+		struct fs_ino m2;
+		snprintf(name, sizeof(name), "hm%d", i);
+		CHECK_EQ(fs_lookup(v, NULL, dk, name, &x, NULL), 0);
+		snprintf(name, sizeof(name), "hm%d.2", i);
+		CHECK_EQ(fs_lookup(v, NULL, dk, name, &m2, NULL), 0);
+		CHECK_EQ(m2.num, x.num);
+		CHECK_EQ(fs_getattr(v, x, &a), 0);
+		CHECK_EQ(a.nlink, 2);
+	}
 	CHECK_EQ(fs_getattr(v, in, &a), 0);
 	CHECK_EQ(a.size, 60);
 	check_bytes(v, in, 60, 24);
