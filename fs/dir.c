@@ -647,33 +647,6 @@ static int find_fn(struct fs_volume *v, void *vctx, const struct dir_walk_ent *e
 	return 1;
 }
 
-int dir_entry_matches(struct fs_volume *v, const struct od_loc *unit, uint32_t off,
-		      const char *name, size_t len, struct dirpos *pos)
-{
-	struct chunk *c = vol_chunk(v, unit->chunk);
-	struct od_dirent de;
-	struct buf *b;
-	int ret;
-
-	if (!c)
-		return -EUCLEAN;
-	ret = buf_read(c, unit->block, c->hdr.dir_unit, &b);
-	if (ret < 0)
-		return ret;
-	ret = entry_at(b, off, &de);
-	if (ret == 0 && (de.kind == OD_DE_FREE || de.name_len != len ||
-			 memcmp(b->data + off + OD_DIRENT_HEADER, name, len) != 0))
-		ret = -ENOENT;
-	if (ret == 0) {
-		pos->unit = *unit;
-		pos->unit.off = 0;
-		pos->off = off;
-		pos->de = de;
-	}
-	buf_put(b);
-	return ret;
-}
-
 int dir_entry_at(struct fs_volume *v, const struct od_loc *unit, uint32_t off, char *name,
 		 struct dirpos *pos)
 {
@@ -699,6 +672,20 @@ int dir_entry_at(struct fs_volume *v, const struct od_loc *unit, uint32_t off, c
 		pos->de = de;
 	}
 	buf_put(b);
+	return ret;
+}
+
+int dir_entry_matches(struct fs_volume *v, const struct od_loc *unit, uint32_t off,
+		      const char *name, size_t len, struct dirpos *pos)
+{
+	char got[FS_NAME_MAX + 1];
+	struct dirpos p;
+	int ret = dir_entry_at(v, unit, off, got, &p);
+
+	if (ret == 0 && (p.de.name_len != len || memcmp(got, name, len) != 0))
+		ret = -ENOENT;
+	if (ret == 0)
+		*pos = p;
 	return ret;
 }
 

@@ -90,6 +90,23 @@ static void check_bytes_n(struct fs_volume *v, struct fs_ino f, size_t len, unsi
 	free(got);
 }
 
+/* A directory made at the root whose head lands in chunk 1 (named c0,
+ * c1, ... for prefix c: up to 8 tries). */
+static struct fs_ino dir_in_chunk1(struct fs_volume *v, struct fs_ino root, char prefix)
+{
+	struct fs_ino d, dk = { 0 };
+	char name[32];
+
+	for (int i = 0; i < 8 && !dk.num; i++) {
+		snprintf(name, sizeof(name), "%c%d", prefix, i);
+		CHECK_EQ(fs_mkdir(v, NULL, root, name, 0755, &d, NULL), 0);
+		if ((d.num >> 32) == 1)
+			dk = d;
+	}
+	CHECK(dk.num != 0);
+	return dk;
+}
+
 /* Continuations carried out of a draining chunk: files written across
  * chunk 1's end continue in another chunk C; C drains and steps until
  * nothing is left to move (2 MiB a step: the first piece of a continuation
@@ -117,13 +134,7 @@ static void moves(void)
 	CHECK_EQ(fs_mkfs(image, &mo), 0);
 	CHECK_EQ(fs_open(image, 0, &v), 0);
 	CHECK_EQ(fs_root(v, &root), 0);
-	for (int i = 0; i < 8 && !dk.num; i++) {
-		snprintf(name, sizeof(name), "m%d", i);
-		CHECK_EQ(fs_mkdir(v, NULL, root, name, 0755, &d, NULL), 0);
-		if ((d.num >> 32) == 1)
-			dk = d;
-	}
-	CHECK(dk.num != 0);
+	dk = dir_in_chunk1(v, root, 'm');
 	for (int i = 0; i < 3; i++) {
 		snprintf(name, sizeof(name), "s%d", i);
 		CHECK_EQ(fs_create(v, NULL, dk, name, 0644, FS_CREATE_GUARDED, 0, &f[i], NULL), 0);
@@ -227,22 +238,16 @@ static void fostering(void)
 	struct fsck_result res;
 	struct fs_evac_info ei;
 	struct fs_volume *v;
-	struct fs_ino root, d, dk = { 0 }, in, wr, sub, sl, gone, x, dt;
+	struct fs_ino root, dk, in, wr, sub, sl, gone, x, dt;
 	struct fs_attr a;
 	static uint8_t buf[64 * 1024];
-	char name[32], why[256], target[64];
+	char why[256], target[64];
 	size_t tl = 0;
 
 	CHECK_EQ(fs_mkfs(image, &mo), 0);
 	CHECK_EQ(fs_open(image, 0, &v), 0);
 	CHECK_EQ(fs_root(v, &root), 0);
-	for (int i = 0; i < 8 && !dk.num; i++) {
-		snprintf(name, sizeof(name), "f%d", i);
-		CHECK_EQ(fs_mkdir(v, NULL, root, name, 0755, &d, NULL), 0);
-		if ((d.num >> 32) == 1)
-			dk = d;
-	}
-	CHECK(dk.num != 0);
+	dk = dir_in_chunk1(v, root, 'f');
 	fill(buf, 100, 7);
 	CHECK_EQ(fs_create(v, NULL, dk, "gone", 0644, FS_CREATE_GUARDED, 0, &gone, NULL), 0);
 	CHECK_EQ(fs_remove(v, NULL, dk, "gone"), 0);
@@ -482,13 +487,7 @@ static void emptying(void)
 	CHECK_EQ(fs_mkfs(image, &mo), 0);
 	CHECK_EQ(fs_open(image, 0, &v), 0);
 	CHECK_EQ(fs_root(v, &root), 0);
-	for (int i = 0; i < 8 && !dk.num; i++) {
-		snprintf(name, sizeof(name), "g%d", i);
-		CHECK_EQ(fs_mkdir(v, NULL, root, name, 0755, &d, NULL), 0);
-		if ((d.num >> 32) == 1)
-			dk = d;
-	}
-	CHECK(dk.num != 0);
+	dk = dir_in_chunk1(v, root, 'g');
 	fill(bigbuf, big_len, 21);
 	CHECK_EQ(fs_create(v, NULL, dk, "big", 0644, FS_CREATE_GUARDED, 0, &big, NULL), 0);
 	CHECK_EQ(fs_write(v, NULL, big, 0, big_len, bigbuf, FS_FILE_SYNC, NULL), 0);
@@ -991,19 +990,13 @@ static void copy_outside_lock(void)
 	struct fs_ino root, d, dk = { 0 };
 	static struct hook h;
 	static uint8_t buf[256 * 1024];
-	char name[32], why[256];
+	char why[256];
 	uint64_t unlocked;
 
 	CHECK_EQ(fs_mkfs(image, &mo), 0);
 	CHECK_EQ(fs_open(image, 0, &v), 0);
 	CHECK_EQ(fs_root(v, &root), 0);
-	for (int i = 0; i < 8 && !dk.num; i++) {
-		snprintf(name, sizeof(name), "p%d", i);
-		CHECK_EQ(fs_mkdir(v, NULL, root, name, 0755, &d, NULL), 0);
-		if ((d.num >> 32) == 1)
-			dk = d;
-	}
-	CHECK(dk.num != 0);
+	dk = dir_in_chunk1(v, root, 'p');
 	h.v = v;
 	fill(buf, sizeof(buf), 31);
 	CHECK_EQ(fs_create(v, NULL, dk, "w", 0644, FS_CREATE_GUARDED, 0, &h.w, NULL), 0);
@@ -1174,7 +1167,7 @@ static void reopen_while_pinned(void)
 	struct fs_ino root, d, dk = { 0 }, w;
 	static struct reopen_hook h;
 	static uint8_t buf[256 * 1024];
-	char name[32], why[256], c1[220];
+	char why[256], c1[220];
 	const char *places[3] = { NULL, c1, NULL };
 	int ret, steps = 0;
 
@@ -1182,13 +1175,7 @@ static void reopen_while_pinned(void)
 	CHECK_EQ(fs_mkfs(image, &mo), 0);
 	CHECK_EQ(fs_open(image, 0, &v), 0);
 	CHECK_EQ(fs_root(v, &root), 0);
-	for (int i = 0; i < 8 && !dk.num; i++) {
-		snprintf(name, sizeof(name), "p%d", i);
-		CHECK_EQ(fs_mkdir(v, NULL, root, name, 0755, &d, NULL), 0);
-		if ((d.num >> 32) == 1)
-			dk = d;
-	}
-	CHECK(dk.num != 0);
+	dk = dir_in_chunk1(v, root, 'p');
 	fill(buf, sizeof(buf), 41);
 	CHECK_EQ(fs_create(v, NULL, dk, "w", 0644, FS_CREATE_GUARDED, 0, &w, NULL), 0);
 	CHECK_EQ(fs_write(v, NULL, w, 0, sizeof(buf), buf, FS_FILE_SYNC, NULL), 0);
