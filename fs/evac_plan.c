@@ -122,7 +122,6 @@ static int plan_one(struct fs_volume *v, struct chunk *k, uint64_t stable, struc
  * first one found, map by map, so they go in that order). */
 static void plan_inodes(struct fs_volume *v, struct chunk *k, uint32_t budget, uint8_t *tried)
 {
-	const struct od_chunk_header *h0 = &v->chunks[0].hdr;
 	const struct od_foster *f = vol_foster(v, k->index);
 	uint32_t n = f ? f->entries : 0, from = k->evac_map < n ? k->evac_map : 0, idx, used = 0;
 	uint32_t j = 0;
@@ -148,8 +147,8 @@ static void plan_inodes(struct fs_volume *v, struct chunk *k, uint32_t budget, u
 			return;
 		j += one;
 	}
-	for (uint32_t m = 0; m < h0->nfosters && m < OD_MAX_FOSTERS; m++) {
-		uint32_t home = h0->fosters[m].home;
+	for (uint32_t m = 0; m < v->fost.n; m++) {
+		uint32_t home = v->fost.rec[m].home;
 		if (home == k->index)
 			continue;
 		from = 0;
