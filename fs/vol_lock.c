@@ -126,9 +126,10 @@ static uint64_t mono_ns(void)
 /* The calling thread's CPU time (neither waiting for a CPU nor blocking
  * counts in it), its voluntary and involuntary context switches and its
  * time spent waiting for a CPU (Linux's /proc/thread-self/schedstat: run
- * time, run delay, timeslices; 0 when it cannot be read). What is left of
- * a hold's wall time past these is time the kernel did not give the
- * thread at all: interrupts, or the hypervisor's (steal). */
+ * time, run delay, timeslices; 0 when it cannot be read: the descriptor
+ * stays open for the thread's life, one a tracing thread). A hold's wall
+ * time past these three is not explained by them (interrupts, the
+ * hypervisor: not told apart here). */
 static void thread_clock(uint64_t *cpu_ns, uint64_t *vcsw, uint64_t *ivcsw, uint64_t *rq_ns)
 {
 	static __thread int sfd = -1; /* (kept open: the thread's own file) */
