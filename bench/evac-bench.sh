@@ -21,9 +21,15 @@
 # before issue 23 (evacuate_copy = locked), for comparison with the default
 # (unlocked); printed too: the lock record of the evacuation's own steps.
 #
+# Each step's holds are traced (CHUNKFS_EVAC_TRACE): printed last, a table
+# of the holds by the step's kind and the site that took the lock, with
+# the thread's CPU time beside the wall time (a hold long in wall time but
+# short in CPU was the thread preempted on a loaded machine); --trace FILE
+# keeps the trace.
+#
 # usage: bash bench/evac-bench.sh [--chunk-size S] [--files N] [--small N]
 #            [--rate MB] [--seconds S] [--copy unlocked|locked]
-#            [--builddir DIR] [--tmp DIR]
+#            [--builddir DIR] [--tmp DIR] [--trace FILE]
 # Needs chunkfsd, chunkfsctl, mkfs.chunkfs and client-tests/lat_probe in
 # the build directory ($BUILDDIR, default build), nfs-cp and python3, and
 # about 4 chunks of space under --tmp (default /work/tmp if /work exists).
@@ -37,12 +43,13 @@ small=0
 rate=4096
 seconds=10
 copy=unlocked
+trace=
 builddir=${BUILDDIR:-$top/build}
 tmpbase=/tmp
 [ -d /work ] && tmpbase=/work/tmp
 
 usage() {
-	sed -n '2,32s/^# \{0,1\}//p' "$0"
+	sed -n '2,38s/^# \{0,1\}//p' "$0"
 	exit "$1"
 }
 
@@ -56,6 +63,7 @@ while [ $# -gt 0 ]; do
 	--copy) copy=$2; shift 2 ;;
 	--builddir) builddir=$2; shift 2 ;;
 	--tmp) tmpbase=$2; shift 2 ;;
+	--trace) trace=$2; shift 2 ;;
 	-h|--help) usage 0 ;;
 	*) usage 2 ;;
 	esac
@@ -108,7 +116,7 @@ evacuate_rate_mb = $rate
 evacuate_copy = $copy
 export / clients=127.0.0.0/8 access=rw squash=none
 CONF
-"$builddir/chunkfsd" -f -c "$tmp/chunkfsd.conf" --port-file "$tmp/port" >"$tmp/server.log" 2>&1 &
+CHUNKFS_EVAC_TRACE=$tmp/trace "$builddir/chunkfsd" -f -c "$tmp/chunkfsd.conf" --port-file "$tmp/port" >"$tmp/server.log" 2>&1 &
 pid=$!
 for _ in $(seq 1 100); do [ -s "$tmp/port" ] && break; sleep 0.05; done
 port=$(cat "$tmp/port")
@@ -171,3 +179,31 @@ else:
 PY
 ctl status | grep '^evacuate:'
 ctl status | grep '^volume lock:'
+# The steps' holds, by the step's kind and the hold's site.
+python3 - "$tmp/trace" <<'PY'
+import sys, collections
+g = collections.defaultdict(list)
+steps = collections.Counter()
+for l in open(sys.argv[1]):
+    f = l.split()
+    d = dict(zip(f[0::2], f[1::2]))
+    g[(d["kind"], d["site"])].append((int(d["wall_us"]), int(d["cpu_us"]),
+                                      int(d.get("blocked", 0)), int(d.get("preempted", 0))))
+    steps[d["kind"], d["step"]] += 1
+kinds = collections.Counter(k for k, _ in steps)
+med = lambda a: sorted(a)[len(a) // 2]
+over = [d for v in g.values() for d in v if d[0] > 10000]
+print("step holds: %d steps, %d holds; %d over 10 ms wall, of them %d over 10 ms CPU, "
+      "%d blocked (a context switch of its own), %d preempted only"
+      % (len(steps), sum(map(len, g.values())), len(over), sum(d[1] > 10000 for d in over),
+         sum(d[2] > 0 for d in over), sum(d[2] == 0 and d[3] > 0 for d in over)))
+print("%-8s %6s %-22s %6s %9s %9s %9s %9s" % ("kind", "steps", "site", "holds", "cpu p50",
+      "cpu max", "wall p50", "wall max"))
+for (k, site), v in sorted(g.items()):
+    w = [d[0] / 1000 for d in v]
+    c = [d[1] / 1000 for d in v]
+    print("%-8s %6d %-22s %6d %9.2f %9.2f %9.2f %9.2f" % (k, kinds[k], site, len(v), med(c),
+          max(c), med(w), max(w)))
+PY
+[ -n "$trace" ] && cp "$tmp/trace" "$trace"
+exit 0

@@ -498,7 +498,8 @@ int dir_seg_entries_of(struct fs_volume *v, const struct iref *seg, uint64_t sta
 			ret = entry_at(b, off, &we.pos.de);
 			if (ret < 0)
 				break;
-			if (we.pos.de.kind != OD_DE_FREE && we.pos.de.stable == stable) {
+			if (we.pos.de.kind != OD_DE_FREE &&
+			    (stable == DIR_ALL_ENTRIES || we.pos.de.stable == stable)) {
 				we.pos.unit.chunk = c->index;
 				we.pos.unit.block = el.e[i].pblk;
 				we.pos.unit.off = 0;
@@ -646,8 +647,8 @@ static int find_fn(struct fs_volume *v, void *vctx, const struct dir_walk_ent *e
 	return 1;
 }
 
-int dir_entry_matches(struct fs_volume *v, const struct od_loc *unit, uint32_t off,
-		      const char *name, size_t len, struct dirpos *pos)
+int dir_entry_at(struct fs_volume *v, const struct od_loc *unit, uint32_t off, char *name,
+		 struct dirpos *pos)
 {
 	struct chunk *c = vol_chunk(v, unit->chunk);
 	struct od_dirent de;
@@ -660,16 +661,31 @@ int dir_entry_matches(struct fs_volume *v, const struct od_loc *unit, uint32_t o
 	if (ret < 0)
 		return ret;
 	ret = entry_at(b, off, &de);
-	if (ret == 0 && (de.kind == OD_DE_FREE || de.name_len != len ||
-			 memcmp(b->data + off + OD_DIRENT_HEADER, name, len) != 0))
+	if (ret == 0 && de.kind == OD_DE_FREE)
 		ret = -ENOENT;
 	if (ret == 0) {
+		memcpy(name, b->data + off + OD_DIRENT_HEADER, de.name_len);
+		name[de.name_len] = '\0';
 		pos->unit = *unit;
 		pos->unit.off = 0;
 		pos->off = off;
 		pos->de = de;
 	}
 	buf_put(b);
+	return ret;
+}
+
+int dir_entry_matches(struct fs_volume *v, const struct od_loc *unit, uint32_t off,
+		      const char *name, size_t len, struct dirpos *pos)
+{
+	char got[FS_NAME_MAX + 1];
+	struct dirpos p;
+	int ret = dir_entry_at(v, unit, off, got, &p);
+
+	if (ret == 0 && (p.de.name_len != len || memcmp(got, name, len) != 0))
+		ret = -ENOENT;
+	if (ret == 0)
+		*pos = p;
 	return ret;
 }
 
@@ -842,7 +858,8 @@ static int embedded_entry(const struct chunk *c, const struct buf *b, uint32_t i
 	return -ENOENT;
 }
 
-int dir_embedded_name(struct fs_volume *v, const struct iref *r, char *name, size_t *len)
+int dir_embedded_pos(struct fs_volume *v, const struct iref *r, char *name, size_t *len,
+		     struct dirpos *pos)
 {
 	struct chunk *c = vol_chunk(v, r->loc.chunk);
 	struct od_dirent de;
@@ -860,9 +877,20 @@ int dir_embedded_name(struct fs_volume *v, const struct iref *r, char *name, siz
 		memcpy(name, b->data + off + OD_DIRENT_HEADER, de.name_len);
 		name[de.name_len] = '\0';
 		*len = de.name_len;
+		if (pos) {
+			pos->unit = r->loc;
+			pos->unit.off = 0;
+			pos->off = off;
+			pos->de = de;
+		}
 	}
 	buf_put(b);
 	return ret;
+}
+
+int dir_embedded_name(struct fs_volume *v, const struct iref *r, char *name, size_t *len)
+{
+	return dir_embedded_pos(v, r, name, len, NULL);
 }
 
 int dir_set_inline(struct fs_volume *v, struct iref *r, const void *data, uint32_t len)

@@ -186,6 +186,10 @@ int evac_move_head_tail(struct fs_volume *v, const struct iref *head, struct chu
  * count). */
 int evac_linked_movable(struct fs_volume *v, const struct od_loc *loc);
 int evac_move_linked(struct fs_volume *v, uint64_t stable, struct chunk *t, uint64_t *blocks);
+/* evac_linked.c: the step's index of K's directory entries (made by the
+ * step's first linked move) let go: before the step releases the lock,
+ * after which clients may change K's entries. */
+void evac_lindex_drop(struct fs_volume *v);
 
 /* evac_linked.c: K's empty directory parts unlinked from their chains and
  * their slots freed, the first one found: lost+found's when lf (kept by

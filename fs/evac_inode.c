@@ -217,10 +217,11 @@ int evac_move_embedded(struct fs_volume *v, uint64_t stable, struct chunk *t,
 	if (uh.type != OD_MB_DIR)
 		return -EUCLEAN;
 	ret = ino_get_stable(v, uh.owner, &dir);
+	/* Its entry read where the inode is: a lookup by name would build
+	 * the directory's name index first (10 ms of CPU under the lock for
+	 * 3,000 entries at the step's first move). */
 	if (ret == 0)
-		ret = dir_embedded_name(v, &r, name, &len);
-	if (ret == 0)
-		ret = dir_find(v, &dir, name, len, &pos);
+		ret = dir_embedded_pos(v, &r, name, &len, &pos);
 	if (ret < 0)
 		return ret == -ENOENT ? -EUCLEAN : ret;
 	if (pos.de.stable != stable || pos.unit.chunk != k->index)

@@ -3,7 +3,8 @@
  * whose first link went) or one embedded with several links (hard links)
  * carried into another chunk T together with every entry that names it
  * (invariant 2 keeps those entries in K, in the parts or heads of their
- * directories there: found by a scan of K's directory units), each entry
+ * directories there: found through an index of K's directory units made
+ * by one scan a step), each entry
  * added to its directory's part in T and removed from K, the foster map
  * entry pointed at the inode's new place, number and generation kept.
  * Also K's empty directory parts, lost+found's among them, unlinked from
@@ -28,61 +29,83 @@ struct lent {
 };
 
 struct lscan {
-	uint64_t dir;
 	struct lent *e;
 	uint32_t n, cap;
 };
 
-static int collect(struct fs_volume *v, void *ctx, const struct dir_walk_ent *we)
+/* An entry of K's directory units as the step's index keeps it. */
+struct lrec {
+	uint64_t stable;   /* the inode it names */
+	uint64_t dir;      /* its directory's head */
+	struct od_loc unit;
+	uint32_t off;
+	uint32_t seq;      /* the order the scan found it in */
+};
+
+/* Every entry of K's directory units (the units of directory parts in K's
+ * slots, and of directory heads placed in K, found through the foster
+ * maps: K's, and those of chunks evacuated into K), sorted by the number
+ * it names: made by one scan at a step's first move of an inode with
+ * several entries (or in a slot), kept until the step lets the lock go
+ * (evac_lindex_drop), so that each further move of the step finds its
+ * entries by a search instead of a scan. Within one hold of the lock
+ * nothing adds an entry to K (a draining chunk takes none; the step's
+ * moves add theirs in other chunks) and the moves remove only the moved
+ * inodes' own entries; each entry found is read again where it is and
+ * must still name the inode, else the index is made again. */
+struct evac_lindex {
+	struct chunk *k;
+	uint64_t dir;      /* (while scanning: the directory of the segment) */
+	struct lrec *r;
+	uint32_t n, cap;
+};
+
+static int index_entry(struct fs_volume *v, void *ctx, const struct dir_walk_ent *we)
 {
-	struct lscan *ls = ctx;
-	struct lent *l;
+	struct evac_lindex *x = ctx;
 
 	(void)v;
-	if (ls->n == ls->cap) {
-		uint32_t ncap = ls->cap ? 2 * ls->cap : 4;
-		struct lent *p = realloc(ls->e, ncap * sizeof(*p));
+	if (x->n == x->cap) {
+		uint32_t ncap = x->cap ? 2 * x->cap : 64;
+		struct lrec *p = realloc(x->r, ncap * sizeof(*p));
 		if (!p)
 			return -ENOMEM;
-		ls->e = p;
-		ls->cap = ncap;
+		x->r = p;
+		x->cap = ncap;
 	}
-	l = &ls->e[ls->n++];
-	l->dir = ls->dir;
-	l->pos = we->pos;
-	l->len = we->pos.de.name_len;
-	memcpy(l->name, we->name, l->len);
-	l->name[l->len] = 0;
+	x->r[x->n] = (struct lrec){ .stable = we->pos.de.stable, .dir = x->dir,
+				    .unit = we->pos.unit, .off = we->pos.off, .seq = x->n };
+	x->n++;
 	return 0;
 }
 
-static struct od_loc slot_loc(const struct chunk *c, uint32_t slot)
+static int lrec_cmp(const void *a, const void *b)
 {
-	struct od_loc loc = {
-		.chunk = c->index,
-		.block = c->hdr.itable_start + slot / OD_ISLOTS_PER_BLOCK,
-		.off = (uint16_t)(OD_MB_HEADER_SIZE + (slot % OD_ISLOTS_PER_BLOCK) * OD_INODE_SIZE),
-	};
-	return loc;
+	const struct lrec *x = a, *y = b;
+
+	if (x->stable != y->stable)
+		return x->stable < y->stable ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
-/* Every entry of K's directory units naming stable: the units of
- * directory parts in K's slots, and of directory heads placed in K (found
- * through the foster maps: K's, and those of chunks evacuated into K). */
-static int scan_entries(struct fs_volume *v, struct chunk *k, uint64_t stable, struct lscan *ls)
+/* The index of k's entries made (by a scan of its directory units). */
+static int index_build(struct fs_volume *v, struct chunk *k, struct evac_lindex *x)
 {
 	struct od_loc loc;
 	int ret = 0;
 
+	k->evac_entry_scans++;
+	x->k = k;
+	x->n = 0;
 	for (uint32_t s = 0; ret == 0 && s < k->hdr.islot_watermark; s++) {
 		struct iref p;
-		ret = ino_read(v, slot_loc(k, s), &p);
+		ret = ino_read(v, evac_slot_at(k, s), &p);
 		if (ret < 0)
 			break;
 		if (p.ino.mode == 0 || !S_ISDIR(p.ino.mode) || !(p.ino.flags & OD_INF_CONT))
 			continue;
-		ls->dir = p.ino.head_stable;
-		ret = dir_seg_entries_of(v, &p, stable, collect, ls);
+		x->dir = p.ino.head_stable;
+		ret = dir_seg_entries_of(v, &p, DIR_ALL_ENTRIES, index_entry, x);
 	}
 	for (uint32_t r = 0; ret == 0 && r < v->fost.n; r++) {
 		uint32_t home = v->fost.rec[r].home, idx = 0;
@@ -95,11 +118,97 @@ static int scan_entries(struct fs_volume *v, struct chunk *k, uint64_t stable, s
 				break;
 			if (d.ino.mode == 0 || !S_ISDIR(d.ino.mode) || (d.ino.flags & OD_INF_CONT))
 				continue;
-			ls->dir = d.ino.stable;
-			ret = dir_seg_entries_of(v, &d, stable, collect, ls);
+			x->dir = d.ino.stable;
+			ret = dir_seg_entries_of(v, &d, DIR_ALL_ENTRIES, index_entry, x);
 		}
 	}
+	if (ret == 0)
+		qsort(x->r, x->n, sizeof(*x->r), lrec_cmp);
 	return ret;
+}
+
+void evac_lindex_drop(struct fs_volume *v)
+{
+	struct evac_lindex *x = v->evac_lindex;
+
+	if (!x)
+		return;
+	free(x->r);
+	free(x);
+	v->evac_lindex = NULL;
+}
+
+/* The entries the index has for stable, read where they are into ls: 0,
+ * -ESTALE when one no longer names it (the index is to be made again), or
+ * another negative errno. */
+static int index_find(struct fs_volume *v, const struct evac_lindex *x, uint64_t stable,
+		      struct lscan *ls)
+{
+	uint32_t lo = 0, hi = x->n;
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (x->r[mid].stable < stable)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (uint32_t i = lo; i < x->n && x->r[i].stable == stable; i++) {
+		struct lent *l;
+		int ret;
+		if (ls->n == ls->cap) {
+			uint32_t ncap = ls->cap ? 2 * ls->cap : 4;
+			struct lent *p = realloc(ls->e, ncap * sizeof(*p));
+			if (!p)
+				return -ENOMEM;
+			ls->e = p;
+			ls->cap = ncap;
+		}
+		l = &ls->e[ls->n];
+		ret = dir_entry_at(v, &x->r[i].unit, x->r[i].off, l->name, &l->pos);
+		if (ret == -ENOENT || (ret == 0 && l->pos.de.stable != stable))
+			return -ESTALE;
+		if (ret < 0)
+			return ret;
+		l->dir = x->r[i].dir;
+		l->len = l->pos.de.name_len;
+		ls->n++;
+	}
+	return 0;
+}
+
+/* Every entry of K's directory units naming stable, through the step's
+ * index of them (made now when there is none for k, or again when it
+ * has gone stale). */
+static int scan_entries(struct fs_volume *v, struct chunk *k, uint64_t stable, struct lscan *ls)
+{
+	struct evac_lindex *x = v->evac_lindex;
+	int ret, fresh = 0;
+
+	if (x && x->k != k)
+		evac_lindex_drop(v);
+	if (!v->evac_lindex) {
+		x = calloc(1, sizeof(*x));
+		if (!x)
+			return -ENOMEM;
+		v->evac_lindex = x;
+		ret = index_build(v, k, x);
+		if (ret < 0) {
+			evac_lindex_drop(v);
+			return ret;
+		}
+		fresh = 1;
+	}
+	ret = index_find(v, x, stable, ls);
+	if (ret == -ESTALE && !fresh) {
+		ls->n = 0;
+		ret = index_build(v, k, x);
+		if (ret == 0)
+			ret = index_find(v, x, stable, ls);
+	}
+	if (ret < 0)
+		evac_lindex_drop(v);
+	return ret == -ESTALE ? -EUCLEAN : ret;
 }
 
 static int in_slot(const struct chunk *k, struct od_loc loc)
@@ -258,7 +367,7 @@ int evac_drop_empty_part(struct fs_volume *v, struct chunk *k, int lf)
 {
 	for (uint32_t s = 0; s < k->hdr.islot_watermark; s++) {
 		struct iref p;
-		int ret = ino_read(v, slot_loc(k, s), &p);
+		int ret = ino_read(v, evac_slot_at(k, s), &p);
 		if (ret < 0)
 			return ret;
 		if (p.ino.mode == 0 || !S_ISDIR(p.ino.mode) || !(p.ino.flags & OD_INF_CONT) ||

@@ -1,8 +1,8 @@
 /* Evacuation's plan: what a step of a draining chunk K is about to move,
  * found the way the step finds it (fs/evacuate.c), before the step moves
  * anything: a continuation's piece, or the inodes (up to EVAC_STEP_INODES
- * and the step's blocks) from the foster map's cursor, or a large file's
- * tail piece; for each, the chunk its data will go to and the blocks of K
+ * and the step's blocks) from the foster map's cursor and then the guests
+ * (other chunks' inodes placed in K), or a large file's tail piece; for each, the chunk its data will go to and the blocks of K
  * that will be copied, handed to evac_pre_add, which reserves blocks there
  * for the copy made outside the lock (fs/evac_pre.c). Runs under the
  * volume lock and changes nothing but those reservations. A plan that
@@ -82,51 +82,84 @@ static uint32_t mapped(const struct extlist *el)
 	return n;
 }
 
-/* The inodes the step moves from the foster map's cursor (fs/evacuate.c's
- * move_inode, called until the step's inodes or blocks run out). */
+/* The inode of number stable at loc, as the step's move of it would go
+ * (fs/evacuate.c's move_one), planned with *used of budget's blocks taken
+ * so far: 0 it does not move (nothing planned), 1 planned (or it has no
+ * data to copy), 2 a large file's tail piece planned, which takes the
+ * rest of the step. */
+static int plan_one(struct fs_volume *v, struct chunk *k, uint64_t stable, struct od_loc loc,
+		    uint32_t budget, uint32_t *used, uint8_t *tried)
+{
+	struct extlist el = { 0 };
+	struct chunk *t;
+	struct iref r;
+	int kind = evac_move_kind(v, &loc, budget - *used, &r);
+
+	if (kind == EV_NONE)
+		return 0;
+	if (kind == EV_TAIL) {
+		plan_tail(v, k, &r, budget - *used, tried);
+		return 2;
+	}
+	if (!r.ino.nextents && !r.ino.ext_block)
+		return 1; /* no data: nothing to copy */
+	memset(tried, 0, v->nchunks);
+	tried[k->index] = 1;
+	t = vol_pick_chunk(v, NULL, (int)k->hdr.kind, 0, tried);
+	if (ext_load(v, &r, &el) == 0) {
+		*used += mapped(&el);
+		if (t)
+			(void)evac_pre_add(v, stable, t, &el);
+	}
+	ext_release(&el);
+	return 1;
+}
+
+/* The inodes the step moves (fs/evacuate.c's move_inode, called until the
+ * step's inodes or blocks run out): those homed in k from the foster
+ * map's cursor, wrapping once; after them the guests, inodes homed in
+ * another fostered chunk and placed in k (move_guest: each move takes the
+ * first one found, map by map, so they go in that order). */
 static void plan_inodes(struct fs_volume *v, struct chunk *k, uint32_t budget, uint8_t *tried)
 {
 	const struct od_foster *f = vol_foster(v, k->index);
 	uint32_t n = f ? f->entries : 0, from = k->evac_map < n ? k->evac_map : 0, idx, used = 0;
-	int wrapped = 0;
+	uint32_t j = 0;
+	struct od_loc loc;
+	int wrapped = 0, one;
 
-	for (uint32_t j = 0; n && j < EVAC_STEP_INODES && used < budget;) {
-		struct extlist el = { 0 };
-		struct od_loc loc;
-		struct chunk *t;
-		struct iref r;
-		int kind, ret = evac_foster_next(v, k->index, k->index, from, &idx, &loc);
+	while (n && j < EVAC_STEP_INODES && used < budget) {
+		int ret = evac_foster_next(v, k->index, k->index, from, &idx, &loc);
 		if (ret < 0)
 			return;
 		if (ret == 0) {
 			if (wrapped || from == 0)
-				return;
+				break;
 			wrapped = 1;
 			from = 0;
 			continue;
 		}
 		if (wrapped && idx >= k->evac_map)
-			return;
+			break;
 		from = idx + 1;
-		kind = evac_move_kind(v, &loc, budget - used, &r);
-		if (kind == EV_NONE)
+		one = plan_one(v, k, OD_STABLE(k->index, idx), loc, budget, &used, tried);
+		if (one == 2)
+			return;
+		j += one;
+	}
+	for (uint32_t m = 0; m < v->fost.n; m++) {
+		uint32_t home = v->fost.rec[m].home;
+		if (home == k->index)
 			continue;
-		j++;
-		if (kind == EV_TAIL) {
-			plan_tail(v, k, &r, budget - used, tried);
-			return; /* it takes the rest of the step */
+		from = 0;
+		while (j < EVAC_STEP_INODES && used < budget &&
+		       evac_foster_next(v, home, k->index, from, &idx, &loc) == 1) {
+			from = idx + 1;
+			one = plan_one(v, k, OD_STABLE(home, idx), loc, budget, &used, tried);
+			if (one == 2)
+				return;
+			j += one;
 		}
-		if (!r.ino.nextents && !r.ino.ext_block)
-			continue; /* no data: nothing to copy */
-		memset(tried, 0, v->nchunks);
-		tried[k->index] = 1;
-		t = vol_pick_chunk(v, NULL, (int)k->hdr.kind, 0, tried);
-		if (ext_load(v, &r, &el) == 0) {
-			used += mapped(&el);
-			if (t)
-				(void)evac_pre_add(v, OD_STABLE(k->index, idx), t, &el);
-		}
-		ext_release(&el);
 	}
 }
 

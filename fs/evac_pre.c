@@ -135,11 +135,11 @@ int evac_pre_copy(struct fs_volume *v)
 		}
 	}
 	free(buf);
+	if (hook)
+		hook(hook_arg); /* (the chunks still pinned) */
 	for (uint32_t i = 0; i < p->n; i++)
 		chunk_unpin(p->r[i].t);
 	chunk_unpin(p->k);
-	if (hook)
-		hook(hook_arg);
 	return ret;
 }
 

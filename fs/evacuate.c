@@ -116,6 +116,7 @@ static int fill_info(struct chunk *c, struct fs_evac_info *info)
 	memset(info, 0, sizeof(*info));
 	info->chunk = c->index;
 	info->copies_dropped = c->evac_dropped;
+	info->entry_scans = c->evac_entry_scans;
 	info->blocks_copied_unlocked = c->evac_pre_blocks;
 	holds_info(&c->evac_holds, info);
 	if (c->retired) {
@@ -462,7 +463,8 @@ static int retire_close(struct fs_volume *v, struct chunk *k)
  * file each time) before one copies under the lock, so that it moves. */
 #define EVAC_PRE_TRIES 3u
 
-/* The end of a step's plan (the lock held): what no move took given back,
+/* The end of a step's plan (the lock held): its index of K's entries
+ * dropped, what no move took given back,
  * the copies it dropped counted, and whether the step moved nothing but
  * dropped some (EVAC_PRE_TRIES of those in a row: the next copies locked). */
 static void evac_plan_end(struct fs_volume *v, struct chunk *c, int planned, int moved,
@@ -470,6 +472,7 @@ static void evac_plan_end(struct fs_volume *v, struct chunk *c, int planned, int
 {
 	uint64_t dropped_copies = 0, claimed = 0;
 
+	evac_lindex_drop(v); /* (its index of K's entries holds only under this hold) */
 	if (planned)
 		evac_pre_end(v, &dropped_copies, &claimed);
 	if (!c)
@@ -508,17 +511,44 @@ static int evac_plan_copy(struct fs_volume *v, uint32_t i, uint32_t max_blocks)
 	return 1;
 }
 
+/* What a step did, for its trace: the kind of the last thing it moved (or
+ * why it moved nothing), inodes and blocks moved. */
+struct step_note {
+	const char *kind;
+	uint64_t inodes, blocks;
+};
+
+/* The step's holds, a line each, to the trace (fs_evac_set_trace). */
+static void trace_step(struct fs_volume *v, int fd, const struct hold_rec *r,
+		       const struct step_note *n, int ret)
+{
+	uint64_t step = __atomic_add_fetch(&v->evac_trace_steps, 1, __ATOMIC_RELAXED);
+
+	for (uint32_t h = 0; h < r->ntrace; h++)
+		dprintf(fd, "step %llu kind %s ret %d inodes %llu blocks %llu site %s wall_us %llu "
+			    "cpu_us %llu blocked %u preempted %u runq_us %llu\n",
+			(unsigned long long)step, n->kind, ret, (unsigned long long)n->inodes,
+			(unsigned long long)n->blocks, r->t[h].site,
+			(unsigned long long)(r->t[h].wall_ns / 1000u),
+			(unsigned long long)(r->t[h].cpu_ns / 1000u), r->t[h].vcsw, r->t[h].ivcsw,
+			(unsigned long long)(r->t[h].rq_ns / 1000u));
+}
+
 static int evac_step(struct fs_volume *v, uint32_t i, uint32_t max_blocks,
-		     struct fs_evac_info *info);
+		     struct fs_evac_info *info, struct step_note *note);
 
 int fs_evac_step(struct fs_volume *v, uint32_t i, uint32_t max_blocks,
 		 struct fs_evac_info *info)
 {
-	struct hold_rec r = { 0 }, *old = vol_hold_rec(&r);
+	int fd = __atomic_load_n(&v->evac_trace_fd, __ATOMIC_RELAXED);
+	struct hold_rec r = { .trace = fd >= 0 }, *old = vol_hold_rec(&r);
+	struct step_note note = { .kind = "none" };
 	struct chunk *c;
-	int ret = evac_step(v, i, max_blocks, info);
+	int ret = evac_step(v, i, max_blocks, info, &note);
 
 	vol_hold_rec(old);
+	if (fd >= 0)
+		trace_step(v, fd, &r, &note, ret);
 	/* The step's holds (this one's not counted: it is short) go into
 	 * the chunk's record, and what info says, when it asked. */
 	vol_lock(v);
@@ -540,10 +570,11 @@ int fs_evac_step(struct fs_volume *v, uint32_t i, uint32_t max_blocks,
 }
 
 static int evac_step(struct fs_volume *v, uint32_t i, uint32_t max_blocks,
-		     struct fs_evac_info *info)
+		     struct fs_evac_info *info, struct step_note *note)
 {
 	struct evac_moved m = { 0 };
 	struct chunk *c;
+	uint64_t b0;
 	uint32_t n, s;
 	int ret = 0, moved = 0, retiring = 0, dropped = 0;
 	int planned = evac_plan_copy(v, i, max_blocks ? max_blocks : EVAC_STEP_BLOCKS);
@@ -563,6 +594,7 @@ static int evac_step(struct fs_volume *v, uint32_t i, uint32_t max_blocks,
 		ret = -EIO;
 		goto out;
 	}
+	b0 = c->evac_blocks;
 	ret = chunk_load(c);
 	if (ret == 0 && c->hdr.evac_state == OD_EVAC_PAUSED) {
 		ret = -EAGAIN; /* paused (fs_evac_pause): resume it first */
@@ -578,8 +610,10 @@ static int evac_step(struct fs_volume *v, uint32_t i, uint32_t max_blocks,
 			ret = evac_foster_rehost(v, c);
 			ret = ret > 0 ? 0 : ret;
 		}
-		if (ret == 0)
+		if (ret == 0) {
 			moved = 1;
+			note->kind = "foster";
+		}
 	}
 	/* Then a foster map this chunk hosts for another (it keeps the chunk
 	 * from emptying): moved to another host, one a step. When no chunk
@@ -587,8 +621,10 @@ static int evac_step(struct fs_volume *v, uint32_t i, uint32_t max_blocks,
 	 * chunk does not empty. */
 	if (ret == 0 && !moved) {
 		ret = evac_foster_rehost(v, c);
-		if (ret > 0)
+		if (ret > 0) {
 			moved = 1;
+			note->kind = "rehost";
+		}
 		if (ret > 0 || ret == -ENOSPC || ret == -EIO)
 			ret = 0;
 	}
@@ -612,6 +648,7 @@ static int evac_step(struct fs_volume *v, uint32_t i, uint32_t max_blocks,
 		}
 		if (ret == 0) {
 			moved = 1;
+			note->kind = "cont";
 			c->evac_slot = m.conts ? s + 1 : s; /* the rest of it next */
 			c->evac_conts += m.conts;
 			c->evac_blocks += m.blocks;
@@ -629,7 +666,7 @@ static int evac_step(struct fs_volume *v, uint32_t i, uint32_t max_blocks,
 	 * step's blocks, in the step's one transaction. */
 	if (ret == 0 && !moved && !dropped && chunk_fostered(c)) {
 		uint32_t budget = max_blocks ? max_blocks : EVAC_STEP_BLOCKS;
-		uint64_t blocks0 = c->evac_blocks;
+		uint64_t blocks0 = c->evac_blocks, inodes0 = c->evac_inodes;
 		for (uint32_t j = 0; ret == 0 && j < EVAC_STEP_INODES; j++) {
 			uint64_t used = c->evac_blocks - blocks0;
 			int one = 0;
@@ -639,7 +676,9 @@ static int evac_step(struct fs_volume *v, uint32_t i, uint32_t max_blocks,
 			if (!one)
 				break;
 			moved = 1;
+			note->kind = "inodes";
 		}
+		note->inodes = c->evac_inodes - inodes0;
 		if (ret == -ECANCELED) {
 			dropped = 1; /* that inode next step, from the cursor */
 			ret = 0;
@@ -655,6 +694,7 @@ static int evac_step(struct fs_volume *v, uint32_t i, uint32_t max_blocks,
 			ret = evac_drop_empty_part(v, c, 1);
 		if (ret > 0) {
 			moved = 1;
+			note->kind = "part";
 			ret = 0;
 		}
 	}
@@ -675,7 +715,12 @@ static int evac_step(struct fs_volume *v, uint32_t i, uint32_t max_blocks,
 		if (ret == 0 && vol_foster(v, c->index) &&
 		    (vol_foster(v, c->index)->flags & OD_FOSTER_RETIRED))
 			moved = retiring = 1;
+		if (retiring)
+			note->kind = "retire";
 	}
+	if (dropped && !moved)
+		note->kind = "dropped";
+	note->blocks = c->evac_blocks - b0;
 	evac_plan_end(v, c, planned, moved, dropped);
 	vol_unlock(v);
 	/* Committed as fs_sync commits (only the transaction's prepare and
@@ -739,6 +784,11 @@ int fs_evac_pause(struct fs_volume *v, uint32_t i, int paused, char *why, size_t
 	}
 	vol_unlock(v);
 	return ret;
+}
+
+void fs_evac_set_trace(struct fs_volume *v, int fd)
+{
+	__atomic_store_n(&v->evac_trace_fd, fd, __ATOMIC_RELAXED);
 }
 
 int fs_evac_info(struct fs_volume *v, uint32_t i, struct fs_evac_info *info)

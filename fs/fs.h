@@ -494,6 +494,8 @@ struct fs_chunk_info {
 	char why_offline[160];     /* offline: why, when known ("" else) */
 	int draining;              /* being evacuated: nothing new is placed in it */
 	int retired;               /* evacuated and retired: no store, never read */
+	uint32_t pin_waiters;      /* reopens (or its retirement) waiting, unlocked, for reads
+				    * of its store begun without the lock to end */
 	/* Its store is on an NBD server (online chunks): connections made,
 	 * the most commands it had in flight at once, commands sent. */
 	int nbd;
@@ -651,6 +653,9 @@ struct fs_evac_info {
 				    * retried, since open */
 	uint64_t blocks_copied_unlocked; /* of blocks_moved, those copied outside
 				    * the volume lock */
+	uint64_t entry_scans;      /* scans of its directory units for the entries of
+				    * inodes with several (or in a slot) that moved:
+				    * one a step at most, since open */
 	/* The volume lock's holds by its steps since open (their commits'
 	 * included): the longest, where, and those over 1 and 10 ms. */
 	uint64_t holds, hold_max_us, holds_over_1ms, holds_over_10ms;
@@ -685,8 +690,14 @@ int fs_evac_step(struct fs_volume *vol, uint32_t chunk, uint32_t max_blocks,
  * 23: for comparison) or outside it (0, the default). */
 void fs_set_evac_copy_locked(struct fs_volume *vol, int locked);
 /* For tests: fn(arg) runs in each step after its data was copied outside
- * the lock and before the lock is taken to move it (NULL: none). */
+ * the lock and before the lock is taken to move it, the chunks copied
+ * from and to still pinned (NULL: none). */
 void fs_evac_set_copied_hook(struct fs_volume *vol, void (*fn)(void *arg), void *arg);
+/* For benchmarks (bench/evac-bench.sh): each step's holds of the volume
+ * lock written to fd, a line each (the step's number and kind, what it
+ * moved, the hold's site, wall and CPU time in us); -1: none. The caller
+ * keeps fd open while steps run. */
+void fs_evac_set_trace(struct fs_volume *vol, int fd);
 /* What is left in chunk i (a scan of its inode area) and what steps moved. */
 int fs_evac_info(struct fs_volume *vol, uint32_t chunk, struct fs_evac_info *info);
 /* place.c: is any chunk placed outside the image (on its own store)?

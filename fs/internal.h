@@ -21,11 +21,27 @@
 
 struct fs_volume;
 
+/* One hold of the volume lock as a hold record's trace keeps it: where it
+ * was taken, its wall time and the holding thread's CPU time over it. */
+struct hold_trace {
+	const char *site;
+	uint64_t wall_ns, cpu_ns;
+	uint32_t vcsw, ivcsw;  /* the thread's context switches meanwhile: it blocked, was preempted */
+	uint64_t rq_ns;        /* its time waiting for a CPU meanwhile (schedstat's run_delay) */
+};
+
+#define HOLD_TRACE_MAX 16u
+
 /* A record of volume lock holds (vol_lock.c's vol_hold_rec): how many,
- * the longest and where, those over 1 and 10 ms. */
+ * the longest and where, those over 1 and 10 ms; with trace set, the
+ * first HOLD_TRACE_MAX holds one by one, the thread's CPU clock read too
+ * (an evacuation step's, for bench/evac-bench.sh). */
 struct hold_rec {
 	uint64_t holds, max_ns, over_1ms, over_10ms;
 	const char *max_site;
+	int trace;
+	uint32_t ntrace;
+	struct hold_trace t[HOLD_TRACE_MAX];
 };
 
 /* One buffered metadata unit (a block, or a multi-block dir unit). */
@@ -75,6 +91,7 @@ struct chunk {
 	char why_offline[160];        /* while offline: the reason, "" when none is known */
 	int lost_store;               /* offline because its store lost its server: the errno */
 	uint32_t pins;                /* reads using its store without the lock (pin.c) */
+	uint32_t pin_waiters;         /* reopens waiting (unlocked) for the pins to go */
 
 	/* Allocation state, loaded on first use. */
 	int loaded;
@@ -122,6 +139,7 @@ struct chunk {
 	uint64_t evac_pre_blocks;     /* ... and blocks moved whose copy was made so */
 	uint32_t evac_drop_run;       /* steps in a row that dropped and moved nothing */
 	struct hold_rec evac_holds;   /* the volume lock's holds of its steps, since open */
+	uint64_t evac_entry_scans;    /* scans of its directory units for linked moves */
 	int retired;                  /* evacuated and retired: no store, never read
 				       * (OD_FOSTER_RETIRED in chunk 0's record) */
 };
@@ -148,6 +166,8 @@ struct fs_volume {
 	 * and by which function now, and the record since open (the longest
 	 * hold and where, holds over 1 ms and over 10 ms). */
 	uint64_t lock_since_ns;
+	uint64_t lock_since_cpu_ns;   /* the holder's CPU clock then, when its record traces, */
+	uint64_t lock_since_vcsw, lock_since_ivcsw, lock_since_rq_ns; /* and its switches, waits */
 	const char *lock_site;
 	struct hold_rec lock_rec;
 	int fd;
@@ -229,6 +249,9 @@ struct fs_volume {
 	int evac_copy_locked;         /* fs_set_evac_copy_locked */
 	void (*evac_copied_hook)(void *arg);
 	void *evac_copied_arg;
+	struct evac_lindex *evac_lindex; /* evac_linked.c: K's entries, for one step's hold */
+	int evac_trace_fd;            /* fs_evac_set_trace: each step's holds, a line each (-1) */
+	uint64_t evac_trace_steps;
 
 	/* The continuation policy: file blocks from which a file in a
 	 * small-file or general chunk continues in a large-file chunk (0:
@@ -499,6 +522,10 @@ struct dirpos {
 };
 int dir_find(struct fs_volume *v, const struct iref *dir, const char *name, size_t len,
 	     struct dirpos *pos);
+/* The entry at off of unit: 0 with its name (FS_NAME_MAX + 1 bytes) and
+ * *pos, or -ENOENT when it is free. */
+int dir_entry_at(struct fs_volume *v, const struct od_loc *unit, uint32_t off, char *name,
+		 struct dirpos *pos);
 /* Does the entry at off of unit carry name? 0 and *pos, or -ENOENT. */
 int dir_entry_matches(struct fs_volume *v, const struct od_loc *unit, uint32_t off,
 		      const char *name, size_t len, struct dirpos *pos);
@@ -529,19 +556,25 @@ int dir_walk_skipping(struct fs_volume *v, const struct iref *dir, uint64_t from
 int dir_walk(struct fs_volume *v, const struct iref *dir, uint64_t from_cookie, dir_walk_fn fn,
 	     void *ctx);
 uint64_t dir_cookie(uint32_t part, uint32_t unit_seq, uint32_t off);
-/* Evacuation: every entry naming stable in the units of the directory
- * segment seg (a head or a part, its units in its own chunk), fn called
- * for each as dir_walk calls it (a non-zero return stops); and an empty
+/* Evacuation: every entry naming stable (DIR_ALL_ENTRIES: every entry) in
+ * the units of the directory segment seg (a head or a part, its units in
+ * its own chunk), fn called for each as dir_walk calls it (a non-zero
+ * return stops); and an empty
  * directory part (lost+found's too) unlinked from its chain, its slot
  * freed (-ENOTEMPTY while it has units). */
+#define DIR_ALL_ENTRIES UINT64_MAX /* (no number: its chunk would be OD_LOC_NONE) */
 int dir_seg_entries_of(struct fs_volume *v, const struct iref *seg, uint64_t stable,
 		       dir_walk_fn fn, void *ctx);
 int dir_part_drop_empty(struct fs_volume *v, const struct iref *part);
 
 int dir_read_inline(struct fs_volume *v, const struct iref *r, void *buf, uint32_t len);
 /* The name of the entry embedding r's inode (name: FS_NAME_MAX + 1 bytes);
- * -ENOENT for an inode in a slot. */
+ * -ENOENT for an inode in a slot. _pos: and the entry's place (pos may be
+ * NULL), read from r's unit: no lookup in the directory (so no name index
+ * of it is built). */
 int dir_embedded_name(struct fs_volume *v, const struct iref *r, char *name, size_t *len);
+int dir_embedded_pos(struct fs_volume *v, const struct iref *r, char *name, size_t *len,
+		     struct dirpos *pos);
 int dir_set_inline(struct fs_volume *v, struct iref *r, const void *data, uint32_t len);
 
 /* attr.c: permission checks; mask is a combination of 4 (r), 2 (w), 1 (x). */
@@ -723,9 +756,11 @@ int vol_pred_damaged(struct fs_volume *v, uint32_t block);
 void evac_pre_hit(struct fs_volume *v, uint32_t chunk, uint32_t start, uint32_t len);
 
 /* pin.c: a chunk pinned (the volume locked) keeps its store until unpinned
- * (from any thread); a reopen waits, locked, for its chunk to be unpinned.
- * vol_reuse_gen moves (vol_blocks_reusable) when freed blocks may be
- * allocated again. */
+ * (from any thread). chunk_wait_unpinned, called and returning with the
+ * volume locked, waits with the lock released until no pin is left (a
+ * reopen, a retirement: their chunk is offline, so nothing pins it anew),
+ * then holds the lock with none left. vol_reuse_gen moves
+ * (vol_blocks_reusable) when freed blocks may be allocated again. */
 void chunk_pin(struct chunk *c);
 void chunk_unpin(struct chunk *c);
 void chunk_wait_unpinned(struct chunk *c);

@@ -355,13 +355,14 @@ int fs_chunk_reopen(struct fs_volume *v, uint32_t i, char *why, size_t whylen)
 		return ret;
 	}
 	old = NULL;
-	/* (Reads of it begun without the lock while it served end first.) */
+	/* Reads of it begun without the lock while it served (an
+	 * evacuation's copy among them) end first, waited for unlocked. */
 	chunk_wait_unpinned(c);
-	if (c->offline) {
+	if (c->offline && !c->retired) {
 		old = c->store;
 		c->store = st;
 	} else {
-		old = st; /* brought online meanwhile, through the store it had */
+		old = st; /* brought online (or retired) meanwhile, through the store it had */
 	}
 	vol_unlock(v);
 	store_close(old);
@@ -418,6 +419,7 @@ int fs_chunk_info(struct fs_volume *v, uint32_t i, struct fs_chunk_info *out)
 	out->used_inodes = c->hdr.used_inodes;
 	out->healed = c->healed;
 	out->unreadable = c->bad_both;
+	out->pin_waiters = __atomic_load_n(&c->pin_waiters, __ATOMIC_SEQ_CST);
 	out->scrub_units = c->scrub_units;
 	out->scrub_bad = c->scrub_bad;
 	out->scrub_healed = c->scrub_healed;

@@ -23,7 +23,10 @@
  * chunkfsctl status show, so a stall can be told from the lock or not. */
 #include "config.h"
 
+#include <fcntl.h>
 #include <sched.h>
+#include <stdio.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -120,9 +123,45 @@ static uint64_t mono_ns(void)
 	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
 
+/* The calling thread's CPU time (neither waiting for a CPU nor blocking
+ * counts in it), its voluntary and involuntary context switches and its
+ * time spent waiting for a CPU (Linux's /proc/thread-self/schedstat: run
+ * time, run delay, timeslices; 0 when it cannot be read: the descriptor
+ * stays open for the thread's life, one a tracing thread). A hold's wall
+ * time past these three is not explained by them (interrupts, the
+ * hypervisor: not told apart here). */
+static void thread_clock(uint64_t *cpu_ns, uint64_t *vcsw, uint64_t *ivcsw, uint64_t *rq_ns)
+{
+	static __thread int sfd = -1; /* (kept open: the thread's own file) */
+	unsigned long long run, delay;
+	struct timespec t;
+	struct rusage ru;
+	char buf[96];
+	ssize_t n;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+	*cpu_ns = (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+	*vcsw = *ivcsw = *rq_ns = 0;
+	if (getrusage(RUSAGE_THREAD, &ru) == 0) {
+		*vcsw = (uint64_t)ru.ru_nvcsw;
+		*ivcsw = (uint64_t)ru.ru_nivcsw;
+	}
+	if (sfd < 0)
+		sfd = open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
+	n = sfd >= 0 ? pread(sfd, buf, sizeof(buf) - 1, 0) : -1;
+	if (n > 0) {
+		buf[n] = '\0';
+		if (sscanf(buf, "%llu %llu", &run, &delay) == 2)
+			*rq_ns = delay;
+	}
+}
+
 void vol_lock_held(struct fs_volume *v, const char *site)
 {
 	v->lock_since_ns = mono_ns();
+	if (thread_holds && thread_holds->trace)
+		thread_clock(&v->lock_since_cpu_ns, &v->lock_since_vcsw, &v->lock_since_ivcsw,
+			     &v->lock_since_rq_ns);
 	v->lock_site = site;
 }
 
@@ -140,10 +179,23 @@ static void hold_note(struct hold_rec *r, uint64_t held, const char *site)
 void vol_lock_releasing(struct fs_volume *v)
 {
 	uint64_t held = mono_ns() - v->lock_since_ns;
+	struct hold_rec *r = thread_holds;
 
 	hold_note(&v->lock_rec, held, v->lock_site);
-	if (thread_holds)
-		hold_note(thread_holds, held, v->lock_site);
+	if (r)
+		hold_note(r, held, v->lock_site);
+	if (r && r->trace && r->ntrace < HOLD_TRACE_MAX) {
+		uint64_t cpu, vcsw, ivcsw, rq;
+		thread_clock(&cpu, &vcsw, &ivcsw, &rq);
+		r->t[r->ntrace++] = (struct hold_trace){
+			.site = v->lock_site,
+			.wall_ns = held,
+			.cpu_ns = cpu - v->lock_since_cpu_ns,
+			.vcsw = (uint32_t)(vcsw - v->lock_since_vcsw),
+			.ivcsw = (uint32_t)(ivcsw - v->lock_since_ivcsw),
+			.rq_ns = rq - v->lock_since_rq_ns,
+		};
+	}
 }
 
 struct hold_rec *vol_hold_rec(struct hold_rec *r)

@@ -388,6 +388,7 @@ static struct fs_volume *vol_alloc(int flags)
 	pthread_mutex_init(&v->pin_lock, NULL);
 	pthread_cond_init(&v->pin_cond, NULL);
 	v->fd = -1;
+	v->evac_trace_fd = -1;
 	v->rdonly = !!(flags & FS_OPEN_RDONLY);
 	v->large_continue_blocks = FS_LARGE_CONTINUE_DEFAULT / OD_BLOCK_SIZE;
 	v->realloc_min_extents = FS_REALLOC_DEFAULT_EXTENTS;

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -89,6 +90,23 @@ static void check_bytes_n(struct fs_volume *v, struct fs_ino f, size_t len, unsi
 	free(got);
 }
 
+/* A directory made at the root whose head lands in chunk 1 (named c0,
+ * c1, ... for prefix c: up to 8 tries). */
+static struct fs_ino dir_in_chunk1(struct fs_volume *v, struct fs_ino root, char prefix)
+{
+	struct fs_ino d, dk = { 0 };
+	char name[32];
+
+	for (int i = 0; i < 8 && !dk.num; i++) {
+		snprintf(name, sizeof(name), "%c%d", prefix, i);
+		CHECK_EQ(fs_mkdir(v, NULL, root, name, 0755, &d, NULL), 0);
+		if ((d.num >> 32) == 1)
+			dk = d;
+	}
+	CHECK(dk.num != 0);
+	return dk;
+}
+
 /* Continuations carried out of a draining chunk: files written across
  * chunk 1's end continue in another chunk C; C drains and steps until
  * nothing is left to move (2 MiB a step: the first piece of a continuation
@@ -116,13 +134,7 @@ static void moves(void)
 	CHECK_EQ(fs_mkfs(image, &mo), 0);
 	CHECK_EQ(fs_open(image, 0, &v), 0);
 	CHECK_EQ(fs_root(v, &root), 0);
-	for (int i = 0; i < 8 && !dk.num; i++) {
-		snprintf(name, sizeof(name), "m%d", i);
-		CHECK_EQ(fs_mkdir(v, NULL, root, name, 0755, &d, NULL), 0);
-		if ((d.num >> 32) == 1)
-			dk = d;
-	}
-	CHECK(dk.num != 0);
+	dk = dir_in_chunk1(v, root, 'm');
 	for (int i = 0; i < 3; i++) {
 		snprintf(name, sizeof(name), "s%d", i);
 		CHECK_EQ(fs_create(v, NULL, dk, name, 0644, FS_CREATE_GUARDED, 0, &f[i], NULL), 0);
@@ -226,22 +238,16 @@ static void fostering(void)
 	struct fsck_result res;
 	struct fs_evac_info ei;
 	struct fs_volume *v;
-	struct fs_ino root, d, dk = { 0 }, in, wr, sub, sl, gone, x, dt;
+	struct fs_ino root, dk, in, wr, sub, sl, gone, x, dt;
 	struct fs_attr a;
 	static uint8_t buf[64 * 1024];
-	char name[32], why[256], target[64];
+	char why[256], target[64];
 	size_t tl = 0;
 
 	CHECK_EQ(fs_mkfs(image, &mo), 0);
 	CHECK_EQ(fs_open(image, 0, &v), 0);
 	CHECK_EQ(fs_root(v, &root), 0);
-	for (int i = 0; i < 8 && !dk.num; i++) {
-		snprintf(name, sizeof(name), "f%d", i);
-		CHECK_EQ(fs_mkdir(v, NULL, root, name, 0755, &d, NULL), 0);
-		if ((d.num >> 32) == 1)
-			dk = d;
-	}
-	CHECK(dk.num != 0);
+	dk = dir_in_chunk1(v, root, 'f');
 	fill(buf, 100, 7);
 	CHECK_EQ(fs_create(v, NULL, dk, "gone", 0644, FS_CREATE_GUARDED, 0, &gone, NULL), 0);
 	CHECK_EQ(fs_remove(v, NULL, dk, "gone"), 0);
@@ -474,20 +480,14 @@ static void emptying(void)
 	static uint8_t buf[8192];
 	char name[32], why[256];
 	uint32_t big_in1;
-	uint64_t pre_blocks;
+	uint64_t pre_blocks, pre_scans, pre_inodes;
 	int steps = 0, ret;
 
 	CHECK(bigbuf != NULL);
 	CHECK_EQ(fs_mkfs(image, &mo), 0);
 	CHECK_EQ(fs_open(image, 0, &v), 0);
 	CHECK_EQ(fs_root(v, &root), 0);
-	for (int i = 0; i < 8 && !dk.num; i++) {
-		snprintf(name, sizeof(name), "g%d", i);
-		CHECK_EQ(fs_mkdir(v, NULL, root, name, 0755, &d, NULL), 0);
-		if ((d.num >> 32) == 1)
-			dk = d;
-	}
-	CHECK(dk.num != 0);
+	dk = dir_in_chunk1(v, root, 'g');
 	fill(bigbuf, big_len, 21);
 	CHECK_EQ(fs_create(v, NULL, dk, "big", 0644, FS_CREATE_GUARDED, 0, &big, NULL), 0);
 	CHECK_EQ(fs_write(v, NULL, big, 0, big_len, bigbuf, FS_FILE_SYNC, NULL), 0);
@@ -502,6 +502,14 @@ static void emptying(void)
 	CHECK_EQ(fs_write(v, NULL, sl, 0, sizeof(buf), buf, FS_FILE_SYNC, NULL), 0);
 	CHECK_EQ(fs_link(v, NULL, sl, dk, "sl2"), 0);
 	CHECK_EQ(fs_remove(v, NULL, dk, "sl1"), 0); /* the inode goes to a slot */
+	for (int i = 0; i < 4; i++) { /* more inodes with two links each */
+		struct fs_ino m;
+		snprintf(name, sizeof(name), "hm%d", i);
+		CHECK_EQ(fs_create(v, NULL, dk, name, 0644, FS_CREATE_GUARDED, 0, &m, NULL), 0);
+		snprintf(name, sizeof(name), "hm%d.2", i);
+		CHECK_EQ(fs_link(v, NULL, m, dk, name), 0);
+		CHECK_EQ(m.num >> 32, 1);
+	}
 	fill(buf, 60, 24);
 	CHECK_EQ(fs_create(v, NULL, dk, "inl", 0644, FS_CREATE_GUARDED, 0, &in, NULL), 0);
 	CHECK_EQ(fs_write(v, NULL, in, 0, 60, buf, FS_FILE_SYNC, NULL), 0);
@@ -533,6 +541,8 @@ static void emptying(void)
 	for (int i = 0; i < 4; i++)
 		CHECK_EQ(fs_evac_step(v, 1, 0, &ei), 1);
 	pre_blocks = ei.blocks_moved; /* (counted since open) */
+	pre_scans = ei.entry_scans;
+	pre_inodes = ei.inodes_moved;
 	CHECK_EQ(fs_close(v), 0);
 	CHECK_EQ(fs_open(image, 0, &v), 0);
 	CHECK_EQ(fs_evac_info(v, 1, &ei), 0);
@@ -547,6 +557,13 @@ static void emptying(void)
 	       steps, (unsigned long long)ei.inodes_moved, (unsigned long long)ei.blocks_moved,
 	       (unsigned long long)ei.blocks_copied_unlocked);
 	CHECK_EQ(ei.blocks_copied_unlocked, ei.blocks_moved);
+	printf("# chunk 1's directory units scanned %llu times for the entries of its 6 inodes "
+	       "with two links or in a slot; %llu inodes moved\n",
+	       (unsigned long long)(pre_scans + ei.entry_scans),
+	       (unsigned long long)(pre_inodes + ei.inodes_moved));
+	/* All six moved in one step, through one scan (one each before). */
+	CHECK_EQ(pre_scans + ei.entry_scans, 1);
+	CHECK_EQ(pre_inodes + ei.inodes_moved, 9);
 	/* The last step that did something retired it: a scan found it empty. */
 	CHECK_EQ(ei.retired, 1);
 	CHECK_EQ(ei.homed_here, 0);
@@ -584,6 +601,16 @@ static void emptying(void)
 	check_bytes(v, sl, sizeof(buf), 23);
 	CHECK_EQ(fs_lookup(v, NULL, dk, "sl2", &x, NULL), 0);
 	CHECK_EQ(x.num, sl.num);
+	for (int i = 0; i < 4; i++) {
+		struct fs_ino m2;
+		snprintf(name, sizeof(name), "hm%d", i);
+		CHECK_EQ(fs_lookup(v, NULL, dk, name, &x, NULL), 0);
+		snprintf(name, sizeof(name), "hm%d.2", i);
+		CHECK_EQ(fs_lookup(v, NULL, dk, name, &m2, NULL), 0);
+		CHECK_EQ(m2.num, x.num);
+		CHECK_EQ(fs_getattr(v, x, &a), 0);
+		CHECK_EQ(a.nlink, 2);
+	}
 	CHECK_EQ(fs_getattr(v, in, &a), 0);
 	CHECK_EQ(a.size, 60);
 	check_bytes(v, in, 60, 24);
@@ -810,7 +837,14 @@ static void rehosting(int home_first)
 		       (unsigned long long)ei.blocks_used, ei.maps_hosted, ei.guests_here);
 	CHECK_EQ(ei.retired, 1);
 	printf("# chunk 2, which hosted chunk 1's map, retired in %d steps; the image: %lld "
-	       "bytes\n", steps, (long long)image_size());
+	       "bytes; %llu of %llu blocks copied outside the lock\n", steps,
+	       (long long)image_size(), (unsigned long long)ei.blocks_copied_unlocked,
+	       (unsigned long long)ei.blocks_moved);
+	/* What it moved (8 blocks, either order), chunk 1's inodes it held
+	 * (guests) among it, was planned and copied unlocked: 4 of the 8
+	 * were copied under the lock when guests were not planned. */
+	CHECK_EQ(ei.blocks_moved, 8);
+	CHECK_EQ(ei.blocks_copied_unlocked, 8);
 	for (steps = 2; (ret = fs_evac_step(v, 1, 0, &ei)) == 1 && steps < 200;)
 		steps++;
 	CHECK_EQ(ret, 0);
@@ -956,19 +990,13 @@ static void copy_outside_lock(void)
 	struct fs_ino root, d, dk = { 0 };
 	static struct hook h;
 	static uint8_t buf[256 * 1024];
-	char name[32], why[256];
+	char why[256];
 	uint64_t unlocked;
 
 	CHECK_EQ(fs_mkfs(image, &mo), 0);
 	CHECK_EQ(fs_open(image, 0, &v), 0);
 	CHECK_EQ(fs_root(v, &root), 0);
-	for (int i = 0; i < 8 && !dk.num; i++) {
-		snprintf(name, sizeof(name), "p%d", i);
-		CHECK_EQ(fs_mkdir(v, NULL, root, name, 0755, &d, NULL), 0);
-		if ((d.num >> 32) == 1)
-			dk = d;
-	}
-	CHECK(dk.num != 0);
+	dk = dir_in_chunk1(v, root, 'p');
 	h.v = v;
 	fill(buf, sizeof(buf), 31);
 	CHECK_EQ(fs_create(v, NULL, dk, "w", 0644, FS_CREATE_GUARDED, 0, &h.w, NULL), 0);
@@ -1055,6 +1083,159 @@ static void copy_outside_lock(void)
 	check_patched(v, h.y, 5000, 32, -1, 0);
 	check_patched(v, h.z, 64 * 1024, 33, 0, 34);
 	CHECK_EQ(fs_close(v), 0);
+	unlink(image);
+}
+
+/* A reopen of a chunk an evacuation's copy has pinned. */
+struct reopen_hook {
+	struct fs_volume *v;
+	pthread_t th;
+	int started, offline_ret, reopen_ret;
+	int seen_waiting, lock_free, lock_busy;
+};
+
+static void *reopen_thread(void *arg)
+{
+	struct reopen_hook *h = arg;
+	char why[256];
+
+	h->offline_ret = fs_chunk_offline(h->v, 1, 0, why, sizeof(why));
+	h->reopen_ret = fs_chunk_reopen(h->v, 1, why, sizeof(why));
+	return NULL;
+}
+
+/* The volume lock taken by trylock (fs_nowait_begin) and chunk 1's info
+ * read under it: 1, or 0 when the lock is held elsewhere (or the info
+ * could not be read). */
+static int info_if_free(struct fs_volume *v, struct fs_chunk_info *ci)
+{
+	int ok;
+
+	if (fs_nowait_begin(v) != 0)
+		return 0;
+	ok = fs_chunk_info(v, 1, ci) == 0;
+	fs_nowait_end(v);
+	return ok;
+}
+
+/* Run by the step between its copy and its move, chunk 1 still pinned by
+ * the copy: another thread takes chunk 1 offline and reopens it. The
+ * reopen waits for the copy's pin; meanwhile the lock stays free. */
+static void reopen_hook(void *arg)
+{
+	struct reopen_hook *h = arg;
+	struct fs_chunk_info ci;
+
+	if (h->started)
+		return;
+	h->started = 1;
+	CHECK_EQ(pthread_create(&h->th, NULL, reopen_thread, h), 0);
+	/* Up to 10 s for the reopen to wait on the pin, the lock looked at
+	 * every ms: with it held through the wait, never. */
+	for (int i = 0; i < 10000 && !h->seen_waiting; i++) {
+		if (info_if_free(h->v, &ci))
+			h->seen_waiting = ci.pin_waiters == 1 && !ci.online;
+		usleep(1000);
+	}
+	/* While it waits: the lock free at 100 looks out of 100. */
+	for (int i = 0; i < 100; i++) {
+		if (info_if_free(h->v, &ci) && ci.pin_waiters == 1)
+			h->lock_free++;
+		else
+			h->lock_busy++;
+		usleep(200);
+	}
+}
+
+/* A reopen (or retirement) of a chunk pinned by an evacuation's copy waits
+ * for the pin with the volume lock released: chunk 1 on a store of its
+ * own drains; between a step's copy and its move (chunk 1 pinned) another
+ * thread takes it offline and reopens it. The reopen is seen waiting for
+ * the pin while the lock is free; once the copy lets go it ends (0), the
+ * step finds chunk 1 offline (-EIO) and moves nothing; checked and back
+ * online, the evacuation goes on to the end: the file reads back, chunk 1
+ * retires, the volume checks clean. */
+static void reopen_while_pinned(void)
+{
+	struct fs_mkfs_opts mo = { .chunk_size = 8 * MB, .chunk_count = 3, .force = 1 };
+	struct fsck_opts fo = { .force = 1, .cross = 1, .both_copies = 1 };
+	struct fsck_gate gate = { .image = image };
+	struct fsck_result res;
+	struct fs_evac_info ei;
+	struct fs_chunk_info ci;
+	struct fs_volume *v;
+	struct fs_ino root, d, dk = { 0 }, w;
+	static struct reopen_hook h;
+	static uint8_t buf[256 * 1024];
+	char why[256], c1[220];
+	const char *places[3] = { NULL, c1, NULL };
+	int ret, steps = 0;
+
+	snprintf(c1, sizeof(c1), "%s.c1", image);
+	CHECK_EQ(fs_mkfs(image, &mo), 0);
+	CHECK_EQ(fs_open(image, 0, &v), 0);
+	CHECK_EQ(fs_root(v, &root), 0);
+	dk = dir_in_chunk1(v, root, 'p');
+	fill(buf, sizeof(buf), 41);
+	CHECK_EQ(fs_create(v, NULL, dk, "w", 0644, FS_CREATE_GUARDED, 0, &w, NULL), 0);
+	CHECK_EQ(fs_write(v, NULL, w, 0, sizeof(buf), buf, FS_FILE_SYNC, NULL), 0);
+	CHECK_EQ(w.num >> 32, 1);
+	CHECK_EQ(fs_close(v), 0);
+	/* Chunk 1 copied out of the image onto a store of its own. */
+	{
+		static uint8_t cb[8 * MB];
+		int fi = open(image, O_RDONLY), fc = open(c1, O_RDWR | O_CREAT | O_TRUNC, 0600);
+		CHECK(fi >= 0 && fc >= 0);
+		CHECK_EQ(pread(fi, cb, sizeof(cb), 8 * MB), (ssize_t)sizeof(cb));
+		CHECK_EQ(pwrite(fc, cb, sizeof(cb), 0), (ssize_t)sizeof(cb));
+		close(fi);
+		close(fc);
+	}
+	CHECK_EQ(fs_open_placed(image, places, 3, 0, &v, why, sizeof(why)), 0);
+	CHECK_EQ(fs_chunk_info(v, 1, &ci), 0);
+	CHECK(ci.online && ci.placed && ci.pin_waiters == 0);
+	h.v = v;
+	fs_evac_set_copied_hook(v, reopen_hook, &h);
+	CHECK_EQ(fs_chunk_drain(v, 1, 1, why, sizeof(why)), 0);
+	CHECK_EQ(fs_evac_step(v, 1, 0, &ei), 1); /* the foster map: no copy */
+	CHECK_EQ(h.started, 0);
+	/* w's copy: the hook's reopen waits for its pin. */
+	CHECK_EQ(fs_evac_step(v, 1, 0, &ei), -EIO);
+	CHECK_EQ(h.started, 1);
+	CHECK_EQ(pthread_join(h.th, NULL), 0);
+	CHECK_EQ(h.seen_waiting, 1);
+	CHECK_EQ(h.lock_free, 100);
+	CHECK_EQ(h.lock_busy, 0);
+	CHECK_EQ(h.offline_ret, 0);
+	CHECK_EQ(h.reopen_ret, 0);
+	CHECK_EQ(fs_chunk_info(v, 1, &ci), 0);
+	CHECK(!ci.online && ci.pin_waiters == 0);
+	fs_evac_set_copied_hook(v, NULL, NULL);
+	gate.store = fs_chunk_store(v, 1);
+	CHECK_EQ(fs_chunk_online(v, 1, fsck_gate_chunk, &gate, why, sizeof(why)), 0);
+	CHECK_EQ(gate.res.exit_code, FSCK_EXIT_OK);
+	CHECK_EQ(fs_evac_info(v, 1, &ei), 0);
+	CHECK_EQ(ei.inodes_moved, 0);
+	CHECK_EQ(ei.blocks_moved, 0);
+	check_bytes(v, w, sizeof(buf), 41);
+	while ((ret = fs_evac_step(v, 1, 0, &ei)) == 1 && steps < 100)
+		steps++;
+	CHECK_EQ(ret, 0);
+	CHECK_EQ(ei.retired, 1);
+	CHECK_EQ(ei.blocks_moved, 64);
+	CHECK_EQ(ei.blocks_copied_unlocked, 64);
+	check_bytes(v, w, sizeof(buf), 41);
+	CHECK_EQ(fs_close(v), 0);
+	CHECK_EQ(fsck_volume_path(image, -1, &fo, &res), 0);
+	CHECK_EQ(res.problems, 0);
+	CHECK_EQ(fs_open(image, 0, &v), 0);
+	CHECK_EQ(fs_lookup(v, NULL, dk, "w", &d, NULL), 0);
+	CHECK_EQ(d.gen, w.gen);
+	check_bytes(v, w, sizeof(buf), 41);
+	CHECK_EQ(fs_close(v), 0);
+	printf("# reopen while pinned: waited with the lock free %d of %d looks; %d more steps\n",
+	       h.lock_free, h.lock_free + h.lock_busy, steps);
+	unlink(c1);
 	unlink(image);
 }
 
@@ -1173,5 +1354,6 @@ int main(void)
 	rehosting(0);
 	rehosting(1);
 	copy_outside_lock();
+	reopen_while_pinned();
 	return test_done("evac_test");
 }

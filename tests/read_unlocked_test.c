@@ -10,7 +10,8 @@
  *   truncation committed and A's blocks given to other files: the read
  *   does not return their bytes, it is made again under the lock and finds
  *   A empty (nread 0, eof; what the first try copied lies beyond nread);
- * - chunk_wait_unpinned waits for the last unpin, and no longer;
+ * - chunk_wait_unpinned waits for the last unpin, and no longer, the
+ *   volume lock free while it waits;
  * - threads reading file x over and over on a file image while another
  *   truncates and rewrites x and writes and removes other files (whose
  *   blocks x's then take, and the reverse): a read of x only ever holds
@@ -179,7 +180,11 @@ static int waiter_done;
 
 static void *waiter(void *arg)
 {
-	chunk_wait_unpinned(arg);
+	struct chunk *c = arg;
+
+	vol_lock(c->vol); /* (called locked: it waits unlocked, returns locked) */
+	chunk_wait_unpinned(c);
+	vol_unlock(c->vol);
 	__atomic_store_n(&waiter_done, 1, __ATOMIC_SEQ_CST);
 	return NULL;
 }
@@ -377,6 +382,12 @@ int main(void)
 	chunk_unpin(&vol->chunks[0]);
 	sleep_ms(50);
 	CHECK_EQ(__atomic_load_n(&waiter_done, __ATOMIC_SEQ_CST), 0);
+	for (int i = 0; i < 5000 && !__atomic_load_n(&vol->chunks[0].pin_waiters, __ATOMIC_SEQ_CST);
+	     i++)
+		sleep_ms(1); /* (a loaded machine may start it late) */
+	CHECK_EQ(__atomic_load_n(&vol->chunks[0].pin_waiters, __ATOMIC_SEQ_CST), 1);
+	CHECK_EQ(fs_nowait_begin(vol), 0); /* the lock is free meanwhile */
+	CHECK_EQ(fs_nowait_end(vol), 0);
 	chunk_unpin(&vol->chunks[0]);
 	CHECK_EQ(pthread_join(th, NULL), 0);
 	CHECK_EQ(waiter_done, 1);
