@@ -31,6 +31,7 @@
 #include "fs/store/store.h"
 #include "fs/store/store_nbd.h"
 #include "tap.h"
+#include "tests/nbdkit_util.h"
 
 #define EXPORT_SIZE (24u << 20)
 #define NTHREADS 8
@@ -48,11 +49,6 @@ struct worker {
 	int bad_reads, failed;
 };
 
-static unsigned next_rnd(unsigned *s)
-{
-	*s = *s * 1103515245u + 12345u;
-	return *s >> 8;
-}
 
 static void *worker_main(void *arg)
 {
@@ -65,15 +61,15 @@ static void *worker_main(void *arg)
 		return NULL;
 	}
 	for (int r = 0; r < ROUNDS; r++) {
-		size_t len = 512 + next_rnd(&w->rnd) % (128u << 10);
+		size_t len = 512 + nbdkit_test_rnd(&w->rnd) % (128u << 10);
 		uint64_t off;
 		int ret;
 
 		if (w->id == 0 && r == ROUNDS / 2)
 			len = BIG < PART ? BIG : PART;
-		off = base + next_rnd(&w->rnd) % (PART - len + 1);
+		off = base + nbdkit_test_rnd(&w->rnd) % (PART - len + 1);
 		for (size_t i = 0; i < len; i++)
-			buf[i] = (uint8_t)(next_rnd(&w->rnd) ^ r);
+			buf[i] = (uint8_t)(nbdkit_test_rnd(&w->rnd) ^ r);
 		if (r % 10 == 9)
 			ret = store_pwrite_last(st, buf, len, off);
 		else
@@ -86,8 +82,8 @@ static void *worker_main(void *arg)
 		}
 		memcpy(model + off, buf, len);
 		/* a read of a random range of this part, checked */
-		len = 1 + next_rnd(&w->rnd) % (256u << 10);
-		off = base + next_rnd(&w->rnd) % (PART - len + 1);
+		len = 1 + nbdkit_test_rnd(&w->rnd) % (256u << 10);
+		off = base + nbdkit_test_rnd(&w->rnd) % (PART - len + 1);
 		ret = store_pread(st, buf, len, off);
 		if (ret != 0) {
 			w->failed++;
@@ -100,56 +96,26 @@ static void *worker_main(void *arg)
 	return NULL;
 }
 
-/* nbdkit -f serving image at sock: its pid, or -1. */
+/* nbdkit's file plugin behind its cache filter in writeback mode (so that
+ * only a flush makes writes durable) serving image at sock: its pid, or -1. */
 static pid_t start_nbdkit(const char *sock, const char *image)
 {
 	char file[4300];
-	pid_t pid;
+	const char *args[] = { "--filter=cache", "file", file, "cache=writeback", NULL };
 
 	snprintf(file, sizeof(file), "file=%s", image);
-	pid = fork();
-	if (pid == 0) {
-		int null = open("/dev/null", O_WRONLY);
-		if (null >= 0)
-			dup2(null, 1);
-		execlp("nbdkit", "nbdkit", "-f", "-U", sock, "--filter=cache", "file", file,
-		       "cache=writeback", (char *)NULL);
-		_exit(127);
-	}
-	if (pid < 0)
-		return -1;
-	for (int i = 0; i < 200; i++) { /* nbdkit makes the socket once it listens */
-		struct stat sb;
-		int status;
-		if (stat(sock, &sb) == 0)
-			return pid;
-		if (waitpid(pid, &status, WNOHANG) == pid)
-			return -1;
-		usleep(50000);
-	}
-	kill(pid, SIGKILL);
-	waitpid(pid, NULL, 0);
-	return -1;
+	return nbdkit_start(sock, args);
 }
 
 static int write_header(const char *image)
 {
-	struct od_mb_header mh = {.magic = OD_MB_MAGIC, .type = OD_MB_CHUNK_HEADER, .units = 1};
-	struct od_chunk_header h;
 	uint8_t blk[OD_BLOCK_SIZE];
 	int fd = open(image, O_RDWR | O_CREAT | O_TRUNC, 0600);
 	int ret = 0;
 
 	if (fd < 0)
 		return -errno;
-	memset(&h, 0, sizeof(h));
-	memset(h.volume_uuid, 0x5a, sizeof(h.volume_uuid));
-	h.chunk_index = 3;
-	h.block_size = OD_BLOCK_SIZE;
-	memset(blk, 0, sizeof(blk));
-	od_put_mb_header(blk, &mh);
-	od_put_chunk_header(blk, &h);
-	od_seal(blk, sizeof(blk));
+	nbdkit_header_block(blk, 3);
 	memcpy(model, blk, sizeof(blk));
 	if (pwrite(fd, blk, sizeof(blk), 0) != (ssize_t)sizeof(blk) ||
 	    ftruncate(fd, EXPORT_SIZE) < 0)

@@ -35,6 +35,7 @@
 #include "fs/store/store.h"
 #include "fs/store/store_nbd.h"
 #include "tap.h"
+#include "tests/nbdkit_util.h"
 
 #define EXPORT_SIZE (32u << 20)
 #define RA (4u << 20)
@@ -46,48 +47,20 @@ static struct chunk_store *st;
 static uint8_t *model; /* what the export holds */
 static unsigned seed;
 
-static unsigned next_rnd(unsigned *s)
-{
-	*s = *s * 1103515245u + 12345u;
-	return *s >> 8;
-}
 
+/* nbdkit's file plugin serving image at sock: its pid, or -1. */
 static pid_t start_nbdkit(const char *sock, const char *image)
 {
 	char file[4300];
-	pid_t pid;
+	const char *args[] = { "file", file, NULL };
 
-	unlink(sock);
 	snprintf(file, sizeof(file), "file=%s", image);
-	pid = fork();
-	if (pid == 0) {
-		int null = open("/dev/null", O_WRONLY);
-		if (null >= 0)
-			dup2(null, 1);
-		execlp("nbdkit", "nbdkit", "-f", "-U", sock, "file", file, (char *)NULL);
-		_exit(127);
-	}
-	if (pid < 0)
-		return -1;
-	for (int i = 0; i < 200; i++) {
-		struct stat sb;
-		int status;
-		if (stat(sock, &sb) == 0)
-			return pid;
-		if (waitpid(pid, &status, WNOHANG) == pid)
-			return -1;
-		usleep(50000);
-	}
-	kill(pid, SIGKILL);
-	waitpid(pid, NULL, 0);
-	return -1;
+	return nbdkit_start(sock, args);
 }
 
 /* The image: a chunk header in block 0, random bytes after it (model). */
 static int write_image(const char *image)
 {
-	struct od_mb_header mh = {.magic = OD_MB_MAGIC, .type = OD_MB_CHUNK_HEADER, .units = 1};
-	struct od_chunk_header h;
 	unsigned r = seed;
 	int fd = open(image, O_RDWR | O_CREAT | O_TRUNC, 0600);
 	int ret = 0;
@@ -95,15 +68,8 @@ static int write_image(const char *image)
 	if (fd < 0)
 		return -errno;
 	for (size_t i = 0; i < EXPORT_SIZE; i++)
-		model[i] = (uint8_t)next_rnd(&r);
-	memset(model, 0, OD_BLOCK_SIZE);
-	memset(&h, 0, sizeof(h));
-	memset(h.volume_uuid, 0x5a, sizeof(h.volume_uuid));
-	h.chunk_index = 2;
-	h.block_size = OD_BLOCK_SIZE;
-	od_put_mb_header(model, &mh);
-	od_put_chunk_header(model, &h);
-	od_seal(model, OD_BLOCK_SIZE);
+		model[i] = (uint8_t)nbdkit_test_rnd(&r);
+	nbdkit_header_block(model, 2);
 	if (pwrite(fd, model, EXPORT_SIZE, 0) != (ssize_t)EXPORT_SIZE)
 		ret = -EIO;
 	close(fd);
