@@ -127,6 +127,14 @@ int evac_foster_used(struct fs_volume *v, uint32_t home, uint32_t in, uint64_t *
  * left. */
 int evac_foster_next(struct fs_volume *v, uint32_t home, uint32_t in, uint32_t from,
 		     uint32_t *idx, struct od_loc *loc);
+/* The evacuation's turn through K's own foster map: the next used entry
+ * placing its inode in K, from *from on and then round from 0 up to start
+ * (K's cursor), as evac_foster_next finds it: 1 with *idx and *loc (*from
+ * past it), 0 when the turn is over, or a negative errno. *from starts at
+ * the cursor (0 past the map's end), *wrapped at 0. The step's scan and
+ * its plan both walk it, so that they meet the same entries. */
+int evac_foster_turn(struct fs_volume *v, uint32_t k, uint32_t start, uint32_t *from,
+		     int *wrapped, uint32_t *idx, struct od_loc *loc);
 /* Does any foster map place an inode in chunk in? 1, 0, or -errno. */
 int evac_foster_any_in(struct fs_volume *v, uint32_t in);
 /* Inodes placed in chunk in whose numbers are homed in another fostered

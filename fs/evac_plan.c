@@ -126,27 +126,17 @@ static void plan_inodes(struct fs_volume *v, struct chunk *k, uint32_t budget, u
 	uint32_t n = f ? f->entries : 0, from = k->evac_map < n ? k->evac_map : 0, idx, used = 0;
 	uint32_t j = 0;
 	struct od_loc loc;
-	int wrapped = 0, one;
+	int wrapped = 0, one, ret = 0;
 
-	while (n && j < EVAC_STEP_INODES && used < budget) {
-		int ret = evac_foster_next(v, k->index, k->index, from, &idx, &loc);
-		if (ret < 0)
-			return;
-		if (ret == 0) {
-			if (wrapped || from == 0)
-				break;
-			wrapped = 1;
-			from = 0;
-			continue;
-		}
-		if (wrapped && idx >= k->evac_map)
-			break;
-		from = idx + 1;
+	while (n && j < EVAC_STEP_INODES && used < budget &&
+	       (ret = evac_foster_turn(v, k->index, k->evac_map, &from, &wrapped, &idx, &loc)) == 1) {
 		one = plan_one(v, k, OD_STABLE(k->index, idx), loc, budget, &used, tried);
 		if (one == 2)
 			return;
 		j += one;
 	}
+	if (ret < 0)
+		return;
 	for (uint32_t m = 0; m < v->fost.n; m++) {
 		uint32_t home = v->fost.rec[m].home;
 		if (home == k->index)

@@ -331,22 +331,8 @@ static int move_inode(struct fs_volume *v, struct chunk *k, uint32_t max_blocks,
 
 	if (!tried)
 		return -ENOMEM;
-	while (n) {
-		ret = evac_foster_next(v, k->index, k->index, from, &idx, &loc);
-		if (ret < 0)
-			break;
-		if (ret == 0) {
-			if (wrapped || from == 0)
-				break;
-			wrapped = 1;
-			from = 0;
-			continue;
-		}
-		if (wrapped && idx >= k->evac_map) {
-			ret = 0;
-			break;
-		}
-		from = idx + 1;
+	while (n && (ret = evac_foster_turn(v, k->index, k->evac_map, &from, &wrapped, &idx,
+					    &loc)) == 1) {
 		ret = move_one(v, k, OD_STABLE(k->index, idx), loc, max_blocks, tried, &kind,
 			       &blocks);
 		if (ret == 1)

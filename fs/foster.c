@@ -272,6 +272,26 @@ int evac_foster_next(struct fs_volume *v, uint32_t home, uint32_t in, uint32_t f
 	return 0;
 }
 
+int evac_foster_turn(struct fs_volume *v, uint32_t k, uint32_t start, uint32_t *from,
+		     int *wrapped, uint32_t *idx, struct od_loc *loc)
+{
+	for (;;) {
+		int ret = evac_foster_next(v, k, k, *from, idx, loc);
+
+		if (ret <= 0 && (ret < 0 || *wrapped || *from == 0))
+			return ret;
+		if (ret == 0) {
+			*wrapped = 1;
+			*from = 0;
+			continue;
+		}
+		if (*wrapped && *idx >= start)
+			return 0;
+		*from = *idx + 1;
+		return 1;
+	}
+}
+
 int evac_foster_any_in(struct fs_volume *v, uint32_t in)
 {
 	for (uint32_t r = 0; r < v->fost.n; r++) {
