@@ -502,9 +502,10 @@ struct fs_chunk_info {
 	int nbd_conns, nbd_max_in_flight;
 	uint64_t nbd_commands;
 	/* its read-ahead cache (fs/store/readahead.c): reads served from it
-	 * and their bytes, windows fetched, windows dropped unread; its bytes
-	 * now and the most ever (nbd_ra_kb: its bound, 0 when it has none). */
-	uint64_t nbd_ra_hits, nbd_ra_hit_bytes, nbd_ra_fetched, nbd_ra_discarded;
+	 * and their bytes, windows fetched, windows queued for hints (a file's
+	 * read-ahead by its offsets), windows dropped unread; its bytes now and
+	 * the most ever (nbd_ra_kb: its bound, 0 when it has none). */
+	uint64_t nbd_ra_hits, nbd_ra_hit_bytes, nbd_ra_fetched, nbd_ra_hinted, nbd_ra_discarded;
 	uint64_t nbd_ra_kb, nbd_ra_bytes, nbd_ra_max_bytes;
 };
 uint32_t fs_chunk_count(struct fs_volume *vol);

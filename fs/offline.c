@@ -441,6 +441,7 @@ int fs_chunk_info(struct fs_volume *v, uint32_t i, struct fs_chunk_info *out)
 			out->nbd_ra_hits = ns.ra.hits;
 			out->nbd_ra_hit_bytes = ns.ra.hit_bytes;
 			out->nbd_ra_fetched = ns.ra.fetched;
+			out->nbd_ra_hinted = ns.ra.hinted;
 			out->nbd_ra_discarded = ns.ra.discarded;
 			out->nbd_ra_bytes = ns.ra.bytes;
 			out->nbd_ra_max_bytes = ns.ra.max_bytes;

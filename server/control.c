@@ -490,10 +490,11 @@ static void cmd_status(struct control *ctl, struct answer *a)
 		if (ci.nbd)
 			add(a,
 			    " nbd_ra_kb=%" PRIu64 " nbd_ra_hits=%" PRIu64 " nbd_ra_hit_bytes=%" PRIu64
-			    " nbd_ra_fetched=%" PRIu64 " nbd_ra_discarded=%" PRIu64
+			    " nbd_ra_fetched=%" PRIu64 " nbd_ra_hinted=%" PRIu64
+			    " nbd_ra_discarded=%" PRIu64
 			    " nbd_ra_bytes=%" PRIu64 " nbd_ra_max_bytes=%" PRIu64,
 			    ci.nbd_ra_kb, ci.nbd_ra_hits, ci.nbd_ra_hit_bytes, ci.nbd_ra_fetched,
-			    ci.nbd_ra_discarded, ci.nbd_ra_bytes, ci.nbd_ra_max_bytes);
+			    ci.nbd_ra_hinted, ci.nbd_ra_discarded, ci.nbd_ra_bytes, ci.nbd_ra_max_bytes);
 		if (ci.why_offline[0]) {
 			add(a, " reason=");
 			add_value(a, ci.why_offline);

@@ -9,6 +9,11 @@
  * - a write made while a window's fetch is answered but not yet taken in
  *   (a hook in the fetcher): the window is dropped, the read returns the
  *   new bytes;
+ * - hints (store_willneed) of ranges no reader is near: exactly their
+ *   windows queued and fetched, every read of them then served from the
+ *   cache with the image's bytes; a write into a hinted window drops it
+ *   and the read returns the new bytes; a hint over a range held already
+ *   queues nothing;
  * - six threads reading their own regions sequentially at once: every
  *   byte exact, the cache never above its bound;
  * - the server killed and started again on an image changed under it: a
@@ -97,6 +102,21 @@ static int read_seq(uint64_t off, uint64_t end)
 			bad++;
 	free(buf);
 	return bad;
+}
+
+/* Until the fetchers are idle: the windows fetched, dropped and held the
+ * same over 100 ms (at most 5 s). */
+static void wait_fetchers(void)
+{
+	struct store_nbd_stats a = stats(), b;
+
+	for (int i = 0; i < 50; i++, a = b) {
+		usleep(100000);
+		b = stats();
+		if (a.ra.fetched == b.ra.fetched && a.ra.discarded == b.ra.discarded &&
+		    a.ra.bytes == b.ra.bytes)
+			return;
+	}
 }
 
 /* The hook: one write into the window whose read was just answered. */
@@ -220,6 +240,40 @@ int main(void)
 	CHECK_EQ(store_pread(st, buf, sizeof(buf), hook_at), 0);
 	CHECK(memcmp(buf, model + hook_at, sizeof(buf)) == 0);
 	store_nbd_set_fetch_hook(NULL);
+
+	/* hints: 2 MiB at 13 MiB, behind every stream (whose windows there
+	 * were all read), so exactly 2 windows, fetched with nobody reading */
+	wait_fetchers();
+	s0 = stats();
+	store_willneed(st, 2u << 20, 13u << 20);
+	s = stats();
+	CHECK_EQ(s.ra.hinted - s0.ra.hinted, 2);
+	for (int i = 0; i < 100 && stats().ra.fetched < s0.ra.fetched + 2; i++)
+		usleep(20000);
+	s = stats();
+	CHECK_EQ(s.ra.fetched - s0.ra.fetched, 2);
+	store_willneed(st, 1u << 20, 13u << 20); /* held: nothing more */
+	CHECK_EQ(stats().ra.hinted - s0.ra.hinted, 2);
+	s0 = stats();
+	CHECK_EQ(read_seq(13u << 20, 15u << 20), 0);
+	s = stats();
+	printf("hinted 2 MiB: %llu of %u reads from the cache\n",
+	       (unsigned long long)(s.ra.hits - s0.ra.hits), (2u << 20) / RD);
+	CHECK_EQ(s.ra.hits - s0.ra.hits, (2u << 20) / RD);
+	/* a write into a hinted window fetched: dropped, the new bytes read */
+	wait_fetchers();
+	s0 = stats();
+	store_willneed(st, 1u << 20, 5u << 20);
+	CHECK_EQ(stats().ra.hinted - s0.ra.hinted, 1);
+	for (int i = 0; i < 100 && stats().ra.fetched < s0.ra.fetched + 1; i++)
+		usleep(20000);
+	memset(buf, 0x5a, sizeof(buf));
+	CHECK_EQ(store_pwrite(st, buf, sizeof(buf), (5u << 20) + 8192), 0);
+	memcpy(model + (5u << 20) + 8192, buf, sizeof(buf));
+	s = stats();
+	CHECK_EQ(s.ra.discarded - s0.ra.discarded, 1);
+	CHECK_EQ(read_seq(5u << 20, (5u << 20) + RD), 0); /* one read: no stream */
+	CHECK_EQ(stats().ra.hits - s.ra.hits, 0);
 
 	/* readers at once, each its own region: exact, within the bound */
 	{

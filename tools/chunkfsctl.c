@@ -501,11 +501,11 @@ static void print_status(struct record *recs, int n)
 			       get(r, "nbd_conns"), get(r, "nbd_max_in_flight"), get(r, "nbd_commands"));
 		if (num(r, "nbd_ra_kb"))
 			printf("      read-ahead: %s KiB at most, %s reads (%.1f MiB) served from "
-			       "it, %s windows fetched, %s dropped unread, %.1f MiB held (at "
-			       "most %.1f)\n",
+			       "it, %s windows fetched (%s queued for hints), %s dropped unread, "
+			       "%.1f MiB held (at most %.1f)\n",
 			       get(r, "nbd_ra_kb"), get(r, "nbd_ra_hits"),
 			       (double)num(r, "nbd_ra_hit_bytes") / 1048576, get(r, "nbd_ra_fetched"),
-			       get(r, "nbd_ra_discarded"), (double)num(r, "nbd_ra_bytes") / 1048576,
+			       get(r, "nbd_ra_hinted"), get(r, "nbd_ra_discarded"), (double)num(r, "nbd_ra_bytes") / 1048576,
 			       (double)num(r, "nbd_ra_max_bytes") / 1048576);
 		if (get(r, "repair_estimate_us")[0])
 			printf("      its check would take about %.1f ms (fsck.chunkfs --estimate)\n",

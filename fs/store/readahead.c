@@ -11,6 +11,10 @@
  * The slack keeps several requests of one reader (NFS READs in flight at
  * once arrive out of order) in one stream.
  *
+ * Hints. A range told from above (ra_hint: a file read in order whose
+ * bytes jump in the store) gets windows queued over it at once. Windows are
+ * never queued over bytes a live window holds, a stream's or a hint's.
+ *
  * Memory. Every window's buffer is counted from when it is queued to when
  * it is freed (stale windows still being fetched too), and the count never
  * passes limit: a window is freed once every byte of it was served, and to
@@ -140,16 +144,16 @@ void ra_free(struct ra_cache *ra)
 	free(ra);
 }
 
-/* Room for len more bytes for stream s, freeing fetched windows that
- * are not ahead of s, least recently used first: 1, or 0 when there is
- * none. */
-static int make_room(struct ra_cache *ra, size_t len, const struct ra_stream *s)
+/* Room for len more bytes for the windows wanted over [lo, hi), freeing
+ * fetched windows outside it, least recently used first: 1, or 0 when
+ * there is none. */
+static int make_room(struct ra_cache *ra, size_t len, uint64_t lo, uint64_t hi)
 {
 	while (ra->stats.bytes + len > ra->limit) {
 		struct ra_win *victim = NULL;
 		for (struct ra_win *w = ra->head; w; w = w->next)
 			if (!w->stale && w->state == W_READY && w->refs == 0 &&
-			    !(w->off + w->len > s->front && w->off < s->ra_end) &&
+			    !(w->off + w->len > lo && w->off < hi) &&
 			    (!victim || w->used < victim->used))
 				victim = w;
 		if (!victim)
@@ -159,13 +163,13 @@ static int make_room(struct ra_cache *ra, size_t len, const struct ra_stream *s)
 	return 1;
 }
 
-/* Queue a window of [off, off + len) for s, under ra->lock: 0, or -ENOMEM
- * (no room or no memory). */
-static int win_queue(struct ra_cache *ra, const struct ra_stream *s, uint64_t off, size_t len)
+/* Queue a window of [off, off + len), wanted with [lo, hi), under
+ * ra->lock: 0, or -ENOMEM (no room or no memory). */
+static int win_queue(struct ra_cache *ra, uint64_t lo, uint64_t hi, uint64_t off, size_t len)
 {
 	struct ra_win *w;
 
-	if (!make_room(ra, len, s))
+	if (!make_room(ra, len, lo, hi))
 		return -ENOMEM;
 	w = calloc(1, sizeof(*w));
 	if (w)
@@ -190,13 +194,53 @@ static int win_queue(struct ra_cache *ra, const struct ra_stream *s, uint64_t of
 	return 0;
 }
 
+/* The non-detached window holding byte pos, or NULL. */
+static struct ra_win *win_at(struct ra_cache *ra, uint64_t pos)
+{
+	for (struct ra_win *w = ra->head; w; w = w->next)
+		if (!w->stale && !w->consumed && w->off <= pos && pos < w->off + w->len)
+			return w;
+	return NULL;
+}
+
+/* Windows queued over [*pos, want), *pos moved to where they end,
+ * skipping what windows already hold (a stream's windows, a hint's): at
+ * most win bytes each; a piece shorter than that only where a held window
+ * or the store's end follows it, or when whole is 0. Those wanted with
+ * [lo, want) are kept when making room. How many; under ra->lock. */
+static int queue_range(struct ra_cache *ra, uint64_t lo, uint64_t *pos, uint64_t want, int whole)
+{
+	int n = 0;
+
+	while (*pos < want) {
+		struct ra_win *w = win_at(ra, *pos);
+		uint64_t stop = want;
+
+		if (w) {
+			*pos = w->off + w->len;
+			continue;
+		}
+		for (w = ra->head; w; w = w->next) /* up to the next window held */
+			if (!w->stale && !w->consumed && w->off > *pos && w->off < stop)
+				stop = w->off;
+		if (stop - *pos > ra->win)
+			stop = *pos + ra->win;
+		else if (whole && stop == want && stop - *pos < ra->win && want < ra->size)
+			break; /* not yet a whole window */
+		if (win_queue(ra, lo, want, *pos, (size_t)(stop - *pos)) < 0)
+			break;
+		*pos = stop;
+		n++;
+	}
+	return n;
+}
+
 /* The read [off, off + len) counted for its stream; windows queued ahead
  * of a sequential one when may_queue: how many. Under ra->lock. */
 static int note_read(struct ra_cache *ra, uint64_t off, size_t len, int may_queue)
 {
 	struct ra_stream *s = NULL;
 	uint64_t end = off + len, want;
-	int n = 0;
 
 	for (int i = 0; i < RA_STREAMS && !s; i++) {
 		struct ra_stream *k = &ra->s[i];
@@ -226,25 +270,9 @@ static int note_read(struct ra_cache *ra, uint64_t off, size_t len, int may_queu
 	want = s->front + (ra->limit - ra->win);
 	if (want > ra->size)
 		want = ra->size;
-	/* whole windows, but for the store's last bytes */
-	while (s->ra_end + ra->win <= want || (want == ra->size && s->ra_end < want)) {
-		size_t wl = want - s->ra_end < ra->win ? (size_t)(want - s->ra_end) : ra->win;
-		if (win_queue(ra, s, s->ra_end, wl) < 0)
-			break;
-		s->ra_end += wl;
-		n++;
-	}
-	return n;
+	return queue_range(ra, s->front, &s->ra_end, want, 1);
 }
 
-/* The non-detached window holding byte pos, or NULL. */
-static struct ra_win *win_at(struct ra_cache *ra, uint64_t pos)
-{
-	for (struct ra_win *w = ra->head; w; w = w->next)
-		if (!w->stale && !w->consumed && w->off <= pos && pos < w->off + w->len)
-			return w;
-	return NULL;
-}
 
 int ra_read(struct ra_cache *ra, void *buf, size_t len, uint64_t off, int may_queue,
 	    int *queued, struct ra_claim *claim)
@@ -321,6 +349,22 @@ int ra_read(struct ra_cache *ra, void *buf, size_t len, uint64_t off, int may_qu
 	}
 	pthread_mutex_unlock(&ra->lock);
 	return bad ? -ENOENT : 0;
+}
+
+int ra_hint(struct ra_cache *ra, size_t len, uint64_t off)
+{
+	uint64_t pos = off, end = off + len < ra->size ? off + len : ra->size;
+	int n = 0;
+
+	pthread_mutex_lock(&ra->lock);
+	if (!ra->stop)
+		n = queue_range(ra, off, &pos, end, 0);
+	if (n) {
+		ra->stats.hinted += (uint64_t)n;
+		pthread_cond_broadcast(&ra->queue);
+	}
+	pthread_mutex_unlock(&ra->lock);
+	return n;
 }
 
 void ra_invalidate(struct ra_cache *ra, size_t len, uint64_t off)

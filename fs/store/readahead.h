@@ -15,6 +15,7 @@ struct ra_stats {
 	uint64_t hits;	    /* reads served wholly from the cache */
 	uint64_t hit_bytes; /* their bytes */
 	uint64_t fetched;   /* windows fetched (answered well) */
+	uint64_t hinted;    /* windows queued for hints (ra_hint) */
 	uint64_t discarded; /* windows dropped unserved: a write touched them, a
 			     * reconnection, an error */
 	size_t bytes, max_bytes; /* window memory now, and the most ever */
@@ -44,6 +45,12 @@ struct ra_claim {
  * was. */
 int ra_read(struct ra_cache *ra, void *buf, size_t len, uint64_t off, int may_queue,
 	    int *queued, struct ra_claim *claim);
+
+/* [off, off + len) will be read soon (store_willneed: the file's
+ * read-ahead by its own offsets, fs/read_ahead.c): windows queued for the
+ * parts no window holds yet, at most win bytes each, while there is room
+ * without dropping a window over the range; how many were queued. */
+int ra_hint(struct ra_cache *ra, size_t len, uint64_t off);
 
 /* [off, off + len) is being written or trimmed: called before the command
  * is sent and again after it is answered. Each drops every window over

@@ -47,7 +47,10 @@
  * (fs/store/readahead.c) and a fetcher thread: reads go to the cache first,
  * windows it queues ahead of sequential readers are fetched on a pool
  * connection taken for a turn, and every write and trim drops the windows
- * over its range before it is sent and after it is answered. */
+ * over its range before it is sent and after it is answered. A hint
+ * (store_willneed: a file read in order whose bytes jump in the store)
+ * queues windows over the hinted range for the fetchers, sequential or
+ * not; without a cache a hint is ignored. */
 #include "config.h"
 
 #include <dlfcn.h>
@@ -1039,6 +1042,14 @@ static void ns_close(struct chunk_store *st)
 	ns_free(ns);
 }
 
+static void ns_willneed(struct chunk_store *st, size_t len, uint64_t off)
+{
+	struct nbd_store *ns = to_ns(st);
+
+	if (ns->ra && off <= st->size && len <= st->size - off)
+		ra_hint(ns->ra, len, off);
+}
+
 static const struct chunk_store_ops nbd_store_ops = {
     .pread = ns_pread,
     .pwrite = ns_pwrite,
@@ -1048,6 +1059,7 @@ static const struct chunk_store_ops nbd_store_ops = {
     .flush_begin = ns_flush_begin,
     .flush_end = ns_flush_end,
     .pwrite_last = ns_pwrite_last,
+    .willneed = ns_willneed,
 };
 
 int store_nbd_is_uri(const char *name)
