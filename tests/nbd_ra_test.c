@@ -13,7 +13,9 @@
  *   windows queued and fetched, every read of them then served from the
  *   cache with the image's bytes; a write into a hinted window drops it
  *   and the read returns the new bytes; a hint over a range held already
- *   queues nothing;
+ *   queues nothing; hints past the cache's size do not push out windows
+ *   hinted before them and not read yet: they are not queued, and the
+ *   windows hinted first are all served;
  * - six threads reading their own regions sequentially at once: every
  *   byte exact, the cache never above its bound;
  * - the server killed and started again on an image changed under it: a
@@ -228,7 +230,9 @@ int main(void)
 	}
 
 	/* a write racing a fetch: answered after the fetch's read was, before
-	 * its bytes were taken in; the window is dropped */
+	 * its bytes were taken in; the window is dropped (no fetch of the
+	 * write above still in flight: the hook must meet a live window) */
+	wait_fetchers();
 	store_nbd_set_fetch_hook(fetch_hook);
 	s0 = stats();
 	__atomic_store_n(&hook_armed, 1, __ATOMIC_SEQ_CST);
@@ -274,6 +278,24 @@ int main(void)
 	CHECK_EQ(s.ra.discarded - s0.ra.discarded, 1);
 	CHECK_EQ(read_seq(5u << 20, (5u << 20) + RD), 0); /* one read: no stream */
 	CHECK_EQ(stats().ra.hits - s.ra.hits, 0);
+
+	/* hints past the cache's size: 4 windows of 1 MiB fill it, a fifth is
+	 * not queued (the four are still to be read), the first is served */
+	wait_fetchers();
+	s0 = stats();
+	for (uint64_t at = 6u << 20; at <= (14u << 20); at += 2u << 20)
+		store_willneed(st, 1u << 20, at);
+	CHECK_EQ(stats().ra.hinted - s0.ra.hinted, 4);
+	for (int i = 0; i < 100 && stats().ra.fetched < s0.ra.fetched + 4; i++)
+		usleep(20000);
+	CHECK_EQ(stats().ra.fetched - s0.ra.fetched, 4);
+	store_willneed(st, 1u << 20, 15u << 20);
+	s = stats();
+	CHECK_EQ(s.ra.hinted - s0.ra.hinted, 4);
+	CHECK_EQ(read_seq(6u << 20, 7u << 20), 0);
+	CHECK_EQ(stats().ra.hits - s.ra.hits, (1u << 20) / RD);
+	CHECK_EQ(read_seq(12u << 20, 13u << 20), 0);
+	CHECK_EQ(stats().ra.hits - s.ra.hits, 2 * (1u << 20) / RD);
 
 	/* readers at once, each its own region: exact, within the bound */
 	{

@@ -54,6 +54,8 @@ struct ra_win {
 	int state;
 	int stale;     /* detached: a write touched it, or dropped */
 	int consumed;  /* every byte of it was read: lookups skip it */
+	int hinted;    /* queued for a hint (ra_hint) */
+	uint64_t born; /* the cache's read_bytes when it was queued */
 	int refs;      /* readers waiting for it or copying from it */
 	size_t served; /* bytes read from it */
 	uint64_t used; /* tick of its queueing or last hit */
@@ -75,6 +77,7 @@ struct ra_cache {
 	size_t limit, win;
 	uint64_t size;
 	uint64_t tick;
+	uint64_t read_bytes; /* bytes of every read counted (note_read) */
 	int stop;
 	struct ra_stats stats;
 };
@@ -146,14 +149,22 @@ void ra_free(struct ra_cache *ra)
 
 /* Room for len more bytes for the windows wanted over [lo, hi), freeing
  * fetched windows outside it, least recently used first: 1, or 0 when
- * there is none. */
+ * there is none. A hinted window not read from yet is spared until four
+ * times the cache's size was read from the store since it was: a hint must
+ * not push out the windows hinted before it that are still to be read
+ * (the nearest ones, used longest ago), which would fetch every piece and
+ * serve none once hints reach further than the cache holds; nor must a
+ * stream's windows. Windows hinted and never read go in the end. */
 static int make_room(struct ra_cache *ra, size_t len, uint64_t lo, uint64_t hi)
 {
+	uint64_t old = 4 * (uint64_t)ra->limit;
+
 	while (ra->stats.bytes + len > ra->limit) {
 		struct ra_win *victim = NULL;
 		for (struct ra_win *w = ra->head; w; w = w->next)
 			if (!w->stale && w->state == W_READY && w->refs == 0 &&
 			    !(w->off + w->len > lo && w->off < hi) &&
+			    (!w->hinted || w->served > 0 || ra->read_bytes - w->born > old) &&
 			    (!victim || w->used < victim->used))
 				victim = w;
 		if (!victim)
@@ -163,9 +174,10 @@ static int make_room(struct ra_cache *ra, size_t len, uint64_t lo, uint64_t hi)
 	return 1;
 }
 
-/* Queue a window of [off, off + len), wanted with [lo, hi), under
- * ra->lock: 0, or -ENOMEM (no room or no memory). */
-static int win_queue(struct ra_cache *ra, uint64_t lo, uint64_t hi, uint64_t off, size_t len)
+/* Queue a window of [off, off + len), wanted with [lo, hi) (for a hint:
+ * hint), under ra->lock: 0, or -ENOMEM (no room or no memory). */
+static int win_queue(struct ra_cache *ra, uint64_t lo, uint64_t hi, uint64_t off, size_t len,
+		     int hint)
 {
 	struct ra_win *w;
 
@@ -181,6 +193,8 @@ static int win_queue(struct ra_cache *ra, uint64_t lo, uint64_t hi, uint64_t off
 	w->off = off;
 	w->len = len;
 	w->state = W_QUEUED;
+	w->hinted = hint;
+	w->born = ra->read_bytes;
 	w->used = ++ra->tick;
 	w->prev = ra->tail;
 	if (ra->tail)
@@ -206,8 +220,8 @@ static struct ra_win *win_at(struct ra_cache *ra, uint64_t pos)
 /* Windows queued over [*pos, want), *pos moved to where they end,
  * skipping what windows already hold (a stream's windows, a hint's): at
  * most win bytes each; a piece shorter than that only where a held window
- * or the store's end follows it, or when whole is 0. Those wanted with
- * [lo, want) are kept when making room. How many; under ra->lock. */
+ * or the store's end follows it, or for a hint (whole 0). Those wanted
+ * with [lo, want) are kept when making room. How many; under ra->lock. */
 static int queue_range(struct ra_cache *ra, uint64_t lo, uint64_t *pos, uint64_t want, int whole)
 {
 	int n = 0;
@@ -227,7 +241,7 @@ static int queue_range(struct ra_cache *ra, uint64_t lo, uint64_t *pos, uint64_t
 			stop = *pos + ra->win;
 		else if (whole && stop == want && stop - *pos < ra->win && want < ra->size)
 			break; /* not yet a whole window */
-		if (win_queue(ra, lo, want, *pos, (size_t)(stop - *pos)) < 0)
+		if (win_queue(ra, lo, want, *pos, (size_t)(stop - *pos), !whole) < 0)
 			break;
 		*pos = stop;
 		n++;
@@ -261,6 +275,7 @@ static int note_read(struct ra_cache *ra, uint64_t off, size_t len, int may_queu
 	}
 	s->reads++;
 	s->used = ++ra->tick;
+	ra->read_bytes += len;
 	if (end > s->front)
 		s->front = end;
 	if (s->reads < 2 || ra->stop || !may_queue)
