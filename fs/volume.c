@@ -474,8 +474,8 @@ static int vol_open_source(struct fs_volume *v, struct vol_source *src, struct f
 		/* (after recovery: both copies of the table agree) */
 		char fwhy[160] = "";
 		ret = vol_fosters_load(v, fwhy, sizeof(fwhy));
-		if (ret == -EUCLEAN && why && whylen)
-			snprintf(why, whylen, "chunk 0: %s", fwhy);
+		if (ret == -EUCLEAN)
+			ret = vol_fosters_degraded(v, fwhy, why, whylen);
 	}
 	if (ret == 0 && !v->rdonly)
 		ret = vol_lf_anchor(v);

@@ -70,6 +70,57 @@ void od_fosters_put_unit(const struct od_fosters *l, uint32_t k, uint8_t *payloa
 	od_put_ftab_count(payload, count);
 }
 
+/* The size recorded for a retired home: its own header's, when valid. */
+static uint32_t home_size(const struct od_chunk_header *hdr, const uint8_t *ok, uint32_t n,
+			  uint32_t home, uint32_t fallback_nb)
+{
+	uint32_t nb = home < n && ok[home] ? hdr[home].nblocks : 0;
+
+	if (nb < OD_MIN_CHUNK_SIZE / OD_BLOCK_SIZE || nb > OD_MAX_CHUNK_SIZE / OD_BLOCK_SIZE ||
+	    (nb & (nb - 1)))
+		nb = fallback_nb;
+	return nb;
+}
+
+int od_fosters_recover(struct od_fosters *l, const struct od_chunk_header *hdr,
+		       const uint8_t *ok, uint32_t n, uint32_t fallback_nb, uint32_t *lost,
+		       uint32_t *nlost)
+{
+	int ret = 0;
+
+	*nlost = 0;
+	/* the hosts' records first: they decide */
+	for (uint32_t j = 1; j < n && ret == 0; j++) {
+		for (uint32_t r = 0; ok[j] && r < hdr[j].nfosters && r < OD_MAX_FOSTERS; r++) {
+			const struct od_foster *f = &hdr[j].fosters[r];
+			if (f->chunk != j || od_fosters_find(l, f->home) >= 0)
+				continue;
+			ret = od_fosters_add(l, f, (f->flags & OD_FOSTER_RETIRED)
+							   ? home_size(hdr, ok, n, f->home, fallback_nb)
+							   : 0);
+			if (ret < 0)
+				break;
+		}
+	}
+	/* then each home's own record */
+	for (uint32_t k = 1; k < n && ret == 0; k++) {
+		for (uint32_t r = 0; ok[k] && r < hdr[k].nfosters && r < OD_MAX_FOSTERS; r++) {
+			const struct od_foster *f = &hdr[k].fosters[r];
+			if (f->home != k || od_fosters_find(l, k) >= 0)
+				continue;
+			if ((f->flags & OD_FOSTER_RETIRED) && f->chunk != 0) {
+				lost[(*nlost)++] = k;
+				break;
+			}
+			ret = od_fosters_add(l, f, (f->flags & OD_FOSTER_RETIRED)
+							   ? home_size(hdr, ok, n, k, fallback_nb)
+							   : 0);
+			break;
+		}
+	}
+	return ret;
+}
+
 /* Copy `copy` of table unit k at block of chunk 0 (whose header is h0)
  * into buf, when it is that unit: 0, or -EUCLEAN; *txid its writer's. */
 static int unit_copy(const struct od_header_src *src, uint64_t base,
