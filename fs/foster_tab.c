@@ -33,6 +33,8 @@ int vol_fosters_degraded(struct fs_volume *v, const char *fwhy, char *why, size_
 	uint8_t *ok = calloc(n, 1);
 	size_t used = why ? strlen(why) : 0;
 	int ret = -ENOMEM;
+	struct od_header_src hs = store_header_src(v->chunks[0].store);
+	struct od_fosters_chunk0 c0 = { .src = &hs, .h0 = &v->chunks[0].hdr };
 
 	if (!hdr || !lost || !ok)
 		goto out;
@@ -42,7 +44,7 @@ int vol_fosters_degraded(struct fs_volume *v, const char *fwhy, char *why, size_
 		if (ok[i])
 			hdr[i] = c->hdr;
 	}
-	ret = od_fosters_recover(&v->fost, hdr, ok, n, v->chunks[0].hdr.nblocks, lost, &nlost);
+	ret = od_fosters_recover(&v->fost, hdr, ok, n, v->chunks[0].hdr.nblocks, &c0, lost, &nlost);
 	if (ret < 0)
 		goto out;
 	/* Nothing is written with records that may be incomplete: the

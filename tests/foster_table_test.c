@@ -128,18 +128,109 @@ static int on_disk(struct od_chunk_header *h0, struct od_fosters *l)
 	return ret;
 }
 
-/* Copy `copy` of chunk 0's block b spoilt (a byte of its payload). */
-static void spoil(uint32_t b, int copy)
+/* Copy `copy` of block b of chunk k (chunks of 2 MiB) spoilt (a byte of
+ * its payload). */
+static void spoil_in(uint32_t k, uint32_t b, int copy)
 {
 	int fd = open(image, O_RDWR);
 	uint8_t x;
-	off_t off = (off_t)(b + (copy ? MB / 4096 : 0)) * 4096 + 100;
+	off_t off = (off_t)k * 2 * MB + (off_t)(b + (copy ? MB / 4096 : 0)) * 4096 + 100;
 
 	CHECK(fd >= 0);
 	CHECK_EQ(pread(fd, &x, 1, off), 1);
 	x ^= 0x5a;
 	CHECK_EQ(pwrite(fd, &x, 1, off), 1);
 	close(fd);
+}
+
+static void spoil(uint32_t b, int copy)
+{
+	spoil_in(0, b, copy);
+}
+
+/* How many times the output says code. */
+static unsigned times_reported(uint32_t code)
+{
+	char tag[16];
+	unsigned n = 0;
+
+	snprintf(tag, sizeof(tag), "[0x%06x]", code);
+	for (const char *p = last.text; p && (p = strstr(p, tag)) != NULL; p++)
+		n++;
+	return n;
+}
+
+/* The image's bytes, kept (whole: 40 chunks of 2 MiB). */
+#define IMAGE_BYTES ((size_t)NCHUNKS * 2 * MB)
+static uint8_t damaged[IMAGE_BYTES], repaired[IMAGE_BYTES];
+
+static void snapshot(uint8_t *to)
+{
+	int fd = open(image, O_RDONLY);
+
+	CHECK(fd >= 0);
+	CHECK_EQ(pread(fd, to, IMAGE_BYTES, 0), (ssize_t)IMAGE_BYTES);
+	close(fd);
+}
+
+static void restore(const uint8_t *from)
+{
+	int fd = open(image, O_WRONLY);
+
+	CHECK(fd >= 0);
+	CHECK_EQ(pwrite(fd, from, IMAGE_BYTES, 0), (ssize_t)IMAGE_BYTES);
+	close(fd);
+}
+
+static int files_ok(struct fs_volume *v);
+
+/* fsck's repair of the table cut short after each of its writes: it wrote
+ * exactly the unit at block b and chunk 0's header, both copies, in the
+ * order copy 0 of the unit, of the header, copy 1 of the unit, of the
+ * header (a flush after each). Each state a crash can leave is made from
+ * the image before and after; a second fsck -fy repairs it, then -n is
+ * clean and every file reads back. */
+static void crash_states(uint32_t b)
+{
+	const uint32_t half = MB / 4096, order[4] = { b, 0, b + half, half };
+	uint32_t changed = 0, unexpected = 0, ok = 0;
+	struct fs_volume *v;
+	struct fsck_result r;
+
+	snapshot(repaired);
+	for (size_t blk = 0; blk < IMAGE_BYTES / 4096; blk++) {
+		if (memcmp(damaged + blk * 4096, repaired + blk * 4096, 4096) == 0)
+			continue;
+		changed++;
+		unexpected += blk != order[0] && blk != order[1] && blk != order[2] &&
+			      blk != order[3];
+	}
+	/* (the header's bytes may be the same: written in the second of the
+	 * last check) */
+	CHECK(changed == 2 || changed == 4);
+	CHECK(memcmp(damaged + (size_t)b * 4096, repaired + (size_t)b * 4096, 4096) != 0);
+	CHECK_EQ(unexpected, 0);
+	for (int n = 0; n < 4; n++) {
+		restore(damaged);
+		{
+			int fd = open(image, O_WRONLY);
+			for (int w = 0; w < n; w++)
+				CHECK_EQ(pwrite(fd, repaired + (size_t)order[w] * 4096, 4096,
+						(off_t)order[w] * 4096), 4096);
+			close(fd);
+		}
+		r = check(FSCK_YES);
+		CHECK_EQ(r.unfixed, 0);
+		r = check(FSCK_CHECK_ONLY);
+		CHECK_EQ(r.problems, 0);
+		CHECK_EQ(fs_open(image, 0, &v), 0);
+		ok += files_ok(v) == 0;
+		CHECK_EQ(fs_close(v), 0);
+	}
+	CHECK_EQ(ok, 4);
+	printf("# the table's repair cut after 0-3 of its 4 writes: each repaired by a second "
+	       "fsck, every file read back\n");
+	restore(repaired);
 }
 
 /* Chunks from..to drained (on) or not. */
@@ -175,6 +266,71 @@ static uint32_t maps_hosted(struct fs_volume *v, uint32_t k)
 
 	CHECK_EQ(fs_evac_info(v, k, &ei), 0);
 	return ei.maps_hosted;
+}
+
+/* hosts()'s volume: chunk 0's table unit lost, and the header of chunk
+ * 69, host of the maps of n69 retired chunks, lost too: those records
+ * are in no header they can be taken from (their homes' own records name
+ * chunk 69). fsck -n reports each (0x010032, with the home's numbers) and
+ * not 0x010031; the volume opens read-only with chunk 69 offline and says
+ * which records are not found. fsck -fy -x makes chunk 69's header again
+ * (0x010009) from its homes' records, and in its second round chunk 0's
+ * table from it (0x010031); then clean, and a reopen finds every map. */
+static void lost_host(uint32_t in0)
+{
+	uint32_t n69 = 67 - in0 - 31;
+	struct od_chunk_header h0;
+	struct od_fosters l;
+	struct fs_volume *v;
+	struct fsck_result r;
+	char why[1024], want[64];
+
+	CHECK_EQ(on_disk(&h0, &l), 0);
+	od_fosters_free(&l);
+	spoil(h0.ftab_start, 0);
+	spoil(h0.ftab_start, 1);
+	spoil_in(69, 0, 0);
+	spoil_in(69, 0, 1);
+	r = check(FSCK_CHECK_ONLY);
+	CHECK_EQ(times_reported(0x010032), n69);
+	CHECK(!reported(0x010031));
+	CHECK(reported(0x010009));
+	CHECK(r.exit_code & FSCK_EXIT_UNCORRECTED);
+	for (uint32_t k = 34; k <= 67; k++) {
+		snprintf(want, sizeof(want), "chunk %u's record is in no header", k);
+		if (strstr(last.text, want)) {
+			snprintf(want, sizeof(want), "numbers (%u:0 up) cannot be reached", k);
+			CHECK(strstr(last.text, want) != NULL);
+		}
+	}
+	why[0] = '\0';
+	CHECK_EQ(fs_open_ex(image, 0, &v, why, sizeof(why)), 0);
+	printf("# open with the table and chunk 69's header lost: %s\n", why);
+	CHECK(strstr(why, "chunk 69 offline") != NULL);
+	CHECK(strstr(why, "the volume is read-only") != NULL);
+	CHECK(strstr(why, "'s record is not found: its numbers cannot be reached") != NULL);
+	CHECK_EQ(fs_close(v), 0);
+	r = check(FSCK_YES);
+	CHECK(reported(0x010009));
+	CHECK(reported(0x010031));
+	CHECK_EQ(r.unfixed, 0);
+	if (getenv("FTAB_VERBOSE"))
+		printf("%s", last.text);
+	r = check(FSCK_CHECK_ONLY);
+	CHECK_EQ(r.problems, 0);
+	CHECK_EQ(r.exit_code, 0);
+	if (r.problems)
+		printf("%s", last.text);
+	CHECK_EQ(on_disk(&h0, &l), 0);
+	CHECK_EQ(l.n, 68);
+	for (uint32_t k = 1; k <= 68; k++)
+		CHECK_EQ(od_fosters_retired(&l, k), 2 * MB / 4096);
+	od_fosters_free(&l);
+	CHECK_EQ(fs_open(image, 0, &v), 0);
+	CHECK_EQ(maps_hosted(v, 69), n69);
+	CHECK_EQ(maps_hosted(v, 0), in0 + 32);
+	CHECK_EQ(fs_check_invariants(v, NULL, NULL), 0);
+	CHECK_EQ(fs_close(v), 0);
 }
 
 /* The host rule: a chunk other than 0 takes a map only while its header
@@ -266,6 +422,7 @@ static void hosts(void)
 	CHECK_EQ(maps_hosted(v, 0), in0 + 32);
 	CHECK_EQ(fs_check_invariants(v, NULL, NULL), 0);
 	CHECK_EQ(fs_close(v), 0);
+	lost_host(in0);
 	unlink(image);
 }
 
@@ -426,12 +583,14 @@ int main(void)
 	CHECK_EQ(fs_mkdir(v, NULL, root, "after", 0755, &d, NULL), -EROFS);
 	CHECK_EQ(fs_close(v), 0);
 	/* fsck -fy makes it again from the homes' headers; then clean */
+	snapshot(damaged);
 	r = check(FSCK_YES);
 	CHECK(reported(0x010031));
 	CHECK_EQ(r.problems, 1);
 	CHECK_EQ(r.fixed, 1);
 	CHECK_EQ(r.exit_code, FSCK_EXIT_FIXED);
 	CHECK(strstr(last.text, "(3 records found there)") != NULL);
+	crash_states(h0.ftab_start);
 	r = check(FSCK_CHECK_ONLY);
 	CHECK_EQ(r.problems, 0);
 	CHECK_EQ(r.exit_code, 0);

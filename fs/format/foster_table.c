@@ -82,10 +82,64 @@ static uint32_t home_size(const struct od_chunk_header *hdr, const uint8_t *ok, 
 	return nb;
 }
 
-int od_fosters_recover(struct od_fosters *l, const struct od_chunk_header *hdr,
-		       const uint8_t *ok, uint32_t n, uint32_t fallback_nb, uint32_t *lost,
-		       uint32_t *nlost)
+/* The owner of each block of chunk 0's lower half that holds a foster map
+ * unit (a valid copy, in use), 0 for the others; NULL on -ENOMEM. */
+static uint32_t *foster_owners(const struct od_fosters_chunk0 *c0)
 {
+	const struct od_chunk_header *h0 = c0->h0;
+	uint32_t half = h0->nblocks / 2, *own = calloc(half ? half : 1, sizeof(*own));
+	uint8_t *buf = malloc(OD_BLOCK_SIZE);
+
+	if (!own || !buf) {
+		free(own);
+		free(buf);
+		return NULL;
+	}
+	for (uint32_t b = h0->data_start; b < half; b++) {
+		for (int copy = 0; copy < 2; copy++) {
+			uint64_t off = c0->base + (uint64_t)(b + (copy ? half : 0)) * OD_BLOCK_SIZE;
+			struct od_mb_header mh;
+			if (off + OD_BLOCK_SIZE > c0->src->size ||
+			    c0->src->pread(c0->src->ctx, buf, OD_BLOCK_SIZE, off) < 0 ||
+			    od_verify(buf, OD_BLOCK_SIZE) < 0)
+				continue;
+			od_get_mb_header(buf, &mh);
+			if (mh.magic == OD_MB_MAGIC && mh.type == OD_MB_FOSTER && mh.units == 1 &&
+			    mh.chunk == 0 && mh.block == b && mh.owner && mh.owner < OD_MAX_CHUNKS &&
+			    (!c0->allocated || c0->allocated(c0->ctx, b)))
+				own[b] = (uint32_t)mh.owner;
+			break;
+		}
+	}
+	free(buf);
+	return own;
+}
+
+/* The start of the one run of exactly nb blocks owned by home, or 0. */
+static uint32_t moved_run(const uint32_t *own, uint32_t from, uint32_t half, uint32_t home,
+			  uint32_t nb)
+{
+	uint32_t found = 0, runs = 0;
+
+	for (uint32_t b = from; b < half; b++) {
+		uint32_t e = b;
+		if (own[b] != home)
+			continue;
+		while (e < half && own[e] == home)
+			e++;
+		runs++;
+		if (e - b == nb)
+			found = b;
+		b = e;
+	}
+	return runs == 1 ? found : 0;
+}
+
+int od_fosters_recover(struct od_fosters *l, const struct od_chunk_header *hdr,
+		       const uint8_t *ok, uint32_t n, uint32_t fallback_nb,
+		       const struct od_fosters_chunk0 *c0, uint32_t *lost, uint32_t *nlost)
+{
+	uint32_t *own = NULL;
 	int ret = 0;
 
 	*nlost = 0;
@@ -105,19 +159,31 @@ int od_fosters_recover(struct od_fosters *l, const struct od_chunk_header *hdr,
 	/* then each home's own record */
 	for (uint32_t k = 1; k < n && ret == 0; k++) {
 		for (uint32_t r = 0; ok[k] && r < hdr[k].nfosters && r < OD_MAX_FOSTERS; r++) {
-			const struct od_foster *f = &hdr[k].fosters[r];
-			if (f->home != k || od_fosters_find(l, k) >= 0)
+			struct od_foster f = hdr[k].fosters[r];
+			if (f.home != k || od_fosters_find(l, k) >= 0)
 				continue;
-			if ((f->flags & OD_FOSTER_RETIRED) && f->chunk != 0) {
-				lost[(*nlost)++] = k;
-				break;
+			if ((f.flags & OD_FOSTER_RETIRED) && f.chunk != 0) {
+				/* stale: moved, into chunk 0 or lost with its host */
+				if (c0 && c0->src && !own && !(own = foster_owners(c0))) {
+					ret = -ENOMEM;
+					break;
+				}
+				f.chunk = 0;
+				f.start = own ? moved_run(own, c0->h0->data_start,
+							  c0->h0->nblocks / 2, k, f.nblocks)
+					      : 0;
+				if (!f.start) {
+					lost[(*nlost)++] = k;
+					break;
+				}
 			}
-			ret = od_fosters_add(l, f, (f->flags & OD_FOSTER_RETIRED)
-							   ? home_size(hdr, ok, n, k, fallback_nb)
-							   : 0);
+			ret = od_fosters_add(l, &f, (f.flags & OD_FOSTER_RETIRED)
+							    ? home_size(hdr, ok, n, k, fallback_nb)
+							    : 0);
 			break;
 		}
 	}
+	free(own);
 	return ret;
 }
 

@@ -24,16 +24,34 @@
 
 #include "fs/fsck/fsck_int.h"
 
-int fsck_ftab_found(struct fsck_ctx *c, struct od_fosters *l, uint32_t block, const char *why)
+/* Is block b of chunk 0 in use, as its bitmap says (unknown, or not read
+ * yet: a header made again, yes)? */
+static int allocated(void *ctx, uint32_t b)
+{
+	const struct fsck_ctx *c = ctx;
+
+	return !c->disk_bitmap || c->bitmap_unknown[b / OD_BITMAP_BITS_PER_BLOCK] ||
+	       ((c->disk_bitmap[b >> 3] >> (b & 7)) & 1);
+}
+
+static int src_pread(void *ctx, void *buf, size_t len, uint64_t off)
+{
+	return store_pread(ctx, buf, len, off);
+}
+
+int fsck_ftab_found(struct fsck_ctx *c, struct od_fosters *l, const struct od_chunk_header *h0,
+		    uint32_t block, const char *why)
 {
 	const struct fsck_vol *v = c->vol;
+	struct od_header_src hs = { .pread = src_pread, .ctx = c->st, .size = c->st->size };
+	struct od_fosters_chunk0 c0 = { .src = &hs, .h0 = h0, .allocated = allocated, .ctx = c };
 	uint32_t *lost, nlost = 0;
 	int ret;
 
 	lost = calloc(v->nchunks + 1, sizeof(*lost));
 	if (!lost)
 		return fsck_oom(c);
-	ret = od_fosters_recover(l, v->hdr, v->hdr_ok, v->nchunks, c->hdr.nblocks, lost, &nlost);
+	ret = od_fosters_recover(l, v->hdr, v->hdr_ok, v->nchunks, h0->nblocks, &c0, lost, &nlost);
 	if (ret < 0) {
 		free(lost);
 		return fsck_oom(c);
@@ -44,9 +62,10 @@ int fsck_ftab_found(struct fsck_ctx *c, struct od_fosters *l, uint32_t block, co
 		char host[120] = "";
 		for (uint32_t r = 0; r < h->nfosters && r < OD_MAX_FOSTERS; r++)
 			if (h->fosters[r].home == lost[i]) {
-				p.num2 = h->fosters[r].entries ? h->fosters[r].entries - 1 : 0;
+				p.num2 = h->fosters[r].entries;
 				snprintf(host, sizeof(host), "retired, its own header names chunk %u, "
-					 "whose header %s", h->fosters[r].chunk,
+					 "whose header %s, and chunk 0 holds no map of it",
+					 h->fosters[r].chunk,
 					 h->fosters[r].chunk < v->nchunks && v->hdr_ok[h->fosters[r].chunk]
 						 ? "does not list it" : "cannot be read");
 			}
@@ -71,10 +90,12 @@ int fsck_ftab_recover(struct fsck_ctx *c, const struct od_fosters *have, const c
 		fix_problem(c, PR_1_FTAB_RECS_MISSING, &p);
 		return 0;
 	}
+	fsck_note(c, "the foster records chunk 0 lacks are looked for in the other chunks' "
+		     "headers and its own foster map units (read only: only chunk 0 is written)");
 	for (uint32_t i = 0; i < have->n; i++)
 		if (od_fosters_add(&l, &have->rec[i], have->retired[i]) < 0)
 			goto oom;
-	lost = fsck_ftab_found(c, &l, p.blk, why);
+	lost = fsck_ftab_found(c, &l, &c->hdr, p.blk, why);
 	if (lost == -ENOMEM)
 		goto oom;
 	/* the maps found again that chunk 0 hosts: read, and so claimed */

@@ -81,9 +81,9 @@ static const struct fsck_problem problems[] = {
 	  "make it again from chunk 0's header, its whole units and the other chunks' headers "
 	  "(%n records found there)", 0 },
 	{ PR_1_FTAB_REC_LOST, "foster table from block %b: %s; chunk %n's record is in no header "
-			      "it can be taken from (%t): its numbers %n:0-%N cannot be reached; the "
-			      "table is left as it is (repair the host's header, then check chunk 0 "
-			      "again)", NULL, PR_NOFIX },
+			      "it can be taken from (%t): its %N numbers (%n:0 up) cannot be reached; "
+			      "the table is left as it is (repair the host's header, then check chunk "
+			      "0 again)", NULL, PR_NOFIX },
 	{ PR_1_FTAB_RECS_MISSING, "foster table from block %b: %s; %t; the table is left as it is",
 	  NULL, PR_NOFIX },
 

@@ -67,7 +67,7 @@ static int rebuild_fosters(struct fsck_ctx *c, uint32_t index, uint32_t nb,
 	if (index != 0)
 		h->pred_start = 0;
 	if (index == 0) {
-		int ret = fsck_ftab_found(c, &l, 0, "chunk 0's header is lost");
+		int ret = fsck_ftab_found(c, &l, h, 0, "chunk 0's header is lost");
 		if (ret < 0) {
 			od_fosters_free(&l);
 			return ret == -1 ? -ENOENT : ret;

@@ -241,9 +241,11 @@ static int fost0_read(struct fsck_vol *v, uint64_t total)
  * checks read the foster maps and skip the retired chunks they name. */
 static int fost0_recover(struct fsck_vol *v, uint32_t nb0)
 {
+	struct od_header_src hs = od_header_src_fd(v->fd, v->size[0]);
+	struct od_fosters_chunk0 c0 = { .src = v->hdr_ok[0] ? &hs : NULL, .h0 = &v->hdr[0] };
 	uint32_t *lost = calloc(v->nchunks + 1, sizeof(*lost)), nlost;
-	int ret = lost ? od_fosters_recover(&v->fost0, v->hdr, v->hdr_ok, v->nchunks, nb0, lost,
-					    &nlost)
+	int ret = lost ? od_fosters_recover(&v->fost0, v->hdr, v->hdr_ok, v->nchunks, nb0, &c0,
+					    lost, &nlost)
 		       : -ENOMEM;
 
 	free(lost);
