@@ -160,6 +160,17 @@ static unsigned times_reported(uint32_t code)
 	return n;
 }
 
+/* fsck -n finds the volume clean (its output shown when not). */
+static void check_clean(void)
+{
+	struct fsck_result r = check(FSCK_CHECK_ONLY);
+
+	CHECK_EQ(r.problems, 0);
+	CHECK_EQ(r.exit_code, 0);
+	if (r.problems)
+		printf("%s", last.text);
+}
+
 /* The image's bytes, kept (whole: 40 chunks of 2 MiB). */
 #define IMAGE_BYTES ((size_t)NCHUNKS * 2 * MB)
 static uint8_t damaged[IMAGE_BYTES], repaired[IMAGE_BYTES];
@@ -221,8 +232,7 @@ static void crash_states(uint32_t b)
 		}
 		r = check(FSCK_YES);
 		CHECK_EQ(r.unfixed, 0);
-		r = check(FSCK_CHECK_ONLY);
-		CHECK_EQ(r.problems, 0);
+		check_clean();
 		CHECK_EQ(fs_open(image, 0, &v), 0);
 		ok += files_ok(v) == 0;
 		CHECK_EQ(fs_close(v), 0);
@@ -316,11 +326,7 @@ static void lost_host(uint32_t in0)
 	CHECK_EQ(r.unfixed, 0);
 	if (getenv("FTAB_VERBOSE"))
 		printf("%s", last.text);
-	r = check(FSCK_CHECK_ONLY);
-	CHECK_EQ(r.problems, 0);
-	CHECK_EQ(r.exit_code, 0);
-	if (r.problems)
-		printf("%s", last.text);
+	check_clean();
 	CHECK_EQ(on_disk(&h0, &l), 0);
 	CHECK_EQ(l.n, 68);
 	for (uint32_t k = 1; k <= 68; k++)
@@ -617,11 +623,7 @@ int main(void)
 	CHECK_EQ(r.unfixed, 0);
 	CHECK(strstr(last.text, "foster records written again: 32 in the header, 3 in 1 table "
 				"unit") != NULL);
-	r = check(FSCK_CHECK_ONLY);
-	CHECK_EQ(r.problems, 0);
-	CHECK_EQ(r.exit_code, 0);
-	if (r.problems)
-		printf("%s", last.text);
+	check_clean();
 	CHECK_EQ(on_disk(&h0, &l), 0);
 	CHECK_EQ(l.n, NRETIRE);
 	CHECK_EQ(h0.nfosters, 32);

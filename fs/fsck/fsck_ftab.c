@@ -76,6 +76,14 @@ int fsck_ftab_found(struct fsck_ctx *c, struct od_fosters *l, const struct od_ch
 	return nlost ? -1 : 0;
 }
 
+void fsck_ftab_plan(struct fsck_ctx *c, struct od_fosters *l)
+{
+	od_fosters_free(&c->ftab_new);
+	c->ftab_new = *l;
+	c->ftab_make = 1;
+	memset(l, 0, sizeof(*l));
+}
+
 int fsck_ftab_recover(struct fsck_ctx *c, const struct od_fosters *have, const char *why)
 {
 	struct fsck_pctx p = { .blk = c->hdr.ftab_start, .str = why };
@@ -114,9 +122,7 @@ int fsck_ftab_recover(struct fsck_ctx *c, const struct od_fosters *have, const c
 	}
 	p.num = l.n - have->n;
 	if (lost == 0 && fix_problem(c, PR_1_FTAB_BAD, &p)) {
-		od_fosters_free(&c->ftab_new);
-		c->ftab_new = l;
-		c->ftab_make = 1;
+		fsck_ftab_plan(c, &l);
 		return 0;
 	}
 	od_fosters_free(&l);

@@ -456,6 +456,8 @@ int fsck_ftab_recover(struct fsck_ctx *c, const struct od_fosters *have, const c
 int fsck_ftab_found(struct fsck_ctx *c, struct od_fosters *l, const struct od_chunk_header *h0,
 		    uint32_t block, const char *why);
 int fsck_ftab_make(struct fsck_ctx *c);
+/* plan: l (taken over, left empty) to be written as chunk 0's records */
+void fsck_ftab_plan(struct fsck_ctx *c, struct od_fosters *l);
 
 /* fsck_unit.c: metadata units through both copies */
 /* A unit through both copies; problems about its copies are reported the

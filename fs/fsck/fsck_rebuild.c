@@ -108,9 +108,7 @@ static int rebuild_fosters(struct fsck_ctx *c, uint32_t index, uint32_t nb,
 		h->used_inodes = 0; /* its numbers are counted in the foster map */
 	if (index == 0 && l.n > OD_MAX_FOSTERS) {
 		/* (the table's fields are set when its units are written) */
-		od_fosters_free(&c->ftab_new);
-		c->ftab_new = l;
-		c->ftab_make = 1;
+		fsck_ftab_plan(c, &l);
 		return 0;
 	}
 	od_fosters_free(&l);
