@@ -175,24 +175,23 @@ int fsck_ftab_make(struct fsck_ctx *c)
 	c->ftab_make = 0;
 	/* the old chain's blocks first (a unit with no good copy included:
 	 * the chain named it), then free pairs; blocks left over freed */
-	for (uint32_t k = 0; k < c->nftab; k++) {
-		if (n < need)
-			blocks[n++] = c->ftab[k];
-		else
-			mark_pair(c, c->ftab[k], 0);
-	}
-	while (n < need) {
+	for (uint32_t k = 0; k < c->nftab && n < need; k++)
+		blocks[n++] = c->ftab[k];
+	for (uint32_t k = n; k < need; k++) {
 		uint32_t b = free_pair(c);
 		if (!b) {
-			fsck_note(c, "no room in chunk 0 for the foster table's unit %u: its records "
-				     "past %u are left out", n, OD_MAX_FOSTERS + n * OD_FTAB_PER_UNIT);
+			fsck_note(c, "no room in chunk 0 for the foster table's unit %u: the table "
+				     "is left as it is", k);
+			while (k-- > n)
+				mark_pair(c, blocks[k], 0);
 			c->res.unfixed++;
-			need = n;
-			break;
+			return 0;
 		}
 		mark_pair(c, b, 1);
-		blocks[n++] = b;
+		blocks[k] = b;
 	}
+	for (uint32_t k = n; k < c->nftab; k++)
+		mark_pair(c, c->ftab[k], 0);
 	for (uint32_t k = 0; k < need; k++) {
 		struct fsck_unit *u;
 		struct od_mb_header mh;
@@ -217,8 +216,6 @@ int fsck_ftab_make(struct fsck_ctx *c)
 	h->ftab_start = need ? blocks[0] : 0;
 	h->ftab_units = need;
 	h->ftab_count = need ? l->n - OD_MAX_FOSTERS : 0;
-	if (h->ftab_count > need * OD_FTAB_PER_UNIT)
-		h->ftab_count = need * OD_FTAB_PER_UNIT; /* (no room: the rest left out) */
 	if (need)
 		h->feature_incompat |= OD_FEATURE_INCOMPAT_FTAB;
 	else

@@ -450,9 +450,9 @@ void fsck_foster_free(struct fsck_ctx *c);
 int fsck_ftab_recover(struct fsck_ctx *c, const struct od_fosters *have, const char *why);
 /* found: l (chunk 0's records, h0 its header) given the other headers'
  * records it lacks, and the maps that moved into chunk 0 that a retired
- * home's own record no longer names (od_fosters_recover); each home that cannot be taken reported
- * (PR_1_FTAB_REC_LOST, the table at block, why it is not whole). 0, -1
- * when a home could not be taken, -ENOMEM. */
+ * home's own record no longer names (od_fosters_recover); each home that
+ * cannot be taken reported (PR_1_FTAB_REC_LOST, the table at block, why it
+ * is not whole). 0, -1 when a home could not be taken, -ENOMEM. */
 int fsck_ftab_found(struct fsck_ctx *c, struct od_fosters *l, const struct od_chunk_header *h0,
 		    uint32_t block, const char *why);
 int fsck_ftab_make(struct fsck_ctx *c);

@@ -48,8 +48,7 @@ static uint32_t last_valid(struct fsck_ctx *c, uint32_t start, uint32_t n, uint1
  * records; the evacuation's state and cursors start again (a draining
  * chunk's evacuation scans from the start), and the predictor's chain is
  * chunk 0's own. */
-static int rebuild_fosters(struct fsck_ctx *c, uint32_t index, uint32_t nb,
-			   struct od_chunk_header *h)
+static int rebuild_fosters(struct fsck_ctx *c, uint32_t index, struct od_chunk_header *h)
 {
 	const struct fsck_vol *v = c->vol;
 	struct od_fosters l;
@@ -74,21 +73,25 @@ static int rebuild_fosters(struct fsck_ctx *c, uint32_t index, uint32_t nb,
 		}
 	} else {
 		/* chunk 0's records (its table's too), then the other headers' */
-		for (uint32_t i = 0; i < v->fost0.n; i++) {
+		int ret = 0;
+		for (uint32_t i = 0; i < v->fost0.n && ret == 0; i++) {
 			const struct od_foster *f = &v->fost0.rec[i];
-			if ((f->home == index || f->chunk == index) && od_fosters_add(&l, f, 0) < 0)
-				return fsck_oom(c);
+			if (f->home == index || f->chunk == index)
+				ret = od_fosters_add(&l, f, 0);
 		}
-		for (uint32_t j = 1; j < v->nchunks; j++) {
+		for (uint32_t j = 1; j < v->nchunks && ret == 0; j++) {
 			const struct od_chunk_header *d = &v->hdr[j];
-			if (j == index || !v->hdr_ok[j])
-				continue;
-			for (uint32_t r = 0; r < d->nfosters && r < OD_MAX_FOSTERS; r++) {
+			for (uint32_t r = 0; j != index && v->hdr_ok[j] && r < d->nfosters &&
+					     r < OD_MAX_FOSTERS && ret == 0; r++) {
 				const struct od_foster *f = &d->fosters[r];
 				if ((f->home == index || f->chunk == index) &&
-				    od_fosters_find(&l, f->home) < 0 && od_fosters_add(&l, f, 0) < 0)
-					return fsck_oom(c);
+				    od_fosters_find(&l, f->home) < 0)
+					ret = od_fosters_add(&l, f, 0);
 			}
+		}
+		if (ret < 0) {
+			od_fosters_free(&l);
+			return fsck_oom(c);
 		}
 	}
 	h->nfosters = l.n < OD_MAX_FOSTERS ? l.n : OD_MAX_FOSTERS;
@@ -153,7 +156,7 @@ int fsck_header_rebuild(struct fsck_ctx *c, uint32_t index, struct od_chunk_head
 	h.flags &= ~(OD_CHF_BITMAP_UNINIT | OD_CHF_DRAINING);
 	if (!last_valid(c, h.bitmap_start, h.bitmap_blocks, OD_MB_BITMAP, buf))
 		h.flags |= OD_CHF_BITMAP_UNINIT;
-	ret = rebuild_fosters(c, index, nb, &h);
+	ret = rebuild_fosters(c, index, &h);
 	free(buf);
 	if (ret == -ENOENT)
 		*why = "a foster record is in no header it can be taken from: repair its host's "

@@ -515,7 +515,6 @@ static void *run_worker(void *arg)
 			 * read through it from now on */
 			fsck_vol_read_header(r->v, i, r->v->base[i], r->v->size[i],
 					     (uint32_t)(r->v->size[i] / OD_BLOCK_SIZE));
-
 		fsck_add_result(r->res, &one);
 		r->done++;
 		if (r->user->progress)
