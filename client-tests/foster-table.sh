@@ -92,6 +92,15 @@ start_server "control = $tmp/control"
 grep -q "2 foster records found again in the other chunks' headers (32 in chunk 0), 34 of 34: the volume is read-only until fsck.chunkfs -fy makes the table again" "$tmp/server.log" ||
 	fail "no warning of the lost table in the log"
 check_files "with the table lost"
+volume_field() {
+	"$CTL" -s "$tmp/control" --json status >"$tmp/status.json" || fail "status --json"
+	python3 -c '
+import json, sys
+print(json.load(open(sys.argv[1]))["volume"].get(sys.argv[2], ""))
+' "$tmp/status.json" "$1"
+}
+[ "$(volume_field read_only)" = 1 ] && [ "$(volume_field ftab_lost)" = 1 ] ||
+	fail "status does not say read-only with the table lost: $(cat "$tmp/status.json")"
 echo new >"$tmp/new"
 if nfs-cp "$tmp/new" "${url}d1/new$q" >"$tmp/cp" 2>&1; then
 	fail "a write was taken with the table lost"
@@ -106,6 +115,8 @@ fsck_run 0 -f -n -x "$tmp/volume.img"
 out_has " 0 problems"
 start_server "control = $tmp/control"
 grep -q "read-only" "$tmp/server.log" && fail "still read-only after fsck"
+[ "$(volume_field read_only)" = 0 ] && [ "$(volume_field ftab_lost)" = 0 ] ||
+	fail "status still says read-only after fsck: $(cat "$tmp/status.json")"
 check_files "after fsck made the table again"
 nfs-cp "$tmp/new" "${url}d1/new$q" >"$tmp/cp" 2>&1 || fail "nfs-cp after the repair: $(cat "$tmp/cp")"
 stop_server
