@@ -8,8 +8,15 @@
  * table 3, in one unit, each RETIRED with its size; fsck -fn -x is clean;
  * a reopen reads every file again. Both copies of the table unit spoilt
  * under the open volume: the scrub writes it again from memory. fsck heals
- * a damaged copy of the table unit (0x000001, then clean); with both copies damaged it reports
- * 0x010031 and the volume refuses to open. */
+ * a damaged copy of the table unit (0x000001, then clean). With both copies
+ * damaged (issue 23): fsck -n reports 0x010031, the volume opens read-only
+ * with the records found again in the homes' headers (every file by its
+ * handle), fsck -y makes the table again from them, then clean; the repair
+ * cut after each of its writes is finished by a second fsck. Chunk 0's
+ * header lost: made again with every record. On hosts()'s volume: the
+ * table lost with the header of a host (0x010032, converged by -fy -x), and
+ * chunk 0's header lost with maps moved into chunk 0 after their homes
+ * retired (found by their units). */
 #include "config.h"
 
 #include <errno.h>
@@ -285,7 +292,8 @@ static uint32_t maps_hosted(struct fs_volume *v, uint32_t k)
  * not 0x010031; the volume opens read-only with chunk 69 offline and says
  * which records are not found. fsck -fy -x makes chunk 69's header again
  * (0x010009) from its homes' records, and in its second round chunk 0's
- * table from it (0x010031); then clean, and a reopen finds every map. */
+ * table from it (0x010031); then clean, and a reopen finds every map.
+ * Then chunk 0's header lost: made again with all 68 records. */
 static void lost_host(uint32_t in0)
 {
 	uint32_t n69 = 67 - in0 - 31;
@@ -326,6 +334,27 @@ static void lost_host(uint32_t in0)
 	CHECK_EQ(r.unfixed, 0);
 	if (getenv("FTAB_VERBOSE"))
 		printf("%s", last.text);
+	check_clean();
+	CHECK_EQ(on_disk(&h0, &l), 0);
+	CHECK_EQ(l.n, 68);
+	for (uint32_t k = 1; k <= 68; k++)
+		CHECK_EQ(od_fosters_retired(&l, k), 2 * MB / 4096);
+	od_fosters_free(&l);
+	CHECK_EQ(fs_open(image, 0, &v), 0);
+	CHECK_EQ(maps_hosted(v, 69), n69);
+	CHECK_EQ(maps_hosted(v, 0), in0 + 32);
+	CHECK_EQ(fs_check_invariants(v, NULL, NULL), 0);
+	CHECK_EQ(fs_close(v), 0);
+	/* Chunk 0's header lost in both copies: made again with the 68
+	 * records, the 31 maps chunk 68 moved into chunk 0 found by their
+	 * units (their homes' own records name chunk 68). */
+	spoil(0, 0);
+	spoil(0, 1);
+	r = check(FSCK_YES);
+	CHECK(reported(0x010009));
+	CHECK_EQ(r.unfixed, 0);
+	CHECK(strstr(last.text, "foster records written again: 32 in the header, 36 in 1 table "
+				"unit") != NULL);
 	check_clean();
 	CHECK_EQ(on_disk(&h0, &l), 0);
 	CHECK_EQ(l.n, 68);
