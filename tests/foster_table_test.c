@@ -135,13 +135,15 @@ static int on_disk(struct od_chunk_header *h0, struct od_fosters *l)
 	return ret;
 }
 
-/* Copy `copy` of block b of chunk k (chunks of 2 MiB) spoilt (a byte of
- * its payload). */
+/* The size of the chunks of the volume tested. */
+static uint32_t chunk_bytes = 2 * MB;
+
+/* Copy `copy` of block b of chunk k spoilt (a byte of its payload). */
 static void spoil_in(uint32_t k, uint32_t b, int copy)
 {
 	int fd = open(image, O_RDWR);
 	uint8_t x;
-	off_t off = (off_t)k * 2 * MB + (off_t)(b + (copy ? MB / 4096 : 0)) * 4096 + 100;
+	off_t off = (off_t)k * chunk_bytes + (off_t)(b + (copy ? chunk_bytes / 8192 : 0)) * 4096 + 100;
 
 	CHECK(fd >= 0);
 	CHECK_EQ(pread(fd, &x, 1, off), 1);
@@ -367,6 +369,65 @@ static void lost_host(uint32_t in0)
 	CHECK(strstr(last.text, "foster records written again: 32 in the header, 36 in 1 table "
 				"unit") != NULL);
 	hosts_whole(in0);
+}
+
+/* A table of two units: 182 chunks of 1 MiB, chunks 1-178 retired (146
+ * records in the table: 144 in unit 0, 2 in unit 1). Unit 0 lost in both
+ * copies, and with it the link to unit 1: fsck -y writes unit 0 again in
+ * its block and unit 1 in a free metadata pair (0x010031, the 146 records
+ * all found in the hosts' and homes' headers), the old unit 1, which
+ * nothing names now, is freed (0x050002, 0x050004); then clean, the 178
+ * records on disk with their sizes, and a reopen passes the invariants. */
+static void two_units(void)
+{
+	struct fs_mkfs_opts mo = { .chunk_size = MB, .chunk_count = 182, .force = 1 };
+	struct od_chunk_header h0;
+	struct od_fosters l;
+	struct fs_volume *v;
+	struct fsck_result r;
+	uint32_t bad = 0, old1;
+
+	chunk_bytes = MB;
+	CHECK_EQ(fs_mkfs(image, &mo), 0);
+	CHECK_EQ(fs_open(image, 0, &v), 0);
+	for (uint32_t k = 1; k <= 178; k++)
+		bad += retire(v, k) < 0;
+	CHECK_EQ(bad, 0);
+	CHECK_EQ(fs_close(v), 0);
+	CHECK_EQ(on_disk(&h0, &l), 0);
+	CHECK_EQ(l.n, 178);
+	CHECK_EQ(h0.ftab_units, 2);
+	CHECK_EQ(l.nunits, 2);
+	old1 = l.units[1];
+	od_fosters_free(&l);
+	spoil_in(0, h0.ftab_start, 0);
+	spoil_in(0, h0.ftab_start, 1);
+	r = check(FSCK_CHECK_ONLY);
+	CHECK(reported(0x010031));
+	r = check(FSCK_YES);
+	CHECK(reported(0x010031));
+	CHECK(reported(0x050002));
+	CHECK_EQ(r.unfixed, 0);
+	CHECK(strstr(last.text, "(146 records found there)") != NULL);
+	CHECK_EQ(r.problems, 3);
+	CHECK(strstr(last.text, "foster records written again: 32 in the header, 146 in 2 "
+				"table units") != NULL);
+	if (getenv("FTAB_VERBOSE"))
+		printf("%s", last.text);
+	check_clean();
+	CHECK_EQ(on_disk(&h0, &l), 0);
+	CHECK_EQ(l.n, 178);
+	CHECK_EQ(l.nunits, 2);
+	CHECK(l.units[1] != old1);
+	for (uint32_t k = 1; k <= 178; k++)
+		CHECK_EQ(od_fosters_retired(&l, k), MB / 4096);
+	od_fosters_free(&l);
+	CHECK_EQ(fs_open(image, 0, &v), 0);
+	CHECK_EQ(fs_check_invariants(v, NULL, NULL), 0);
+	CHECK_EQ(fs_close(v), 0);
+	printf("# two table units: unit 0 lost, both written again (unit 1 moved from block %u)\n",
+	       old1);
+	unlink(image);
 }
 
 /* The host rule: a chunk other than 0 takes a map only while its header
@@ -667,6 +728,7 @@ int main(void)
 	od_fosters_free(&l);
 	unlink(image);
 	hosts();
+	two_units();
 	free(last.text);
 	return test_done("foster_table");
 }
