@@ -82,33 +82,51 @@ static uint32_t home_size(const struct od_chunk_header *hdr, const uint8_t *ok, 
 	return nb;
 }
 
+/* Blocks of each copy read at once by foster_owners(). */
+#define OWNERS_WINDOW 64u
+
 /* The owner of each block of chunk 0's lower half that holds a foster map
- * unit (a valid copy, in use), 0 for the others; NULL on -ENOMEM. */
+ * unit (a valid copy, copy 0 first; in use), 0 for the others; read in
+ * windows of both copies (a window that cannot be read gives no owner: a
+ * map there is then not found, and its record is reported lost). NULL on
+ * -ENOMEM. */
 static uint32_t *foster_owners(const struct od_fosters_chunk0 *c0)
 {
 	const struct od_chunk_header *h0 = c0->h0;
 	uint32_t half = h0->nblocks / 2, *own = calloc(half ? half : 1, sizeof(*own));
-	uint8_t *buf = malloc(OD_BLOCK_SIZE);
+	uint8_t *buf = malloc(2 * (size_t)OWNERS_WINDOW * OD_BLOCK_SIZE);
 
 	if (!own || !buf) {
 		free(own);
 		free(buf);
 		return NULL;
 	}
-	for (uint32_t b = h0->data_start; b < half; b++) {
+	for (uint32_t w = h0->data_start; w < half; w += OWNERS_WINDOW) {
+		uint32_t n = half - w < OWNERS_WINDOW ? half - w : OWNERS_WINDOW;
+		int got[2];
 		for (int copy = 0; copy < 2; copy++) {
-			uint64_t off = c0->base + (uint64_t)(b + (copy ? half : 0)) * OD_BLOCK_SIZE;
-			struct od_mb_header mh;
-			if (off + OD_BLOCK_SIZE > c0->src->size ||
-			    c0->src->pread(c0->src->ctx, buf, OD_BLOCK_SIZE, off) < 0 ||
-			    od_verify(buf, OD_BLOCK_SIZE) < 0)
-				continue;
-			od_get_mb_header(buf, &mh);
-			if (mh.magic == OD_MB_MAGIC && mh.type == OD_MB_FOSTER && mh.units == 1 &&
-			    mh.chunk == 0 && mh.block == b && mh.owner && mh.owner < OD_MAX_CHUNKS &&
-			    (!c0->allocated || c0->allocated(c0->ctx, b)))
-				own[b] = (uint32_t)mh.owner;
-			break;
+			uint64_t off = c0->base + (uint64_t)(w + (copy ? half : 0)) * OD_BLOCK_SIZE;
+			size_t len = (size_t)n * OD_BLOCK_SIZE;
+			got[copy] = off + len <= c0->src->size &&
+				    c0->src->pread(c0->src->ctx,
+						   buf + (size_t)copy * OWNERS_WINDOW * OD_BLOCK_SIZE,
+						   len, off) == 0;
+		}
+		for (uint32_t i = 0; i < n; i++) {
+			uint32_t b = w + i;
+			for (int copy = 0; copy < 2; copy++) {
+				const uint8_t *p = buf + ((size_t)copy * OWNERS_WINDOW + i) * OD_BLOCK_SIZE;
+				struct od_mb_header mh;
+				if (!got[copy] || od_verify(p, OD_BLOCK_SIZE) < 0)
+					continue;
+				od_get_mb_header(p, &mh);
+				if (mh.magic == OD_MB_MAGIC && mh.type == OD_MB_FOSTER &&
+				    mh.units == 1 && mh.chunk == 0 && mh.block == b && mh.owner &&
+				    mh.owner < OD_MAX_CHUNKS &&
+				    (!c0->allocated || c0->allocated(c0->ctx, b)))
+					own[b] = (uint32_t)mh.owner;
+				break;
+			}
 		}
 	}
 	free(buf);
