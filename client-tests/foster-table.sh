@@ -7,10 +7,14 @@
 # Every file reads back and every handle taken before answers, after the
 # evacuations and after a restart (chunkfsd reopens a volume with 34 foster
 # maps; status shows the 34 chunks retired); fsck.chunkfs -fn -x is clean,
-# and the nbdkit plugin lists the 34 chunks retired.
+# and the nbdkit plugin lists the 34 chunks retired. Then both copies of
+# the table's unit spoilt: chunkfsd serves read-only, saying so in its log
+# (the 2 records found again in the retired homes' headers), every file
+# and handle answers, a write is refused; fsck.chunkfs -fy -x makes the
+# table again (0x010031), -fn -x is clean, and chunkfsd serves read-write.
 . "$(dirname "$0")/functions.sh"
 . "$(dirname "$0")/nbd-functions.sh"
-requires nfs-cat cmp python3
+requires nfs-cat nfs-cp cmp python3
 trap stop_all EXIT INT TERM
 CTL=$builddir/chunkfsctl
 handles=$builddir/client-tests/nfs_handles
@@ -69,4 +73,51 @@ if plugin_start; then
 		fail "the plugin's list does not say chunk 34 is retired"
 	echo "the nbdkit plugin lists the 34 chunks retired"
 fi
-echo "PASS: 34 chunks retired (2 named in chunk 0's foster table), every file and handle after a restart, fsck clean"
+
+# Chunk 0's table lost in both copies (its header's ftab_start, byte 2240).
+python3 - "$tmp/volume.img" <<'PY' || fail "could not spoil the table"
+import struct, sys
+with open(sys.argv[1], "r+b") as f:
+    f.seek(2240)
+    start = struct.unpack("<I", f.read(4))[0]
+    assert start
+    half = (1 << 20) // 4096 // 2
+    for b in (start, start + half):
+        f.seek(b * 4096 + 100)
+        x = f.read(1)
+        f.seek(b * 4096 + 100)
+        f.write(bytes([x[0] ^ 0x5a]))
+PY
+start_server "control = $tmp/control"
+grep -q "2 foster records found again in the other chunks' headers (32 in chunk 0), 34 of 34: the volume is read-only until fsck.chunkfs -fy makes the table again" "$tmp/server.log" ||
+	fail "no warning of the lost table in the log"
+check_files "with the table lost"
+volume_field() {
+	"$CTL" -s "$tmp/control" --json status >"$tmp/status.json" || fail "status --json"
+	python3 -c '
+import json, sys
+print(json.load(open(sys.argv[1]))["volume"].get(sys.argv[2], ""))
+' "$tmp/status.json" "$1"
+}
+[ "$(volume_field read_only)" = 1 ] && [ "$(volume_field ftab_lost)" = 1 ] ||
+	fail "status does not say read-only with the table lost: $(cat "$tmp/status.json")"
+echo new >"$tmp/new"
+if nfs-cp "$tmp/new" "${url}d1/new$q" >"$tmp/cp" 2>&1; then
+	fail "a write was taken with the table lost"
+fi
+grep -qi "ROFS\|read-only" "$tmp/cp" || fail "the write failed otherwise: $(cat "$tmp/cp")"
+stop_server
+echo "the table lost: served read-only, every file and handle answers"
+fsck_run 1 -f -y -x "$tmp/volume.img"
+out_has "[0x010031]"
+out_has "(2 records found there): fixed"
+fsck_run 0 -f -n -x "$tmp/volume.img"
+out_has " 0 problems"
+start_server "control = $tmp/control"
+grep -q "read-only" "$tmp/server.log" && fail "still read-only after fsck"
+[ "$(volume_field read_only)" = 0 ] && [ "$(volume_field ftab_lost)" = 0 ] ||
+	fail "status still says read-only after fsck: $(cat "$tmp/status.json")"
+check_files "after fsck made the table again"
+nfs-cp "$tmp/new" "${url}d1/new$q" >"$tmp/cp" 2>&1 || fail "nfs-cp after the repair: $(cat "$tmp/cp")"
+stop_server
+echo "PASS: 34 chunks retired (2 named in chunk 0's foster table), every file and handle after a restart, fsck clean; the table lost: read-only, made again by fsck"

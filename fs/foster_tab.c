@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "fs/internal.h"
@@ -22,6 +23,55 @@ int vol_fosters_load(struct fs_volume *v, char *why, size_t n)
 	if (c0->offline)
 		return 0;
 	return od_fosters_read(&hs, 0, &c0->hdr, -1, &v->fost, why, n);
+}
+
+int vol_fosters_degraded(struct fs_volume *v, const char *fwhy, char *why, size_t whylen)
+{
+	uint32_t n = v->nchunks, nlost = 0, had = v->fost.n;
+	struct od_chunk_header *hdr = calloc(n, sizeof(*hdr));
+	uint32_t *lost = calloc(n + 1, sizeof(*lost));
+	uint8_t *ok = calloc(n, 1);
+	size_t used = why ? strlen(why) : 0;
+	int ret = -ENOMEM;
+	struct od_header_src hs = store_header_src(v->chunks[0].store);
+	struct od_fosters_chunk0 c0 = { .src = &hs, .h0 = &v->chunks[0].hdr };
+
+	if (!hdr || !lost || !ok)
+		goto out;
+	for (uint32_t i = 1; i < n; i++) {
+		const struct chunk *c = &v->chunks[i];
+		ok[i] = !c->offline && !c->retired;
+		if (ok[i])
+			hdr[i] = c->hdr;
+	}
+	ret = od_fosters_recover(&v->fost, hdr, ok, n, v->chunks[0].hdr.nblocks, &c0, lost, &nlost);
+	if (ret < 0)
+		goto out;
+	/* Nothing is written with records that may be incomplete: the
+	 * volume serves what it can, read-only, until fsck makes the table
+	 * again (fsck.chunkfs -fy). */
+	v->rdonly = 1;
+	v->ftab_lost = 1;
+	if (why && used + 1 < whylen) {
+		int m = snprintf(why + used, whylen - used,
+				 "%schunk 0: %s; %u foster records found again in the other chunks' "
+				 "headers (%u in chunk 0), %u of %u: the volume is read-only until "
+				 "fsck.chunkfs -fy makes the table again",
+				 used ? "; " : "", fwhy, v->fost.n - had, had, v->fost.n,
+				 v->chunks[0].hdr.nfosters + v->chunks[0].hdr.ftab_count);
+		for (uint32_t i = 0; i < nlost && m > 0 && used + (size_t)m + 1 < whylen; i++) {
+			used += (size_t)m;
+			m = snprintf(why + used, whylen - used,
+				     "; chunk %u's record is not found: its numbers cannot be reached",
+				     lost[i]);
+		}
+	}
+	ret = 0;
+out:
+	free(hdr);
+	free(lost);
+	free(ok);
+	return ret;
 }
 
 /* Table unit k written from v->fost (a fresh unit when fresh), its link

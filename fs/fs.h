@@ -205,6 +205,11 @@ struct fs_counters {
 	uint64_t image_cut;          /* bytes the image file was shortened by since open:
 				      * retired chunks at its end (fs/shorten.c) */
 	int image_cut_err;           /* the last failed try's negative errno, 0 */
+	int read_only;               /* the volume serves reads only (FS_OPEN_RDONLY, or
+				      * ftab_lost) */
+	int ftab_lost;               /* chunk 0's foster table was not whole at open: its
+				      * records found again elsewhere, read-only until
+				      * fsck makes it again */
 	uint64_t store_reads;        /* reads the chunks' stores answered since they were
 				      * opened (metadata and data), and their bytes */
 	uint64_t store_read_bytes;

@@ -172,6 +172,7 @@ struct fs_volume {
 	struct hold_rec lock_rec;
 	int fd;
 	int rdonly;
+	int ftab_lost;                /* chunk 0's foster table was not whole at open: rdonly */
 	uint32_t nchunks;
 	struct chunk *chunks;
 	uint64_t txid;
@@ -724,6 +725,11 @@ void vol_pred_removed(struct fs_volume *v, const struct od_inode *ino, const cha
  * v->fost, changed, staged where it lives (the header or its table unit).
  * All in the caller's transaction. */
 int vol_fosters_load(struct fs_volume *v, char *why, size_t n);
+/* A table not whole at open (vol_fosters_load's -EUCLEAN, fwhy why): the
+ * records it lacks taken from the online chunks' headers
+ * (od_fosters_recover), the volume made read-only (v->ftab_lost), and a
+ * sentence appended to why[]. 0 or -ENOMEM. */
+int vol_fosters_degraded(struct fs_volume *v, const char *fwhy, char *why, size_t whylen);
 int ftab_room(struct fs_volume *v);
 int ftab_append(struct fs_volume *v, const struct od_foster *rec);
 int ftab_put(struct fs_volume *v, uint32_t r);

@@ -129,7 +129,10 @@ void vol_retired_header(const struct od_chunk_header *h0, uint32_t i, uint32_t n
  * header and table, and on the newer (rnb[i], 0: not retired): one copy
  * alone may be a retiring transaction that recovery rolls back, after
  * the chunks are opened; such a chunk is opened as usual, and its
- * evacuation retires it again. */
+ * evacuation retires it again. A table not whole gives the records read
+ * before the fault (the same in all three when its unit is lost in both
+ * copies); the others are found again after the chunks are opened
+ * (vol_fosters_degraded). */
 static void retired_sizes(struct chunk_store *st, const struct od_chunk_header *h0,
 			  uint32_t *rnb, uint32_t count)
 {
@@ -141,9 +144,9 @@ static void retired_sizes(struct chunk_store *st, const struct od_chunk_header *
 
 	if (od_header_copies(&hs, 0, &r[0], &r[1]) < 0)
 		return;
-	ok = od_fosters_read(&hs, 0, h0, -1, &l[0], why, sizeof(why)) == 0;
-	ok = od_fosters_read(&hs, 0, &r[0], 0, &l[1], why, sizeof(why)) == 0 && ok;
-	ok = od_fosters_read(&hs, 0, &r[1], 1, &l[2], why, sizeof(why)) == 0 && ok;
+	ok = od_fosters_read(&hs, 0, h0, -1, &l[0], why, sizeof(why)) != -ENOMEM;
+	ok = od_fosters_read(&hs, 0, &r[0], 0, &l[1], why, sizeof(why)) != -ENOMEM && ok;
+	ok = od_fosters_read(&hs, 0, &r[1], 1, &l[2], why, sizeof(why)) != -ENOMEM && ok;
 	for (uint32_t i = 0; i < l[0].n && ok; i++) {
 		uint32_t home = l[0].rec[i].home, nb = od_fosters_retired(&l[0], home);
 		if (home < count && nb && od_fosters_retired(&l[1], home) == nb &&
@@ -474,8 +477,8 @@ static int vol_open_source(struct fs_volume *v, struct vol_source *src, struct f
 		/* (after recovery: both copies of the table agree) */
 		char fwhy[160] = "";
 		ret = vol_fosters_load(v, fwhy, sizeof(fwhy));
-		if (ret == -EUCLEAN && why && whylen)
-			snprintf(why, whylen, "chunk 0: %s", fwhy);
+		if (ret == -EUCLEAN)
+			ret = vol_fosters_degraded(v, fwhy, why, whylen);
 	}
 	if (ret == 0 && !v->rdonly)
 		ret = vol_lf_anchor(v);
@@ -773,6 +776,8 @@ int fs_get_counters(struct fs_volume *v, struct fs_counters *out)
 	out->recovery = v->recovery;
 	out->image_cut = v->image_cut;
 	out->image_cut_err = v->image_cut_err;
+	out->read_only = v->rdonly;
+	out->ftab_lost = v->ftab_lost;
 	for (uint32_t i = 0; i < v->nchunks; i++) {
 		const struct chunk *c = &v->chunks[i];
 		out->healed += c->healed;

@@ -30,6 +30,7 @@
  *   mapent C I          entry I of chunk C's stable-number map
  *   mapof PATH          the map entry of PATH's stable number
  *   dlentry C I         entry I of C's dirty list (COPY = area)
+ *   ftab I              unit I of chunk 0's foster table (a whole unit)
  * PATH is absolute in the volume ("/" is the root). Units are read through
  * the copy with the greater txid of those that verify (copy 0 on a tie),
  * which is the current one for a volume at rest.
@@ -59,6 +60,11 @@
  *                            remove's commit, as a crash there leaves it:
  *                            its dirty lists in place (both copies of each
  *                            unit carry the commit)
+ *   retire FIRST LAST        chunks FIRST..LAST evacuated and retired one
+ *                            after another through the library
+ *                            (fs_chunk_drain, fs_evac_step), and a clean
+ *                            close; their maps go where the library puts
+ *                            them (chunk 0 first, its foster table past 32)
  *
  * Fields: a name from doc/format.md (inode: stable generation mode nlink
  * uid gid flags size rdev parent next.chunk next.block next.off nextents
@@ -495,6 +501,27 @@ static int parse_what(char **tok, int ntok, struct target *t)
 			snprintf(t->desc, sizeof(t->desc), "%s block %u of chunk %u", tok[0], i, c);
 		return whole ? 2 : 3;
 	}
+	if (!strcmp(tok[0], "ftab")) {
+		static uint8_t buf[OD_BLOCK_SIZE];
+		uint32_t block = hdr[0].ftab_start;
+
+		NEED(2);
+		if (parse_u32(tok[1], &i) < 0 || i >= hdr[0].ftab_units || !block)
+			return fail("ftab %s: chunk 0's table has %u units", tok[1],
+				    hdr[0].ftab_units);
+		for (uint32_t k = 0; k < i; k++) {
+			t->u = (struct unit){ 0, block, 1 };
+			if (read_current(&t->u, buf) < 0)
+				return -1;
+			block = (uint32_t)get_le(buf + 40, 4);
+		}
+		t->u = (struct unit){ 0, block, 1 };
+		t->start = 0;
+		t->len = OD_BLOCK_SIZE;
+		t->fields = NULL;
+		snprintf(t->desc, sizeof(t->desc), "foster table unit %u of chunk 0", i);
+		return 2;
+	}
 	if (!strcmp(tok[0], "dirunit")) {
 		uint32_t seq;
 		int found = 0;
@@ -915,6 +942,41 @@ static int lib_verb(const char *verb, const char *path, int crash)
 	return load_headers();
 }
 
+/* Chunks first..last evacuated to their retirement, one after another. */
+static int retire_verb(const char *a, const char *b)
+{
+	struct fs_volume *v = NULL;
+	uint32_t first, last;
+	char why[256] = "";
+	int ret;
+
+	if (parse_u32(a, &first) < 0 || parse_u32(b, &last) < 0 || !first || last < first ||
+	    last >= nchunks)
+		return fail("retire FIRST LAST: chunks 1 .. %u", nchunks - 1);
+	ret = fs_open_ex(image, 0, &v, why, sizeof(why));
+	if (ret < 0)
+		return fail("fs_open: %s %s", strerror(-ret), why);
+	for (uint32_t k = first; k <= last && ret == 0; k++) {
+		struct fs_evac_info ei = { 0 };
+		unsigned steps = 0;
+		ret = fs_chunk_drain(v, k, 1, why, sizeof(why));
+		if (ret == 0)
+			while ((ret = fs_evac_step(v, k, 0, &ei)) == 1 && ++steps < 10000)
+				;
+		if (ret == 0 && !ei.retired)
+			ret = -EAGAIN;
+		if (ret < 0) {
+			fs_close(v);
+			return fail("retire %u: %s %s", k, strerror(-ret), why);
+		}
+	}
+	ret = fs_close(v);
+	if (ret < 0)
+		return fail("fs_close: %s", strerror(-ret));
+	printf("retire %u-%u: through the library\n", first, last);
+	return load_headers();
+}
+
 static int run_line(char *line)
 {
 	char *tok[MAX_TOK], *save = NULL;
@@ -932,6 +994,8 @@ static int run_line(char *line)
 		return lib_verb("settle", NULL, 0);
 	if (!strcmp(tok[0], "remove") && (ntok == 2 || (ntok == 3 && !strcmp(tok[2], "crash"))))
 		return lib_verb("remove", tok[1], ntok == 3);
+	if (!strcmp(tok[0], "retire") && ntok == 3)
+		return retire_verb(tok[1], tok[2]);
 	if (!strcmp(tok[0], "print")) {
 		static uint8_t buf[UNIT_MAX];
 		uint32_t off, width;

@@ -70,6 +70,141 @@ void od_fosters_put_unit(const struct od_fosters *l, uint32_t k, uint8_t *payloa
 	od_put_ftab_count(payload, count);
 }
 
+/* The size recorded for a retired home: its own header's, when valid. */
+static uint32_t home_size(const struct od_chunk_header *hdr, const uint8_t *ok, uint32_t n,
+			  uint32_t home, uint32_t fallback_nb)
+{
+	uint32_t nb = home < n && ok[home] ? hdr[home].nblocks : 0;
+
+	if (nb < OD_MIN_CHUNK_SIZE / OD_BLOCK_SIZE || nb > OD_MAX_CHUNK_SIZE / OD_BLOCK_SIZE ||
+	    (nb & (nb - 1)))
+		nb = fallback_nb;
+	return nb;
+}
+
+/* Blocks of each copy read at once by foster_owners(). */
+#define OWNERS_WINDOW 64u
+
+/* The owner of each block of chunk 0's lower half that holds a foster map
+ * unit (a valid copy, copy 0 first; in use), 0 for the others; read in
+ * windows of both copies (a window that cannot be read gives no owner: a
+ * map there is then not found, and its record is reported lost). NULL on
+ * -ENOMEM. */
+static uint32_t *foster_owners(const struct od_fosters_chunk0 *c0)
+{
+	const struct od_chunk_header *h0 = c0->h0;
+	uint32_t half = h0->nblocks / 2, *own = calloc(half ? half : 1, sizeof(*own));
+	uint8_t *buf = malloc(2 * (size_t)OWNERS_WINDOW * OD_BLOCK_SIZE);
+
+	if (!own || !buf) {
+		free(own);
+		free(buf);
+		return NULL;
+	}
+	for (uint32_t w = h0->data_start; w < half; w += OWNERS_WINDOW) {
+		uint32_t n = half - w < OWNERS_WINDOW ? half - w : OWNERS_WINDOW;
+		int got[2];
+		for (int copy = 0; copy < 2; copy++) {
+			uint64_t off = c0->base + (uint64_t)(w + (copy ? half : 0)) * OD_BLOCK_SIZE;
+			size_t len = (size_t)n * OD_BLOCK_SIZE;
+			got[copy] = off + len <= c0->src->size &&
+				    c0->src->pread(c0->src->ctx,
+						   buf + (size_t)copy * OWNERS_WINDOW * OD_BLOCK_SIZE,
+						   len, off) == 0;
+		}
+		for (uint32_t i = 0; i < n; i++) {
+			uint32_t b = w + i;
+			for (int copy = 0; copy < 2; copy++) {
+				const uint8_t *p = buf + ((size_t)copy * OWNERS_WINDOW + i) * OD_BLOCK_SIZE;
+				struct od_mb_header mh;
+				if (!got[copy] || od_verify(p, OD_BLOCK_SIZE) < 0)
+					continue;
+				od_get_mb_header(p, &mh);
+				if (mh.magic == OD_MB_MAGIC && mh.type == OD_MB_FOSTER &&
+				    mh.units == 1 && mh.chunk == 0 && mh.block == b && mh.owner &&
+				    mh.owner < OD_MAX_CHUNKS &&
+				    (!c0->allocated || c0->allocated(c0->ctx, b)))
+					own[b] = (uint32_t)mh.owner;
+				break;
+			}
+		}
+	}
+	free(buf);
+	return own;
+}
+
+/* The start of the one run of exactly nb blocks owned by home, or 0. */
+static uint32_t moved_run(const uint32_t *own, uint32_t from, uint32_t half, uint32_t home,
+			  uint32_t nb)
+{
+	uint32_t found = 0, runs = 0;
+
+	for (uint32_t b = from; b < half; b++) {
+		uint32_t e = b;
+		if (own[b] != home)
+			continue;
+		while (e < half && own[e] == home)
+			e++;
+		runs++;
+		if (e - b == nb)
+			found = b;
+		b = e;
+	}
+	return runs == 1 ? found : 0;
+}
+
+int od_fosters_recover(struct od_fosters *l, const struct od_chunk_header *hdr,
+		       const uint8_t *ok, uint32_t n, uint32_t fallback_nb,
+		       const struct od_fosters_chunk0 *c0, uint32_t *lost, uint32_t *nlost)
+{
+	uint32_t *own = NULL;
+	int ret = 0;
+
+	*nlost = 0;
+	/* the hosts' records first: they decide */
+	for (uint32_t j = 1; j < n && ret == 0; j++) {
+		for (uint32_t r = 0; ok[j] && r < hdr[j].nfosters && r < OD_MAX_FOSTERS; r++) {
+			const struct od_foster *f = &hdr[j].fosters[r];
+			if (f->chunk != j || od_fosters_find(l, f->home) >= 0)
+				continue;
+			ret = od_fosters_add(l, f, (f->flags & OD_FOSTER_RETIRED)
+							   ? home_size(hdr, ok, n, f->home, fallback_nb)
+							   : 0);
+			if (ret < 0)
+				break;
+		}
+	}
+	/* then each home's own record */
+	for (uint32_t k = 1; k < n && ret == 0; k++) {
+		for (uint32_t r = 0; ok[k] && r < hdr[k].nfosters && r < OD_MAX_FOSTERS; r++) {
+			struct od_foster f = hdr[k].fosters[r];
+			if (f.home != k || od_fosters_find(l, k) >= 0)
+				continue;
+			if ((f.flags & OD_FOSTER_RETIRED) && f.chunk != 0) {
+				/* stale: moved, into chunk 0 or lost with its host */
+				if (c0 && c0->src && !own && !(own = foster_owners(c0))) {
+					ret = -ENOMEM;
+					break;
+				}
+				f.chunk = 0;
+				f.start = own ? moved_run(own, c0->h0->data_start,
+							  c0->h0->nblocks / 2, k, f.nblocks)
+					      : 0;
+				if (!f.start) {
+					lost[(*nlost)++] = k;
+					break;
+				}
+			}
+			ret = od_fosters_add(l, &f, (f.flags & OD_FOSTER_RETIRED)
+							    ? home_size(hdr, ok, n, k, fallback_nb)
+							    : 0);
+			break;
+		}
+	}
+	free(own);
+	return ret;
+}
+
 /* Copy `copy` of table unit k at block of chunk 0 (whose header is h0)
  * into buf, when it is that unit: 0, or -EUCLEAN; *txid its writer's. */
 static int unit_copy(const struct od_header_src *src, uint64_t base,

@@ -40,6 +40,36 @@ int od_fosters_add(struct od_fosters *l, const struct od_foster *rec, uint32_t r
 int od_fosters_find(const struct od_fosters *l, uint32_t home);
 /* The size in blocks of retired chunk home, or 0: it is not retired. */
 uint32_t od_fosters_retired(const struct od_fosters *l, uint32_t home);
+/* Where od_fosters_recover looks for maps that moved into chunk 0: its
+ * bytes at base of src and its header h0 (src NULL: not looked for);
+ * allocated(ctx, b), when not NULL, says whether block b of chunk 0 is in
+ * use (its bitmap). */
+struct od_fosters_chunk0 {
+	const struct od_header_src *src;
+	uint64_t base;
+	const struct od_chunk_header *h0;
+	int (*allocated)(void *ctx, uint32_t b);
+	void *ctx;
+};
+
+/* Chunk 0's records that a table not whole lost, found again in the other
+ * chunks' headers (doc/format.md §6, "A lost table"): l holds chunk 0's
+ * records that survive and gets, for each home it lacks, the record of
+ * that home's host (a header j that lists {home, chunk j}: every move
+ * writes it), else the home's own record when the home is not retired (a
+ * move writes it too) or names chunk 0 as host (chunk 0 is never
+ * evacuated: its maps never move). A retired home's own record naming
+ * another host that does not list it is stale (the map moved after the
+ * home retired: its host was evacuated): the map is then looked for in
+ * chunk 0 (c0), the one run of its nblocks foster units owned by the home
+ * (in use), and taken with the home's entries. hdr[j] for 0 < j < n where
+ * ok[j]. A retired record's size is its home's nblocks when that header is
+ * at hand, else fallback_nb. lost[] (room for n) gets each home whose own
+ * header names a record that cannot be found, *nlost their count. 0 or
+ * -ENOMEM. */
+int od_fosters_recover(struct od_fosters *l, const struct od_chunk_header *hdr,
+		       const uint8_t *ok, uint32_t n, uint32_t fallback_nb,
+		       const struct od_fosters_chunk0 *c0, uint32_t *lost, uint32_t *nlost);
 /* The table units the records need (0 while the header holds them all). */
 uint32_t od_fosters_units_needed(uint32_t n);
 /* Table unit k's payload (OD_MB_PAYLOAD bytes: its count and records,

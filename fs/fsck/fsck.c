@@ -100,7 +100,8 @@ static int check_round(struct chunk_store *st, uint32_t expect, const struct fsc
 	}
 	if (!skipped) {
 		int (*const passes[])(struct fsck_ctx *) = { fsck_pass2, fsck_pass3, fsck_pass4,
-							     fsck_cross, fsck_pass5 };
+							     fsck_cross, fsck_ftab_make,
+							     fsck_pass5 };
 		for (size_t i = 0; i < sizeof(passes) / sizeof(passes[0]); i++) {
 			if (ret < 0 || c->fatal || c->oper || fsck_cancelled(c))
 				break;

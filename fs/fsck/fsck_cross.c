@@ -146,7 +146,7 @@ int fsck_map_entry_of(struct fsck_ctx *c, uint64_t s, struct od_map_entry *e)
 	if ((uint32_t)s == 0)
 		return -ESTALE;
 	/* A fostered home's map: the foster map chunk 0's header names. */
-	if (c->vol && c->vol->nchunks && c->vol->hdr_ok[0]) {
+	if (c->vol && c->vol->nchunks) {
 		for (uint32_t i = 0; i < c->vol->fost0.n; i++) {
 			const struct od_foster *f = &c->vol->fost0.rec[i];
 			if (f->home != home)
@@ -175,6 +175,10 @@ int fsck_map_entry_of(struct fsck_ctx *c, uint64_t s, struct od_map_entry *e)
 	if (home >= c->vol->nchunks || !c->vol->hdr_ok[home])
 		return -ENXIO;
 	h = &c->vol->hdr[home];
+	/* fostered with no record of its map found: its own map area is
+	 * stale, and nothing can be confirmed */
+	if (h->flags & OD_CHF_FOSTERED)
+		return -ENXIO;
 	/* (not the header's watermark: the header read at the start may be
 	 * older than a repair that gave out a number since) */
 	if (idx >= h->max_inodes)

@@ -31,7 +31,7 @@ int fsck_fostered(const struct fsck_ctx *c)
 }
 
 /* The foster map of record f, hosted here: its entries read (c->fost). */
-static int add_hosted(struct fsck_ctx *c, const struct od_foster *f)
+int fsck_foster_hosted(struct fsck_ctx *c, const struct od_foster *f)
 {
 	struct fsck_foster *fo;
 
@@ -80,10 +80,10 @@ static int add_hosted(struct fsck_ctx *c, const struct od_foster *f)
 }
 
 /* Why unit k of chunk 0's foster table, at block, is not whole (why[0] ==
- * 0: it is; its records then checked, those hosted here read), with *next
- * the unit after it. 0 or a negative errno. */
-static int table_unit(struct fsck_ctx *c, uint32_t k, uint32_t block, uint32_t *next, char *why,
-		      size_t wlen)
+ * 0: it is; its records then checked, those hosted here read, and added to
+ * have), with *next the unit after it. 0 or a negative errno. */
+static int table_unit(struct fsck_ctx *c, uint32_t k, uint32_t block, uint32_t *next,
+		      struct od_fosters *have, char *why, size_t wlen)
 {
 	const struct od_chunk_header *h = &c->hdr;
 	uint32_t want = k + 1 < h->ftab_units ? OD_FTAB_PER_UNIT
@@ -133,13 +133,21 @@ static int table_unit(struct fsck_ctx *c, uint32_t k, uint32_t block, uint32_t *
 		struct od_foster f;
 		uint32_t nb;
 		od_get_ftab_entry(p, e, &f, &nb);
-		if (od_foster_check(&f, nb, 0, h) < 0) {
+		if (od_foster_check(&f, nb, 0, h) < 0 || od_fosters_find(have, f.home) >= 0) {
 			snprintf(why, wlen, "unit %u: bad record %u (home %u, chunk %u, blocks %u+%u, "
 					    "%u entries, flags 0x%x)", k, e, f.home, f.chunk, f.start,
 				 f.nblocks, f.entries, f.flags);
 			return 0;
 		}
-		if (f.chunk == c->index && (ret = add_hosted(c, &f)) < 0)
+	}
+	/* (the unit is whole: its records kept, its maps hosted here read) */
+	for (uint32_t e = 0; e < want; e++) {
+		struct od_foster f;
+		uint32_t nb;
+		od_get_ftab_entry(p, e, &f, &nb);
+		if (od_fosters_add(have, &f, nb) < 0)
+			return fsck_oom(c);
+		if (f.chunk == c->index && (ret = fsck_foster_hosted(c, &f)) < 0)
 			return ret;
 	}
 	*next = mh.next;
@@ -148,12 +156,15 @@ static int table_unit(struct fsck_ctx *c, uint32_t k, uint32_t block, uint32_t *
 
 /* Chunk 0's foster table (fostertab): each unit read through both copies
  * (a bad copy is healed from the other, PR_0_UNIT_COPY_BAD), its records
- * checked, the maps hosted here read; a table not whole is
- * PR_1_FTAB_BAD, left as it is. */
+ * checked, the maps hosted here read; a table not whole is made again from
+ * the records that survive and the other chunks' headers (fsck_ftab.c). */
 static int read_table(struct fsck_ctx *c)
 {
+	const struct od_chunk_header *h = &c->hdr;
 	uint32_t block = c->hdr.ftab_start;
+	struct od_fosters have;
 	char why[200] = "";
+	int ret = 0;
 
 	c->nftab = 0;
 	if (c->hdr.ftab_units > OD_FTAB_MAX_UNITS ||
@@ -161,16 +172,17 @@ static int read_table(struct fsck_ctx *c)
 	    c->hdr.ftab_count > c->hdr.ftab_units * OD_FTAB_PER_UNIT)
 		snprintf(why, sizeof(why), "%u records in %u units", c->hdr.ftab_count,
 			 c->hdr.ftab_units);
-	for (uint32_t k = 0; k < c->hdr.ftab_units && !why[0]; k++) {
-		int ret = table_unit(c, k, block, &block, why, sizeof(why));
-		if (ret < 0)
-			return ret;
-	}
-	if (why[0]) {
-		struct fsck_pctx p = { .blk = c->hdr.ftab_start, .str = why };
-		fix_problem(c, PR_1_FTAB_BAD, &p);
-	}
-	return 0;
+	memset(&have, 0, sizeof(have));
+	for (uint32_t i = 0; i < h->nfosters && i < OD_MAX_FOSTERS && ret == 0; i++)
+		ret = od_fosters_add(&have, &h->fosters[i], h->retired_nblocks[i]);
+	if (ret < 0)
+		ret = fsck_oom(c);
+	for (uint32_t k = 0; k < c->hdr.ftab_units && !why[0] && ret == 0; k++)
+		ret = table_unit(c, k, block, &block, &have, why, sizeof(why));
+	if (ret == 0 && why[0])
+		ret = fsck_ftab_recover(c, &have, why);
+	od_fosters_free(&have);
+	return ret;
 }
 
 int fsck_foster_read(struct fsck_ctx *c)
@@ -192,7 +204,14 @@ int fsck_foster_read(struct fsck_ctx *c)
 	}
 	c->nfost = 0;
 	for (uint32_t i = 0; i < h->nfosters; i++) {
-		int ret = h->fosters[i].chunk == c->index ? add_hosted(c, &h->fosters[i]) : 0;
+		int ret = h->fosters[i].chunk == c->index ? fsck_foster_hosted(c, &h->fosters[i]) : 0;
+		if (ret < 0)
+			return ret;
+	}
+	/* a header made again: the records past its 32 (fsck_rebuild.c) */
+	for (uint32_t i = OD_MAX_FOSTERS; c->index == 0 && c->ftab_make && i < c->ftab_new.n; i++) {
+		int ret = c->ftab_new.rec[i].chunk == 0 ? fsck_foster_hosted(c, &c->ftab_new.rec[i])
+							: 0;
 		if (ret < 0)
 			return ret;
 	}
@@ -323,4 +342,5 @@ void fsck_foster_free(struct fsck_ctx *c)
 	c->fost = NULL;
 	c->nfost = c->capfost = 0;
 	c->nftab = 0;
+	od_fosters_free(&c->ftab_new);
 }

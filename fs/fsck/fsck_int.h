@@ -62,6 +62,8 @@ const struct fsck_problem *fsck_problem_find(uint32_t code);
 #define PR_1_INO_INLINE_LEN 0x010026
 #define PR_1_MAP_FLAGS 0x010030
 #define PR_1_FTAB_BAD 0x010031
+#define PR_1_FTAB_REC_LOST 0x010032
+#define PR_1_FTAB_RECS_MISSING 0x010033
 /* 0x02: pass 2, directory units and entries */
 #define PR_2_DIR_EXTENT 0x020001
 #define PR_2_DIR_SEQ 0x020002
@@ -357,6 +359,10 @@ struct fsck_ctx {
 	 * pass 3). */
 	uint32_t ftab[OD_FTAB_MAX_UNITS];
 	uint32_t nftab;
+	/* Chunk 0: its records to be written again, header and table
+	 * (fsck_ftab.c), when ftab_make. */
+	struct od_fosters ftab_new;
+	int ftab_make;
 
 	/* Blocks: owner record + 1 of each (OWNER_FIXED for fixed metadata),
 	 * and a bit per block, set when it has an owner (pass 5 compares it
@@ -428,10 +434,30 @@ void fsck_expand(const struct fsck_ctx *c, const char *fmt, const struct fsck_pc
  * -ESTALE beyond it or lost. */
 int fsck_fostered(const struct fsck_ctx *c);
 int fsck_foster_read(struct fsck_ctx *c);
+/* the foster map of record f, hosted here, read into c->fost */
+int fsck_foster_hosted(struct fsck_ctx *c, const struct od_foster *f);
 void fsck_foster_claim(struct fsck_ctx *c);
 void fsck_foster_check(struct fsck_ctx *c);
 int fsck_foster_entry_here(const struct fsck_ctx *c, uint64_t s, struct od_map_entry *e);
 void fsck_foster_free(struct fsck_ctx *c);
+
+/* fsck_ftab.c: chunk 0's foster table made again. recover (pass 1, a
+ * table not whole): have (the records that survive) and those the other
+ * chunks' headers give back, to be written when PR_1_FTAB_BAD is fixed
+ * (c->ftab_new); make (after pass 4): c->ftab_new written, the header's
+ * records and the table's units, in the old chain's blocks and free
+ * metadata pairs. 0 or a negative errno. */
+int fsck_ftab_recover(struct fsck_ctx *c, const struct od_fosters *have, const char *why);
+/* found: l (chunk 0's records, h0 its header) given the other headers'
+ * records it lacks, and the maps that moved into chunk 0 that a retired
+ * home's own record no longer names (od_fosters_recover); each home that
+ * cannot be taken reported (PR_1_FTAB_REC_LOST, the table at block, why it
+ * is not whole). 0, -1 when a home could not be taken, -ENOMEM. */
+int fsck_ftab_found(struct fsck_ctx *c, struct od_fosters *l, const struct od_chunk_header *h0,
+		    uint32_t block, const char *why);
+int fsck_ftab_make(struct fsck_ctx *c);
+/* plan: l (taken over, left empty) to be written as chunk 0's records */
+void fsck_ftab_plan(struct fsck_ctx *c, struct od_fosters *l);
 
 /* fsck_unit.c: metadata units through both copies */
 /* A unit through both copies; problems about its copies are reported the

@@ -77,8 +77,15 @@ static const struct fsck_problem problems[] = {
 	  PR_NOFIX },
 	{ PR_1_INO_INLINE_LEN, "%i: inline data %n bytes, size %N", "%s", 0 },
 	{ PR_1_MAP_FLAGS, "map entry %n: unknown flags 0x%X", NULL, PR_NOFIX },
-	{ PR_1_FTAB_BAD, "foster table (chunk 0's records past its header's) from block %b: %s; "
-			 "the maps it names cannot be checked", NULL, PR_NOFIX },
+	{ PR_1_FTAB_BAD, "foster table (chunk 0's records past its header's) from block %b: %s",
+	  "make it again from chunk 0's header, its whole units and the other chunks' headers "
+	  "(%n records found there)", 0 },
+	{ PR_1_FTAB_REC_LOST, "foster table from block %b: %s; chunk %n's record is in no header "
+			      "it can be taken from (%t): its %N numbers (%n:0 up) cannot be reached; "
+			      "the table is left as it is (repair the host's header, then check chunk "
+			      "0 again)", NULL, PR_NOFIX },
+	{ PR_1_FTAB_RECS_MISSING, "foster table from block %b: %s; %t; the table is left as it is",
+	  NULL, PR_NOFIX },
 
 	/* --- pass 2: directory units and entries --- */
 	{ PR_2_DIR_EXTENT, "%i: unit %n at block %b (%N blocks) is not a directory unit place",

@@ -40,15 +40,20 @@ static uint32_t last_valid(struct fsck_ctx *c, uint32_t start, uint32_t n, uint1
 
 /* The foster records of a header made again (evacuation): not the donor's
  * but this chunk's, as the other headers carry them: for chunk K, the
- * records naming K as home or host (chunk 0's first, which decides, then
- * the others'); for chunk 0, every record any header carries (a retired
- * home's size from its own header, else this chunk's size). FOSTERED and
- * the feature bits follow the records; the evacuation's state and cursors
- * start again (a draining chunk's evacuation scans from the start), and
- * the predictor's chain is chunk 0's own. */
-static void rebuild_fosters(const struct fsck_vol *v, uint32_t index, uint32_t nb,
-			    struct od_chunk_header *h)
+ * records naming K as home or host (chunk 0's, its table's too, first,
+ * which decide, then the others'); for chunk 0, every record the other
+ * headers give back (od_fosters_recover: the hosts', then the homes'), the
+ * first 32 in the header and the rest in a table made again after pass 4
+ * (c->ftab_new, fsck_ftab.c). FOSTERED and the feature bits follow the
+ * records; the evacuation's state and cursors start again (a draining
+ * chunk's evacuation scans from the start), and the predictor's chain is
+ * chunk 0's own. */
+static int rebuild_fosters(struct fsck_ctx *c, uint32_t index, struct od_chunk_header *h)
 {
+	const struct fsck_vol *v = c->vol;
+	struct od_fosters l;
+
+	memset(&l, 0, sizeof(l));
 	h->nfosters = 0;
 	memset(h->fosters, 0, sizeof(h->fosters));
 	memset(h->retired_nblocks, 0, sizeof(h->retired_nblocks));
@@ -56,52 +61,68 @@ static void rebuild_fosters(const struct fsck_vol *v, uint32_t index, uint32_t n
 	h->feature_incompat &= ~(OD_FEATURE_INCOMPAT_FOSTER | OD_FEATURE_INCOMPAT_RETIRED);
 	h->feature_compat &= ~OD_FEATURE_COMPAT_EVAC;
 	h->evac_state = h->evac_slot = h->evac_map = 0;
-	/* (chunk 0's foster table is not made again: the records past the
-	 * first 32 found are dropped, and the table's units freed) */
 	h->ftab_start = h->ftab_count = h->ftab_units = 0;
 	h->feature_incompat &= ~OD_FEATURE_INCOMPAT_FTAB;
 	if (index != 0)
 		h->pred_start = 0;
-	for (uint32_t j = 0; j < v->nchunks; j++) {
-		const struct od_chunk_header *d = &v->hdr[j];
-		if (j == index || !v->hdr_ok[j])
-			continue;
-		for (uint32_t r = 0; r < d->nfosters && r < OD_MAX_FOSTERS; r++) {
-			const struct od_foster *f = &d->fosters[r];
-			uint32_t k;
-			if (index != 0 && f->home != index && f->chunk != index)
-				continue;
-			for (k = 0; k < h->nfosters && h->fosters[k].home != f->home; k++)
-				;
-			if (k == h->nfosters) {
-				if (h->nfosters == OD_MAX_FOSTERS)
-					continue;
-				h->nfosters++;
+	if (index == 0) {
+		int ret = fsck_ftab_found(c, &l, h, 0, "chunk 0's header is lost");
+		if (ret < 0) {
+			od_fosters_free(&l);
+			return ret == -1 ? -ENOENT : ret;
+		}
+	} else {
+		/* chunk 0's records (its table's too), then the other headers' */
+		int ret = 0;
+		for (uint32_t i = 0; i < v->fost0.n && ret == 0; i++) {
+			const struct od_foster *f = &v->fost0.rec[i];
+			if (f->home == index || f->chunk == index)
+				ret = od_fosters_add(&l, f, 0);
+		}
+		for (uint32_t j = 1; j < v->nchunks && ret == 0; j++) {
+			const struct od_chunk_header *d = &v->hdr[j];
+			for (uint32_t r = 0; j != index && v->hdr_ok[j] && r < d->nfosters &&
+					     r < OD_MAX_FOSTERS && ret == 0; r++) {
+				const struct od_foster *f = &d->fosters[r];
+				if ((f->home == index || f->chunk == index) &&
+				    od_fosters_find(&l, f->home) < 0)
+					ret = od_fosters_add(&l, f, 0);
 			}
-			h->fosters[k] = *f;
+		}
+		if (ret < 0) {
+			od_fosters_free(&l);
+			return fsck_oom(c);
 		}
 	}
+	h->nfosters = l.n < OD_MAX_FOSTERS ? l.n : OD_MAX_FOSTERS;
 	for (uint32_t k = 0; k < h->nfosters; k++) {
-		const struct od_foster *f = &h->fosters[k];
+		const struct od_foster *f = &l.rec[k];
+		h->fosters[k] = *f;
 		h->feature_incompat |= OD_FEATURE_INCOMPAT_FOSTER;
 		if (f->home == index)
 			h->flags |= OD_CHF_FOSTERED;
 		if (f->flags & OD_FOSTER_RETIRED) {
 			h->feature_incompat |= OD_FEATURE_INCOMPAT_RETIRED;
 			if (index == 0)
-				h->retired_nblocks[k] = f->home < v->nchunks && v->hdr_ok[f->home]
-								? v->hdr[f->home].nblocks
-								: nb;
+				h->retired_nblocks[k] = l.retired[k];
 		}
 	}
 	if (h->flags & OD_CHF_FOSTERED)
 		h->used_inodes = 0; /* its numbers are counted in the foster map */
+	if (index == 0 && l.n > OD_MAX_FOSTERS) {
+		/* (the table's fields are set when its units are written) */
+		fsck_ftab_plan(c, &l);
+		return 0;
+	}
+	od_fosters_free(&l);
+	return 0;
 }
 
 int fsck_header_rebuild(struct fsck_ctx *c, uint32_t index, struct od_chunk_header *out,
 			uint32_t *donor, const char **why)
 {
 	uint32_t nb = (uint32_t)(c->st->size / OD_BLOCK_SIZE), j, n;
+	int ret;
 	const struct fsck_vol *v = c->vol;
 	struct od_chunk_header h;
 	uint8_t *buf;
@@ -135,8 +156,13 @@ int fsck_header_rebuild(struct fsck_ctx *c, uint32_t index, struct od_chunk_head
 	h.flags &= ~(OD_CHF_BITMAP_UNINIT | OD_CHF_DRAINING);
 	if (!last_valid(c, h.bitmap_start, h.bitmap_blocks, OD_MB_BITMAP, buf))
 		h.flags |= OD_CHF_BITMAP_UNINIT;
-	rebuild_fosters(v, index, nb, &h);
+	ret = rebuild_fosters(c, index, &h);
 	free(buf);
+	if (ret == -ENOENT)
+		*why = "a foster record is in no header it can be taken from: repair its host's "
+		       "header, then check chunk 0 again";
+	if (ret < 0)
+		return ret;
 	*out = h;
 	*donor = j;
 	return 0;

@@ -243,9 +243,22 @@ static void unit_fresh(struct fsck_ctx *c, struct fsck_unit *u, uint64_t owner)
 int fsck_unit_new(struct fsck_ctx *c, uint32_t block, uint16_t units, uint16_t type,
 		  uint64_t owner, struct fsck_unit **out)
 {
-	struct fsck_unit *u = fsck_alloc(c, sizeof(*u));
-	uint8_t *data = fsck_alloc(c, (size_t)units * OD_BLOCK_SIZE);
+	struct fsck_unit *u = fsck_unit_find(c, block);
+	uint8_t *data;
 
+	if (u && u->units == units) {
+		/* read already (a unit written again in its place): its record
+		 * kept, its bytes made anew */
+		if (!u->data && !(u->data = fsck_alloc(c, (size_t)units * OD_BLOCK_SIZE)))
+			return fsck_oom(c);
+		u->type = type;
+		u->heal[0] = u->heal[1] = 0;
+		unit_fresh(c, u, owner);
+		*out = u;
+		return 0;
+	}
+	u = fsck_alloc(c, sizeof(*u));
+	data = fsck_alloc(c, (size_t)units * OD_BLOCK_SIZE);
 	if (!u || !data)
 		return fsck_oom(c);
 	memset(u, 0, sizeof(*u)); /* (context memory is not zeroed) */

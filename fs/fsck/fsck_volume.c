@@ -220,6 +220,38 @@ static void advise_headers(const struct fsck_vol *v, uint32_t n, uint64_t sz, ui
 #endif
 }
 
+/* v->fost0 from chunk 0's header, when it has one: 0, 1 when there is
+ * none or its table is not whole (the records before the fault: chunk
+ * 0's check reports it), -ENOMEM. */
+static int fost0_read(struct fsck_vol *v, uint64_t total)
+{
+	struct od_header_src hs = od_header_src_fd(v->fd, total);
+	char fwhy[160];
+	int ret;
+
+	od_fosters_free(&v->fost0);
+	if (!v->hdr_ok[0])
+		return 1;
+	ret = od_fosters_read(&hs, 0, &v->hdr[0], -1, &v->fost0, fwhy, sizeof(fwhy));
+	return ret == -ENOMEM ? ret : ret < 0;
+}
+
+/* Chunk 0's records not whole: those it lacks found again in the other
+ * headers, as the library does at open (od_fosters_recover), so that the
+ * checks read the foster maps and skip the retired chunks they name. */
+static int fost0_recover(struct fsck_vol *v, uint32_t nb0)
+{
+	struct od_header_src hs = od_header_src_fd(v->fd, v->size[0]);
+	struct od_fosters_chunk0 c0 = { .src = v->hdr_ok[0] ? &hs : NULL, .h0 = &v->hdr[0] };
+	uint32_t *lost = calloc(v->nchunks + 1, sizeof(*lost)), nlost;
+	int ret = lost ? od_fosters_recover(&v->fost0, v->hdr, v->hdr_ok, v->nchunks, nb0, &c0,
+					    lost, &nlost)
+		       : -ENOMEM;
+
+	free(lost);
+	return ret;
+}
+
 /* Where each chunk is: chunk 0's header gives the count, each chunk's own
  * header its size (chunk 0's size when its header is unreadable, as the
  * library does). Only first blocks (and mirror candidates) are read. */
@@ -229,8 +261,10 @@ int fsck_vol_locate(struct fsck_vol *v, uint64_t total, const struct fsck_opts *
 	uint64_t base = 0;
 	uint32_t n, nb0;
 	uint8_t ok0;
+	int partial;
 
 	v->nchunks = 1;
+	v->total = total;
 	if (fsck_vol_alloc(v, 1) < 0)
 		return -ENOMEM;
 	fsck_vol_read_header(v, 0, 0, total, 0);
@@ -269,15 +303,9 @@ int fsck_vol_locate(struct fsck_vol *v, uint64_t total, const struct fsck_opts *
 	advise_headers(v, n, (uint64_t)nb0 * OD_BLOCK_SIZE, total);
 	h0 = v->hdr[0];
 	ok0 = v->hdr_ok[0];
-	od_fosters_free(&v->fost0);
-	if (ok0) {
-		/* (a table not whole: the records before the fault; chunk 0's
-		 * check reports it) */
-		struct od_header_src hs = od_header_src_fd(v->fd, total);
-		char fwhy[160];
-		if (od_fosters_read(&hs, 0, &h0, -1, &v->fost0, fwhy, sizeof(fwhy)) == -ENOMEM)
-			return -ENOMEM;
-	}
+	partial = fost0_read(v, total);
+	if (partial < 0)
+		return partial;
 	if (fsck_vol_alloc(v, n) < 0)
 		return -ENOMEM;
 	v->hdr[0] = h0;
@@ -286,7 +314,7 @@ int fsck_vol_locate(struct fsck_vol *v, uint64_t total, const struct fsck_opts *
 	for (uint32_t i = 0; i < n; i++) {
 		uint64_t sz;
 		v->base[i] = base;
-		if (i > 0 && ok0 && od_fosters_retired(&v->fost0, i)) {
+		if (i > 0 && od_fosters_retired(&v->fost0, i)) {
 			/* Retired: never read again; chunk 0 keeps its size. */
 			sz = (uint64_t)od_fosters_retired(&v->fost0, i) * OD_BLOCK_SIZE;
 			v->size[i] = base >= total ? 0 : (total - base < sz ? total - base : sz);
@@ -301,7 +329,7 @@ int fsck_vol_locate(struct fsck_vol *v, uint64_t total, const struct fsck_opts *
 		v->size[i] = base >= total ? 0 : (total - base < sz ? total - base : sz);
 		base += sz;
 	}
-	return 0;
+	return partial ? fost0_recover(v, nb0) : 0;
 }
 
 int fsck_vol_locate_one(struct fsck_vol *v, uint64_t total, const struct fsck_opts *o,
@@ -459,7 +487,7 @@ static void *run_worker(void *arg)
 		pthread_mutex_unlock(&r->lock);
 		if (i == UINT32_MAX)
 			break;
-		if (i > 0 && r->v->hdr_ok[0] && od_fosters_retired(&r->v->fost0, i)) {
+		if (i > 0 && od_fosters_retired(&r->v->fost0, i)) {
 			fsck_vol_say(&r->o, "chunk %u: retired (evacuated): not checked", i);
 			pthread_mutex_lock(&r->lock);
 			r->done++;
