@@ -87,7 +87,9 @@ int evac_tail_piece(const struct extlist *el, uint32_t max_blocks, struct extlis
  * k) for the object key (its head's stable number), -ENOSPC with nothing
  * reserved when t has no room outside its zone; copy: the lock released
  * (called locked, returns unlocked), the planned runs copied, the test's
- * hook run (-errno: a copy failed, the plan is to be ended); target: the chunk planned for key, NULL none;
+ * hook run (-EINTR: stopped early, before a window or after the last, for
+ * a waiter on a chunk it pins, chunk_wait_unpinned; another -errno: a copy
+ * failed; the plan is then to be ended); target: the chunk planned for key, NULL none;
  * claim: the copied run holding k's blocks [src, src + len) taken in t
  * (*dst, *got: its part from src), 1, or 0 when none was planned there,
  * or -ECANCELED when it was spoilt (written or freed meanwhile: the

@@ -78,6 +78,9 @@ int evac_pre_add(struct fs_volume *v, uint64_t key, struct chunk *t, const struc
 	uint32_t first = p->n, goal = 0;
 	int ret = t->offline ? -EIO : chunk_load(t);
 
+	if (ret == 0 && __atomic_load_n(&t->pin_waiters, __ATOMIC_SEQ_CST))
+		ret = -EBUSY; /* a reopen or offline waits for t's pins: none taken */
+
 	for (uint32_t i = 0; ret == 0 && i < el->n; i++) {
 		uint32_t src = el->e[i].pblk, left = el->e[i].len;
 		while (left && ret == 0) {
@@ -104,11 +107,24 @@ int evac_pre_add(struct fs_volume *v, uint64_t key, struct chunk *t, const struc
 	return ret;
 }
 
+/* Does a chunk the copy pins have a waiter (a reopen, an offline or a
+ * retirement in chunk_wait_unpinned) that the copy keeps out? */
+static int pre_waited(const struct evac_pre *p)
+{
+	if (__atomic_load_n(&p->k->pin_waiters, __ATOMIC_SEQ_CST))
+		return 1;
+	for (uint32_t i = 0; i < p->n; i++)
+		if (__atomic_load_n(&p->r[i].t->pin_waiters, __ATOMIC_SEQ_CST))
+			return 1;
+	return 0;
+}
+
 int evac_pre_copy(struct fs_volume *v)
 {
 	struct evac_pre *p = v->evac_pre;
 	void (*hook)(void *arg) = v->evac_copied_hook;
-	void *hook_arg = v->evac_copied_arg;
+	void (*whook)(void *arg) = v->evac_window_hook;
+	void *hook_arg = v->evac_copied_arg, *warg = v->evac_window_arg;
 	uint8_t *buf = NULL;
 	int ret = 0;
 
@@ -122,21 +138,31 @@ int evac_pre_copy(struct fs_volume *v)
 		if (!buf)
 			ret = -ENOMEM;
 	}
+	/* A window at a time, looking before each for a waiter: it waits for
+	 * one window's copy at most, not for the step's. */
 	for (uint32_t i = 0; ret == 0 && i < p->n; i++) {
 		const struct pre_run *run = &p->r[i];
 		for (uint32_t off = 0; ret == 0 && off < run->len; off += PRE_COPY_BLOCKS) {
 			size_t n = (size_t)(run->len - off < PRE_COPY_BLOCKS ? run->len - off
 									      : PRE_COPY_BLOCKS) *
 				   OD_BLOCK_SIZE;
+			if (pre_waited(p)) {
+				ret = -EINTR;
+				break;
+			}
 			ret = store_pread(p->kst, buf, n, (uint64_t)(run->src + off) * OD_BLOCK_SIZE);
 			if (ret == 0)
 				ret = store_pwrite(run->tst, buf, n,
 						   (uint64_t)(run->dst + off) * OD_BLOCK_SIZE);
+			if (ret == 0 && whook)
+				whook(warg);
 		}
 	}
 	free(buf);
-	if (hook)
+	if (ret == 0 && hook)
 		hook(hook_arg); /* (the chunks still pinned) */
+	if (ret == 0 && pre_waited(p))
+		ret = -EINTR; /* (come while the copy ended: the step gives way too) */
 	for (uint32_t i = 0; i < p->n; i++)
 		chunk_unpin(p->r[i].t);
 	chunk_unpin(p->k);

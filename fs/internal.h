@@ -140,6 +140,9 @@ struct chunk {
 	uint32_t evac_drop_run;       /* steps in a row that dropped and moved nothing */
 	struct hold_rec evac_holds;   /* the volume lock's holds of its steps, since open */
 	uint64_t evac_entry_scans;    /* scans of its directory units for linked moves */
+	uint64_t evac_copy_stops;     /* unlocked copies stopped early for a pin waiter */
+	uint64_t evac_units_unlocked; /* foster map units a step read outside the lock */
+	uint64_t evac_units_locked;   /* ... and read under it (not in the cache) */
 	int retired;                  /* evacuated and retired: no store, never read
 				       * (OD_FOSTER_RETIRED in chunk 0's record) */
 };
@@ -250,6 +253,8 @@ struct fs_volume {
 	int evac_copy_locked;         /* fs_set_evac_copy_locked */
 	void (*evac_copied_hook)(void *arg);
 	void *evac_copied_arg;
+	void (*evac_window_hook)(void *arg); /* after each window of the copy (tests) */
+	void *evac_window_arg;
 	struct evac_lindex *evac_lindex; /* evac_linked.c: K's entries, for one step's hold */
 	int evac_trace_fd;            /* fs_evac_set_trace: each step's holds, a line each (-1) */
 	uint64_t evac_trace_steps;
