@@ -44,9 +44,10 @@ int evac_move_kind(struct fs_volume *v, const struct od_loc *loc, uint32_t max_b
 		   struct iref *r);
 
 /* evac_plan.c: the step's plan (phase (a), the lock held): what the step
- * of k will move found as the step finds it, and each object's data
- * reserved in the chunk it will go to (evac_pre_add); what it misses is
- * only copied under the lock. */
+ * of k will move found as the step finds it: k's map when it is not
+ * fostered yet, else a foster map k hosts (their units, evac_pre_units),
+ * else each object's data reserved in the chunk it will go to
+ * (evac_pre_add); what it misses is only copied (or read) under the lock. */
 void evac_plan(struct fs_volume *v, struct chunk *k, uint32_t max_blocks);
 
 /* What moves carried out of a chunk. */
@@ -97,6 +98,14 @@ int evac_tail_piece(const struct extlist *el, uint32_t max_blocks, struct extlis
  * plan closed, the claims it refused added to *dropped and the blocks the
  * moves took copied to *claimed. All but copy under the lock. */
 int evac_pre_begin(struct fs_volume *v, struct chunk *k);
+/* evac_pre.c: the one-block units [start, start + n) of k (a foster map the
+ * step moves off k) read by the copy outside the lock, but those in the
+ * cache now; evac_pre_fill (phase (c), locked, before the move): each read
+ * whole and not taken into the cache since (a change goes through it) put
+ * there, so that the move reads it from memory (k's evac_units_unlocked
+ * counts them). */
+int evac_pre_units(struct fs_volume *v, uint32_t start, uint32_t n);
+void evac_pre_fill(struct fs_volume *v);
 int evac_pre_add(struct fs_volume *v, uint64_t key, struct chunk *t, const struct extlist *el);
 int evac_pre_copy(struct fs_volume *v);
 struct chunk *evac_pre_target(struct fs_volume *v, uint64_t key);

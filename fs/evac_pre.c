@@ -34,11 +34,24 @@ struct pre_run {
 	int hit;                      /* written or freed in K since planned */
 };
 
+/* A one-block metadata unit of K that the step moves (a foster map's:
+ * K's own, or one K hosts) read outside the lock. */
+struct pre_unit {
+	uint32_t block;
+	int ok;                       /* read whole (unit_read_unlocked) */
+	int hit;                      /* taken into the cache since planned */
+};
+
 struct evac_pre {
 	struct chunk *k;
 	struct chunk_store *kst;
 	struct pre_run *r;
 	uint32_t n, cap;
+	struct pre_unit *u;
+	uint32_t nu;
+	uint8_t *ubuf;                /* the units read, a block each */
+	int map_step;                 /* the step moves a map (no data: no hook) */
+	int single;                   /* K keeps one copy of each unit */
 	uint64_t dropped;             /* claims refused for a hit run */
 	uint64_t claimed;             /* blocks the moves took copied */
 };
@@ -54,8 +67,77 @@ int evac_pre_begin(struct fs_volume *v, struct chunk *k)
 		return -ENOMEM;
 	p->k = k;
 	p->kst = k->store;
+	p->single = !!(k->hdr.flags & OD_CHF_SINGLE_COPY);
 	v->evac_pre = p;
 	return 0;
+}
+
+/* Does a chunk the copy pins have a waiter (a reopen, an offline or a
+ * retirement in chunk_wait_unpinned) that the copy keeps out? */
+static int pre_waited(const struct evac_pre *p)
+{
+	if (__atomic_load_n(&p->k->pin_waiters, __ATOMIC_SEQ_CST))
+		return 1;
+	for (uint32_t i = 0; i < p->n; i++)
+		if (__atomic_load_n(&p->r[i].t->pin_waiters, __ATOMIC_SEQ_CST))
+			return 1;
+	return 0;
+}
+
+int evac_pre_units(struct fs_volume *v, uint32_t start, uint32_t n)
+{
+	struct evac_pre *p = v->evac_pre;
+	struct pre_unit *u = realloc(p->u, (size_t)(p->nu + n) * sizeof(*u));
+
+	p->map_step = 1;
+	if (!u)
+		return -ENOMEM;
+	p->u = u;
+	for (uint32_t b = start; b < start + n; b++)
+		if (!buf_peek(p->k, b)) /* (a cached one is read from there) */
+			p->u[p->nu++] = (struct pre_unit){ .block = b };
+	return 0;
+}
+
+void evac_pre_unit_hit(struct fs_volume *v, struct chunk *c, uint32_t block)
+{
+	struct evac_pre *p = v->evac_pre;
+
+	if (p->k != c)
+		return;
+	for (uint32_t i = 0; i < p->nu; i++)
+		if (p->u[i].block == block)
+			p->u[i].hit = 1;
+}
+
+/* K's planned units read, a window at a time, a waiter looked for before
+ * each. */
+static int read_units(struct evac_pre *p, uint8_t *other)
+{
+	p->ubuf = p->nu ? malloc((size_t)p->nu * OD_BLOCK_SIZE) : NULL;
+	if (p->nu && !p->ubuf)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < p->nu; i++) {
+		if (i % PRE_COPY_BLOCKS == 0 && pre_waited(p))
+			return -EINTR;
+		p->u[i].ok = unit_read_unlocked(p->k, p->kst, p->u[i].block, p->single,
+						p->ubuf + (size_t)i * OD_BLOCK_SIZE, other) > 0;
+	}
+	return 0;
+}
+
+void evac_pre_fill(struct fs_volume *v)
+{
+	struct evac_pre *p = v->evac_pre;
+	uint32_t n = 0;
+
+	if (!p || !p->ubuf || p->k->offline || p->k->store != p->kst)
+		return;
+	for (uint32_t i = 0; i < p->nu; i++)
+		if (p->u[i].ok && !p->u[i].hit)
+			n += (uint32_t)buf_prefill(p->k, p->u[i].block,
+						   p->ubuf + (size_t)i * OD_BLOCK_SIZE);
+	p->k->evac_units_unlocked += n;
 }
 
 static int push_run(struct evac_pre *p, const struct pre_run *run)
@@ -107,18 +189,6 @@ int evac_pre_add(struct fs_volume *v, uint64_t key, struct chunk *t, const struc
 	return ret;
 }
 
-/* Does a chunk the copy pins have a waiter (a reopen, an offline or a
- * retirement in chunk_wait_unpinned) that the copy keeps out? */
-static int pre_waited(const struct evac_pre *p)
-{
-	if (__atomic_load_n(&p->k->pin_waiters, __ATOMIC_SEQ_CST))
-		return 1;
-	for (uint32_t i = 0; i < p->n; i++)
-		if (__atomic_load_n(&p->r[i].t->pin_waiters, __ATOMIC_SEQ_CST))
-			return 1;
-	return 0;
-}
-
 int evac_pre_copy(struct fs_volume *v)
 {
 	struct evac_pre *p = v->evac_pre;
@@ -133,11 +203,13 @@ int evac_pre_copy(struct fs_volume *v)
 	for (uint32_t i = 0; i < p->n; i++)
 		chunk_pin(p->r[i].t);
 	vol_unlock(v);
-	if (p->n) {
+	if (p->n || p->nu) {
 		buf = malloc((size_t)PRE_COPY_BLOCKS * OD_BLOCK_SIZE);
 		if (!buf)
 			ret = -ENOMEM;
 	}
+	if (ret == 0)
+		ret = read_units(p, buf);
 	/* A window at a time, looking before each for a waiter: it waits for
 	 * one window's copy at most, not for the step's. */
 	for (uint32_t i = 0; ret == 0 && i < p->n; i++) {
@@ -159,7 +231,7 @@ int evac_pre_copy(struct fs_volume *v)
 		}
 	}
 	free(buf);
-	if (ret == 0 && hook)
+	if (ret == 0 && hook && !p->map_step)
 		hook(hook_arg); /* (the chunks still pinned) */
 	if (ret == 0 && pre_waited(p))
 		ret = -EINTR; /* (come while the copy ended: the step gives way too) */
@@ -241,6 +313,8 @@ void evac_pre_end(struct fs_volume *v, uint64_t *dropped, uint64_t *claimed)
 	*dropped += p->dropped;
 	*claimed += p->claimed;
 	free(p->r);
+	free(p->u);
+	free(p->ubuf);
 	free(p);
 	v->evac_pre = NULL;
 }

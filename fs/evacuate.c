@@ -495,7 +495,7 @@ static int evac_plan_copy(struct fs_volume *v, uint32_t i, uint32_t max_blocks)
 	}
 	if (v->evac_copy_locked || !c || c->retired || c->offline || v->rdonly ||
 	    !chunk_draining(c) || chunk_load(c) < 0 || c->hdr.evac_state == OD_EVAC_PAUSED ||
-	    !chunk_fostered(c) || c->evac_drop_run >= EVAC_PRE_TRIES || evac_pre_begin(v, c) < 0) {
+	    c->evac_drop_run >= EVAC_PRE_TRIES || evac_pre_begin(v, c) < 0) {
 		vol_unlock(v);
 		return PLAN_NONE;
 	}
@@ -607,6 +607,8 @@ static int evac_step(struct fs_volume *v, uint32_t i, uint32_t max_blocks,
 		note->kind = "gave-way";
 		goto end; /* nothing moved: made again by the next step */
 	}
+	if (ret == 0 && planned)
+		evac_pre_fill(v); /* (map units read outside the lock) */
 	/* First the map: once fostered, the numbers homed here no longer
 	 * need this chunk (one transaction, committed below). */
 	if (ret == 0 && !chunk_fostered(c)) {
@@ -632,6 +634,7 @@ static int evac_step(struct fs_volume *v, uint32_t i, uint32_t max_blocks,
 			moved = 1;
 			note->kind = "rehost";
 		}
+		c->evac_rehost_stuck = ret == -ENOSPC || ret == -EIO;
 		if (ret > 0 || ret == -ENOSPC || ret == -EIO)
 			ret = 0;
 	}
