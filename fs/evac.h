@@ -170,6 +170,12 @@ int evac_bare_copy(struct fs_volume *v, const struct iref *r, struct od_inode *b
 		   uint8_t **inl);
 int evac_move_embedded(struct fs_volume *v, uint64_t stable, struct chunk *t,
 		       uint64_t *blocks);
+/* evac_inode.c: the inline bytes of a moved inode (bare) that do not fit
+ * beside its name (name_len bytes) in t's directory units, whose size may
+ * differ from its chunk's: bare made a file of blocks (not inline) and
+ * their count returned (the move writes them into blocks of t,
+ * file_fill_new, once the entry is there), else 0. */
+uint32_t evac_inline_spill(const struct chunk *t, size_t name_len, struct od_inode *bare);
 
 /* evac_inode.c's pieces, shared with evac_linked.c: r's data (its extents,
  * all in k) copied into t and mapped by r2 (its extent units made in t,

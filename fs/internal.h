@@ -625,6 +625,11 @@ void dindex_drop(struct fs_volume *v, uint64_t dir);
 int file_truncate(struct fs_volume *v, struct iref *r, uint64_t size);
 int file_release(struct fs_volume *v, struct iref *r);
 int file_uninline(struct fs_volume *v, struct iref *r);
+/* len bytes of data written from offset 0 into new blocks of r's chain
+ * (r not inline, holding no block yet): what file_uninline does with the
+ * bytes it took out of the entry. r (its extents, blocks) updated, not
+ * written: the caller writes it; on failure nothing taken. */
+int file_fill_new(struct fs_volume *v, struct iref *r, const uint8_t *data, uint32_t len);
 int file_write(struct fs_volume *v, struct iref *r, uint64_t off, size_t len, const void *buf);
 int file_read(struct fs_volume *v, const struct iref *r, uint64_t off, size_t len, void *buf);
 

@@ -929,6 +929,111 @@ static void rehosting(int home_first)
 	unlink(image);
 }
 
+/* Chunk i's header, both copies on disk, made to give directory units of
+ * one block (mkfs gives every chunk four). */
+static void small_dir_units(uint32_t i, uint32_t chunk_size)
+{
+	uint8_t blk[OD_BLOCK_SIZE];
+	int fd = open(image, O_RDWR);
+
+	CHECK(fd >= 0);
+	for (int copy = 0; copy < 2; copy++) {
+		off_t off = (off_t)i * chunk_size + (copy ? chunk_size / 2 : 0);
+		struct od_chunk_header h;
+		CHECK_EQ(pread(fd, blk, sizeof(blk), off), (ssize_t)sizeof(blk));
+		CHECK_EQ(od_verify(blk, sizeof(blk)), 0);
+		od_get_chunk_header(blk, &h);
+		h.dir_unit = 1;
+		od_put_chunk_header(blk, &h);
+		od_seal(blk, sizeof(blk));
+		CHECK_EQ(pwrite(fd, blk, sizeof(blk), off), (ssize_t)sizeof(blk));
+	}
+	close(fd);
+}
+
+/* Inline data that fits beside its name in a directory unit of the
+ * evacuated chunk but not in one of the chunk it moves to (chunk 2's units
+ * made one block, chunk 0 filled): a file of 4,000 inline bytes, one of
+ * 3,990 with a second link and a symlink with a 3,900-byte target, all in
+ * a directory of chunk 1. The moves write their bytes into a block of
+ * chunk 2 (dir_add would refuse the entry: the step failed
+ * -ENAMETOOLONG). Chunk 1 retires; the bytes, link counts and targets
+ * read back, before and after a reopen, and the volume checks clean. */
+static void inline_to_smaller_units(void)
+{
+	struct fs_mkfs_opts mo = { .chunk_size = 8 * MB, .chunk_count = 3, .force = 1 };
+	struct fsck_opts fo = { .force = 1, .cross = 1, .both_copies = 1 };
+	struct fsck_result res;
+	struct fs_evac_info ei;
+	struct fs_volume *v;
+	struct fs_ino root, dk, f, g, s, fd0, x;
+	struct fs_attr a;
+	static uint8_t want[4000], got[4096];
+	static char target[3901], rl[4096];
+	char why[256];
+	size_t n = 0;
+	int eof = 0, ret, steps = 0;
+
+	CHECK_EQ(fs_mkfs(image, &mo), 0);
+	small_dir_units(2, mo.chunk_size);
+	CHECK_EQ(fs_open(image, 0, &v), 0);
+	CHECK_EQ(fs_root(v, &root), 0);
+	dk = dir_in_chunk1(v, root, 'u');
+	fill(want, sizeof(want), 61);
+	memset(target, 't', sizeof(target) - 1);
+	CHECK_EQ(fs_create(v, NULL, dk, "f", 0644, FS_CREATE_GUARDED, 0, &f, NULL), 0);
+	CHECK_EQ(fs_write(v, NULL, f, 0, 4000, want, FS_FILE_SYNC, NULL), 0);
+	CHECK_EQ(fs_create(v, NULL, dk, "g", 0644, FS_CREATE_GUARDED, 0, &g, NULL), 0);
+	CHECK_EQ(fs_write(v, NULL, g, 0, 3990, want, FS_FILE_SYNC, NULL), 0);
+	CHECK_EQ(fs_link(v, NULL, g, dk, "g2"), 0);
+	CHECK_EQ(fs_symlink(v, NULL, dk, "s", target, 0777, &s, NULL), 0);
+	CHECK_EQ(f.num >> 32, 1);
+	CHECK_EQ(g.num >> 32, 1);
+	CHECK_EQ(s.num >> 32, 1);
+	/* inline: no block */
+	CHECK_EQ(extents_of(v, f).in[1], 0);
+	CHECK_EQ(extents_of(v, g).in[1], 0);
+	CHECK_EQ(fs_chunk_drain(v, 1, 1, why, sizeof(why)), 0);
+	CHECK_EQ(fs_chunk_drain(v, 2, 1, why, sizeof(why)), 0);
+	fill_chunk0(v, root, &fd0);
+	CHECK_EQ(fs_chunk_drain(v, 2, 0, why, sizeof(why)), 0);
+	while ((ret = fs_evac_step(v, 1, 0, &ei)) == 1 && steps < 100)
+		steps++;
+	CHECK_EQ(ret, 0);
+	CHECK_EQ(ei.retired, 1);
+	CHECK_EQ(ei.inodes_moved, 4); /* f, g, s and the directory */
+	for (int round = 0; round < 2; round++) {
+		struct ext_count ec = extents_of(v, f);
+		CHECK_EQ(ec.in[2], 1);
+		CHECK_EQ(ec.in[0] + ec.in[1], 0);
+		ec = extents_of(v, g);
+		CHECK_EQ(ec.in[2], 1);
+		CHECK_EQ(fs_read(v, NULL, f, 0, sizeof(got), got, &n, &eof), 0);
+		CHECK_EQ(n, 4000);
+		CHECK(memcmp(got, want, 4000) == 0);
+		CHECK_EQ(fs_lookup(v, NULL, dk, "g2", &x, NULL), 0);
+		CHECK_EQ(x.num, g.num);
+		CHECK_EQ(x.gen, g.gen);
+		CHECK_EQ(fs_read(v, NULL, x, 0, sizeof(got), got, &n, &eof), 0);
+		CHECK_EQ(n, 3990);
+		CHECK(memcmp(got, want, 3990) == 0);
+		CHECK_EQ(fs_getattr(v, g, &a), 0);
+		CHECK_EQ(a.nlink, 2);
+		CHECK_EQ(fs_readlink(v, s, rl, sizeof(rl), &n), 0);
+		CHECK_EQ(n, 3900);
+		CHECK(memcmp(rl, target, 3900) == 0);
+		CHECK_EQ(fs_check_invariants(v, NULL, NULL), 0);
+		CHECK_EQ(fs_close(v), 0);
+		CHECK_EQ(fsck_volume_path(image, -1, &fo, &res), 0);
+		CHECK_EQ(res.problems, 0);
+		CHECK_EQ(fs_open(image, 0, &v), 0);
+	}
+	CHECK_EQ(fs_close(v), 0);
+	printf("# inline data into chunk 2's one-block units: 4 inodes moved in %d steps\n",
+	       steps);
+	unlink(image);
+}
+
 /* What the hook does between a step's copy (made without the volume lock)
  * and its move: rewrite 8 KiB of w, cut y, or rewrite z (every time). */
 enum { H_NONE, H_WRITE_W, H_CUT_Y, H_WRITE_Z };
@@ -1363,6 +1468,7 @@ int main(void)
 	moves();
 	fostering();
 	emptying();
+	inline_to_smaller_units();
 	rehosting(0);
 	rehosting(1);
 	copy_outside_lock();
