@@ -86,7 +86,8 @@ int evac_tail_piece(const struct extlist *el, uint32_t max_blocks, struct extlis
  * "Copying outside the lock"). begin: k's plan opened (-EBUSY: another
  * step's is pending); add: blocks of t reserved for every extent of el (of
  * k) for the object key (its head's stable number), -ENOSPC with nothing
- * reserved when t has no room outside its zone; copy: the lock released
+ * reserved when t has no room outside its zone (-EBUSY: a reopen or
+ * offline of t waits for its pins, and none is taken); copy: the lock released
  * (called locked, returns unlocked), the planned runs copied, the test's
  * hook run (-EINTR: stopped early, before a window or after the last, for
  * a waiter on a chunk it pins, chunk_wait_unpinned; another -errno: a copy

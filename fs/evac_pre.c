@@ -2,18 +2,23 @@
  * a draining chunk K is about to move, copied into blocks of its target
  * chunks before the step takes the lock to move it. Owns the step's plan
  * (runs of K's blocks, the target block runs reserved for them, the target
- * chosen for each object), the copy itself (run without the lock), the
+ * chosen for each object; or the units of a foster map the step moves off
+ * K), the copy itself (run without the lock, a window at a time, stopped
+ * when a reopen, offline or retirement waits for the chunks it pins), the
  * watch on K's planned blocks (a data write into one or a free of one
- * while the copy is pending spoils that run) and the claim by which a move
- * takes a copied run instead of copying under the lock.
+ * while the copy is pending spoils that run) and units (one taken into the
+ * cache meanwhile is not used), and the claim by which a move takes a
+ * copied run instead of copying under the lock.
  *
  * The target runs are reserved as preallocation reserves (fs/chunk.c's
  * pa_map): busy for every other allocation, free on disk, so a commit or a
  * crash meanwhile leaves nothing to trim. Under the lock, in order:
- * evac_pre_begin, evac_pre_add (fs/evac_plan.c); then evac_pre_copy,
- * which releases the lock for the copy; then locked again the step's moves call evac_pre_claim
- * (from evac_copy_extents) and the step ends with evac_pre_end, which
- * releases what no move took. One plan a volume at a time. */
+ * evac_pre_begin, evac_pre_add or evac_pre_units (fs/evac_plan.c); then
+ * evac_pre_copy, which releases the lock for the copy; then locked again
+ * evac_pre_fill puts the units read in the cache, the step's moves call
+ * evac_pre_claim (from evac_copy_extents) and the step ends with
+ * evac_pre_end, which releases what no move took. One plan a volume at a
+ * time. */
 #include "config.h"
 
 #include <errno.h>
@@ -87,9 +92,11 @@ static int pre_waited(const struct evac_pre *p)
 int evac_pre_units(struct fs_volume *v, uint32_t start, uint32_t n)
 {
 	struct evac_pre *p = v->evac_pre;
-	struct pre_unit *u = realloc(p->u, (size_t)(p->nu + n) * sizeof(*u));
+	struct pre_unit *u = n ? realloc(p->u, (size_t)(p->nu + n) * sizeof(*u)) : NULL;
 
 	p->map_step = 1;
+	if (!n)
+		return 0;
 	if (!u)
 		return -ENOMEM;
 	p->u = u;
