@@ -100,6 +100,8 @@ static int buf_insert(struct chunk *c, uint32_t block, uint32_t units, struct bu
 	struct buf *b;
 	uint32_t h;
 
+	if (v->evac_pre)
+		evac_pre_unit_hit(v, c, block); /* (a unit read outside the lock is stale) */
 	if (v->cache_bytes > v->cache_limit)
 		cache_shrink(v);
 	b = calloc(1, sizeof(*b));
@@ -223,6 +225,35 @@ ok:
 	free(other);
 	*out = b;
 	return 0;
+}
+
+int unit_read_unlocked(struct chunk *c, struct chunk_store *st, uint32_t block, int single,
+		       uint8_t *data, uint8_t *other)
+{
+	uint64_t t0, t1;
+	int ret = store_pread(st, data, OD_BLOCK_SIZE, (uint64_t)block * OD_BLOCK_SIZE);
+
+	if (ret < 0)
+		return ret;
+	t0 = unit_txid(c, data, block, 1);
+	if (single)
+		return t0 != 0;
+	ret = store_pread(st, other, OD_BLOCK_SIZE, (uint64_t)chunk_mirror(c, block) * OD_BLOCK_SIZE);
+	if (ret < 0)
+		return ret;
+	t1 = unit_txid(c, other, block, 1);
+	return t0 && t0 == t1; /* else buf_read decides (a heal, a repair) */
+}
+
+int buf_prefill(struct chunk *c, uint32_t block, const uint8_t *data)
+{
+	struct buf *b;
+
+	if (c->offline || cache_find(c, block) || buf_insert(c, block, 1, &b) < 0)
+		return 0;
+	memcpy(b->data, data, OD_BLOCK_SIZE);
+	b->refs = 0;
+	return 1;
 }
 
 int cache_drop_chunk(struct chunk *c)

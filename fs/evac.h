@@ -44,9 +44,10 @@ int evac_move_kind(struct fs_volume *v, const struct od_loc *loc, uint32_t max_b
 		   struct iref *r);
 
 /* evac_plan.c: the step's plan (phase (a), the lock held): what the step
- * of k will move found as the step finds it, and each object's data
- * reserved in the chunk it will go to (evac_pre_add); what it misses is
- * only copied under the lock. */
+ * of k will move found as the step finds it: k's map when it is not
+ * fostered yet, else a foster map k hosts (their units, evac_pre_units),
+ * else each object's data reserved in the chunk it will go to
+ * (evac_pre_add); what it misses is only copied (or read) under the lock. */
 void evac_plan(struct fs_volume *v, struct chunk *k, uint32_t max_blocks);
 
 /* What moves carried out of a chunk. */
@@ -85,9 +86,12 @@ int evac_tail_piece(const struct extlist *el, uint32_t max_blocks, struct extlis
  * "Copying outside the lock"). begin: k's plan opened (-EBUSY: another
  * step's is pending); add: blocks of t reserved for every extent of el (of
  * k) for the object key (its head's stable number), -ENOSPC with nothing
- * reserved when t has no room outside its zone; copy: the lock released
+ * reserved when t has no room outside its zone (-EBUSY: a reopen or
+ * offline of t waits for its pins, and none is taken); copy: the lock released
  * (called locked, returns unlocked), the planned runs copied, the test's
- * hook run (-errno: a copy failed, the plan is to be ended); target: the chunk planned for key, NULL none;
+ * hook run (-EINTR: stopped early, before a window or after the last, for
+ * a waiter on a chunk it pins, chunk_wait_unpinned; another -errno: a copy
+ * failed; the plan is then to be ended); target: the chunk planned for key, NULL none;
  * claim: the copied run holding k's blocks [src, src + len) taken in t
  * (*dst, *got: its part from src), 1, or 0 when none was planned there,
  * or -ECANCELED when it was spoilt (written or freed meanwhile: the
@@ -95,6 +99,14 @@ int evac_tail_piece(const struct extlist *el, uint32_t max_blocks, struct extlis
  * plan closed, the claims it refused added to *dropped and the blocks the
  * moves took copied to *claimed. All but copy under the lock. */
 int evac_pre_begin(struct fs_volume *v, struct chunk *k);
+/* evac_pre.c: the one-block units [start, start + n) of k (a foster map the
+ * step moves off k) read by the copy outside the lock, but those in the
+ * cache now; evac_pre_fill (phase (c), locked, before the move): each read
+ * whole and not taken into the cache since (a change goes through it) put
+ * there, so that the move reads it from memory (k's evac_units_unlocked
+ * counts them). */
+int evac_pre_units(struct fs_volume *v, uint32_t start, uint32_t n);
+void evac_pre_fill(struct fs_volume *v);
 int evac_pre_add(struct fs_volume *v, uint64_t key, struct chunk *t, const struct extlist *el);
 int evac_pre_copy(struct fs_volume *v);
 struct chunk *evac_pre_target(struct fs_volume *v, uint64_t key);
@@ -159,6 +171,12 @@ int evac_bare_copy(struct fs_volume *v, const struct iref *r, struct od_inode *b
 		   uint8_t **inl);
 int evac_move_embedded(struct fs_volume *v, uint64_t stable, struct chunk *t,
 		       uint64_t *blocks);
+/* evac_inode.c: the inline bytes of a moved inode (bare) that do not fit
+ * beside its name (name_len bytes) in t's directory units, whose size may
+ * differ from its chunk's: bare made a file of blocks (not inline) and
+ * their count returned (the move writes them into blocks of t,
+ * file_fill_new, once the entry is there), else 0. */
+uint32_t evac_inline_spill(const struct chunk *t, size_t name_len, struct od_inode *bare);
 
 /* evac_inode.c's pieces, shared with evac_linked.c: r's data (its extents,
  * all in k) copied into t and mapped by r2 (its extent units made in t,

@@ -187,6 +187,17 @@ int evac_bare_copy(struct fs_volume *v, const struct iref *r, struct od_inode *b
 	return 0;
 }
 
+uint32_t evac_inline_spill(const struct chunk *t, size_t name_len, struct od_inode *bare)
+{
+	uint32_t n = bare->inline_len;
+
+	if (!(bare->flags & OD_INF_INLINE) || n <= dir_inline_max(t, name_len))
+		return 0;
+	bare->flags &= ~OD_INF_INLINE;
+	bare->inline_len = 0;
+	return n;
+}
+
 int evac_move_embedded(struct fs_volume *v, uint64_t stable, struct chunk *t,
 		       uint64_t *blocks)
 {
@@ -200,6 +211,7 @@ int evac_move_embedded(struct fs_volume *v, uint64_t stable, struct chunk *t,
 	char name[FS_NAME_MAX + 1];
 	uint8_t *inl = NULL;
 	size_t len = 0;
+	uint32_t spill;
 	int has_part = 0;
 	int ret = ino_get_stable(v, stable, &r);
 
@@ -257,8 +269,9 @@ int evac_move_embedded(struct fs_volume *v, uint64_t stable, struct chunk *t,
 		goto out;
 	if (has_part && pred.loc.chunk == r.loc.chunk)
 		bare.next = part.ino.next;
-	ret = dir_add(v, &dir, t, name, len, stable, &bare, inl,
-		      (r.ino.flags & OD_INF_INLINE) ? r.ino.inline_len : 0, &npos);
+	spill = evac_inline_spill(t, len, &bare);
+	ret = dir_add(v, &dir, t, name, len, stable, &bare, spill ? NULL : inl,
+		      (bare.flags & OD_INF_INLINE) ? bare.inline_len : 0, &npos);
 	if (ret < 0)
 		goto out;
 	r2.loc = dir_embedded_loc(&npos);
@@ -270,16 +283,20 @@ int evac_move_embedded(struct fs_volume *v, uint64_t stable, struct chunk *t,
 			goto out;
 		}
 	}
-	if (!holds_nothing(&r.ino)) {
+	if (spill) {
+		ret = file_fill_new(v, &r2, inl, spill);
+		if (ret == 0)
+			ret = ino_write(v, &r2);
+	} else if (!holds_nothing(&r.ino)) {
 		ret = evac_move_data(v, k, &r, &r2, t, blocks);
-		if (ret < 0) {
-			dir_remove_entry(v, &dir, &npos); /* the old entry is still there */
-			goto out;
-		}
+	}
+	if (ret < 0) {
+		dir_remove_entry(v, &dir, &npos); /* the old entry is still there */
+		goto out;
 	}
 	ret = map_set_loc(v, stable, r2.loc);
 	if (ret < 0) {
-		if (!holds_nothing(&r.ino))
+		if (spill || !holds_nothing(&r.ino))
 			evac_free_old(v, t, &r2);
 		if (has_part) {
 			struct extlist none = { 0 };

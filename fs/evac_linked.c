@@ -258,7 +258,7 @@ int evac_move_linked(struct fs_volume *v, uint64_t stable, struct chunk *t, uint
 	struct od_inode bare;
 	struct chunk *k;
 	uint8_t *inl = NULL;
-	uint32_t added = 0, emb = UINT32_MAX;
+	uint32_t added = 0, emb = UINT32_MAX, spill = 0;
 	int slot, has_data, data_moved = 0, ret = ino_get_stable(v, stable, &r);
 
 	if (ret < 0)
@@ -312,14 +312,16 @@ int evac_move_linked(struct fs_volume *v, uint64_t stable, struct chunk *t, uint
 			goto out;
 		}
 	}
+	if (emb != UINT32_MAX)
+		spill = evac_inline_spill(t, ls.e[emb].len, &bare);
 	for (uint32_t i = 0; i < ls.n; i++) {
 		struct iref dir;
 		int e = i == emb;
 		ret = ino_get_stable(v, ls.e[i].dir, &dir);
 		if (ret == 0)
 			ret = dir_add(v, &dir, t, ls.e[i].name, ls.e[i].len, stable,
-				      e ? &bare : NULL, e ? inl : NULL,
-				      e && (r.ino.flags & OD_INF_INLINE) ? r.ino.inline_len : 0,
+				      e ? &bare : NULL, e && !spill ? inl : NULL,
+				      e && (bare.flags & OD_INF_INLINE) ? bare.inline_len : 0,
 				      &npos[i]);
 		if (ret < 0)
 			break;
@@ -329,8 +331,11 @@ int evac_move_linked(struct fs_volume *v, uint64_t stable, struct chunk *t, uint
 			r2.ino = bare;
 		}
 	}
-	if (ret == 0 && has_data) {
-		ret = evac_move_data(v, k, &r, &r2, t, blocks);
+	if (ret == 0 && (has_data || spill)) {
+		ret = spill ? file_fill_new(v, &r2, inl, spill)
+			    : evac_move_data(v, k, &r, &r2, t, blocks);
+		if (ret == 0 && spill)
+			ret = ino_write(v, &r2);
 		data_moved = ret == 0;
 	}
 	if (ret == 0)

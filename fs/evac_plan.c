@@ -1,13 +1,16 @@
 /* Evacuation's plan: what a step of a draining chunk K is about to move,
  * found the way the step finds it (fs/evacuate.c), before the step moves
- * anything: a continuation's piece, or the inodes (up to EVAC_STEP_INODES
- * and the step's blocks) from the foster map's cursor and then the guests
- * (other chunks' inodes placed in K), or a large file's tail piece; for each, the chunk its data will go to and the blocks of K
- * that will be copied, handed to evac_pre_add, which reserves blocks there
- * for the copy made outside the lock (fs/evac_pre.c). Runs under the
- * volume lock and changes nothing but those reservations. A plan that
- * misses an object, or picks another chunk than the move does, costs only
- * that object's copy under the lock. */
+ * anything: K's map being fostered, or a foster map K hosts being moved
+ * off (their units read outside the lock), a continuation's piece, or the
+ * inodes (up to EVAC_STEP_INODES and the step's blocks) from the foster
+ * map's cursor and then the guests (other chunks' inodes placed in K), or
+ * a large file's tail piece; for each, the chunk its data will go to and
+ * the blocks of K that will be copied, handed to evac_pre_add, which
+ * reserves blocks there for the copy made outside the lock
+ * (fs/evac_pre.c). Runs under the volume lock and changes nothing but
+ * those reservations. A plan that misses an object, or picks another
+ * chunk than the move does, costs only that object's copy under the
+ * lock. */
 #include "config.h"
 
 #include <stdlib.h>
@@ -153,11 +156,34 @@ static void plan_inodes(struct fs_volume *v, struct chunk *k, uint32_t budget, u
 	}
 }
 
+/* A step that fosters k's map, or moves a foster map k hosts (the first
+ * one, as evac_foster_rehost takes it; not when the last step could not
+ * move it), does only that: 1 with its units planned, else 0. */
+static int plan_map(struct fs_volume *v, struct chunk *k)
+{
+	uint32_t units = (k->hdr.map_watermark + OD_MAP_PER_BLOCK - 1) / OD_MAP_PER_BLOCK;
+
+	if (!chunk_fostered(k)) {
+		(void)evac_pre_units(v, k->hdr.map_start, units);
+		return 1;
+	}
+	for (uint32_t r = 0; r < v->fost.n && !k->evac_rehost_stuck; r++) {
+		if (v->fost.rec[r].chunk == k->index) {
+			(void)evac_pre_units(v, v->fost.rec[r].start, v->fost.rec[r].nblocks);
+			return 1;
+		}
+	}
+	return 0;
+}
+
 void evac_plan(struct fs_volume *v, struct chunk *k, uint32_t max_blocks)
 {
-	uint8_t *tried = calloc(v->nchunks, 1);
+	uint8_t *tried;
 	uint32_t n = k->hdr.islot_watermark, s = k->evac_slot < n ? k->evac_slot : 0;
 
+	if (plan_map(v, k))
+		return;
+	tried = calloc(v->nchunks, 1);
 	if (!tried)
 		return;
 	/* A continuation left: the step moves the first one from the cursor. */

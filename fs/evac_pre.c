@@ -2,18 +2,23 @@
  * a draining chunk K is about to move, copied into blocks of its target
  * chunks before the step takes the lock to move it. Owns the step's plan
  * (runs of K's blocks, the target block runs reserved for them, the target
- * chosen for each object), the copy itself (run without the lock), the
+ * chosen for each object; or the units of a foster map the step moves off
+ * K), the copy itself (run without the lock, a window at a time, stopped
+ * when a reopen, offline or retirement waits for the chunks it pins), the
  * watch on K's planned blocks (a data write into one or a free of one
- * while the copy is pending spoils that run) and the claim by which a move
- * takes a copied run instead of copying under the lock.
+ * while the copy is pending spoils that run) and units (one taken into the
+ * cache meanwhile is not used), and the claim by which a move takes a
+ * copied run instead of copying under the lock.
  *
  * The target runs are reserved as preallocation reserves (fs/chunk.c's
  * pa_map): busy for every other allocation, free on disk, so a commit or a
  * crash meanwhile leaves nothing to trim. Under the lock, in order:
- * evac_pre_begin, evac_pre_add (fs/evac_plan.c); then evac_pre_copy,
- * which releases the lock for the copy; then locked again the step's moves call evac_pre_claim
- * (from evac_copy_extents) and the step ends with evac_pre_end, which
- * releases what no move took. One plan a volume at a time. */
+ * evac_pre_begin, evac_pre_add or evac_pre_units (fs/evac_plan.c); then
+ * evac_pre_copy, which releases the lock for the copy; then locked again
+ * evac_pre_fill puts the units read in the cache, the step's moves call
+ * evac_pre_claim (from evac_copy_extents) and the step ends with
+ * evac_pre_end, which releases what no move took. One plan a volume at a
+ * time. */
 #include "config.h"
 
 #include <errno.h>
@@ -34,11 +39,24 @@ struct pre_run {
 	int hit;                      /* written or freed in K since planned */
 };
 
+/* A one-block metadata unit of K that the step moves (a foster map's:
+ * K's own, or one K hosts) read outside the lock. */
+struct pre_unit {
+	uint32_t block;
+	int ok;                       /* read whole (unit_read_unlocked) */
+	int hit;                      /* taken into the cache since planned */
+};
+
 struct evac_pre {
 	struct chunk *k;
 	struct chunk_store *kst;
 	struct pre_run *r;
 	uint32_t n, cap;
+	struct pre_unit *u;
+	uint32_t nu;
+	uint8_t *ubuf;                /* the units read, a block each */
+	int map_step;                 /* the step moves a map (no data: no hook) */
+	int single;                   /* K keeps one copy of each unit */
 	uint64_t dropped;             /* claims refused for a hit run */
 	uint64_t claimed;             /* blocks the moves took copied */
 };
@@ -54,8 +72,79 @@ int evac_pre_begin(struct fs_volume *v, struct chunk *k)
 		return -ENOMEM;
 	p->k = k;
 	p->kst = k->store;
+	p->single = !!(k->hdr.flags & OD_CHF_SINGLE_COPY);
 	v->evac_pre = p;
 	return 0;
+}
+
+/* Does a chunk the copy pins have a waiter (a reopen, an offline or a
+ * retirement in chunk_wait_unpinned) that the copy keeps out? */
+static int pre_waited(const struct evac_pre *p)
+{
+	if (__atomic_load_n(&p->k->pin_waiters, __ATOMIC_SEQ_CST))
+		return 1;
+	for (uint32_t i = 0; i < p->n; i++)
+		if (__atomic_load_n(&p->r[i].t->pin_waiters, __ATOMIC_SEQ_CST))
+			return 1;
+	return 0;
+}
+
+int evac_pre_units(struct fs_volume *v, uint32_t start, uint32_t n)
+{
+	struct evac_pre *p = v->evac_pre;
+	struct pre_unit *u = n ? realloc(p->u, (size_t)(p->nu + n) * sizeof(*u)) : NULL;
+
+	p->map_step = 1;
+	if (!n)
+		return 0;
+	if (!u)
+		return -ENOMEM;
+	p->u = u;
+	for (uint32_t b = start; b < start + n; b++)
+		if (!buf_peek(p->k, b)) /* (a cached one is read from there) */
+			p->u[p->nu++] = (struct pre_unit){ .block = b };
+	return 0;
+}
+
+void evac_pre_unit_hit(struct fs_volume *v, struct chunk *c, uint32_t block)
+{
+	struct evac_pre *p = v->evac_pre;
+
+	if (p->k != c)
+		return;
+	for (uint32_t i = 0; i < p->nu; i++)
+		if (p->u[i].block == block)
+			p->u[i].hit = 1;
+}
+
+/* K's planned units read, a window at a time, a waiter looked for before
+ * each. */
+static int read_units(struct evac_pre *p, uint8_t *other)
+{
+	p->ubuf = p->nu ? malloc((size_t)p->nu * OD_BLOCK_SIZE) : NULL;
+	if (p->nu && !p->ubuf)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < p->nu; i++) {
+		if (i % PRE_COPY_BLOCKS == 0 && pre_waited(p))
+			return -EINTR;
+		p->u[i].ok = unit_read_unlocked(p->k, p->kst, p->u[i].block, p->single,
+						p->ubuf + (size_t)i * OD_BLOCK_SIZE, other) > 0;
+	}
+	return 0;
+}
+
+void evac_pre_fill(struct fs_volume *v)
+{
+	struct evac_pre *p = v->evac_pre;
+	uint32_t n = 0;
+
+	if (!p || !p->ubuf || p->k->offline || p->k->store != p->kst)
+		return;
+	for (uint32_t i = 0; i < p->nu; i++)
+		if (p->u[i].ok && !p->u[i].hit)
+			n += (uint32_t)buf_prefill(p->k, p->u[i].block,
+						   p->ubuf + (size_t)i * OD_BLOCK_SIZE);
+	p->k->evac_units_unlocked += n;
 }
 
 static int push_run(struct evac_pre *p, const struct pre_run *run)
@@ -77,6 +166,9 @@ int evac_pre_add(struct fs_volume *v, uint64_t key, struct chunk *t, const struc
 	struct evac_pre *p = v->evac_pre;
 	uint32_t first = p->n, goal = 0;
 	int ret = t->offline ? -EIO : chunk_load(t);
+
+	if (ret == 0 && __atomic_load_n(&t->pin_waiters, __ATOMIC_SEQ_CST))
+		ret = -EBUSY; /* a reopen or offline waits for t's pins: none taken */
 
 	for (uint32_t i = 0; ret == 0 && i < el->n; i++) {
 		uint32_t src = el->e[i].pblk, left = el->e[i].len;
@@ -108,7 +200,8 @@ int evac_pre_copy(struct fs_volume *v)
 {
 	struct evac_pre *p = v->evac_pre;
 	void (*hook)(void *arg) = v->evac_copied_hook;
-	void *hook_arg = v->evac_copied_arg;
+	void (*whook)(void *arg) = v->evac_window_hook;
+	void *hook_arg = v->evac_copied_arg, *warg = v->evac_window_arg;
 	uint8_t *buf = NULL;
 	int ret = 0;
 
@@ -117,26 +210,38 @@ int evac_pre_copy(struct fs_volume *v)
 	for (uint32_t i = 0; i < p->n; i++)
 		chunk_pin(p->r[i].t);
 	vol_unlock(v);
-	if (p->n) {
+	if (p->n || p->nu) {
 		buf = malloc((size_t)PRE_COPY_BLOCKS * OD_BLOCK_SIZE);
 		if (!buf)
 			ret = -ENOMEM;
 	}
+	if (ret == 0)
+		ret = read_units(p, buf);
+	/* A window at a time, looking before each for a waiter: it waits for
+	 * one window's copy at most, not for the step's. */
 	for (uint32_t i = 0; ret == 0 && i < p->n; i++) {
 		const struct pre_run *run = &p->r[i];
 		for (uint32_t off = 0; ret == 0 && off < run->len; off += PRE_COPY_BLOCKS) {
 			size_t n = (size_t)(run->len - off < PRE_COPY_BLOCKS ? run->len - off
 									      : PRE_COPY_BLOCKS) *
 				   OD_BLOCK_SIZE;
+			if (pre_waited(p)) {
+				ret = -EINTR;
+				break;
+			}
 			ret = store_pread(p->kst, buf, n, (uint64_t)(run->src + off) * OD_BLOCK_SIZE);
 			if (ret == 0)
 				ret = store_pwrite(run->tst, buf, n,
 						   (uint64_t)(run->dst + off) * OD_BLOCK_SIZE);
+			if (ret == 0 && whook)
+				whook(warg);
 		}
 	}
 	free(buf);
-	if (hook)
+	if (ret == 0 && hook && !p->map_step)
 		hook(hook_arg); /* (the chunks still pinned) */
+	if (ret == 0 && pre_waited(p))
+		ret = -EINTR; /* (come while the copy ended: the step gives way too) */
 	for (uint32_t i = 0; i < p->n; i++)
 		chunk_unpin(p->r[i].t);
 	chunk_unpin(p->k);
@@ -215,6 +320,8 @@ void evac_pre_end(struct fs_volume *v, uint64_t *dropped, uint64_t *claimed)
 	*dropped += p->dropped;
 	*claimed += p->claimed;
 	free(p->r);
+	free(p->u);
+	free(p->ubuf);
 	free(p);
 	v->evac_pre = NULL;
 }

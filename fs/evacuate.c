@@ -118,6 +118,9 @@ static int fill_info(struct chunk *c, struct fs_evac_info *info)
 	info->copies_dropped = c->evac_dropped;
 	info->entry_scans = c->evac_entry_scans;
 	info->blocks_copied_unlocked = c->evac_pre_blocks;
+	info->copy_stops = c->evac_copy_stops;
+	info->map_units_unlocked = c->evac_units_unlocked;
+	info->map_units_locked = c->evac_units_locked;
 	holds_info(&c->evac_holds, info);
 	if (c->retired) {
 		const struct od_foster *f = vol_foster(v, c->index);
@@ -468,33 +471,46 @@ static void evac_plan_end(struct fs_volume *v, struct chunk *c, int planned, int
 	c->evac_drop_run = dropped && !moved ? c->evac_drop_run + 1 : 0;
 }
 
+/* What evac_plan_copy answers: the step copies what it moves under the
+ * lock; a plan is open (v->evac_pre, for the step's moves to claim and for
+ * it to end); the step gives way (moves nothing) to a reopen, offline or
+ * retirement waiting for the pins of a chunk it would copy from or into,
+ * and is made again later. */
+enum { PLAN_NONE, PLAN_OPEN, PLAN_GAVE_WAY };
+
 /* Phases (a) and (b) of a step (doc/design.md, "Copying outside the
  * lock"): what the step will move planned, its data copied into the
- * blocks reserved for it with the lock released. 1: a plan is open
- * (v->evac_pre, for the step's moves to claim and for it to end), 0: the
- * step copies what it moves under the lock. Returns unlocked. */
+ * blocks reserved for it with the lock released. Returns unlocked. */
 static int evac_plan_copy(struct fs_volume *v, uint32_t i, uint32_t max_blocks)
 {
 	struct chunk *c;
+	int ret;
 
 	vol_lock(v);
 	c = vol_chunk(v, i);
+	if (c && __atomic_load_n(&c->pin_waiters, __ATOMIC_SEQ_CST)) {
+		/* (its waiter gets the lock first: no new pin, no hold) */
+		vol_unlock(v);
+		return PLAN_GAVE_WAY;
+	}
 	if (v->evac_copy_locked || !c || c->retired || c->offline || v->rdonly ||
 	    !chunk_draining(c) || chunk_load(c) < 0 || c->hdr.evac_state == OD_EVAC_PAUSED ||
-	    !chunk_fostered(c) || c->evac_drop_run >= EVAC_PRE_TRIES || evac_pre_begin(v, c) < 0) {
+	    c->evac_drop_run >= EVAC_PRE_TRIES || evac_pre_begin(v, c) < 0) {
 		vol_unlock(v);
-		return 0;
+		return PLAN_NONE;
 	}
 	evac_plan(v, c, max_blocks);
-	if (evac_pre_copy(v) < 0) {
-		/* (The copy failed: the moves copy under the lock, and say
-		 * why if it fails again.) */
+	ret = evac_pre_copy(v);
+	if (ret < 0) {
+		/* (A failed copy: the moves copy under the lock, and say why
+		 * if it fails again. A waiter: the step gives way.) */
 		vol_lock(v);
 		evac_plan_end(v, c, 1, 0, 0);
+		c->evac_copy_stops += ret == -EINTR;
 		vol_unlock(v);
-		return 0;
+		return ret == -EINTR ? PLAN_GAVE_WAY : PLAN_NONE;
 	}
-	return 1;
+	return PLAN_OPEN;
 }
 
 /* What a step did, for its trace: the kind of the last thing it moved (or
@@ -563,7 +579,8 @@ static int evac_step(struct fs_volume *v, uint32_t i, uint32_t max_blocks,
 	uint64_t b0;
 	uint32_t n, s;
 	int ret = 0, moved = 0, retiring = 0, dropped = 0;
-	int planned = evac_plan_copy(v, i, max_blocks ? max_blocks : EVAC_STEP_BLOCKS);
+	int plan = evac_plan_copy(v, i, max_blocks ? max_blocks : EVAC_STEP_BLOCKS);
+	int planned = plan == PLAN_OPEN, gave_way = plan == PLAN_GAVE_WAY;
 
 	vol_lock(v);
 	c = vol_chunk(v, i);
@@ -586,6 +603,12 @@ static int evac_step(struct fs_volume *v, uint32_t i, uint32_t max_blocks,
 		ret = -EAGAIN; /* paused (fs_evac_pause): resume it first */
 		goto out;
 	}
+	if (ret == 0 && gave_way) {
+		note->kind = "gave-way";
+		goto end; /* nothing moved: made again by the next step */
+	}
+	if (ret == 0 && planned)
+		evac_pre_fill(v); /* (map units read outside the lock) */
 	/* First the map: once fostered, the numbers homed here no longer
 	 * need this chunk (one transaction, committed below). */
 	if (ret == 0 && !chunk_fostered(c)) {
@@ -611,6 +634,7 @@ static int evac_step(struct fs_volume *v, uint32_t i, uint32_t max_blocks,
 			moved = 1;
 			note->kind = "rehost";
 		}
+		c->evac_rehost_stuck = ret == -ENOSPC || ret == -EIO;
 		if (ret > 0 || ret == -ENOSPC || ret == -EIO)
 			ret = 0;
 	}
@@ -706,6 +730,7 @@ static int evac_step(struct fs_volume *v, uint32_t i, uint32_t max_blocks,
 	}
 	if (dropped && !moved)
 		note->kind = "dropped";
+end:
 	note->blocks = c->evac_blocks - b0;
 	evac_plan_end(v, c, planned, moved, dropped);
 	vol_unlock(v);
@@ -720,7 +745,7 @@ static int evac_step(struct fs_volume *v, uint32_t i, uint32_t max_blocks,
 		ret = fill_info(c, info);
 		vol_unlock(v);
 	}
-	return ret < 0 ? ret : moved || dropped;
+	return ret < 0 ? ret : moved || dropped || gave_way;
 out:
 	evac_plan_end(v, c, planned, 0, 0);
 	vol_unlock(v);
@@ -739,6 +764,14 @@ void fs_evac_set_copied_hook(struct fs_volume *v, void (*fn)(void *arg), void *a
 	vol_lock(v);
 	v->evac_copied_hook = fn;
 	v->evac_copied_arg = arg;
+	vol_unlock(v);
+}
+
+void fs_evac_set_window_hook(struct fs_volume *v, void (*fn)(void *arg), void *arg)
+{
+	vol_lock(v);
+	v->evac_window_hook = fn;
+	v->evac_window_arg = arg;
 	vol_unlock(v);
 }
 

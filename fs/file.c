@@ -12,11 +12,30 @@
 
 #include "fs/chain.h"
 
+int file_fill_new(struct fs_volume *v, struct iref *r, const uint8_t *data, uint32_t len)
+{
+	struct fchain fc;
+	int ret = chain_load(v, r, &fc);
+
+	if (ret < 0)
+		return ret;
+	ret = chain_alloc(v, &fc, 0, (len + OD_BLOCK_SIZE - 1) >> OD_BLOCK_SHIFT);
+	if (ret == 0 && (len & (OD_BLOCK_SIZE - 1)))
+		ret = chain_zero_new_partial(v, &fc, len >> OD_BLOCK_SHIFT);
+	if (ret == 0)
+		ret = chain_rw(v, &fc, 0, len, (uint8_t *)data, 1);
+	if (ret == 0)
+		ret = chain_store(v, &fc, r);
+	if (ret < 0)
+		chain_undo(v, &fc);
+	chain_release(&fc);
+	return ret;
+}
+
 /* Move inline data out of the directory entry into a data block. */
 int file_uninline(struct fs_volume *v, struct iref *r)
 {
 	uint32_t len = r->ino.inline_len;
-	struct fchain fc;
 	uint8_t *data;
 	int ret;
 
@@ -30,19 +49,7 @@ int file_uninline(struct fs_volume *v, struct iref *r)
 		goto out;
 	r->ino.flags &= ~OD_INF_INLINE;
 	r->ino.inline_len = 0;
-	ret = chain_load(v, r, &fc);
-	if (ret < 0)
-		goto out;
-	ret = chain_alloc(v, &fc, 0, (len + OD_BLOCK_SIZE - 1) >> OD_BLOCK_SHIFT);
-	if (ret == 0 && (len & (OD_BLOCK_SIZE - 1)))
-		ret = chain_zero_new_partial(v, &fc, len >> OD_BLOCK_SHIFT);
-	if (ret == 0)
-		ret = chain_rw(v, &fc, 0, len, data, 1);
-	if (ret == 0)
-		ret = chain_store(v, &fc, r);
-	if (ret < 0)
-		chain_undo(v, &fc);
-	chain_release(&fc);
+	ret = file_fill_new(v, r, data, len);
 out:
 	if (ret < 0) {
 		r->ino.flags |= OD_INF_INLINE;

@@ -69,6 +69,8 @@ static int units_copy(struct chunk *t, uint32_t n, uint32_t home, struct chunk *
 		if (ret < 0)
 			break;
 		if (i < ncopy) {
+			/* (from memory when the step read it outside the lock) */
+			src->evac_units_locked += !buf_peek(src, src_start + i);
 			ret = buf_read(src, src_start + i, 1, &kb);
 			if (ret < 0) {
 				buf_put(fb);

@@ -662,6 +662,12 @@ struct fs_evac_info {
 	uint64_t entry_scans;      /* scans of its directory units for the entries of
 				    * inodes with several (or in a slot) that moved:
 				    * one a step at most, since open */
+	uint64_t copy_stops;       /* steps whose copy outside the lock stopped early
+				    * for a reopen, offline or retirement waiting for
+				    * its chunks' pins (retried), since open */
+	uint64_t map_units_unlocked; /* foster map units (its own, or those it hosts)
+				    * read for their move outside the volume lock */
+	uint64_t map_units_locked; /* ... and read under it, since open */
 	/* The volume lock's holds by its steps since open (their commits'
 	 * included): the longest, where, and those over 1 and 10 ms. */
 	uint64_t holds, hold_max_us, holds_over_1ms, holds_over_10ms;
@@ -699,6 +705,9 @@ void fs_set_evac_copy_locked(struct fs_volume *vol, int locked);
  * the lock and before the lock is taken to move it, the chunks copied
  * from and to still pinned (NULL: none). */
 void fs_evac_set_copied_hook(struct fs_volume *vol, void (*fn)(void *arg), void *arg);
+/* For tests: fn(arg) runs after each window (256 KiB) of a step's copy
+ * outside the lock, the chunks pinned (NULL: none). */
+void fs_evac_set_window_hook(struct fs_volume *vol, void (*fn)(void *arg), void *arg);
 /* For benchmarks (bench/evac-bench.sh): each step's holds of the volume
  * lock written to fd, a line each (the step's number and kind, what it
  * moved, the hold's site, wall and CPU time in us); -1: none. The caller

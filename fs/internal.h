@@ -138,8 +138,12 @@ struct chunk {
 	uint64_t evac_dropped;        /* copies made outside the lock spoilt since open */
 	uint64_t evac_pre_blocks;     /* ... and blocks moved whose copy was made so */
 	uint32_t evac_drop_run;       /* steps in a row that dropped and moved nothing */
+	int evac_rehost_stuck;        /* the last step could not move a map it hosts */
 	struct hold_rec evac_holds;   /* the volume lock's holds of its steps, since open */
 	uint64_t evac_entry_scans;    /* scans of its directory units for linked moves */
+	uint64_t evac_copy_stops;     /* unlocked copies stopped early for a pin waiter */
+	uint64_t evac_units_unlocked; /* foster map units a step read outside the lock */
+	uint64_t evac_units_locked;   /* ... and read under it (not in the cache) */
 	int retired;                  /* evacuated and retired: no store, never read
 				       * (OD_FOSTER_RETIRED in chunk 0's record) */
 };
@@ -250,6 +254,8 @@ struct fs_volume {
 	int evac_copy_locked;         /* fs_set_evac_copy_locked */
 	void (*evac_copied_hook)(void *arg);
 	void *evac_copied_arg;
+	void (*evac_window_hook)(void *arg); /* after each window of the copy (tests) */
+	void *evac_window_arg;
 	struct evac_lindex *evac_lindex; /* evac_linked.c: K's entries, for one step's hold */
 	int evac_trace_fd;            /* fs_evac_set_trace: each step's holds, a line each (-1) */
 	uint64_t evac_trace_steps;
@@ -322,6 +328,16 @@ void cache_destroy(struct fs_volume *v);
 /* Read a metadata unit through the cache, verifying its checksum and
  * healing from the mirror copy. */
 int buf_read(struct chunk *c, uint32_t block, uint32_t units, struct buf **out);
+/* A one-block unit of c read from st without the volume lock (c pinned;
+ * single: c keeps one copy) into data (other: a block of scratch): 1 when
+ * it is what buf_read would serve without healing (both copies whole with
+ * one txid), 0 when not (buf_read decides), or a negative errno. */
+int unit_read_unlocked(struct chunk *c, struct chunk_store *st, uint32_t block, int single,
+		       uint8_t *data, uint8_t *other);
+/* data, so read, put in the cache as c's unit at block, clean, unless the
+ * cache holds the unit (it is newer there): 1 put, 0 not. The caller
+ * knows no change to the unit was made since it was read (evac_pre.c). */
+int buf_prefill(struct chunk *c, uint32_t block, const uint8_t *data);
 /* A unit that has never been written: zero-filled, header set, not read. */
 int buf_fresh(struct chunk *c, uint32_t block, uint32_t units, uint16_t type, uint64_t owner,
 	      struct buf **out);
@@ -609,6 +625,11 @@ void dindex_drop(struct fs_volume *v, uint64_t dir);
 int file_truncate(struct fs_volume *v, struct iref *r, uint64_t size);
 int file_release(struct fs_volume *v, struct iref *r);
 int file_uninline(struct fs_volume *v, struct iref *r);
+/* len bytes of data written from offset 0 into new blocks of r's chain
+ * (r not inline, holding no block yet): what file_uninline does with the
+ * bytes it took out of the entry. r (its extents, blocks) updated, not
+ * written: the caller writes it; on failure nothing taken. */
+int file_fill_new(struct fs_volume *v, struct iref *r, const uint8_t *data, uint32_t len);
 int file_write(struct fs_volume *v, struct iref *r, uint64_t off, size_t len, const void *buf);
 int file_read(struct fs_volume *v, const struct iref *r, uint64_t off, size_t len, void *buf);
 
@@ -760,6 +781,9 @@ int vol_pred_damaged(struct fs_volume *v, uint32_t block);
 /* evac_pre.c: blocks [start, start + len) of chunk were written or freed
  * (the volume locked): a pending evacuation copy of any of them is spoilt. */
 void evac_pre_hit(struct fs_volume *v, uint32_t chunk, uint32_t start, uint32_t len);
+/* evac_pre.c: c's unit at block taken into the cache (the volume locked):
+ * a read of it made outside the lock for the pending step may be stale. */
+void evac_pre_unit_hit(struct fs_volume *v, struct chunk *c, uint32_t block);
 
 /* pin.c: a chunk pinned (the volume locked) keeps its store until unpinned
  * (from any thread). chunk_wait_unpinned, called and returning with the

@@ -66,8 +66,15 @@ int fs_chunk_offline(struct fs_volume *v, uint32_t i, int force, char *why, size
 		ret = -EINVAL;
 		goto out;
 	}
+	/* Reads of it begun without the lock (an evacuation's copy from or
+	 * into it among them, which stops early for this) end first, waited
+	 * for unlocked: once offline its lock is released, and a repair
+	 * (fsck here or elsewhere, nbdkit) must not meet a copy still
+	 * writing. Every change below is made in this one hold after it. */
+	if (!c->offline)
+		chunk_wait_unpinned(c);
 	if (c->offline) {
-		ret = 0; /* already */
+		ret = 0; /* already (or taken offline, or retired, meanwhile) */
 		goto out;
 	}
 	if (v->rdonly) {

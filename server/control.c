@@ -244,6 +244,7 @@ static void add_evac(struct control *ctl, struct answer *a)
 	    " inodes_per_s=%.1f inodes_left=%u blocks_left=%" PRIu64 " retired=%d"
 	    " maps_hosted=%u guests_here=%u"
 	    " copy=%s blocks_copied_unlocked=%" PRIu64 " copies_dropped=%" PRIu64
+	    " copy_stops=%" PRIu64 " map_units_unlocked=%" PRIu64 " map_units_locked=%" PRIu64
 	    " holds=%" PRIu64 " hold_max_us=%" PRIu64 " holds_over_1ms=%" PRIu64
 	    " holds_over_10ms=%" PRIu64 " hold_max_site=",
 	    evac_run_name(st.run), st.chunk, st.info.conts_left, st.info.slots_left,
@@ -254,7 +255,8 @@ static void add_evac(struct control *ctl, struct answer *a)
 	    st.info.homed_here + st.info.guests_here + st.info.slots_left + st.info.conts_left,
 	    st.info.blocks_used, st.info.retired, st.info.maps_hosted, st.info.guests_here,
 	    ctl->srv->cfg.evacuate_copy_locked ? "locked" : "unlocked",
-	    st.info.blocks_copied_unlocked, st.info.copies_dropped, st.info.holds,
+	    st.info.blocks_copied_unlocked, st.info.copies_dropped, st.info.copy_stops,
+	    st.info.map_units_unlocked, st.info.map_units_locked, st.info.holds,
 	    st.info.hold_max_us, st.info.holds_over_1ms, st.info.holds_over_10ms);
 	add_value(a, st.info.hold_max_site);
 	if (st.error[0]) {

@@ -499,6 +499,29 @@ static void hosts(void)
 	/* chunk 68 evacuated into an emptied chunk 0 */
 	CHECK_EQ(fs_remove(v, NULL, d, "big"), 0);
 	CHECK_EQ(fs_sync(v), 0);
+	/* With a cold cache (a reopen) and no info asked (its count of
+	 * guests reads every map): its own map fostered (read whole when its
+	 * state loads), then its 31 maps moved off a step each, the units of
+	 * the first 16 read under the lock (copy = locked), the other 15's
+	 * outside it. */
+	CHECK_EQ(fs_close(v), 0);
+	CHECK_EQ(fs_open(image, 0, &v), 0);
+	{
+		struct fs_evac_info ei;
+		char why[256];
+		CHECK_EQ(fs_chunk_drain(v, 68, 1, why, sizeof(why)), 0);
+		fs_set_evac_copy_locked(v, 1);
+		for (int s = 0; s < 1 + 16; s++)
+			CHECK_EQ(fs_evac_step(v, 68, 0, NULL), 1);
+		fs_set_evac_copy_locked(v, 0);
+		for (int s = 0; s < 15; s++)
+			CHECK_EQ(fs_evac_step(v, 68, 0, NULL), 1);
+		CHECK_EQ(fs_evac_info(v, 68, &ei), 0);
+		CHECK_EQ(ei.fostered, 1);
+		CHECK_EQ(ei.maps_hosted, 0);
+		CHECK_EQ(ei.map_units_locked, 16);
+		CHECK_EQ(ei.map_units_unlocked, 15);
+	}
 	CHECK_EQ(retire(v, 68), 0);
 	CHECK_EQ(maps_hosted(v, 0), in0 + 31 + 1);
 	CHECK_EQ(maps_hosted(v, 69), 67 - in0 - 31);
