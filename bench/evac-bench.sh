@@ -129,7 +129,11 @@ for i in $(seq 1 "$files"); do
 		{ echo "evac-bench: nfs-cp f$i failed (full?)" >&2; break; }
 done
 t1=$(date +%s.%N)
-echo "filled: $files files of $((each >> 20)) MiB in $(echo "$t1 - $t0" | bc) s"
+echo "filled: $files files of $((each >> 20)) MiB in $(echo "$t1 - $t0" | bc) s, $(echo "scale=1; $files * $each / 1048576 / ($t1 - $t0)" | bc) MiB/s"
+# The fill's holds of the volume lock (nothing else has run yet), and
+# those of delayed allocation's placements (a COMMIT's fs_place).
+echo "fill: $(ctl status | grep '^volume lock:')"
+echo "fill: $(ctl status | grep 'placement under one hold' | sed 's/^ *//')"
 "$builddir/client-tests/lat_probe" 127.0.0.1 "$port" read "$seconds" "$tmp/lat0" /probe.dat \
 	>"$tmp/alone" || exit 1
 "$builddir/client-tests/lat_probe" 127.0.0.1 "$port" read 3600 "$tmp/lat1" /probe.dat \
