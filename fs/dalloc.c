@@ -787,7 +787,9 @@ void dalloc_counters(struct fs_volume *v, struct fs_counters *out)
 
 uint64_t dalloc_bytes(struct fs_volume *v)
 {
-	return v->da ? v->da->bytes : 0;
+	/* (pages whose blocks a placement in flight holds are counted
+	 * there, as reserved blocks) */
+	return v->da ? v->da->bytes - v->da->held_blocks * DA_PAGE : 0;
 }
 
 /* --- the public calls -------------------------------------------------- */

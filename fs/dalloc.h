@@ -77,6 +77,7 @@ struct dalloc {
 	uint64_t unlocked;            /* placements whose data was written outside the lock */
 	uint64_t unlocked_blocks;     /* ... blocks so */
 	uint64_t unlocked_redone;     /* ... whose plan did not hold: placed again locked */
+	uint64_t held_blocks;         /* blocks held by placements in flight for their pages */
 	/* Placements in flight: done_gen moves (under wait_lock) as each
 	 * ends; a call that needs one ended waits for it on wait_cond. */
 	pthread_mutex_t wait_lock;

@@ -248,7 +248,7 @@ int dalloc_place_unlocked(struct fs_volume *v, struct da_file *f, uint8_t **data
 	struct held_run *h = NULL;
 	struct hold_at *a = NULL;
 	uint32_t nh = 0, epoch = f->epoch, live = 0;
-	uint64_t *idx = malloc(f->n * sizeof(*idx)), before, blocks = 0;
+	uint64_t *idx = malloc(f->n * sizeof(*idx)), before, blocks = 0, held = 0;
 	struct fchain fc;
 	struct iref r;
 	int ret = idx ? ino_get(v, id, &r) : -ENOMEM, cut = 0;
@@ -288,7 +288,9 @@ int dalloc_place_unlocked(struct fs_volume *v, struct da_file *f, uint8_t **data
 		a[k].st = c->store;
 		a[k].unloads = c->unloads;
 		chunk_pin(c); /* (its store stays while the data is written) */
+		held += h[k].len;
 	}
+	d->held_blocks += held; /* (counted once, as reserved: fs_statfs) */
 	for (uint32_t i = 0; i < f->n; i++)
 		f->pg[i].busy = 1;
 	f->placing = 1;
@@ -305,6 +307,7 @@ int dalloc_place_unlocked(struct fs_volume *v, struct da_file *f, uint8_t **data
 	/* 3. Under it again: the file checked, the held blocks taken. */
 	for (uint32_t k = 0; k < nh; k++)
 		chunk_unpin(vol_chunk(v, h[k].chunk));
+	d->held_blocks -= held;
 	for (uint32_t k = 0; k < nh; k++) {
 		const struct chunk *c = vol_chunk(v, h[k].chunk);
 		if (!hold_alive(v, &h[k], &a[k]))
