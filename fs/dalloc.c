@@ -703,7 +703,9 @@ int dalloc_step(struct fs_volume *v, uint64_t upto, uint64_t pass, int64_t max_a
 		return 0;
 	f->pass = pass;
 	t0 = dalloc_now_us();
-	if (dalloc_place_file(v, f, 0, 0, &t0) == 0)
+	/* (its callers take and leave the lock per file: a large one's data
+	 * is written with it left) */
+	if (dalloc_place_file(v, f, 0, 1, &t0) == 0)
 		(*placed)++;
 	dalloc_note_hold(d, t0);
 	return 1;

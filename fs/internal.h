@@ -713,8 +713,11 @@ void dalloc_set_give_up(struct fs_volume *v, uint32_t fails, int64_t ms);
  * new_pass: a pass's stamp; step: under the lock, place the oldest file
  * before upto not tried in the pass and not waiting out a backoff (with
  * max_age_ms >= 0, only one that old or whose backoff has passed): 1, or
- * 0 when none is left; place_sliced: every such file, taking and leaving
- * the lock per file (called without it). */
+ * 0 when none is left (a large file's data written with the lock left
+ * meanwhile: fs/dalloc_place.c; one another call is placing is skipped);
+ * place_sliced: every such file, taking and leaving the lock per file
+ * (called without it), then waits for those of the pass another call was
+ * placing. */
 uint64_t dalloc_seq(struct fs_volume *v);
 uint64_t dalloc_new_pass(struct fs_volume *v);
 int dalloc_step(struct fs_volume *v, uint64_t upto, uint64_t pass, int64_t max_age_ms,

@@ -35,13 +35,23 @@ static void fill(uint8_t *buf, size_t len, uint64_t off, unsigned seed)
 		buf[i] = (uint8_t)(((off + i) * 131 + seed * 7 + ((off + i) >> 12)) & 0xff);
 }
 
-static void put(struct fs_volume *v, struct fs_ino f, uint64_t off, size_t len, unsigned seed)
+/* (no CHECK: threads call it; the checks' counters are not shared) */
+static int write_ok(struct fs_volume *v, struct fs_ino f, uint64_t off, size_t len, unsigned seed)
 {
 	uint8_t *buf = malloc(len);
+	int ok = buf != NULL;
 
-	fill(buf, len, off, seed);
-	CHECK_EQ(fs_write(v, NULL, f, off, len, buf, FS_UNSTABLE, NULL), 0);
+	if (ok) {
+		fill(buf, len, off, seed);
+		ok = fs_write(v, NULL, f, off, len, buf, FS_UNSTABLE, NULL) == 0;
+	}
 	free(buf);
+	return ok;
+}
+
+static void put(struct fs_volume *v, struct fs_ino f, uint64_t off, size_t len, unsigned seed)
+{
+	CHECK_EQ(write_ok(v, f, off, len, seed), 1);
 }
 
 /* Does [off, off + len) of f read as seed's bytes? */
@@ -359,7 +369,7 @@ static void *commit_thread(void *arg)
 			break;
 		}
 		for (uint64_t off = 0; off < 2 * MiB; off += MiB)
-			put(w->v, w->files[r], off, MiB, 10u + (unsigned)w->id);
+			w->ok &= write_ok(w->v, w->files[r], off, MiB, 10u + (unsigned)w->id);
 		w->ok &= fs_commit(w->v, w->files[r]) == 0;
 		w->ok &= reads(w->v, w->files[r], 0, 2 * MiB, 10u + (unsigned)w->id);
 	}
