@@ -477,6 +477,26 @@ void dalloc_failed(struct fs_volume *v, struct da_file *f, int err, int last)
 		give_up(v, f, DA_GAVE_UP_TIME);
 }
 
+int dalloc_place_finish(struct fs_volume *v, struct iref *r, const struct da_file *f, int ret,
+			uint64_t before, int grow, int *cut)
+{
+	int wret;
+
+	if (ret == 0 && grow && r->ino.size < f->size)
+		ret = file_truncate(v, r, f->size); /* a size set past the data */
+	/* Failed part way: the file is cut back to its size before, so that
+	 * no block whose data was not written is left in it, and the pages
+	 * wait to be placed again from the same place. */
+	if (ret < 0 && r->ino.size > before)
+		*cut = file_truncate(v, r, before);
+	wret = ino_write(v, r);
+	if (ret == 0)
+		ret = wret;
+	else if (*cut == 0)
+		*cut = wret;
+	return ret;
+}
+
 /* Place f: its runs of consecutive pages, each in one allocation, then
  * the size; f goes once every page is placed. Failed: the file is cut
  * back to its placed size on disk and f is kept (failed()), unless the
@@ -565,20 +585,7 @@ again:
 		}
 		free(data);
 	}
-	if (ret == 0 && r.ino.size < f->size)
-		ret = file_truncate(v, &r, f->size); /* a size set past the data */
-	/* Failed part way: the file is cut back to its size before, so that
-	 * no block whose data was not written is left in it, and the pages
-	 * wait to be placed again from the same place. */
-	if (ret < 0 && r.ino.size > before)
-		cut = file_truncate(v, &r, before);
-	{
-		int wret = ino_write(v, &r);
-		if (ret == 0)
-			ret = wret;
-		else if (cut == 0)
-			cut = wret;
-	}
+	ret = dalloc_place_finish(v, &r, f, ret, before, 1, &cut);
 out:
 	if (ret < 0) {
 		dalloc_failed(v, f, ret, last || cut < 0);

@@ -101,6 +101,12 @@ int dalloc_place_file(struct fs_volume *v, struct da_file *f, int last, int unlo
  * must be placed under the lock after all (nothing changed). Called and
  * returning with the lock held, left while the data is written. */
 int dalloc_place_unlocked(struct fs_volume *v, struct da_file *f, uint8_t **data, int64_t *t0);
+/* The end of f's placement, its runs placed with ret: the size set past
+ * the data stored (when grow: nothing of f is left buffered), or, failed,
+ * the file cut back to before; the inode written. *cut (0 at the call):
+ * the cut, or the write after a failure, failed. */
+int dalloc_place_finish(struct fs_volume *v, struct iref *r, const struct da_file *f, int ret,
+			uint64_t before, int grow, int *cut);
 /* A placement counted as under one hold that began at t0. */
 void dalloc_note_hold(struct dalloc *d, int64_t t0);
 /* The end of a placement in flight told to those waiting for it. */

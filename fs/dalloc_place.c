@@ -355,18 +355,7 @@ int dalloc_place_unlocked(struct fs_volume *v, struct da_file *f, uint8_t **data
 	/* Written meanwhile: those pages stay buffered, and so does the size
 	 * set past the data until they are placed. */
 	settle_pages(d, f, &s, ret == 0);
-	if (ret == 0 && f->n == 0 && r.ino.size < f->size)
-		ret = file_truncate(v, &r, f->size);
-	/* Failed part way: cut back as the locked placement does. */
-	if (ret < 0 && r.ino.size > before)
-		cut = file_truncate(v, &r, before);
-	{
-		int wret = ino_write(v, &r);
-		if (ret == 0)
-			ret = wret;
-		else if (cut == 0)
-			cut = wret;
-	}
+	ret = dalloc_place_finish(v, &r, f, ret, before, f->n == 0, &cut);
 	if (ret < 0) {
 		dalloc_failed(v, f, ret, cut < 0);
 		goto out;
