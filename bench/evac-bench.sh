@@ -11,6 +11,8 @@
 # to state done (the daemon's log lines), MiB/s, continuations/s, and the
 # client's median and p99 alone and over the turns that began during the
 # evacuation.
+# Printed first: the fill's MiB/s and the volume lock's holds during it
+# (the placements of its COMMITs' buffered data among them: issue 24).
 # With --small N, the volume is made with chunk 1 a small-file chunk
 # (mkfs -k general,small,general) and N small files (1-4 KiB) under
 # small/, a directory mkfs -d places there: the evacuation then moves
@@ -49,7 +51,7 @@ tmpbase=/tmp
 [ -d /work ] && tmpbase=/work/tmp
 
 usage() {
-	sed -n '2,38s/^# \{0,1\}//p' "$0"
+	sed -n '2,40s/^# \{0,1\}//p' "$0"
 	exit "$1"
 }
 
