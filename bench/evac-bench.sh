@@ -11,6 +11,8 @@
 # to state done (the daemon's log lines), MiB/s, continuations/s, and the
 # client's median and p99 alone and over the turns that began during the
 # evacuation.
+# Printed first: the fill's MiB/s and the volume lock's holds during it
+# (the placements of its COMMITs' buffered data among them: issue 24).
 # With --small N, the volume is made with chunk 1 a small-file chunk
 # (mkfs -k general,small,general) and N small files (1-4 KiB) under
 # small/, a directory mkfs -d places there: the evacuation then moves
@@ -49,7 +51,7 @@ tmpbase=/tmp
 [ -d /work ] && tmpbase=/work/tmp
 
 usage() {
-	sed -n '2,38s/^# \{0,1\}//p' "$0"
+	sed -n '2,40s/^# \{0,1\}//p' "$0"
 	exit "$1"
 }
 
@@ -129,7 +131,11 @@ for i in $(seq 1 "$files"); do
 		{ echo "evac-bench: nfs-cp f$i failed (full?)" >&2; break; }
 done
 t1=$(date +%s.%N)
-echo "filled: $files files of $((each >> 20)) MiB in $(echo "$t1 - $t0" | bc) s"
+echo "filled: $files files of $((each >> 20)) MiB in $(echo "$t1 - $t0" | bc) s, $(echo "scale=1; $files * $each / 1048576 / ($t1 - $t0)" | bc) MiB/s"
+# The fill's holds of the volume lock (nothing else has run yet), and
+# those of delayed allocation's placements (a COMMIT's fs_place).
+echo "fill: $(ctl status | grep '^volume lock:')"
+echo "fill: $(ctl status | grep 'placement under one hold' | sed 's/^ *//')"
 "$builddir/client-tests/lat_probe" 127.0.0.1 "$port" read "$seconds" "$tmp/lat0" /probe.dat \
 	>"$tmp/alone" || exit 1
 "$builddir/client-tests/lat_probe" 127.0.0.1 "$port" read 3600 "$tmp/lat1" /probe.dat \

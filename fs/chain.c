@@ -68,6 +68,44 @@ void chain_undo(struct fs_volume *v, struct fchain *fc)
 	fc->n_nr = 0;
 }
 
+int chain_hold_new(struct fs_volume *v, struct fchain *fc, struct held_run **out, uint32_t *n)
+{
+	struct held_run *h = malloc((fc->n_nr ? fc->n_nr : 1) * sizeof(*h));
+
+	if (!h)
+		return -ENOMEM;
+	/* Each range lies in one extent of a segment of its chunk. */
+	for (uint32_t i = 0; i < fc->n_nr; i++) {
+		const struct newrange *nr = &fc->nr[i];
+		int found = 0;
+		for (uint32_t si = 0; si < fc->n && !found; si++) {
+			const struct extlist *el = &fc->s[si].el;
+			if (fc->s[si].r.loc.chunk != nr->chunk)
+				continue;
+			for (uint32_t k = 0; k < el->n && !found; k++) {
+				const struct od_extent *e = &el->e[k];
+				if (nr->pblk >= e->pblk && nr->pblk + nr->len <= e->pblk + e->len) {
+					h[i] = (struct held_run){ e->lblk + (nr->pblk - e->pblk),
+								  nr->chunk, nr->pblk, nr->len };
+					found = 1;
+				}
+			}
+		}
+		if (!found) {
+			free(h);
+			return -EUCLEAN;
+		}
+	}
+	for (uint32_t i = 0; i < fc->n_nr; i++)
+		chunk_hold(vol_chunk(v, fc->nr[i].chunk), fc->nr[i].pblk, fc->nr[i].len);
+	*n = fc->n_nr;
+	fc->n_nr = 0;
+	for (uint32_t i = fc->n_orig; i < fc->n; i++)
+		slot_free(v, fc->s[i].r.loc);
+	*out = h;
+	return 0;
+}
+
 static int note_new(struct fchain *fc, uint32_t chunk, uint32_t pblk, uint32_t len)
 {
 	if (fc->n_nr == fc->cap_nr) {
@@ -322,6 +360,32 @@ static uint32_t run_of(uint64_t limit, uint32_t cap)
 	return limit < cap ? (uint32_t)limit : cap;
 }
 
+/* Blocks held for lblk by a placement (fs/dalloc_place.c): 1 with up to
+ * limit of them taken (*start, *got) when they lie in segment si's
+ * chunk; 2 once a continuation is made in theirs (at the file's end);
+ * 0 when none are held for lblk or they cannot be taken. */
+static int held_take(struct fs_volume *v, struct fchain *fc, uint32_t si, uint64_t lblk,
+		     uint64_t limit, uint32_t *start, uint32_t *got)
+{
+	const struct seg *s = &fc->s[si];
+
+	for (uint32_t k = 0; k < fc->n_held; k++) {
+		const struct held_run *h = &fc->held[k];
+		uint64_t in = lblk - h->lblk;
+		if (lblk < h->lblk || in >= h->len)
+			continue;
+		if (h->chunk != s->r.loc.chunk)
+			return si == fc->n - 1 && chain_extend(v, fc, lblk, vol_chunk(v, h->chunk)) == 0
+				       ? 2
+				       : 0;
+		*start = h->pblk + (uint32_t)in;
+		*got = chunk_hold_take(vol_chunk(v, h->chunk), *start,
+				       (uint32_t)(h->len - in < limit ? h->len - in : limit));
+		return *got ? 1 : 0;
+	}
+	return 0;
+}
+
 /* Map [lblk, lblk + n) to blocks, allocating what is missing. */
 int chain_alloc(struct fs_volume *v, struct fchain *fc, uint64_t lblk, uint64_t n)
 {
@@ -351,6 +415,15 @@ int chain_alloc(struct fs_volume *v, struct fchain *fc, uint64_t lblk, uint64_t 
 			const struct od_extent *e = &s->el.e[k];
 			if (e->lblk + e->len <= lblk)
 				goal = e->pblk + e->len + (uint32_t)(lblk - (e->lblk + e->len));
+		}
+		/* Blocks a placement held for it, its data written there
+		 * outside the lock (fs/dalloc_place.c), before anything. */
+		if (fc->n_held) {
+			int h = held_take(v, fc, si, lblk, limit, &start, &got);
+			if (h == 1)
+				goto have;
+			if (h == 2)
+				continue;
 		}
 		/* The file's reservation (fs/prealloc.c) first: its blocks
 		 * are busy for every other allocation, and taking them keeps

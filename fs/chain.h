@@ -1,7 +1,7 @@
 /* A regular file's chain of continuation inodes as one operation holds it
  * (fs/chain.c): its segments, each an inode with its extent list, what the
  * operation allocated and what it lets go of. Private to fs/chain.c,
- * fs/file.c, fs/evac_move.c and fs/realloc.c. */
+ * fs/file.c, fs/evac_move.c, fs/realloc.c and fs/dalloc_place.c. */
 #ifndef CHUNKFS_FS_CHAIN_H
 #define CHUNKFS_FS_CHAIN_H
 
@@ -23,6 +23,14 @@ struct newrange {
 	uint32_t chunk, pblk, len;
 };
 
+/* File blocks [lblk, lblk + len) held at [pblk, pblk + len) of a chunk
+ * for a placement whose data is written outside the volume lock
+ * (fs/dalloc_place.c). */
+struct held_run {
+	uint64_t lblk;
+	uint32_t chunk, pblk, len;
+};
+
 struct fchain {
 	struct seg *s;
 	uint32_t n;
@@ -35,6 +43,11 @@ struct fchain {
 	uint32_t n_gone, cap_gone;
 	struct iref *gone_conts;      /* continuations that go whole */
 	uint32_t n_gone_conts;
+	/* Blocks held for the file (set after chain_load): chain_alloc
+	 * takes them before any other choice, making a continuation in
+	 * their chunk at the file's end when they lie in another. */
+	const struct held_run *held;
+	uint32_t n_held;
 };
 
 /* Load the chain of head (the head inode itself is segment 0). */
@@ -45,6 +58,11 @@ void chain_release(struct fchain *fc);
 int chain_store(struct fs_volume *v, struct fchain *fc, struct iref *head);
 /* Give back what this operation allocated; the chain is then discarded. */
 void chain_undo(struct fs_volume *v, struct fchain *fc);
+/* What this operation allocated held instead (chunk_hold), as runs of
+ * file blocks in *out (malloc'd, *n of them), and the continuations it
+ * made given back; the chain is then discarded. On failure nothing is
+ * held (chain_undo is the caller's). */
+int chain_hold_new(struct fs_volume *v, struct fchain *fc, struct held_run **out, uint32_t *n);
 /* After a successful chain_store: free what chain_cut let go of. */
 int chain_free_gone(struct fs_volume *v, struct fchain *fc);
 /* Map [lblk, lblk + n) to blocks, allocating what is missing (in other
@@ -64,6 +82,11 @@ int chain_cut(struct fs_volume *v, struct fchain *fc, uint64_t lblk);
 int chain_cow_tail(struct fs_volume *v, struct fchain *fc, uint64_t size);
 /* Zero the block at lblk when this operation allocated it. */
 int chain_zero_new_partial(struct fs_volume *v, struct fchain *fc, uint64_t lblk);
+
+/* file.c: the chain's new extents stored, before any data goes to the
+ * blocks they map, with the size raised to end when below it; on failure
+ * the size is as it was and what the operation allocated is given back. */
+int file_store_grown(struct fs_volume *v, struct fchain *fc, struct iref *r, uint64_t end);
 
 /* Reallocation: segment si's extents (no hole between them) let go of
  * and replaced by one extent from pblk of its chunk, grow blocks longer

@@ -180,8 +180,10 @@ static int load_free_lists(struct chunk *c)
 
 void chunk_unload(struct chunk *c)
 {
-	if (c->loaded)
+	if (c->loaded) {
 		vol_blocks_reusable(c->vol); /* its frees are forgotten */
+		c->unloads++;         /* (and its reservations: dalloc_place.c) */
+	}
 	prealloc_chunk_gone(c);       /* (its reservations with them) */
 	free(c->bitmap);
 	free(c->pa_map);
@@ -739,19 +741,22 @@ int chunk_pa_reserve_data(struct chunk *c, uint32_t goal, uint32_t want, uint32_
 {
 	int ret = alloc_data(c, goal, want, DATA_ANY, start, got);
 
-	if (ret < 0)
-		return ret;
-	/* Taken as alloc_data takes them, then put back free in the bitmap
-	 * (not as a free to commit: nothing on disk ever had them) and
-	 * reserved instead. */
-	for (uint32_t b = *start; b < *start + *got; b++) {
+	if (ret == 0)
+		chunk_hold(c, *start, *got);
+	return ret;
+}
+
+void chunk_hold(struct chunk *c, uint32_t start, uint32_t len)
+{
+	/* Put back free in the bitmap (not as a free to commit: nothing on
+	 * disk ever had them) and reserved instead. */
+	for (uint32_t b = start; b < start + len; b++) {
 		bitmap_set(c, b, 0);
 		if (outside_zone(c, b))
 			c->free_outside++;
 		pa_set(c, b, 1);
 	}
-	c->hdr.free_blocks += *got;
-	return 0;
+	c->hdr.free_blocks += len;
 }
 
 int chunk_pa_find(struct chunk *c, uint32_t goal, uint32_t want, uint32_t *start, uint32_t *got)
@@ -790,7 +795,7 @@ int chunk_pa_find(struct chunk *c, uint32_t goal, uint32_t want, uint32_t *start
 	return 0;
 }
 
-uint32_t chunk_pa_take(struct chunk *c, uint32_t start, uint32_t want)
+uint32_t chunk_hold_take(struct chunk *c, uint32_t start, uint32_t want)
 {
 	uint32_t len = 0;
 
@@ -800,10 +805,17 @@ uint32_t chunk_pa_take(struct chunk *c, uint32_t start, uint32_t want)
 		pa_set(c, start + len, 0);
 		len++;
 	}
-	if (len) {
+	if (len)
 		mark_range(c, start, len, 1);
+	return len;
+}
+
+uint32_t chunk_pa_take(struct chunk *c, uint32_t start, uint32_t want)
+{
+	uint32_t len = chunk_hold_take(c, start, want);
+
+	if (len)
 		c->alloc_hint_data = start + len < c->hdr.nblocks ? start + len : c->half;
-	}
 	return len;
 }
 

@@ -37,67 +37,9 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "fs/internal.h"
+#include "fs/dalloc.h"
 
-#define DA_HASH 256u
-#define DA_PAGE OD_BLOCK_SIZE
-/* Free blocks kept beyond room_for's share before a write may be buffered. */
-#define DA_SLACK_BLOCKS 64u
-/* A rewrite's write may start this many pages (16 MiB) past those
- * buffered in a row from the file's start (NFS clients send several
- * WRITEs at once, up to 1 MiB each, and they arrive out of order); one
- * further on ends the rewrite. */
-#define DA_REWRITE_AHEAD 4096u
-/* A failed placement is tried again after this, doubled per failure. */
-#define DA_RETRY_FIRST_MS 250
-#define DA_RETRY_MAX_MS 4000
-/* Given up after this many failures over at least this long. */
-#define DA_GIVE_UP_FAILS 4u
-#define DA_GIVE_UP_MS 30000
-
-struct da_page {
-	uint64_t idx;                 /* file block */
-	uint8_t *data;                /* DA_PAGE bytes, the block's whole content */
-};
-
-struct da_file {
-	uint64_t stable;
-	uint32_t gen;
-	uint64_t size;                /* the size clients see */
-	struct da_page *pg;           /* sorted by idx */
-	uint32_t n, cap;
-	int64_t since;                /* CLOCK_MONOTONIC ms of its oldest buffered byte */
-	int err;                      /* its last placement failed so (0: none since placed) */
-	uint32_t fails;               /* placements failed in a row */
-	int64_t first_fail;           /* ms of the first of them */
-	int64_t retry_at;             /* ms: not tried by a sync or the timer before */
-	uint64_t seq;                 /* its order of arrival (dalloc_step's bound) */
-	uint64_t pass;                /* the last dalloc_step pass that tried it */
-	int rewrite;                  /* a rewrite from its start (fs/realloc.c) */
-	uint32_t lead;                /* ... pages buffered from page 0 on, in a row */
-	struct da_file *hnext;
-	struct da_file *prev, *next;  /* age order: oldest at head.next */
-};
-
-struct dalloc {
-	struct da_file *hash[DA_HASH];
-	struct da_file head;          /* list head of the age order */
-	uint64_t bytes;               /* buffered page bytes */
-	uint32_t files;
-	uint64_t placed;              /* files placed since open */
-	uint64_t limit;               /* the byte cap; 0: no buffering */
-	uint64_t failures;            /* placements that failed (buffer kept or not) */
-	uint64_t retried;             /* files placed after failing */
-	uint64_t gave_up[DA_GAVE_UP_N]; /* buffers given up, by why */
-	int64_t give_up_ms;           /* the time bound of retrying */
-	uint32_t give_up_fails;       /* ... and the failures before giving up */
-	uint64_t seq;                 /* the next file's seq */
-	uint64_t passes;              /* dalloc_step passes begun */
-	uint64_t hold_max_us;         /* the longest placement under one lock hold */
-	uint64_t holds_over_10ms;     /* placements under one lock hold over 10 ms */
-};
-
-static int64_t now_ms(void)
+int64_t dalloc_now_ms(void)
 {
 	struct timespec ts;
 
@@ -105,7 +47,7 @@ static int64_t now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static int64_t now_us(void)
+int64_t dalloc_now_us(void)
 {
 	struct timespec ts;
 
@@ -115,9 +57,9 @@ static int64_t now_us(void)
 
 /* A placement under one hold of the volume lock, begun at t0 (now_us),
  * ended: counted for chunkfsctl status (what a light client may wait). */
-static void note_hold(struct dalloc *d, int64_t t0)
+void dalloc_note_hold(struct dalloc *d, int64_t t0)
 {
-	uint64_t us = (uint64_t)(now_us() - t0);
+	uint64_t us = (uint64_t)(dalloc_now_us() - t0);
 
 	if (us > d->hold_max_us)
 		d->hold_max_us = us;
@@ -140,6 +82,8 @@ int dalloc_init(struct fs_volume *v)
 	d->limit = DALLOC_DEFAULT_LIMIT;
 	d->give_up_ms = DA_GIVE_UP_MS;
 	d->give_up_fails = DA_GIVE_UP_FAILS;
+	pthread_mutex_init(&d->wait_lock, NULL);
+	pthread_cond_init(&d->wait_cond, NULL);
 	v->da = d;
 	return 0;
 }
@@ -156,7 +100,7 @@ static struct da_file *find(const struct dalloc *d, uint64_t stable)
 	return NULL;
 }
 
-static void file_free(struct dalloc *d, struct da_file *f)
+void dalloc_file_free(struct dalloc *d, struct da_file *f)
 {
 	struct da_file **pp = &d->hash[hash_of(f->stable)];
 
@@ -165,11 +109,20 @@ static void file_free(struct dalloc *d, struct da_file *f)
 	*pp = f->hnext;
 	f->prev->next = f->next;
 	f->next->prev = f->prev;
+	/* (pages a placement in flight shares are its to free, and so is
+	 * the file) */
 	for (uint32_t i = 0; i < f->n; i++)
-		free(f->pg[i].data);
+		if (!f->pg[i].busy)
+			free(f->pg[i].data);
 	d->bytes -= (uint64_t)f->n * DA_PAGE;
 	d->files--;
 	free(f->pg);
+	if (f->placing) {
+		f->pg = NULL;
+		f->n = f->cap = 0;
+		f->dead = 1;
+		return;
+	}
 	free(f);
 }
 
@@ -180,7 +133,9 @@ void dalloc_destroy(struct fs_volume *v)
 	if (!d)
 		return;
 	while (d->head.next != &d->head)
-		file_free(d, d->head.next);
+		dalloc_file_free(d, d->head.next);
+	pthread_mutex_destroy(&d->wait_lock);
+	pthread_cond_destroy(&d->wait_cond);
 	free(d);
 	v->da = NULL;
 }
@@ -190,7 +145,7 @@ void dalloc_drop(struct fs_volume *v, uint64_t stable)
 	struct da_file *f = find(v->da, stable);
 
 	if (f)
-		file_free(v->da, f);
+		dalloc_file_free(v->da, f);
 }
 
 int dalloc_has(struct fs_volume *v, uint64_t stable)
@@ -355,6 +310,7 @@ static int page_insert(struct dalloc *d, struct da_file *f, uint32_t p, uint64_t
 	memmove(&f->pg[p + 1], &f->pg[p], (f->n - p) * sizeof(*f->pg));
 	f->pg[p].idx = idx;
 	f->pg[p].data = data;
+	f->pg[p].busy = 0;
 	f->n++;
 	d->bytes += DA_PAGE;
 	*out = data;
@@ -407,7 +363,7 @@ int dalloc_write(struct fs_volume *v, const struct iref *r, uint64_t off, size_t
 		f->stable = r->ino.stable;
 		f->gen = r->ino.generation;
 		f->size = r->ino.size;
-		f->since = now_ms();
+		f->since = dalloc_now_ms();
 		f->seq = d->seq++;
 		f->rewrite = rewrite;
 		f->hnext = d->hash[hash_of(f->stable)];
@@ -426,6 +382,17 @@ int dalloc_write(struct fs_volume *v, const struct iref *r, uint64_t off, size_t
 		uint8_t *pg = p < f->n && f->pg[p].idx == idx ? f->pg[p].data : NULL;
 		int ret;
 
+		if (pg && f->pg[p].busy) {
+			/* A placement in flight writes this page's bytes as
+			 * they were: the write goes to a copy, which stays
+			 * buffered after it (fs/dalloc_place.c). */
+			uint8_t *copy = malloc(DA_PAGE);
+			if (!copy)
+				return -ENOMEM;
+			memcpy(copy, pg, DA_PAGE);
+			f->pg[p].data = pg = copy;
+			f->pg[p].busy = 0;
+		}
 		if (!pg) {
 			uint64_t base = idx * DA_PAGE;
 			ret = page_insert(d, f, p, idx, &pg);
@@ -484,16 +451,16 @@ static void give_up(struct fs_volume *v, struct da_file *f, enum da_gave_up why)
 {
 	v->da->gave_up[why]++;
 	__atomic_add_fetch(&v->drops, 1, __ATOMIC_RELEASE);
-	file_free(v->da, f);
+	dalloc_file_free(v->da, f);
 }
 
 /* A placement of f failed with err: kept to be tried again after a
  * backoff, or given up (last: no later try will come; the chunk offline;
  * failing for long enough). */
-static void failed(struct fs_volume *v, struct da_file *f, int err, int last)
+void dalloc_failed(struct fs_volume *v, struct da_file *f, int err, int last)
 {
 	struct dalloc *d = v->da;
-	int64_t now = now_ms(), wait = DA_RETRY_FIRST_MS;
+	int64_t now = dalloc_now_ms(), wait = DA_RETRY_FIRST_MS;
 
 	d->failures++;
 	if (!f->fails++)
@@ -510,20 +477,46 @@ static void failed(struct fs_volume *v, struct da_file *f, int err, int last)
 		give_up(v, f, DA_GAVE_UP_TIME);
 }
 
+int dalloc_place_finish(struct fs_volume *v, struct iref *r, const struct da_file *f, int ret,
+			uint64_t before, int grow, int *cut)
+{
+	int wret;
+
+	if (ret == 0 && grow && r->ino.size < f->size)
+		ret = file_truncate(v, r, f->size); /* a size set past the data */
+	/* Failed part way: the file is cut back to its size before, so that
+	 * no block whose data was not written is left in it, and the pages
+	 * wait to be placed again from the same place. */
+	if (ret < 0 && r->ino.size > before)
+		*cut = file_truncate(v, r, before);
+	wret = ino_write(v, r);
+	if (ret == 0)
+		ret = wret;
+	else if (*cut == 0)
+		*cut = wret;
+	return ret;
+}
+
 /* Place f: its runs of consecutive pages, each in one allocation, then
  * the size; f goes once every page is placed. Failed: the file is cut
  * back to its placed size on disk and f is kept (failed()), unless the
  * cut fails too (then its blocks may hold pages that the buffer would
  * place again: given up). */
-static int place_file(struct fs_volume *v, struct da_file *f, int last)
+int dalloc_place_file(struct fs_volume *v, struct da_file *f, int last, int unlock, int64_t *t0)
 {
 	struct fs_ino id = { f->stable, f->gen };
 	struct iref r;
 	uint64_t before;
-	int ret = ino_get(v, id, &r), cut = 0;
+	int ret, cut = 0;
 
+	/* A placement in flight for it meets this one when it takes the
+	 * lock again, and leaves the file to it. */
+	if (f->placing)
+		f->epoch++;
+again:
+	ret = ino_get(v, id, &r);
 	if (ret == -ESTALE || ret == -ENOENT || (ret == 0 && !S_ISREG(r.ino.mode))) {
-		file_free(v->da, f); /* (the file is gone: map_free dropped it first) */
+		dalloc_file_free(v->da, f); /* (the file is gone: map_free dropped it first) */
 		return 0;
 	}
 	if (ret < 0)
@@ -566,6 +559,17 @@ static int place_file(struct fs_volume *v, struct da_file *f, int last)
 			if (done)
 				i0 = f->n;
 		}
+		/* Large enough to be worth two holds of the lock: the data
+		 * written outside it (fs/dalloc_place.c). */
+		if (unlock && ret == 0 && i0 == 0 && !f->rewrite && !f->placing &&
+		    f->n >= DA_UNLOCKED_MIN && !(r.ino.flags & OD_INF_INLINE) && !vol_nowait(v)) {
+			ret = dalloc_place_unlocked(v, f, data, t0);
+			free(data);
+			if (ret != -EAGAIN)
+				return ret;
+			unlock = 0;
+			goto again;
+		}
 		for (uint32_t i = i0; ret == 0 && i < f->n;) {
 			uint32_t j = i + 1;
 			uint64_t end;
@@ -581,42 +585,70 @@ static int place_file(struct fs_volume *v, struct da_file *f, int last)
 		}
 		free(data);
 	}
-	if (ret == 0 && r.ino.size < f->size)
-		ret = file_truncate(v, &r, f->size); /* a size set past the data */
-	/* Failed part way: the file is cut back to its size before, so that
-	 * no block whose data was not written is left in it, and the pages
-	 * wait to be placed again from the same place. */
-	if (ret < 0 && r.ino.size > before)
-		cut = file_truncate(v, &r, before);
-	{
-		int wret = ino_write(v, &r);
-		if (ret == 0)
-			ret = wret;
-		else if (cut == 0)
-			cut = wret;
-	}
+	ret = dalloc_place_finish(v, &r, f, ret, before, 1, &cut);
 out:
 	if (ret < 0) {
-		failed(v, f, ret, last || cut < 0);
+		dalloc_failed(v, f, ret, last || cut < 0);
 		return ret;
 	}
 	v->da->placed++;
 	if (f->fails)
 		v->da->retried++;
-	file_free(v->da, f);
+	dalloc_file_free(v->da, f);
 	return 0;
 }
 
 int dalloc_place(struct fs_volume *v, uint64_t stable)
 {
 	struct da_file *f = find(v->da, stable);
-	int64_t t0 = now_us();
+	int64_t t0 = dalloc_now_us();
 	int ret;
 
 	if (!f)
 		return 0;
-	ret = place_file(v, f, 0);
-	note_hold(v->da, t0);
+	ret = dalloc_place_file(v, f, 0, 0, &t0);
+	dalloc_note_hold(v->da, t0);
+	return ret;
+}
+
+void dalloc_placed_wake(struct dalloc *d)
+{
+	pthread_mutex_lock(&d->wait_lock);
+	__atomic_add_fetch(&d->done_gen, 1, __ATOMIC_SEQ_CST);
+	pthread_cond_broadcast(&d->wait_cond);
+	pthread_mutex_unlock(&d->wait_lock);
+}
+
+/* Wait, with the volume lock left, until a placement in flight ends
+ * (any: the caller looks again). Called locked. */
+static void wait_placed(struct fs_volume *v)
+{
+	struct dalloc *d = v->da;
+	uint64_t gen = __atomic_load_n(&d->done_gen, __ATOMIC_SEQ_CST);
+
+	vol_unlock(v);
+	pthread_mutex_lock(&d->wait_lock);
+	while (__atomic_load_n(&d->done_gen, __ATOMIC_SEQ_CST) == gen)
+		pthread_cond_wait(&d->wait_cond, &d->wait_lock);
+	pthread_mutex_unlock(&d->wait_lock);
+	vol_lock(v);
+}
+
+int dalloc_place_wait(struct fs_volume *v, uint64_t stable)
+{
+	struct da_file *f;
+	int64_t t0;
+	int ret;
+
+	/* A placement of it in flight places what it took; what came
+	 * after (or all, if that one failed) is placed here. */
+	while ((f = find(v->da, stable)) && f->placing)
+		wait_placed(v);
+	if (!f)
+		return 0;
+	t0 = dalloc_now_us();
+	ret = dalloc_place_file(v, f, 0, 1, &t0);
+	dalloc_note_hold(v->da, t0);
 	return ret;
 }
 
@@ -629,7 +661,7 @@ static int backing_off(const struct da_file *f, int64_t now)
 int dalloc_place_all(struct fs_volume *v, enum da_mode mode)
 {
 	struct dalloc *d = v->da;
-	int64_t now = now_ms(), t0 = now_us();
+	int64_t now = dalloc_now_ms(), t0 = dalloc_now_us();
 	int ret = 0;
 
 	if (!d)
@@ -640,12 +672,12 @@ int dalloc_place_all(struct fs_volume *v, enum da_mode mode)
 		next = f->next;
 		if (mode == DA_SYNC && backing_off(f, now))
 			continue;
-		r = place_file(v, f, mode == DA_LAST);
+		r = dalloc_place_file(v, f, mode == DA_LAST, 0, &t0);
 		if (r < 0 && ret == 0)
 			ret = r;
 	}
 	if (d->files || ret)
-		note_hold(d, t0);
+		dalloc_note_hold(d, t0);
 	return ret;
 }
 
@@ -658,7 +690,7 @@ int dalloc_step(struct fs_volume *v, uint64_t upto, uint64_t pass, int64_t max_a
 		uint32_t *placed)
 {
 	struct dalloc *d = v->da;
-	int64_t now = now_ms(), t0;
+	int64_t now = dalloc_now_ms(), t0;
 	struct da_file *f;
 
 	if (!d)
@@ -668,6 +700,8 @@ int dalloc_step(struct fs_volume *v, uint64_t upto, uint64_t pass, int64_t max_a
 	for (f = d->head.next; f != &d->head; f = f->next) {
 		if (f->seq >= upto || f->pass == pass || backing_off(f, now))
 			continue;
+		if (f->placing)
+			continue; /* (placed by another call: dalloc_place_sliced waits for it) */
 		if (max_age_ms >= 0 && !f->fails && now - f->since < max_age_ms)
 			continue;
 		break;
@@ -675,10 +709,12 @@ int dalloc_step(struct fs_volume *v, uint64_t upto, uint64_t pass, int64_t max_a
 	if (f == &d->head)
 		return 0;
 	f->pass = pass;
-	t0 = now_us();
-	if (place_file(v, f, 0) == 0)
+	t0 = dalloc_now_us();
+	/* (its callers take and leave the lock per file: a large one's data
+	 * is written with it left) */
+	if (dalloc_place_file(v, f, 0, 1, &t0) == 0)
 		(*placed)++;
-	note_hold(d, t0);
+	dalloc_note_hold(d, t0);
 	return 1;
 }
 
@@ -753,11 +789,16 @@ void dalloc_counters(struct fs_volume *v, struct fs_counters *out)
 	out->dalloc_gave_up_close = v->da->gave_up[DA_GAVE_UP_CLOSE];
 	out->dalloc_hold_max_us = v->da->hold_max_us;
 	out->dalloc_holds_over_10ms = v->da->holds_over_10ms;
+	out->dalloc_unlocked = v->da->unlocked;
+	out->dalloc_unlocked_blocks = v->da->unlocked_blocks;
+	out->dalloc_unlocked_redone = v->da->unlocked_redone;
 }
 
 uint64_t dalloc_bytes(struct fs_volume *v)
 {
-	return v->da ? v->da->bytes : 0;
+	/* (pages whose blocks a placement in flight holds are counted
+	 * there, as reserved blocks) */
+	return v->da ? v->da->bytes - v->da->held_blocks * DA_PAGE : 0;
 }
 
 /* --- the public calls -------------------------------------------------- */
@@ -779,9 +820,17 @@ int fs_place(struct fs_volume *v, struct fs_ino id)
 	vol_lock(v);
 	ret = ino_get(v, id, &r);
 	if (ret == 0)
-		ret = dalloc_place(v, id.num);
+		ret = dalloc_place_wait(v, id.num);
 	vol_unlock(v);
 	return ret;
+}
+
+void fs_dalloc_set_written_hook(struct fs_volume *v, void (*fn)(void *arg), void *arg)
+{
+	vol_lock(v);
+	v->da->written_hook = fn;
+	v->da->written_arg = arg;
+	vol_unlock(v);
 }
 
 void fs_set_dalloc_give_up(struct fs_volume *v, uint32_t fails, unsigned ms)
@@ -806,6 +855,19 @@ int dalloc_place_sliced(struct fs_volume *v, int64_t max_age_ms, uint32_t *place
 		more = dalloc_step(v, upto, pass, max_age_ms, placed);
 		vol_unlock(v);
 	} while (more);
+	/* Files of the pass whose placement was in flight in another call
+	 * (skipped by the steps): placed once it ends. */
+	vol_lock(v);
+	for (;;) {
+		struct da_file *f;
+		for (f = v->da->head.next; f != &v->da->head; f = f->next)
+			if (f->placing && f->seq < upto)
+				break;
+		if (f == &v->da->head)
+			break;
+		wait_placed(v);
+	}
+	vol_unlock(v);
 	return 0;
 }
 

@@ -114,7 +114,7 @@ int file_release(struct fs_volume *v, struct iref *r)
 /* The chain's new extents stored, before any data goes to the blocks they
  * map, with the size raised to end when below it: on failure the size is
  * as it was and what this operation allocated is given back. */
-static int store_grown(struct fs_volume *v, struct fchain *fc, struct iref *r, uint64_t end)
+int file_store_grown(struct fs_volume *v, struct fchain *fc, struct iref *r, uint64_t end)
 {
 	uint64_t old_size = r->ino.size;
 	int ret;
@@ -167,7 +167,7 @@ int file_write(struct fs_volume *v, struct iref *r, uint64_t off, size_t len, co
 	/* The extents (which may need extent units) before the data: when
 	 * there is no room for them, no byte of the file has changed. */
 	if (ret == 0)
-		ret = store_grown(v, &fc, r, end);
+		ret = file_store_grown(v, &fc, r, end);
 	else
 		chain_undo(v, &fc);
 	if (ret == 0)
@@ -204,7 +204,7 @@ int file_place_run(struct fs_volume *v, struct iref *r, uint8_t *const *pages, u
 	}
 	ret = chain_alloc(v, &fc, first, n);
 	if (ret == 0)
-		ret = store_grown(v, &fc, r, end);
+		ret = file_store_grown(v, &fc, r, end);
 	else
 		chain_undo(v, &fc);
 	for (uint32_t i = 0; ret == 0 && i < n;) {
@@ -400,7 +400,7 @@ int fs_commit(struct fs_volume *v, struct fs_ino id)
 	vol_lock(v);
 	ret = ino_get(v, id, &r);
 	if (ret == 0)
-		ret = dalloc_place(v, id.num);
+		ret = dalloc_place_wait(v, id.num);
 	if (ret == 0)
 		ret = ino_get(v, id, &r); /* its size placed */
 	if (ret == 0) {

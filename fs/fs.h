@@ -179,6 +179,9 @@ struct fs_counters {
 	uint64_t dalloc_gave_up_close;   /* ... failing at close */
 	uint64_t dalloc_hold_max_us;     /* the longest placement under one lock hold */
 	uint64_t dalloc_holds_over_10ms; /* placements under one lock hold over 10 ms */
+	uint64_t dalloc_unlocked;        /* placements whose data was written outside the lock */
+	uint64_t dalloc_unlocked_blocks; /* ... blocks so */
+	uint64_t dalloc_unlocked_redone; /* ... placed again under it (the file changed meanwhile) */
 	uint64_t large_continues;    /* continuations the continuation policy made
 				      * (fs_set_large_continue) since open */
 	/* The volume lock since open: holds, the longest (and the function
@@ -340,6 +343,11 @@ void fs_set_dalloc_limit(struct fs_volume *vol, uint64_t bytes);
  * the cap, or at fs_close; fs_counters counts each. */
 int fs_place(struct fs_volume *vol, struct fs_ino ino);
 void fs_set_dalloc_give_up(struct fs_volume *vol, uint32_t fails, unsigned ms);
+/* For tests: fn(arg) runs in each placement whose data is written outside
+ * the volume lock (fs_place, fs_commit of a file of 1 MiB or more
+ * buffered), after the data was written and before the lock is taken
+ * again to store the extents (NULL: none). */
+void fs_dalloc_set_written_hook(struct fs_volume *vol, void (*fn)(void *arg), void *arg);
 /* Place every file whose oldest buffered byte is max_age_ms old or more,
  * and commit them: the number of files placed, or a negative errno. */
 int fs_place_old(struct fs_volume *vol, unsigned max_age_ms);

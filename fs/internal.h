@@ -110,6 +110,7 @@ struct chunk {
 	uint32_t nfree_map, cap_free_map;
 	uint8_t *pa_map;              /* reserved for a file (prealloc.c), not in the bitmap */
 	uint32_t pa_blocks;           /* ... how many */
+	uint64_t unloads;             /* times this state was dropped (reservations with it) */
 	uint32_t *free_slots;         /* free inode-area slots below the watermark */
 	uint32_t nfree_slots, cap_free_slots;
 
@@ -453,6 +454,13 @@ uint32_t chunk_pa_release(struct chunk *c, uint32_t start, uint32_t len);
  * zone too once outside it is full), *got of them. */
 int chunk_pa_reserve_data(struct chunk *c, uint32_t goal, uint32_t want, uint32_t *start,
 			  uint32_t *got);
+/* Delayed allocation's placement outside the lock (fs/dalloc_place.c):
+ * hold: blocks [start, start + len) that the running operation allocated
+ * (in the bitmap, not committed) reserved instead; hold_take: as
+ * pa_take, without moving the chunk's data hint (the allocation that
+ * chose them moved it already). */
+void chunk_hold(struct chunk *c, uint32_t start, uint32_t len);
+uint32_t chunk_hold_take(struct chunk *c, uint32_t start, uint32_t want);
 
 /* prealloc.c: per file reservations, keyed by stable number. take: data
  * for file blocks [lblk, lblk + want) of the file in chunk c from its
@@ -692,6 +700,10 @@ int dalloc_read(struct fs_volume *v, const struct iref *r, uint64_t off, size_t 
 uint64_t dalloc_size(struct fs_volume *v, const struct iref *r);
 int dalloc_has(struct fs_volume *v, uint64_t stable);
 int dalloc_place(struct fs_volume *v, uint64_t stable);
+/* As dalloc_place, for a caller that may leave the lock inside (fs_place,
+ * fs_commit): a placement of it in flight is waited for, and a large one
+ * writes its data outside the lock (fs/dalloc_place.c). */
+int dalloc_place_wait(struct fs_volume *v, uint64_t stable);
 int dalloc_place_all(struct fs_volume *v, enum da_mode mode);
 void dalloc_offline(struct fs_volume *v);
 void dalloc_set_give_up(struct fs_volume *v, uint32_t fails, int64_t ms);
@@ -701,8 +713,11 @@ void dalloc_set_give_up(struct fs_volume *v, uint32_t fails, int64_t ms);
  * new_pass: a pass's stamp; step: under the lock, place the oldest file
  * before upto not tried in the pass and not waiting out a backoff (with
  * max_age_ms >= 0, only one that old or whose backoff has passed): 1, or
- * 0 when none is left; place_sliced: every such file, taking and leaving
- * the lock per file (called without it). */
+ * 0 when none is left (a large file's data written with the lock left
+ * meanwhile: fs/dalloc_place.c; one another call is placing is skipped);
+ * place_sliced: every such file, taking and leaving the lock per file
+ * (called without it), then waits for those of the pass another call was
+ * placing. */
 uint64_t dalloc_seq(struct fs_volume *v);
 uint64_t dalloc_new_pass(struct fs_volume *v);
 int dalloc_step(struct fs_volume *v, uint64_t upto, uint64_t pass, int64_t max_age_ms,

@@ -1032,6 +1032,36 @@ static void wl_dalloc(struct wl *w)
 	expect_disk(w, "/w/last", 50000, 0, 50000, 11);
 }
 
+/* (h) A large commit's data written outside the volume lock
+ * (fs/dalloc_place.c): 1.5 MiB placed over two 1 MiB chunks (a
+ * continuation made for blocks held in the second), an append of 1.25
+ * MiB to it, and a file in two runs with a hole between. Every crash
+ * state before a commit's transaction shows the file as it was, its held
+ * blocks free (fsck clean); after, whole. Fails unless the three were
+ * placed so. */
+static void wl_bigplace(struct wl *w)
+{
+	struct fs_counters k;
+
+	do_mkdir(w, "/p", 0755);
+	do_create(w, "/p/big", 0644);
+	do_create(w, "/p/sparse", 0644);
+	do_sync(w);
+	do_write(w, "/p/big", 0, 1536 * 1024, 1, FS_UNSTABLE);
+	do_commit(w, "/p/big");
+	expect_disk(w, "/p/big", 1536 * 1024, 0, 1536 * 1024, 1);
+	do_write(w, "/p/big", 1536 * 1024, 1280 * 1024, 2, FS_UNSTABLE);
+	do_commit(w, "/p/big");
+	expect_disk(w, "/p/big", 2816 * 1024, 1536 * 1024, 1280 * 1024, 2);
+	do_write(w, "/p/sparse", 0, 512 * 1024, 3, FS_UNSTABLE);
+	do_write(w, "/p/sparse", 1024 * 1024, 768 * 1024, 4, FS_UNSTABLE);
+	do_commit(w, "/p/sparse");
+	expect_disk(w, "/p/sparse", 1792 * 1024, 1024 * 1024, 768 * 1024, 4);
+	if (!w->err && (fs_get_counters(w->v, &k) < 0 || k.dalloc_unlocked != 3 ||
+			k.dalloc_unlocked_redone != 0))
+		op_failed(w, "placed outside the lock", "/p", -EPROTO);
+}
+
 static void do_prealloc(struct wl *w, const char *path, uint64_t size, unsigned flags,
 			uint64_t want)
 {
@@ -1247,6 +1277,7 @@ static const struct workload workloads[] = {
 	{ "prealloc", wl_prealloc, 2, 4096, 1 },
 	{ "realloc", wl_realloc, 2, 4096, 1 },
 	{ "appendmove", wl_appendmove, 2, 4096, 1 },
+	{ "bigplace", wl_bigplace, 12, 4096, 1 },
 };
 
 /* --- recording ------------------------------------------------------------ */

@@ -1,0 +1,476 @@
+/* fs/dalloc_place.c: a large file's placement (fs_commit) writes its data
+ * with the volume lock free. A hook run between the unlocked write and the
+ * commit of the extents finds the lock free at 100 of 100 looks, the file
+ * buffered whole to a reader, FSSTAT's free count as before the commit,
+ * and a copy of the image taken there (a crash) fsck-clean with the file
+ * at its old size. Meanwhile: a write to a page being placed and an
+ * append stay buffered and are placed by the next commit; a remove frees
+ * the held blocks; a truncate places the file under the lock and the
+ * placement leaves it to it. Two threads committing files of their own
+ * (and one the same file) at once, with a reader beside them: every byte
+ * where it belongs, every placement unlocked, fsck clean after a reopen. */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fs/fs.h"
+#include "fs/fsck/fsck.h"
+#include "fs/layout.h"
+#include "tests/tap.h"
+
+#define MiB (1024u * 1024u)
+
+static char image[256], copy[300];
+static struct fs_ino root;
+
+static void fill(uint8_t *buf, size_t len, uint64_t off, unsigned seed)
+{
+	for (size_t i = 0; i < len; i++)
+		buf[i] = (uint8_t)(((off + i) * 131 + seed * 7 + ((off + i) >> 12)) & 0xff);
+}
+
+/* (no CHECK: threads call it; the checks' counters are not shared) */
+static int write_ok(struct fs_volume *v, struct fs_ino f, uint64_t off, size_t len, unsigned seed)
+{
+	uint8_t *buf = malloc(len);
+	int ok = buf != NULL;
+
+	if (ok) {
+		fill(buf, len, off, seed);
+		ok = fs_write(v, NULL, f, off, len, buf, FS_UNSTABLE, NULL) == 0;
+	}
+	free(buf);
+	return ok;
+}
+
+static void put(struct fs_volume *v, struct fs_ino f, uint64_t off, size_t len, unsigned seed)
+{
+	CHECK_EQ(write_ok(v, f, off, len, seed), 1);
+}
+
+/* Does [off, off + len) of f read as seed's bytes? */
+static int reads(struct fs_volume *v, struct fs_ino f, uint64_t off, size_t len, unsigned seed)
+{
+	uint8_t *got = malloc(MiB), *want = malloc(MiB);
+	int ok = 1;
+
+	for (uint64_t at = off; ok && at < off + len; at += MiB) {
+		size_t n = off + len - at < MiB ? (size_t)(off + len - at) : MiB, r = 0;
+		int eof = 0;
+		fill(want, n, at, seed);
+		ok = fs_read(v, NULL, f, at, n, got, &r, &eof) == 0 && r == n &&
+		     memcmp(got, want, n) == 0;
+	}
+	free(got);
+	free(want);
+	return ok;
+}
+
+static uint64_t size_of(struct fs_volume *v, struct fs_ino f)
+{
+	struct fs_attr a;
+
+	CHECK_EQ(fs_getattr(v, f, &a), 0);
+	return a.size;
+}
+
+static uint64_t free_blocks(struct fs_volume *v)
+{
+	struct fs_statfs s;
+
+	CHECK_EQ(fs_statfs(v, &s), 0);
+	return s.free_blocks;
+}
+
+static struct fs_counters counters(struct fs_volume *v)
+{
+	struct fs_counters k;
+
+	CHECK_EQ(fs_get_counters(v, &k), 0);
+	return k;
+}
+
+static int count_ext(void *ctx, const struct fs_extent *e)
+{
+	(void)e;
+	(*(int *)ctx)++;
+	return 0;
+}
+
+static int extents(struct fs_volume *v, struct fs_ino f)
+{
+	int n = 0;
+
+	CHECK_EQ(fs_file_extents(v, f, count_ext, &n), 0);
+	return n;
+}
+
+static struct fs_ino make_file(struct fs_volume *v, const char *name)
+{
+	struct fs_ino f = { 0 };
+
+	CHECK_EQ(fs_create(v, NULL, root, name, 0644, FS_CREATE_GUARDED, 0, &f, NULL), 0);
+	CHECK_EQ(fs_sync(v), 0); /* (its create on disk: a crash copy has it) */
+	return f;
+}
+
+static int copy_file(const char *from, const char *to)
+{
+	static uint8_t buf[1 << 20];
+	int in = open(from, O_RDONLY), out = open(to, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	ssize_t n;
+	int ret = 0;
+
+	if (in < 0 || out < 0)
+		ret = -errno;
+	while (ret == 0 && (n = read(in, buf, sizeof(buf))) > 0)
+		if (write(out, buf, (size_t)n) != n)
+			ret = -EIO;
+	if (in >= 0)
+		close(in);
+	if (out >= 0)
+		close(out);
+	return ret;
+}
+
+static int fsck_problems(const char *path)
+{
+	struct fsck_opts fo = { .force = 1, .cross = 1, .both_copies = 1 };
+	struct fsck_result res;
+
+	memset(&res, 0, sizeof(res));
+	if (fsck_volume_path(path, -1, &fo, &res) != 0)
+		return -1;
+	return (int)res.problems;
+}
+
+/* What the hook does, run once between the unlocked write and the lock. */
+enum { H_LOOK, H_WRITE, H_REMOVE, H_TRUNCATE };
+struct hook {
+	struct fs_volume *v;
+	struct fs_ino f;
+	const char *name;
+	int what, calls;
+	int lock_free, lock_busy;
+	uint64_t size, free_blocks;
+	int reads_ok, copied;
+	int ret;
+};
+
+static void written_hook(void *arg)
+{
+	struct hook *h = arg;
+	struct fs_setattr sa = { .valid = FS_SET_SIZE, .size = 5000 };
+
+	h->calls++;
+	switch (h->what) {
+	case H_LOOK:
+		/* The lock taken by trylock: held by anyone (this thread
+		 * too: the mutex does not nest), it fails. */
+		for (int i = 0; i < 100; i++) {
+			if (fs_nowait_begin(h->v) == 0) {
+				h->lock_free++;
+				fs_nowait_end(h->v);
+			} else {
+				h->lock_busy++;
+			}
+			usleep(100);
+		}
+		h->size = size_of(h->v, h->f);
+		h->free_blocks = free_blocks(h->v);
+		h->reads_ok = reads(h->v, h->f, 0, 16 * MiB, 1);
+		h->copied = copy_file(image, copy) == 0;
+		break;
+	case H_WRITE:
+		/* A page being placed written again, and an append. */
+		put(h->v, h->f, 1 * MiB, 4096, 3);
+		put(h->v, h->f, 8 * MiB, 1 * MiB, 2);
+		break;
+	case H_REMOVE:
+		h->ret = fs_remove(h->v, NULL, root, h->name);
+		break;
+	case H_TRUNCATE:
+		h->ret = fs_setattr(h->v, NULL, h->f, &sa, NULL);
+		break;
+	}
+}
+
+/* 16 MiB committed: written with the lock free; the extents after. */
+static void test_lock_free(struct fs_volume *v)
+{
+	static struct hook h;
+	struct fs_counters k0, k1;
+	struct fs_volume *c = NULL;
+	struct fs_ino f = make_file(v, "big"), got;
+	uint64_t free0;
+
+	for (uint64_t off = 0; off < 16 * MiB; off += MiB)
+		put(v, f, off, MiB, 1);
+	free0 = free_blocks(v);
+	k0 = counters(v);
+	CHECK_EQ(k0.dalloc_bytes, 16 * MiB);
+	h = (struct hook){ .v = v, .f = f, .what = H_LOOK };
+	fs_dalloc_set_written_hook(v, written_hook, &h);
+	CHECK_EQ(fs_commit(v, f), 0);
+	fs_dalloc_set_written_hook(v, NULL, NULL);
+	k1 = counters(v);
+	CHECK_EQ(h.calls, 1);
+	CHECK_EQ(h.lock_free, 100);
+	CHECK_EQ(h.lock_busy, 0);
+	CHECK_EQ(h.size, 16 * MiB);
+	CHECK_EQ(h.free_blocks, free0); /* (the pages' blocks held: counted once) */
+	CHECK_EQ(h.reads_ok, 1);
+	CHECK_EQ(h.copied, 1);
+	CHECK_EQ(k1.dalloc_unlocked - k0.dalloc_unlocked, 1);
+	CHECK_EQ(k1.dalloc_unlocked_blocks - k0.dalloc_unlocked_blocks, 4096);
+	CHECK_EQ(k1.dalloc_unlocked_redone, k0.dalloc_unlocked_redone);
+	CHECK_EQ(k1.dalloc_files, 0);
+	CHECK_EQ(free_blocks(v), free0);
+	CHECK_EQ(extents(v, f), 1);
+	CHECK_EQ(size_of(v, f), 16 * MiB);
+	CHECK(reads(v, f, 0, 16 * MiB, 1));
+	/* The crash copy: the data's blocks free, the file empty. */
+	CHECK_EQ(fsck_problems(copy), 0);
+	CHECK_EQ(fs_open(copy, FS_OPEN_RDONLY, &c), 0);
+	if (c) {
+		struct fs_ino croot;
+		CHECK_EQ(fs_root(c, &croot), 0);
+		CHECK_EQ(fs_lookup(c, NULL, croot, "big", &got, NULL), 0);
+		CHECK_EQ(size_of(c, got), 0);
+		CHECK_EQ(extents(c, got), 0);
+		CHECK_EQ(fs_close(c), 0);
+	}
+	unlink(copy);
+	printf("# lock free %d of %d looks while 16 MiB was written\n", h.lock_free,
+	       h.lock_free + h.lock_busy);
+}
+
+/* A page being placed written again, and an append past it: both stay
+ * buffered after the commit, and the next one places them. */
+static void test_write_meanwhile(struct fs_volume *v)
+{
+	static struct hook h;
+	struct fs_counters k0, k1;
+	struct fs_ino f = make_file(v, "rewritten");
+
+	for (uint64_t off = 0; off < 8 * MiB; off += MiB)
+		put(v, f, off, MiB, 2);
+	k0 = counters(v);
+	h = (struct hook){ .v = v, .f = f, .what = H_WRITE };
+	fs_dalloc_set_written_hook(v, written_hook, &h);
+	CHECK_EQ(fs_commit(v, f), 0);
+	fs_dalloc_set_written_hook(v, NULL, NULL);
+	k1 = counters(v);
+	CHECK_EQ(h.calls, 1);
+	CHECK_EQ(k1.dalloc_unlocked - k0.dalloc_unlocked, 1);
+	CHECK_EQ(k1.dalloc_unlocked_blocks - k0.dalloc_unlocked_blocks, 2048);
+	CHECK_EQ(k1.dalloc_files, 1);
+	CHECK_EQ(k1.dalloc_bytes, 4096 + MiB);
+	CHECK_EQ(size_of(v, f), 9 * MiB);
+	CHECK(reads(v, f, 0, MiB, 2));
+	CHECK(reads(v, f, MiB, 4096, 3));
+	CHECK(reads(v, f, MiB + 4096, 8 * MiB - 4096, 2));
+	CHECK_EQ(fs_commit(v, f), 0);
+	CHECK_EQ(counters(v).dalloc_files, 0);
+	CHECK_EQ(counters(v).dalloc_unlocked - k1.dalloc_unlocked, 1);
+	CHECK_EQ(extents(v, f), 1);
+	CHECK(reads(v, f, 0, MiB, 2));
+	CHECK(reads(v, f, MiB, 4096, 3));
+	CHECK(reads(v, f, MiB + 4096, 8 * MiB - 4096, 2));
+}
+
+/* Removed while its data is written: the commit finds it gone, the held
+ * blocks are free again. */
+static void test_removed_meanwhile(struct fs_volume *v)
+{
+	static struct hook h;
+	struct fs_counters k0, k1;
+	struct fs_ino f = make_file(v, "removed");
+	uint64_t free0 = free_blocks(v);
+
+	for (uint64_t off = 0; off < 4 * MiB; off += MiB)
+		put(v, f, off, MiB, 4);
+	k0 = counters(v);
+	h = (struct hook){ .v = v, .f = f, .name = "removed", .what = H_REMOVE };
+	fs_dalloc_set_written_hook(v, written_hook, &h);
+	CHECK_EQ(fs_commit(v, f), -ESTALE);
+	fs_dalloc_set_written_hook(v, NULL, NULL);
+	k1 = counters(v);
+	CHECK_EQ(h.calls, 1);
+	CHECK_EQ(h.ret, 0);
+	CHECK_EQ(k1.dalloc_unlocked, k0.dalloc_unlocked);
+	CHECK_EQ(k1.dalloc_files, 0);
+	CHECK_EQ(k1.dalloc_bytes, 0);
+	CHECK_EQ(fs_sync(v), 0);
+	CHECK_EQ(free_blocks(v), free0);
+	CHECK_EQ(fs_check_invariants(v, NULL, NULL), 0);
+}
+
+/* Cut while its data is written: the truncate places it under the lock
+ * first, and the placement in flight leaves it to that. */
+static void test_truncated_meanwhile(struct fs_volume *v)
+{
+	static struct hook h;
+	struct fs_counters k0, k1;
+	struct fs_ino f = make_file(v, "cut");
+	uint64_t free0 = free_blocks(v);
+
+	for (uint64_t off = 0; off < 4 * MiB; off += MiB)
+		put(v, f, off, MiB, 5);
+	k0 = counters(v);
+	h = (struct hook){ .v = v, .f = f, .what = H_TRUNCATE };
+	fs_dalloc_set_written_hook(v, written_hook, &h);
+	CHECK_EQ(fs_commit(v, f), 0);
+	fs_dalloc_set_written_hook(v, NULL, NULL);
+	k1 = counters(v);
+	CHECK_EQ(h.calls, 1);
+	CHECK_EQ(h.ret, 0);
+	CHECK_EQ(k1.dalloc_unlocked, k0.dalloc_unlocked);
+	CHECK_EQ(k1.dalloc_placed - k0.dalloc_placed, 1);
+	CHECK_EQ(k1.dalloc_files, 0);
+	CHECK_EQ(size_of(v, f), 5000);
+	CHECK(reads(v, f, 0, 5000, 5));
+	CHECK_EQ(extents(v, f), 2); /* (the block the size ends in copied: chain_cow_tail) */
+	CHECK_EQ(fs_sync(v), 0);
+	CHECK_EQ(free_blocks(v), free0 - 2);
+	CHECK_EQ(fs_check_invariants(v, NULL, NULL), 0);
+}
+
+/* Two threads commit files of their own, 2 MiB each, 8 rounds, then the
+ * same file at once; a third reads and stats beside them. */
+#define ROUNDS 8
+struct worker {
+	struct fs_volume *v;
+	int id;
+	struct fs_ino files[ROUNDS];
+	struct fs_ino shared;
+	int ok;
+};
+
+static volatile int stop_reader;
+
+static void *commit_thread(void *arg)
+{
+	struct worker *w = arg;
+	char name[32];
+
+	w->ok = 1;
+	for (int r = 0; r < ROUNDS; r++) {
+		snprintf(name, sizeof(name), "w%d.%d", w->id, r);
+		if (fs_create(w->v, NULL, root, name, 0644, FS_CREATE_GUARDED, 0, &w->files[r],
+			      NULL) != 0) {
+			w->ok = 0;
+			break;
+		}
+		for (uint64_t off = 0; off < 2 * MiB; off += MiB)
+			w->ok &= write_ok(w->v, w->files[r], off, MiB, 10u + (unsigned)w->id);
+		w->ok &= fs_commit(w->v, w->files[r]) == 0;
+		w->ok &= reads(w->v, w->files[r], 0, 2 * MiB, 10u + (unsigned)w->id);
+	}
+	w->ok &= fs_commit(w->v, w->shared) == 0;
+	return NULL;
+}
+
+static void *reader_thread(void *arg)
+{
+	struct fs_volume *v = arg;
+	struct fs_statfs s;
+	struct fs_attr a;
+
+	while (!__atomic_load_n(&stop_reader, __ATOMIC_SEQ_CST)) {
+		(void)fs_getattr(v, root, &a);
+		(void)fs_statfs(v, &s);
+	}
+	return NULL;
+}
+
+static void test_threads(struct fs_volume *v)
+{
+	static struct worker w[2];
+	struct fs_counters k0, k1;
+	struct fs_ino shared = make_file(v, "shared");
+	pthread_t th[2], rd;
+
+	for (uint64_t off = 0; off < 4 * MiB; off += MiB)
+		put(v, shared, off, MiB, 20);
+	k0 = counters(v);
+	stop_reader = 0;
+	CHECK_EQ(pthread_create(&rd, NULL, reader_thread, v), 0);
+	for (int i = 0; i < 2; i++) {
+		w[i] = (struct worker){ .v = v, .id = i, .shared = shared };
+		CHECK_EQ(pthread_create(&th[i], NULL, commit_thread, &w[i]), 0);
+	}
+	for (int i = 0; i < 2; i++)
+		CHECK_EQ(pthread_join(th[i], NULL), 0);
+	__atomic_store_n(&stop_reader, 1, __ATOMIC_SEQ_CST);
+	CHECK_EQ(pthread_join(rd, NULL), 0);
+	k1 = counters(v);
+	CHECK_EQ(w[0].ok, 1);
+	CHECK_EQ(w[1].ok, 1);
+	/* Each file placed once, outside the lock (the shared one by the
+	 * first commit to come; the other waited for it). */
+	CHECK_EQ(k1.dalloc_unlocked - k0.dalloc_unlocked, 2 * ROUNDS + 1);
+	CHECK_EQ(k1.dalloc_unlocked_blocks - k0.dalloc_unlocked_blocks,
+		 2 * ROUNDS * 512 + 1024);
+	CHECK_EQ(k1.dalloc_unlocked_redone, k0.dalloc_unlocked_redone);
+	CHECK_EQ(k1.dalloc_files, 0);
+	CHECK(reads(v, shared, 0, 4 * MiB, 20));
+	CHECK_EQ(fs_check_invariants(v, NULL, NULL), 0);
+}
+
+int main(void)
+{
+	struct fs_mkfs_opts o = { .chunk_size = 64u << 20, .chunk_count = 2, .force = 1 };
+	const char *dir = getenv("TMPDIR");
+	struct fs_volume *v = NULL;
+	int fd;
+
+	snprintf(image, sizeof(image), "%s/dalloc_place_test.XXXXXX", dir && *dir ? dir : "/tmp");
+	fd = mkstemp(image);
+	if (fd < 0)
+		return 99;
+	close(fd);
+	snprintf(copy, sizeof(copy), "%s.crash", image);
+	CHECK_EQ(fs_mkfs(image, &o), 0);
+	CHECK_EQ(fs_open(image, 0, &v), 0);
+	if (!v)
+		return test_done("dalloc_place");
+	CHECK_EQ(fs_root(v, &root), 0);
+	test_lock_free(v);
+	test_write_meanwhile(v);
+	test_removed_meanwhile(v);
+	test_truncated_meanwhile(v);
+	test_threads(v);
+	CHECK_EQ(fs_close(v), 0);
+	CHECK_EQ(fsck_problems(image), 0);
+	/* Everything where it was put, after a reopen. */
+	CHECK_EQ(fs_open(image, 0, &v), 0);
+	if (v) {
+		struct fs_ino f;
+		char name[32];
+		CHECK_EQ(fs_root(v, &root), 0);
+		CHECK_EQ(fs_lookup(v, NULL, root, "big", &f, NULL), 0);
+		CHECK(reads(v, f, 0, 16 * MiB, 1));
+		CHECK_EQ(fs_lookup(v, NULL, root, "rewritten", &f, NULL), 0);
+		CHECK(reads(v, f, MiB, 4096, 3));
+		CHECK(reads(v, f, MiB + 4096, 8 * MiB - 4096, 2));
+		CHECK_EQ(fs_lookup(v, NULL, root, "removed", &f, NULL), -ENOENT);
+		CHECK_EQ(fs_lookup(v, NULL, root, "cut", &f, NULL), 0);
+		CHECK_EQ(size_of(v, f), 5000);
+		for (int i = 0; i < 2; i++)
+			for (int r = 0; r < ROUNDS; r++) {
+				snprintf(name, sizeof(name), "w%d.%d", i, r);
+				CHECK_EQ(fs_lookup(v, NULL, root, name, &f, NULL), 0);
+				CHECK(reads(v, f, 0, 2 * MiB, 10u + (unsigned)i));
+			}
+		CHECK_EQ(fs_close(v), 0);
+	}
+	unlink(image);
+	return test_done("dalloc_place");
+}
