@@ -204,6 +204,10 @@ struct fs_counters {
 				      * run since open */
 	uint64_t append_move_blocks; /* ... blocks written into those runs */
 	int alloc_first_fit;         /* fs_set_alloc_policy: FS_ALLOC_FIRST_FIT */
+	uint64_t small_pack;         /* small files packed: a region's least run, bytes
+				      * (0: off; fs_set_small_pack) */
+	uint64_t small_packs;        /* placements packed at a chunk's cursor since open */
+	uint64_t pack_regions;       /* ... regions taken for them */
 	struct fs_recovery_stats recovery;
 	uint64_t image_cut;          /* bytes the image file was shortened by since open:
 				      * retired chunks at its end (fs/shorten.c) */
@@ -318,6 +322,16 @@ void fs_set_realloc_append(struct fs_volume *vol, uint64_t bytes);
  * for comparison. Reallocation on rewrite is set apart (fs_set_realloc). */
 enum fs_alloc_policy { FS_ALLOC_RUNS, FS_ALLOC_FIRST_FIT };
 void fs_set_alloc_policy(struct fs_volume *vol, enum fs_alloc_policy policy);
+
+/* chunk.c: small files packed (with FS_ALLOC_RUNS). A new file's first
+ * placement of at most 64 KiB goes to its chunk's cursor, the next free
+ * blocks of a region that the small files written before it took; a
+ * region is the smallest free run of at least bytes (whole blocks;
+ * FS_SMALL_PACK_DEFAULT until set). With no such run free, the first free
+ * run from the chunk's hint that holds it, as before. 0: off; else at
+ * least 64 KiB (-EINVAL). In memory only. */
+#define FS_SMALL_PACK_DEFAULT (256ull << 10)
+int fs_set_small_pack(struct fs_volume *vol, uint64_t bytes);
 
 /* dalloc.c: delayed allocation. Data written FS_UNSTABLE waits in memory
  * without blocks until it must reach the disk: fs_commit of the file, a

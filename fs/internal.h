@@ -104,6 +104,10 @@ struct chunk {
 	uint32_t frozen_outside;
 	uint32_t alloc_hint_meta;
 	uint32_t alloc_hint_data;
+	/* Small files packed (chunk.c, fs_set_small_pack): the next block a
+	 * new file's small placement looks at, in the region [pack_at,
+	 * pack_end) (pack_at == pack_end: none yet). In memory only. */
+	uint32_t pack_at, pack_end;
 	uint32_t free_outside;        /* free data blocks outside the metadata zone */
 	uint32_t reserved_outside;    /* ... and those freed since the last commit */
 	uint32_t *free_map;           /* free map indices below the watermark */
@@ -284,6 +288,11 @@ struct fs_volume {
 	/* fs_set_alloc_policy: 1 for FS_ALLOC_FIRST_FIT (no runs looked for,
 	 * no move at append). */
 	int alloc_first_fit;
+	/* Small files packed (chunk.c): the least free run a chunk's packing
+	 * region is taken from, blocks (0: no packing; fs_set_small_pack);
+	 * placements packed and regions taken since open. */
+	uint32_t pack_region;
+	uint64_t small_packs, pack_regions;
 };
 
 /* A loaded inode: where it lives and its decoded form. */
@@ -413,10 +422,12 @@ int bitmap_test(const struct chunk *c, uint32_t block);
 enum data_zone { DATA_OUTSIDE, DATA_ANY, DATA_RUNS, DATA_PAIR_RUNS, DATA_LONG, DATA_LONG_PAIRS };
 #define DATA_PIECE 256u      /* 1 MiB */
 #define DATA_LONG_RUN 2048u  /* 8 MiB */
+#define PACK_MAX 16u         /* 64 KiB: the most a packed placement takes */
 /* Allocate up to want contiguous data blocks (*got of them): from goal
  * when that block is free (the file's previous block ends there), else
  * the first free run from goal (0: the chunk's hint) that holds them,
- * else the longest, where zone says. */
+ * else the longest, where zone says. DATA_RUNS with goal 0 and at most
+ * PACK_MAX blocks: at the chunk's packing cursor first (fs_set_small_pack). */
 int alloc_data(struct chunk *c, uint32_t goal, uint32_t want, enum data_zone zone,
 	       uint32_t *start, uint32_t *got);
 /* Has c a free run of at least run blocks outside its zones? */

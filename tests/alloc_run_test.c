@@ -14,6 +14,7 @@
  * them whole either way. */
 #include "config.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -246,6 +247,169 @@ static void fsck_clean(void)
 	CHECK_EQ(res.exit_code, 0);
 }
 
+static int count_outside(void *ctx, uint32_t chunk, uint32_t start, uint32_t len, int zone)
+{
+	(void)chunk;
+	(void)start;
+	if (!zone)
+		*(uint64_t *)ctx += len;
+	return 0;
+}
+
+/* Chunk 0's free blocks outside its metadata zones. */
+static uint64_t outside_free(struct fs_volume *v)
+{
+	uint64_t n = 0;
+
+	CHECK_EQ(fs_chunk_free_runs(v, 0, count_outside, &n), 0);
+	return n;
+}
+
+/* A file taking every free block outside chunk 0's zones, written a
+ * block at a time with delayed allocation off: each block goes on from
+ * the one before, else into the first free block from there. */
+static void fill_outside(struct fs_volume *v, const char *name)
+{
+	struct fs_ino f = make_file(v, name);
+	uint64_t n = outside_free(v);
+
+	fs_set_dalloc_limit(v, 0);
+	for (uint64_t b = 0; b < n; b++)
+		put(v, f, b * 4096, 4096);
+	CHECK_EQ(fs_commit(v, f), 0);
+	fs_set_dalloc_limit(v, 64u << 20);
+	CHECK_EQ(outside_free(v), 0);
+}
+
+/* The first block of the one extent of the file name. */
+static uint32_t first_block(struct fs_volume *v, const char *name)
+{
+	struct fs_ino root, f;
+	struct exts x;
+
+	CHECK_EQ(fs_root(v, &root), 0);
+	CHECK_EQ(fs_lookup(v, NULL, root, name, &f, NULL), 0);
+	x = layout(v, f);
+	CHECK_EQ(x.n, 1);
+	return x.n ? x.e[0].pblk : 0;
+}
+
+/* A file of len bytes, more than a block, written whole and committed (one
+ * placement), its first block last: a first write past 0 keeps it out of
+ * its directory entry (fs/file.c's try_inline), which an entry's slack
+ * could hold. */
+static struct fs_ino small_file(struct fs_volume *v, const char *name, size_t len)
+{
+	struct fs_ino f = make_file(v, name);
+
+	put(v, f, 4 * KiB, len - 4 * KiB);
+	put(v, f, 0, 4 * KiB);
+	CHECK_EQ(fs_commit(v, f), 0);
+	return f;
+}
+
+/* n small files (2, 3, 4, 2, ... blocks) written one after another: the
+ * number of them that lie right after the one before (the first at *at,
+ * its pblk), all in one extent of chunk 0. */
+static int small_files(struct fs_volume *v, const char *prefix, int n, uint32_t *at)
+{
+	uint32_t next = 0;
+	int side_by_side = 0;
+	char name[32];
+
+	for (int i = 0; i < n; i++) {
+		struct exts x;
+		snprintf(name, sizeof(name), "%s%02d", prefix, i);
+		x = layout(v, small_file(v, name, (2 + i % 3) * 4 * KiB));
+		CHECK_EQ(x.n, 1);
+		CHECK_EQ(x.e[0].chunk, 0);
+		CHECK_EQ(x.e[0].len, (uint32_t)(2 + i % 3));
+		if (i == 0)
+			*at = x.e[0].pblk;
+		else
+			side_by_side += x.e[0].pblk == next;
+		next = x.e[0].pblk + x.e[0].len;
+	}
+	return side_by_side;
+}
+
+/* Small files packed (fs_set_small_pack). A chunk whose room outside its
+ * zones is 16 holes of 8 blocks and, after them, one run of 256: 20 small
+ * files written one after another lie side by side from the run's first
+ * block, one region taken for them, where without packing (and under
+ * first fit) they go from the chunk's hint into the first holes; once no
+ * run of a region's size is left, a small file fills a hole again. */
+static void test_small_packed(void)
+{
+	struct fs_volume *v = fresh(16ull * MiB, 1);
+	struct fs_counters k0;
+	struct fs_ino root;
+	uint32_t hole, run, at;
+	struct exts x;
+	char name[32];
+
+	if (!v)
+		return;
+	CHECK_EQ(fs_root(v, &root), 0);
+	CHECK_EQ(counters(v).small_pack, FS_SMALL_PACK_DEFAULT);
+	for (int i = 0; i < 32; i++) {
+		snprintf(name, sizeof(name), "h%03d", i);
+		whole_file(v, name, 32 * KiB);
+	}
+	whole_file(v, "big", 1 * MiB);
+	fill_outside(v, "filler");
+	hole = first_block(v, "h001");
+	run = first_block(v, "big");
+	CHECK_EQ(run, first_block(v, "h031") + 8);
+	for (int i = 1; i < 32; i += 2) {
+		snprintf(name, sizeof(name), "h%03d", i);
+		CHECK_EQ(fs_remove(v, NULL, root, name), 0);
+	}
+	CHECK_EQ(fs_remove(v, NULL, root, "big"), 0);
+	CHECK_EQ(fs_sync(v), 0);
+	CHECK_EQ(outside_free(v), 16 * 8 + 256);
+
+	k0 = counters(v);
+	CHECK_EQ(small_files(v, "p", 20, &at), 19);
+	CHECK_EQ(at, run - 8); /* (h031's hole and big's run are one) */
+	CHECK_EQ(counters(v).small_packs - k0.small_packs, 20);
+	CHECK_EQ(counters(v).pack_regions - k0.pack_regions, 1);
+	printf("# 20 small files packed: from block %u (the run), 19 side by side\n", at);
+
+	/* packing off: from the hint (the filler's end, round to the
+	 * start), into the first holes: 2 + 3 blocks in h001's, 4 + 2 in
+	 * h003's, 3 + 4 in h005's */
+	k0 = counters(v);
+	CHECK_EQ(fs_set_small_pack(v, 0), 0);
+	CHECK_EQ(counters(v).small_pack, 0);
+	CHECK_EQ(small_files(v, "q", 6, &at), 3);
+	CHECK_EQ(at, hole);
+	CHECK_EQ(first_block(v, "q05"), hole + 2 * 16 + 3);
+	/* first fit, packing on: no packing, and the file cut at the hint */
+	fs_set_alloc_policy(v, FS_ALLOC_FIRST_FIT);
+	CHECK_EQ(fs_set_small_pack(v, FS_SMALL_PACK_DEFAULT), 0);
+	x = layout(v, small_file(v, "f00", 8 * KiB));
+	CHECK_EQ(x.n, 2);
+	CHECK_EQ(x.e[0].pblk, hole + 2 * 16 + 7);
+	CHECK_EQ(x.e[1].pblk, hole + 3 * 16);
+	CHECK_EQ(counters(v).small_packs, k0.small_packs);
+	fs_set_alloc_policy(v, FS_ALLOC_RUNS);
+
+	/* no run of a region left: the hole q02 leaves is filled */
+	fill_outside(v, "filler2");
+	CHECK_EQ(fs_remove(v, NULL, root, "q02"), 0);
+	CHECK_EQ(fs_sync(v), 0);
+	k0 = counters(v);
+	CHECK_EQ(small_files(v, "r", 1, &at), 0);
+	CHECK_EQ(at, hole + 16);
+	CHECK_EQ(counters(v).small_packs, k0.small_packs);
+	CHECK_EQ(counters(v).pack_regions, k0.pack_regions);
+	CHECK_EQ(fs_set_small_pack(v, 60 * KiB), -EINVAL);
+	CHECK_EQ(fs_check_invariants(v, NULL, NULL), 0);
+	CHECK_EQ(fs_close(v), 0);
+	fsck_clean();
+}
+
 /* A chunk whose room outside its zones is in holes of 2 MiB and a second
  * chunk with room: a file of 16 MiB written whole continues in the second
  * in one extent (a long write takes runs of 8 MiB anywhere before runs of
@@ -380,6 +544,7 @@ int main(void)
 	test_run_not_holes();
 	test_append_past_holes();
 	test_continue_for_a_run();
+	test_small_packed();
 	test_appenders();
 	test_long_run(FS_ALLOC_RUNS, 1);
 	test_long_run(FS_ALLOC_FIRST_FIT, 9);
