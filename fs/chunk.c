@@ -222,6 +222,9 @@ int chunk_load(struct chunk *c)
 	c->alloc_hint_meta = c->hdr.data_start;
 	c->alloc_hint_data = meta_zone_end(c);
 	c->pack_at = c->pack_end = 0;
+	c->pack_dense = c->pack_pairs = 0;
+	c->pack_dir = 0;
+	c->pack_streak = 0;
 	c->free_outside = 0;
 	for (uint32_t b = 0; b < c->hdr.nblocks; b++)
 		c->free_outside += outside_zone(c, b) && !bitmap_test(c, b);
@@ -557,17 +560,21 @@ static int data_first_fit(struct chunk *c, uint32_t goal, uint32_t want, enum da
 	return ret;
 }
 
-/* The smallest free run outside the zones of at least min blocks (the
- * lowest of equal ones): its start and length, or -ENOSPC. */
-static int best_run(const struct chunk *c, uint32_t min, uint32_t *start, uint32_t *len)
+/* The smallest run of at least min blocks that pass may take (the lowest
+ * of equal ones): outside the zones, or in them: its start and length, or
+ * -ENOSPC. */
+static int best_run(const struct chunk *c, enum data_pass pass, uint32_t min, uint32_t *start,
+		    uint32_t *len)
 {
 	uint32_t ze = meta_zone_end(c), best = 0, best_len = UINT32_MAX;
+	uint32_t lo = pass == PASS_OUTSIDE ? ze : c->hdr.data_start;
+	uint32_t hi = pass == PASS_OUTSIDE ? c->half : ze;
 
 	for (int r = 0; r < 2; r++) {
-		uint32_t lo = r ? c->half + ze : ze, hi = r ? c->hdr.nblocks : c->half;
-		for (uint32_t b = next_block(c, lo, hi, PASS_OUTSIDE, 1); b < hi;
-		     b = next_block(c, b, hi, PASS_OUTSIDE, 1)) {
-			uint32_t e = next_block(c, b, hi, PASS_OUTSIDE, 0);
+		uint32_t a = r ? c->half + lo : lo, z = r ? c->half + hi : hi;
+		for (uint32_t b = next_block(c, a, z, pass, 1); b < z;
+		     b = next_block(c, b, z, pass, 1)) {
+			uint32_t e = next_block(c, b, z, pass, 0);
 			if (e - b >= min && e - b < best_len) {
 				best = b;
 				best_len = e - b;
@@ -619,19 +626,41 @@ static int emptiest_window(const struct chunk *c, uint32_t size, uint32_t want, 
 	return best ? 0 : -ENOSPC;
 }
 
-/* A new packing region for a placement of want blocks ([*start,
- * c->pack_end)), or -ENOSPC: the window of pack_region blocks after the
- * last region when a quarter of it is free (the files go on in the order
- * they were written), else the emptiest window with holes, else the
- * smallest free run of pack_region blocks (the long runs last). */
-static int new_region(struct chunk *c, uint32_t want, uint32_t *start)
+/* A dense region for a burst: the smallest free run of size blocks
+ * outside the zones, else of the zones' free pairs while half of them
+ * stay free (as a run of other data may take them, fs/chain.c). */
+static int dense_region(struct chunk *c, uint32_t size, uint32_t *start)
 {
-	uint32_t size = c->vol->pack_region, e = c->pack_end, len;
-	uint32_t hi = e < c->half ? c->half : c->hdr.nblocks, least = size / 4;
+	uint32_t len;
+
+	c->pack_dense = 1;
+	if (best_run(c, PASS_OUTSIDE, size, start, &len) == 0) {
+		c->pack_end = *start + len;
+		return 0;
+	}
+	if (zone_free_pairs(c) < (meta_zone_end(c) - c->hdr.data_start) / 2 + size ||
+	    best_run(c, PASS_PAIRS, size, start, &len) < 0)
+		return -ENOSPC;
+	c->pack_end = *start + len;
+	c->pack_pairs = 1;
+	return 0;
+}
+
+/* A new packing region for a placement of want blocks ([*start,
+ * c->pack_end)), or -ENOSPC. In a burst (PACK_BURST small files in a row
+ * from one directory) a dense one first (dense_region). Else the window
+ * of pack_region blocks after the last region when a quarter of it is
+ * free (the files go on in the order they were written), else the
+ * emptiest window with holes, else the smallest free run of pack_region
+ * blocks outside the zones (the long runs last). */
+static int new_region(struct chunk *c, uint32_t want, int burst, uint32_t *start)
+{
+	uint32_t size = c->vol->pack_region > want ? c->vol->pack_region : want, e = c->pack_end;
+	uint32_t hi = e < c->half ? c->half : c->hdr.nblocks, least = size / 4, len;
 
 	if (want > least)
 		least = want;
-	if (e && e != c->half && e < hi) {
+	if (!burst && !c->pack_pairs && e && e != c->half && e < hi) {
 		uint32_t end = hi - e > size ? e + size : hi;
 		if (free_in(c, e, end) >= least) {
 			*start = e;
@@ -639,11 +668,16 @@ static int new_region(struct chunk *c, uint32_t want, uint32_t *start)
 			return 0;
 		}
 	}
+	c->pack_pairs = 0;
+	if (burst && dense_region(c, size, start) == 0)
+		return 0;
+	c->pack_dense = 0;
 	if (emptiest_window(c, size, want, start, &c->pack_end) == 0)
 		return 0;
-	if (best_run(c, size > want ? size : want, start, &len) < 0)
+	if (best_run(c, PASS_OUTSIDE, size, start, &len) < 0)
 		return -ENOSPC;
 	c->pack_end = *start + len;
+	c->pack_dense = 1;
 	return 0;
 }
 
@@ -656,17 +690,25 @@ static int new_region(struct chunk *c, uint32_t want, uint32_t *start)
  * the hint, across the chunk (doc/design.md, "Small files packed").
  * -ENOSPC when no region holds it: the caller fills holes from the hint
  * as before. The hint does not move: other data keeps its own order. */
-static int take_packed(struct chunk *c, uint32_t want, uint32_t *start, uint32_t *got)
+static int take_packed(struct chunk *c, uint32_t want, int burst, uint32_t *start,
+		       uint32_t *got)
 {
-	struct run_pick pk = { .pass = PASS_OUTSIDE, .want = want, .min = want };
+	struct run_pick pk = { .pass = c->pack_pairs ? PASS_PAIRS : PASS_OUTSIDE, .want = want,
+			       .min = want };
 
+	/* (a burst leaves a window's holes for a run; a run of the zones'
+	 * pairs is left while half of them stay free) */
+	if ((burst && !c->pack_dense) ||
+	    (c->pack_pairs && zone_free_pairs(c) < (meta_zone_end(c) - c->hdr.data_start) / 2 + want))
+		c->pack_end = 0;
 	if (c->pack_at >= c->pack_end || !pick_in(c, c->pack_at, c->pack_end, c->pack_end, &pk)) {
-		int ret = new_region(c, want, start);
+		int ret = new_region(c, want, burst, start);
 		if (ret < 0) {
 			c->pack_at = c->pack_end = 0;
 			return ret;
 		}
 		c->vol->pack_regions++;
+		pk.pass = c->pack_pairs ? PASS_PAIRS : PASS_OUTSIDE;
 		pk.want_len = 0;
 		if (!pick_in(c, *start, c->pack_end, c->pack_end, &pk)) {
 			c->pack_at = c->pack_end = 0; /* (its holes all shorter than want) */
@@ -681,6 +723,25 @@ static int take_packed(struct chunk *c, uint32_t want, uint32_t *start, uint32_t
 	return 0;
 }
 
+int alloc_packed(struct chunk *c, uint32_t want, uint64_t dir, uint32_t *start, uint32_t *got)
+{
+	int ret;
+
+	if (!c->vol->pack_region || c->vol->alloc_first_fit || want == 0 || want > PACK_MAX)
+		return -ENOSPC;
+	ret = chunk_load(c);
+	if (ret < 0)
+		return ret;
+	if (chunk_avail_blocks(c) < want)
+		return -ENOSPC;
+	if (!dir || dir != c->pack_dir) {
+		c->pack_dir = dir;
+		c->pack_streak = 0;
+	}
+	c->pack_streak++;
+	return take_packed(c, want, c->pack_streak >= PACK_BURST, start, got);
+}
+
 int alloc_data(struct chunk *c, uint32_t goal, uint32_t want, enum data_zone zone,
 	       uint32_t *start, uint32_t *got)
 {
@@ -691,12 +752,6 @@ int alloc_data(struct chunk *c, uint32_t goal, uint32_t want, enum data_zone zon
 		return ret;
 	if (want == 0 || chunk_avail_blocks(c) == 0)
 		return -ENOSPC;
-	if (goal == 0 && zone == DATA_RUNS && want <= PACK_MAX && c->vol->pack_region &&
-	    !c->vol->alloc_first_fit) {
-		ret = take_packed(c, want, start, got);
-		if (ret != -ENOSPC)
-			return ret;
-	}
 	if (goal == 0 || goal >= c->hdr.nblocks || !data_usable(c, goal) || in_meta_zone(c, goal))
 		goal = c->alloc_hint_data;
 	else if (pass_takes(c, goal, PASS_OUTSIDE)) {
@@ -757,7 +812,7 @@ int alloc_data_run(struct chunk *c, uint32_t want, uint32_t *start)
 		return ret;
 	if (want == 0 || chunk_avail_blocks(c) < want || c->free_outside < want)
 		return -ENOSPC;
-	ret = best_run(c, want, start, &len);
+	ret = best_run(c, PASS_OUTSIDE, want, start, &len);
 	if (ret == 0)
 		mark_range(c, *start, want, 1);
 	return ret;

@@ -324,13 +324,15 @@ enum fs_alloc_policy { FS_ALLOC_RUNS, FS_ALLOC_FIRST_FIT };
 void fs_set_alloc_policy(struct fs_volume *vol, enum fs_alloc_policy policy);
 
 /* chunk.c: small files packed (with FS_ALLOC_RUNS). A new file's first
- * placement of at most 64 KiB goes to its chunk's cursor, the next free
- * blocks of a region that the small files written before it took; a
- * region is the smallest free run of at least bytes (whole blocks;
- * FS_SMALL_PACK_DEFAULT until set). With no such run free, the first free
- * run from the chunk's hint that holds it, as before. 0: off; else at
- * least 64 KiB (-EINVAL). In memory only. */
-#define FS_SMALL_PACK_DEFAULT (256ull << 10)
+ * placement of at most 64 KiB goes to its chunk's cursor: the next free
+ * blocks of the region the small files placed before it took. A region is
+ * a window of bytes (whole blocks; FS_SMALL_PACK_DEFAULT until set) with
+ * a quarter of it free in holes, or a free run of at least bytes; in a
+ * burst (8 small files in a row from one directory) a run first, outside
+ * the metadata zones or of their free pairs while half stay free. With no
+ * region, the first free run from the chunk's hint, as before. 0: off;
+ * else at least 64 KiB (-EINVAL). In memory only; not under first fit. */
+#define FS_SMALL_PACK_DEFAULT (1ull << 20)
 int fs_set_small_pack(struct fs_volume *vol, uint64_t bytes);
 
 /* dalloc.c: delayed allocation. Data written FS_UNSTABLE waits in memory

@@ -108,6 +108,11 @@ struct chunk {
 	 * new file's small placement looks at, in the region [pack_at,
 	 * pack_end) (pack_at == pack_end: none yet). In memory only. */
 	uint32_t pack_at, pack_end;
+	int pack_dense;               /* ... a free run, not a window's holes */
+	int pack_pairs;               /* ... a run of the zones' free pairs */
+	uint64_t pack_dir;            /* the directory of the small file placed last, and
+				       * how many in a row were in it: a burst */
+	uint32_t pack_streak;
 	uint32_t free_outside;        /* free data blocks outside the metadata zone */
 	uint32_t reserved_outside;    /* ... and those freed since the last commit */
 	uint32_t *free_map;           /* free map indices below the watermark */
@@ -423,13 +428,18 @@ enum data_zone { DATA_OUTSIDE, DATA_ANY, DATA_RUNS, DATA_PAIR_RUNS, DATA_LONG, D
 #define DATA_PIECE 256u      /* 1 MiB */
 #define DATA_LONG_RUN 2048u  /* 8 MiB */
 #define PACK_MAX 16u         /* 64 KiB: the most a packed placement takes */
+#define PACK_BURST 8u        /* small files in a row from one directory: a burst */
 /* Allocate up to want contiguous data blocks (*got of them): from goal
  * when that block is free (the file's previous block ends there), else
  * the first free run from goal (0: the chunk's hint) that holds them,
- * else the longest, where zone says. DATA_RUNS with goal 0 and at most
- * PACK_MAX blocks: at the chunk's packing cursor first (fs_set_small_pack). */
+ * else the longest, where zone says. */
 int alloc_data(struct chunk *c, uint32_t goal, uint32_t want, enum data_zone zone,
 	       uint32_t *start, uint32_t *got);
+/* Small files packed (fs_set_small_pack): want blocks (at most PACK_MAX)
+ * of a file whose data starts here, in the directory dir (its stable
+ * number; 0: not known), at c's packing cursor: -ENOSPC when packing is
+ * off or finds no region (the caller places them as any data). */
+int alloc_packed(struct chunk *c, uint32_t want, uint64_t dir, uint32_t *start, uint32_t *got);
 /* Has c a free run of at least run blocks outside its zones? */
 int chunk_has_run(struct chunk *c, uint32_t run);
 /* Allocate want data blocks in one run outside the metadata zones, the
@@ -612,6 +622,9 @@ int dir_embedded_name(struct fs_volume *v, const struct iref *r, char *name, siz
 int dir_embedded_pos(struct fs_volume *v, const struct iref *r, char *name, size_t *len,
 		     struct dirpos *pos);
 int dir_set_inline(struct fs_volume *v, struct iref *r, const void *data, uint32_t len);
+/* The directory (its stable number) whose unit embeds r's inode, read
+ * from the unit's header; -ENOENT for an inode in a slot. */
+int dir_embedded_owner(struct fs_volume *v, const struct iref *r, uint64_t *owner);
 
 /* attr.c: permission checks; mask is a combination of 4 (r), 2 (w), 1 (x). */
 int perm_check(const struct fs_cred *cred, const struct od_inode *ino, int mask);
