@@ -447,6 +447,19 @@ int chain_alloc(struct fs_volume *v, struct fchain *fc, uint64_t lblk, uint64_t 
 				continue;
 			}
 		}
+		/* A small file's data with nothing before it in the segment:
+		 * beside the small files written before it (fs/chunk.c's
+		 * packing), else as any data below. */
+		if (goal == 0 && limit <= PACK_MAX && !chunk_draining(c)) {
+			uint64_t dir = 0;
+			ret = dir_embedded_owner(v, &fc->s[0].r, &dir);
+			if (ret == 0 || ret == -ENOENT)
+				ret = alloc_packed(c, (uint32_t)limit, dir, &start, &got);
+			if (ret == 0)
+				goto have;
+			if (ret != -ENOSPC)
+				goto out;
+		}
 		/* Where the file's last chunk is full outside its metadata
 		 * zone, it continues in a chunk with such room (free_outside
 		 * counts only blocks that can be taken now); the zone's
@@ -462,19 +475,6 @@ int chain_alloc(struct fs_volume *v, struct fchain *fc, uint64_t lblk, uint64_t 
 		 * while half of them stay free; only then the runs of
 		 * DATA_PIECE below, which cut a 64 MiB file into the 1-4 MiB
 		 * holes of its aged chunk (doc/design.md). */
-		/* A small file's data with nothing before it in the segment:
-		 * beside the small files written before it (fs/chunk.c's
-		 * packing), else as any data below. */
-		if (goal == 0 && limit <= PACK_MAX && !chunk_draining(c)) {
-			uint64_t dir = 0;
-			ret = dir_embedded_owner(v, &fc->s[0].r, &dir);
-			if (ret == 0 || ret == -ENOENT)
-				ret = alloc_packed(c, (uint32_t)limit, dir, &start, &got);
-			if (ret == 0)
-				goto have;
-			if (ret != -ENOSPC)
-				goto out;
-		}
 		ret = -ENOSPC;
 		at_end = si == fc->n - 1 && lblk >= seg_last_lblk(s) && !seg_new_empty(fc, si);
 		if (limit > DATA_PIECE && !chunk_draining(c) && !v->alloc_first_fit) {

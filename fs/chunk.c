@@ -709,7 +709,6 @@ static int take_packed(struct chunk *c, uint32_t want, int burst, uint32_t *star
 		}
 		c->vol->pack_regions++;
 		pk.pass = c->pack_pairs ? PASS_PAIRS : PASS_OUTSIDE;
-		pk.want_len = 0;
 		if (!pick_in(c, *start, c->pack_end, c->pack_end, &pk)) {
 			c->pack_at = c->pack_end = 0; /* (its holes all shorter than want) */
 			return -ENOSPC;
