@@ -450,7 +450,8 @@ int chain_alloc(struct fs_volume *v, struct fchain *fc, uint64_t lblk, uint64_t 
 		/* A small file's data with nothing before it in the segment:
 		 * beside the small files written before it (fs/chunk.c's
 		 * packing), else as any data below. */
-		if (goal == 0 && limit <= PACK_MAX && !chunk_draining(c)) {
+		if (goal == 0 && limit <= PACK_MAX && v->pack_region && !v->alloc_first_fit &&
+		    !chunk_draining(c)) {
 			uint64_t dir = 0;
 			ret = dir_embedded_owner(v, &fc->s[0].r, &dir);
 			if (ret == 0 || ret == -ENOENT)

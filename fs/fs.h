@@ -204,7 +204,7 @@ struct fs_counters {
 				      * run since open */
 	uint64_t append_move_blocks; /* ... blocks written into those runs */
 	int alloc_first_fit;         /* fs_set_alloc_policy: FS_ALLOC_FIRST_FIT */
-	uint64_t small_pack;         /* small files packed: a region's least run, bytes
+	uint64_t small_pack;         /* small files packed: a region's size, bytes
 				      * (0: off; fs_set_small_pack) */
 	uint64_t small_packs;        /* placements packed at a chunk's cursor since open */
 	uint64_t pack_regions;       /* ... regions taken for them */

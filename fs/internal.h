@@ -293,9 +293,9 @@ struct fs_volume {
 	/* fs_set_alloc_policy: 1 for FS_ALLOC_FIRST_FIT (no runs looked for,
 	 * no move at append). */
 	int alloc_first_fit;
-	/* Small files packed (chunk.c): the least free run a chunk's packing
-	 * region is taken from, blocks (0: no packing; fs_set_small_pack);
-	 * placements packed and regions taken since open. */
+	/* Small files packed (chunk.c): the size of a chunk's packing region
+	 * (a window of holes, or the least free run), blocks (0: no packing;
+	 * fs_set_small_pack); placements packed and regions taken since open. */
 	uint32_t pack_region;
 	uint64_t small_packs, pack_regions;
 };

@@ -944,8 +944,11 @@ int fs_set_small_pack(struct fs_volume *v, uint64_t bytes)
 	v->pack_region = (uint32_t)blocks;
 	/* (every chunk's cursor starts again: a region taken for the old
 	 * size is not the new one's) */
-	for (uint32_t i = 0; i < v->nchunks; i++)
-		v->chunks[i].pack_at = v->chunks[i].pack_end = 0;
+	for (uint32_t i = 0; i < v->nchunks; i++) {
+		struct chunk *c = &v->chunks[i];
+		c->pack_at = c->pack_end = 0;
+		c->pack_dense = c->pack_pairs = 0;
+	}
 	vol_unlock(v);
 	return 0;
 }
