@@ -48,3 +48,36 @@ awk '
 				100 * one[g] / n[g], extra[g], all_extra ? 100 * extra[g] / all_extra : 0
 		}
 	}' "$dir/chunkfs-aged.hist" "$dir/chunkfs-aged.files"
+
+# How close together the probe's small files lie, young and aged: taken in
+# the order age_bench wrote them (by name), the share whose first block
+# follows the last block of the file written before it (same chunk), and
+# the median distance between the two in blocks; then how many 1 MiB
+# stretches of the volume hold them (fewer: more of them a cold read's
+# read-ahead can bring in together).
+for st in young aged; do
+	f=$dir/chunkfs-$st.files
+	[ -f "$f" ] || continue
+	grep ' /probe/s[0-9]*/' "$f" | sort -k2,2 | awk -v st="$st" '
+		function kv(line, key,   i, n, a, b) {
+			n = split(line, a, " ")
+			for (i = 1; i <= n; i++) { if (split(a[i], b, "=") == 2 && b[1] == key) return b[2] }
+			return ""
+		}
+		{
+			nr = split(kv($0, "runs"), r, ",")
+			split(r[1], a, "[@:]"); len = a[1]; ch = a[2]; pb = a[3]
+			if (n++ && ch == pch) { d = pb - pend; dist[++nd] = d < 0 ? -d : d; next_to += d == 0 }
+			else if (n > 1) dist[++nd] = 1e9
+			for (i = 1; i <= nr; i++) { split(r[i], a, "[@:]"); mib[a[2] ":" int(a[3] / 256)] = 1 }
+			pch = ch; split(r[nr], a, "[@:]"); pend = a[3] + a[1]
+		}
+		END {
+			if (!n) exit
+			for (i = 1; i <= nd; i++) for (j = i; j > 1 && dist[j - 1] > dist[j]; j--) { t = dist[j]; dist[j] = dist[j - 1]; dist[j - 1] = t }
+			for (k in mib) m++
+			med = dist[int((nd + 1) / 2)]
+			printf "probe small files, %s: %d with blocks, %.1f%% right after the one written before, median distance %s blocks, in %d stretches of 1 MiB\n",
+				st, n, 100 * next_to / (n - 1), (med >= 1e9 ? "(another chunk)" : med), m
+		}'
+done

@@ -6,7 +6,8 @@
 # COMMITted is one extent (bench/age_count on the stopped volume's
 # image), reads back, and chunkfsctl status counts it (reallocs 1,
 # realloc_blocks 64); the other two keep their pieces. status shows
-# alloc_policy (first-fit as set for the first server, runs by default).
+# alloc_policy (first-fit as set for the first server, runs by default)
+# and small files packed (small_pack_kb 1024, nothing packed here).
 . "$(dirname "$0")/functions.sh"
 . "$(dirname "$0")/svc-functions.sh"
 requires python3
@@ -39,6 +40,10 @@ assert (int(d["realloc_extents"]), int(d["reallocs"]), int(d["realloc_blocks"]),
         int(d["realloc_no_run"])) == (3, 1, 64, 0)
 assert d["alloc_policy"] == "runs" and int(d["realloc_append_kb"]) == 1024
 assert int(d["append_moves"]) == 0
+print("small files packed: %s KiB regions, %s placements, %s regions"
+      % (d["small_pack_kb"], d["small_packs"], d["pack_regions"]))
+# (this server only rewrites files placed by the first: no first blocks to pack)
+assert (int(d["small_pack_kb"]), int(d["small_packs"]), int(d["pack_regions"])) == (1024, 0, 0)
 PY
 "$CTL" -s "$tmp/control" status | grep 'reallocation on rewrite' || fail "status table"
 stop_server

@@ -447,6 +447,20 @@ int chain_alloc(struct fs_volume *v, struct fchain *fc, uint64_t lblk, uint64_t 
 				continue;
 			}
 		}
+		/* A small file's data with nothing before it in the segment:
+		 * beside the small files written before it (fs/chunk.c's
+		 * packing), else as any data below. */
+		if (goal == 0 && limit <= PACK_MAX && v->pack_region && !v->alloc_first_fit &&
+		    !chunk_draining(c)) {
+			uint64_t dir = 0;
+			ret = dir_embedded_owner(v, &fc->s[0].r, &dir);
+			if (ret == 0 || ret == -ENOENT)
+				ret = alloc_packed(c, (uint32_t)limit, dir, &start, &got);
+			if (ret == 0)
+				goto have;
+			if (ret != -ENOSPC)
+				goto out;
+		}
 		/* Where the file's last chunk is full outside its metadata
 		 * zone, it continues in a chunk with such room (free_outside
 		 * counts only blocks that can be taken now); the zone's

@@ -221,6 +221,10 @@ int chunk_load(struct chunk *c)
 	}
 	c->alloc_hint_meta = c->hdr.data_start;
 	c->alloc_hint_data = meta_zone_end(c);
+	c->pack_at = c->pack_end = 0;
+	c->pack_dense = c->pack_pairs = 0;
+	c->pack_dir = 0;
+	c->pack_streak = 0;
 	c->free_outside = 0;
 	for (uint32_t b = 0; b < c->hdr.nblocks; b++)
 		c->free_outside += outside_zone(c, b) && !bitmap_test(c, b);
@@ -556,6 +560,187 @@ static int data_first_fit(struct chunk *c, uint32_t goal, uint32_t want, enum da
 	return ret;
 }
 
+/* The smallest run of at least min blocks that pass may take (the lowest
+ * of equal ones): outside the zones, or in them: its start and length, or
+ * -ENOSPC. */
+static int best_run(const struct chunk *c, enum data_pass pass, uint32_t min, uint32_t *start,
+		    uint32_t *len)
+{
+	uint32_t ze = meta_zone_end(c), best = 0, best_len = UINT32_MAX;
+	uint32_t lo = pass == PASS_OUTSIDE ? ze : c->hdr.data_start;
+	uint32_t hi = pass == PASS_OUTSIDE ? c->half : ze;
+
+	for (int r = 0; r < 2; r++) {
+		uint32_t a = r ? c->half + lo : lo, z = r ? c->half + hi : hi;
+		for (uint32_t b = next_block(c, a, z, pass, 1); b < z;
+		     b = next_block(c, b, z, pass, 1)) {
+			uint32_t e = next_block(c, b, z, pass, 0);
+			if (e - b >= min && e - b < best_len) {
+				best = b;
+				best_len = e - b;
+			}
+			b = e;
+		}
+	}
+	if (best_len == UINT32_MAX)
+		return -ENOSPC;
+	*start = best;
+	*len = best_len;
+	return 0;
+}
+
+/* Free blocks outside the zones in [b, e) (one range's part). */
+static uint32_t free_in(const struct chunk *c, uint32_t b, uint32_t e)
+{
+	uint32_t n = 0;
+
+	for (; b < e; b += 64) {
+		uint64_t w = takes64(c, b, PASS_OUTSIDE);
+		if (e - b < 64)
+			w &= (1ull << (e - b)) - 1;
+		n += (uint32_t)__builtin_popcountll(w);
+	}
+	return n;
+}
+
+/* The window of size blocks (from the start of either range outside the
+ * zones, in steps of size) with the most free blocks, at least a quarter
+ * of it and at least want, but not all of it: holes where the small files
+ * written together will lie closest; -ENOSPC when none has so many. */
+static int emptiest_window(const struct chunk *c, uint32_t size, uint32_t want, uint32_t *start,
+			   uint32_t *end)
+{
+	uint32_t ze = meta_zone_end(c), best = 0;
+
+	for (int r = 0; r < 2; r++) {
+		uint32_t lo = r ? c->half + ze : ze, hi = r ? c->hdr.nblocks : c->half;
+		for (uint32_t w = lo; w < hi; w += size) {
+			uint32_t e = hi - w > size ? w + size : hi, n = free_in(c, w, e);
+			if (n > best && n < e - w && n >= size / 4 && n >= want) {
+				best = n;
+				*start = w;
+				*end = e;
+			}
+		}
+	}
+	return best ? 0 : -ENOSPC;
+}
+
+/* A dense region for a burst: the smallest free run of size blocks
+ * outside the zones, else of the zones' free pairs while half of them
+ * stay free (as a run of other data may take them, fs/chain.c). */
+static int dense_region(struct chunk *c, uint32_t size, uint32_t *start)
+{
+	uint32_t len;
+
+	c->pack_dense = 1;
+	if (best_run(c, PASS_OUTSIDE, size, start, &len) == 0) {
+		c->pack_end = *start + len;
+		return 0;
+	}
+	if (zone_free_pairs(c) < (meta_zone_end(c) - c->hdr.data_start) / 2 + size ||
+	    best_run(c, PASS_PAIRS, size, start, &len) < 0)
+		return -ENOSPC;
+	c->pack_end = *start + len;
+	c->pack_pairs = 1;
+	return 0;
+}
+
+/* A new packing region for a placement of want blocks ([*start,
+ * c->pack_end)), or -ENOSPC. In a burst (PACK_BURST small files in a row
+ * from one directory) a dense one first (dense_region). Else the window
+ * of pack_region blocks after the last region when a quarter of it is
+ * free (the files go on in the order they were written), else the
+ * emptiest window with holes, else the smallest free run of pack_region
+ * blocks outside the zones (the long runs last). */
+static int new_region(struct chunk *c, uint32_t want, int burst, uint32_t *start)
+{
+	uint32_t size = c->vol->pack_region > want ? c->vol->pack_region : want, e = c->pack_end;
+	uint32_t hi = e < c->half ? c->half : c->hdr.nblocks, least = size / 4, len;
+
+	if (want > least)
+		least = want;
+	if (!burst && !c->pack_pairs && e && e != c->half && e < hi) {
+		uint32_t end = hi - e > size ? e + size : hi;
+		if (free_in(c, e, end) >= least) {
+			*start = e;
+			c->pack_end = end;
+			return 0;
+		}
+	}
+	c->pack_pairs = 0;
+	if (burst && dense_region(c, size, start) == 0)
+		return 0;
+	c->pack_dense = 0;
+	if (emptiest_window(c, size, want, start, &c->pack_end) == 0)
+		return 0;
+	if (best_run(c, PASS_OUTSIDE, size, start, &len) < 0)
+		return -ENOSPC;
+	c->pack_end = *start + len;
+	c->pack_dense = 1;
+	return 0;
+}
+
+/* Small files packed (fs_set_small_pack): a placement of at most
+ * PACK_MAX blocks with no extent before it (a new file's data, written
+ * together with its neighbours' under delayed allocation) goes to the
+ * first free blocks that hold it from the chunk's cursor on, within its
+ * region (new_region). Files written one after another then lie close
+ * together, as in a young volume, rather than each in the first hole from
+ * the hint, across the chunk (doc/design.md, "Small files packed").
+ * -ENOSPC when no region holds it: the caller fills holes from the hint
+ * as before. The hint does not move: other data keeps its own order. */
+static int take_packed(struct chunk *c, uint32_t want, int burst, uint32_t *start,
+		       uint32_t *got)
+{
+	struct run_pick pk = { .pass = c->pack_pairs ? PASS_PAIRS : PASS_OUTSIDE, .want = want,
+			       .min = want };
+
+	/* (a burst leaves a window's holes for a run; a run of the zones'
+	 * pairs is left while half of them stay free) */
+	if ((burst && !c->pack_dense) ||
+	    (c->pack_pairs && zone_free_pairs(c) < (meta_zone_end(c) - c->hdr.data_start) / 2 + want))
+		c->pack_end = 0;
+	if (c->pack_at >= c->pack_end || !pick_in(c, c->pack_at, c->pack_end, c->pack_end, &pk)) {
+		int ret = new_region(c, want, burst, start);
+		if (ret < 0) {
+			c->pack_at = c->pack_end = 0;
+			return ret;
+		}
+		c->vol->pack_regions++;
+		pk.pass = c->pack_pairs ? PASS_PAIRS : PASS_OUTSIDE;
+		if (!pick_in(c, *start, c->pack_end, c->pack_end, &pk)) {
+			c->pack_at = c->pack_end = 0; /* (its holes all shorter than want) */
+			return -ENOSPC;
+		}
+	}
+	*start = pk.want_at;
+	mark_range(c, *start, want, 1);
+	c->pack_at = *start + want;
+	*got = want;
+	c->vol->small_packs++;
+	return 0;
+}
+
+int alloc_packed(struct chunk *c, uint32_t want, uint64_t dir, uint32_t *start, uint32_t *got)
+{
+	int ret;
+
+	if (!c->vol->pack_region || c->vol->alloc_first_fit || want == 0 || want > PACK_MAX)
+		return -ENOSPC;
+	ret = chunk_load(c);
+	if (ret < 0)
+		return ret;
+	if (chunk_avail_blocks(c) < want)
+		return -ENOSPC;
+	if (!dir || dir != c->pack_dir) {
+		c->pack_dir = dir;
+		c->pack_streak = 0;
+	}
+	c->pack_streak++;
+	return take_packed(c, want, c->pack_streak >= PACK_BURST, start, got);
+}
+
 int alloc_data(struct chunk *c, uint32_t goal, uint32_t want, enum data_zone zone,
 	       uint32_t *start, uint32_t *got)
 {
@@ -619,31 +804,17 @@ int chunk_has_run(struct chunk *c, uint32_t run)
  * extent takes the large runs last. */
 int alloc_data_run(struct chunk *c, uint32_t want, uint32_t *start)
 {
-	uint32_t ze, best = 0, best_len = UINT32_MAX;
+	uint32_t len;
 	int ret = chunk_load(c);
 
 	if (ret < 0)
 		return ret;
 	if (want == 0 || chunk_avail_blocks(c) < want || c->free_outside < want)
 		return -ENOSPC;
-	ze = meta_zone_end(c);
-	for (int r = 0; r < 2; r++) {
-		uint32_t lo = r ? c->half + ze : ze, hi = r ? c->hdr.nblocks : c->half;
-		for (uint32_t b = next_block(c, lo, hi, PASS_OUTSIDE, 1); b < hi;
-		     b = next_block(c, b, hi, PASS_OUTSIDE, 1)) {
-			uint32_t e = next_block(c, b, hi, PASS_OUTSIDE, 0);
-			if (e - b >= want && e - b < best_len) {
-				best = b;
-				best_len = e - b;
-			}
-			b = e;
-		}
-	}
-	if (best_len == UINT32_MAX)
-		return -ENOSPC;
-	mark_range(c, best, want, 1);
-	*start = best;
-	return 0;
+	ret = best_run(c, PASS_OUTSIDE, want, start, &len);
+	if (ret == 0)
+		mark_range(c, *start, want, 1);
+	return ret;
 }
 
 uint32_t chunk_free_after(struct chunk *c, uint32_t b, uint32_t want)

@@ -893,6 +893,24 @@ int dir_embedded_name(struct fs_volume *v, const struct iref *r, char *name, siz
 	return dir_embedded_pos(v, r, name, len, NULL);
 }
 
+int dir_embedded_owner(struct fs_volume *v, const struct iref *r, uint64_t *owner)
+{
+	struct chunk *c = vol_chunk(v, r->loc.chunk);
+	struct od_mb_header h;
+	struct buf *b;
+	int ret;
+
+	if (r->loc.block < c->hdr.data_start)
+		return -ENOENT;
+	ret = buf_read(c, r->loc.block, c->hdr.dir_unit, &b);
+	if (ret < 0)
+		return ret;
+	od_get_mb_header(b->data, &h);
+	buf_put(b);
+	*owner = h.owner;
+	return 0;
+}
+
 int dir_set_inline(struct fs_volume *v, struct iref *r, const void *data, uint32_t len)
 {
 	struct chunk *c = vol_chunk(v, r->loc.chunk);

@@ -204,6 +204,10 @@ struct fs_counters {
 				      * run since open */
 	uint64_t append_move_blocks; /* ... blocks written into those runs */
 	int alloc_first_fit;         /* fs_set_alloc_policy: FS_ALLOC_FIRST_FIT */
+	uint64_t small_pack;         /* small files packed: a region's size, bytes
+				      * (0: off; fs_set_small_pack) */
+	uint64_t small_packs;        /* placements packed at a chunk's cursor since open */
+	uint64_t pack_regions;       /* ... regions taken for them */
 	struct fs_recovery_stats recovery;
 	uint64_t image_cut;          /* bytes the image file was shortened by since open:
 				      * retired chunks at its end (fs/shorten.c) */
@@ -318,6 +322,18 @@ void fs_set_realloc_append(struct fs_volume *vol, uint64_t bytes);
  * for comparison. Reallocation on rewrite is set apart (fs_set_realloc). */
 enum fs_alloc_policy { FS_ALLOC_RUNS, FS_ALLOC_FIRST_FIT };
 void fs_set_alloc_policy(struct fs_volume *vol, enum fs_alloc_policy policy);
+
+/* chunk.c: small files packed (with FS_ALLOC_RUNS). A new file's first
+ * placement of at most 64 KiB goes to its chunk's cursor: the next free
+ * blocks of the region the small files placed before it took. A region is
+ * a window of bytes (whole blocks; FS_SMALL_PACK_DEFAULT until set) with
+ * a quarter of it free in holes, or a free run of at least bytes; in a
+ * burst (8 small files in a row from one directory) a run first, outside
+ * the metadata zones or of their free pairs while half stay free. With no
+ * region, the first free run from the chunk's hint, as before. 0: off;
+ * else at least 64 KiB (-EINVAL). In memory only; not under first fit. */
+#define FS_SMALL_PACK_DEFAULT (1ull << 20)
+int fs_set_small_pack(struct fs_volume *vol, uint64_t bytes);
 
 /* dalloc.c: delayed allocation. Data written FS_UNSTABLE waits in memory
  * without blocks until it must reach the disk: fs_commit of the file, a

@@ -104,6 +104,15 @@ struct chunk {
 	uint32_t frozen_outside;
 	uint32_t alloc_hint_meta;
 	uint32_t alloc_hint_data;
+	/* Small files packed (chunk.c, fs_set_small_pack): the next block a
+	 * new file's small placement looks at, in the region [pack_at,
+	 * pack_end) (pack_at == pack_end: none yet). In memory only. */
+	uint32_t pack_at, pack_end;
+	int pack_dense;               /* ... a free run, not a window's holes */
+	int pack_pairs;               /* ... a run of the zones' free pairs */
+	uint64_t pack_dir;            /* the directory of the small file placed last, and
+				       * how many in a row were in it: a burst */
+	uint32_t pack_streak;
 	uint32_t free_outside;        /* free data blocks outside the metadata zone */
 	uint32_t reserved_outside;    /* ... and those freed since the last commit */
 	uint32_t *free_map;           /* free map indices below the watermark */
@@ -284,6 +293,11 @@ struct fs_volume {
 	/* fs_set_alloc_policy: 1 for FS_ALLOC_FIRST_FIT (no runs looked for,
 	 * no move at append). */
 	int alloc_first_fit;
+	/* Small files packed (chunk.c): the size of a chunk's packing region
+	 * (a window of holes, or the least free run), blocks (0: no packing;
+	 * fs_set_small_pack); placements packed and regions taken since open. */
+	uint32_t pack_region;
+	uint64_t small_packs, pack_regions;
 };
 
 /* A loaded inode: where it lives and its decoded form. */
@@ -413,12 +427,19 @@ int bitmap_test(const struct chunk *c, uint32_t block);
 enum data_zone { DATA_OUTSIDE, DATA_ANY, DATA_RUNS, DATA_PAIR_RUNS, DATA_LONG, DATA_LONG_PAIRS };
 #define DATA_PIECE 256u      /* 1 MiB */
 #define DATA_LONG_RUN 2048u  /* 8 MiB */
+#define PACK_MAX 16u         /* 64 KiB: the most a packed placement takes */
+#define PACK_BURST 8u        /* small files in a row from one directory: a burst */
 /* Allocate up to want contiguous data blocks (*got of them): from goal
  * when that block is free (the file's previous block ends there), else
  * the first free run from goal (0: the chunk's hint) that holds them,
  * else the longest, where zone says. */
 int alloc_data(struct chunk *c, uint32_t goal, uint32_t want, enum data_zone zone,
 	       uint32_t *start, uint32_t *got);
+/* Small files packed (fs_set_small_pack): want blocks (at most PACK_MAX)
+ * of a file whose data starts here, in the directory dir (its stable
+ * number; 0: not known), at c's packing cursor: -ENOSPC when packing is
+ * off or finds no region (the caller places them as any data). */
+int alloc_packed(struct chunk *c, uint32_t want, uint64_t dir, uint32_t *start, uint32_t *got);
 /* Has c a free run of at least run blocks outside its zones? */
 int chunk_has_run(struct chunk *c, uint32_t run);
 /* Allocate want data blocks in one run outside the metadata zones, the
@@ -601,6 +622,9 @@ int dir_embedded_name(struct fs_volume *v, const struct iref *r, char *name, siz
 int dir_embedded_pos(struct fs_volume *v, const struct iref *r, char *name, size_t *len,
 		     struct dirpos *pos);
 int dir_set_inline(struct fs_volume *v, struct iref *r, const void *data, uint32_t len);
+/* The directory (its stable number) whose unit embeds r's inode, read
+ * from the unit's header; -ENOENT for an inode in a slot. */
+int dir_embedded_owner(struct fs_volume *v, const struct iref *r, uint64_t *owner);
 
 /* attr.c: permission checks; mask is a combination of 4 (r), 2 (w), 1 (x). */
 int perm_check(const struct fs_cred *cred, const struct od_inode *ino, int mask);

@@ -397,6 +397,7 @@ static struct fs_volume *vol_alloc(int flags)
 	v->realloc_min_extents = FS_REALLOC_DEFAULT_EXTENTS;
 	v->readahead = FS_READAHEAD_DEFAULT;
 	v->realloc_append_blocks = FS_REALLOC_APPEND_DEFAULT / OD_BLOCK_SIZE;
+	v->pack_region = FS_SMALL_PACK_DEFAULT / OD_BLOCK_SIZE;
 	if (dalloc_init(v) < 0 || prealloc_init(v) < 0) {
 		vol_free(v);
 		return NULL;
@@ -795,6 +796,9 @@ int fs_get_counters(struct fs_volume *v, struct fs_counters *out)
 	out->held_named = v->held_named;
 	out->large_continues = v->large_continues;
 	out->alloc_first_fit = v->alloc_first_fit;
+	out->small_pack = (uint64_t)v->pack_region * OD_BLOCK_SIZE;
+	out->small_packs = v->small_packs;
+	out->pack_regions = v->pack_regions;
 	dalloc_counters(v, out);
 	out->lock_holds = v->lock_rec.holds;
 	out->lock_hold_max_us = v->lock_rec.max_ns / 1000u;
@@ -928,4 +932,23 @@ void fs_set_alloc_policy(struct fs_volume *v, enum fs_alloc_policy policy)
 	vol_lock(v);
 	v->alloc_first_fit = policy == FS_ALLOC_FIRST_FIT;
 	vol_unlock(v);
+}
+
+int fs_set_small_pack(struct fs_volume *v, uint64_t bytes)
+{
+	uint64_t blocks = bytes / OD_BLOCK_SIZE;
+
+	if (blocks && (blocks < PACK_MAX || blocks > UINT32_MAX))
+		return -EINVAL;
+	vol_lock(v);
+	v->pack_region = (uint32_t)blocks;
+	/* (every chunk's cursor starts again: a region taken for the old
+	 * size is not the new one's) */
+	for (uint32_t i = 0; i < v->nchunks; i++) {
+		struct chunk *c = &v->chunks[i];
+		c->pack_at = c->pack_end = 0;
+		c->pack_dense = c->pack_pairs = 0;
+	}
+	vol_unlock(v);
+	return 0;
 }

@@ -59,6 +59,7 @@ void config_defaults(struct config *cfg)
 	cfg->realloc_extents = 3; /* reallocation on rewrite (chunkfsd.conf(5)) */
 	cfg->readahead_kb = FS_READAHEAD_DEFAULT >> 10;
 	cfg->realloc_append_kb = 1024; /* reallocation at append (chunkfsd.conf(5)) */
+	cfg->small_pack_kb = FS_SMALL_PACK_DEFAULT >> 10; /* small files packed */
 	cfg->dalloc_age = 5;
 	cfg->prealloc_kb = 65536; /* preallocation from names (chunkfsd.conf(5)) */
 	cfg->prealloc_timeout = 30;
@@ -293,6 +294,7 @@ static const char *const key_wants[][2] = {
 	{ "readahead_kb", "0-1048576 (KiB; 0: no read-ahead by files' offsets)" },
 	{ "realloc_append_kb", "0-1048576 (KiB; 0: no reallocation at append)" },
 	{ "alloc_policy", "runs or first-fit" },
+	{ "small_pack_kb", "0 (off) or 64-1048576 (KiB)" },
 	{ "loop_poll_us", "0-10000 (microseconds)" },
 	{ "log_level", "error, warning, info or debug" },
 	{ "syslog", "yes or no" },
@@ -433,6 +435,10 @@ static int parse_key(const char *k, const char *v, struct config *cfg, char *err
 		if (parse_uint(v, 1u << 20, &n) < 0)
 			goto bad;
 		cfg->realloc_append_kb = n;
+	} else if (!strcmp(k, "small_pack_kb")) {
+		if (parse_uint(v, 1u << 20, &n) < 0 || (n && n < 64))
+			goto bad;
+		cfg->small_pack_kb = n;
 	} else if (!strcmp(k, "alloc_policy")) {
 		if (strcmp(v, "runs") && strcmp(v, "first-fit"))
 			goto bad;

@@ -78,6 +78,8 @@ struct config {
 	int alloc_first_fit;    /* alloc_policy = first-fit (fs_set_alloc_policy) */
 	uint64_t realloc_append_kb; /* a file of at most this much with its append moved
 				     * whole into one run (0: never; fs_set_realloc_append) */
+	uint64_t small_pack_kb; /* small files packed: a region's size
+				 * (0: off; fs_set_small_pack) */
 	uint32_t realloc_extents; /* a file in this many extents or more rewritten
 				   * whole goes to a new run (0: never) */
 	uint32_t readahead_kb;    /* told to the stores ahead of a file read in order */

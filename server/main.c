@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <event2/thread.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -247,6 +248,9 @@ static int open_volume(struct server *srv)
 	fs_set_readahead(srv->vol, srv->cfg.readahead_kb << 10);
 	fs_set_alloc_policy(srv->vol, srv->cfg.alloc_first_fit ? FS_ALLOC_FIRST_FIT : FS_ALLOC_RUNS);
 	fs_set_realloc_append(srv->vol, srv->cfg.realloc_append_kb << 10);
+	/* (conf.c admits only the sizes fs_set_small_pack takes) */
+	if (fs_set_small_pack(srv->vol, srv->cfg.small_pack_kb << 10) < 0)
+		log_error("small_pack_kb = %" PRIu64 " refused", srv->cfg.small_pack_kb);
 	fs_set_evac_copy_locked(srv->vol, srv->cfg.evacuate_copy_locked);
 	open_evac_trace(srv->vol);
 	for (int i = 0; i < srv->cfg.nexports; i++) {

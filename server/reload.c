@@ -1,7 +1,7 @@
 /* SIGHUP: the configuration file is read again while connections stay up.
  * Exports (and their options), log_level, cache_mb, dalloc_mb, large_continue_kb,
  * prealloc_kb, prealloc_timeout, realloc_extents, realloc_append_kb, readahead_kb,
- * alloc_policy, max_connections, max_connections_per_client, idle_timeout and
+ * alloc_policy, small_pack_kb, max_connections, max_connections_per_client, idle_timeout and
  * record_timeout take effect for the requests and connections that start
  * afterwards (and idle_timeout
  * for the connections open); max_calls_per_client and max_bytes_per_client
@@ -12,6 +12,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -133,6 +134,11 @@ int reload_config(struct server *srv)
 	if (nc.realloc_append_kb != srv->cfg.realloc_append_kb) {
 		srv->cfg.realloc_append_kb = nc.realloc_append_kb;
 		fs_set_realloc_append(srv->vol, nc.realloc_append_kb << 10);
+	}
+	if (nc.small_pack_kb != srv->cfg.small_pack_kb) {
+		srv->cfg.small_pack_kb = nc.small_pack_kb;
+		if (fs_set_small_pack(srv->vol, nc.small_pack_kb << 10) < 0)
+			log_error("small_pack_kb = %" PRIu64 " refused", nc.small_pack_kb);
 	}
 	if (nc.alloc_first_fit != srv->cfg.alloc_first_fit) {
 		srv->cfg.alloc_first_fit = nc.alloc_first_fit;

@@ -11,9 +11,13 @@
  * extent each, every byte as written, fsck clean; under alloc_policy
  * first-fit (fs_set_alloc_policy) 16 extents each, as before runs were
  * looked for; a reservation kept across commits (fs/prealloc.c) keeps
- * them whole either way. */
+ * them whole either way. Small files packed (fs_set_small_pack): files of
+ * two directories by turns fill a window's holes in order, a burst of one
+ * directory's lies side by side in a free run, holes are filled when no
+ * region is left, and off or under first fit they go from the hint. */
 #include "config.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -246,6 +250,197 @@ static void fsck_clean(void)
 	CHECK_EQ(res.exit_code, 0);
 }
 
+static int count_outside(void *ctx, uint32_t chunk, uint32_t start, uint32_t len, int zone)
+{
+	(void)chunk;
+	(void)start;
+	if (!zone)
+		*(uint64_t *)ctx += len;
+	return 0;
+}
+
+/* Chunk 0's free blocks outside its metadata zones. */
+static uint64_t outside_free(struct fs_volume *v)
+{
+	uint64_t n = 0;
+
+	CHECK_EQ(fs_chunk_free_runs(v, 0, count_outside, &n), 0);
+	return n;
+}
+
+/* A file taking every free block outside chunk 0's zones, written a
+ * block at a time with delayed allocation off: each block goes on from
+ * the one before, else into the first free block from there. */
+static void fill_outside(struct fs_volume *v, const char *name)
+{
+	struct fs_ino f = make_file(v, name);
+	uint64_t n = outside_free(v);
+
+	fs_set_dalloc_limit(v, 0);
+	for (uint64_t b = 0; b < n; b++)
+		put(v, f, b * 4096, 4096);
+	CHECK_EQ(fs_commit(v, f), 0);
+	fs_set_dalloc_limit(v, 64u << 20);
+	CHECK_EQ(outside_free(v), 0);
+}
+
+/* The first block of the one extent of the file name. */
+static uint32_t first_block(struct fs_volume *v, const char *name)
+{
+	struct fs_ino root, f;
+	struct exts x;
+
+	CHECK_EQ(fs_root(v, &root), 0);
+	CHECK_EQ(fs_lookup(v, NULL, root, name, &f, NULL), 0);
+	x = layout(v, f);
+	CHECK_EQ(x.n, 1);
+	return x.n ? x.e[0].pblk : 0;
+}
+
+/* A file of len bytes, more than a block, in the directory dir, written
+ * whole and committed (one placement), its first block last: a first
+ * write past 0 keeps it out of its directory entry (fs/file.c's
+ * try_inline), which an entry's slack could hold. */
+static struct fs_ino small_file(struct fs_volume *v, struct fs_ino dir, const char *name,
+				size_t len)
+{
+	struct fs_ino f = { 0 };
+
+	CHECK_EQ(fs_create(v, NULL, dir, name, 0644, FS_CREATE_GUARDED, 0, &f, NULL), 0);
+	put(v, f, 4 * KiB, len - 4 * KiB);
+	put(v, f, 0, 4 * KiB);
+	CHECK_EQ(fs_commit(v, f), 0);
+	return f;
+}
+
+/* n small files (2, 3, 4, 2, ... blocks) written one after another, file
+ * i in dirs[i % ndirs]: the number of them that lie right after the one
+ * before (the first at *at, its pblk; the i-th at pos[i] when pos), all in
+ * one extent of chunk 0. */
+static int small_files(struct fs_volume *v, const struct fs_ino *dirs, int ndirs,
+		       const char *prefix, int n, uint32_t *at, uint32_t *pos)
+{
+	uint32_t next = 0;
+	int side_by_side = 0;
+	char name[32];
+
+	for (int i = 0; i < n; i++) {
+		struct exts x;
+		snprintf(name, sizeof(name), "%s%02d", prefix, i);
+		x = layout(v, small_file(v, dirs[i % ndirs], name, (2 + i % 3) * 4 * KiB));
+		CHECK_EQ(x.n, 1);
+		CHECK_EQ(x.e[0].chunk, 0);
+		CHECK_EQ(x.e[0].len, (uint32_t)(2 + i % 3));
+		if (i == 0)
+			*at = x.e[0].pblk;
+		else
+			side_by_side += x.e[0].pblk == next;
+		if (pos)
+			pos[i] = x.e[0].pblk;
+		next = x.e[0].pblk + x.e[0].len;
+	}
+	return side_by_side;
+}
+
+/* Small files packed (fs_set_small_pack, regions of 1 MiB: 256 blocks).
+ * A chunk whose room outside its zones is 16 holes of 8 blocks (in one
+ * window of 256, half free) and, after them, one run of 264. Files from
+ * two directories by turns (no burst) fill the window's holes in order;
+ * 20 files of one directory in a row: the first 7 go on in the holes,
+ * from the 8th (a burst) they lie side by side from the run's first
+ * block. Without packing (and under first fit) small files go from the
+ * chunk's hint into the first holes; once no region is left, a small file
+ * fills a hole again. */
+static void test_small_packed(void)
+{
+	struct fs_volume *v = fresh(16ull * MiB, 1);
+	struct fs_ino root, dirs[2];
+	struct fs_counters k0;
+	uint32_t hole, run, at, pos[20];
+	char name[32];
+	struct exts x;
+
+	if (!v)
+		return;
+	CHECK_EQ(fs_root(v, &root), 0);
+	CHECK_EQ(counters(v).small_pack, FS_SMALL_PACK_DEFAULT);
+	for (int i = 0; i < 32; i++) {
+		snprintf(name, sizeof(name), "h%03d", i);
+		whole_file(v, name, 32 * KiB);
+	}
+	whole_file(v, "big", 1 * MiB);
+	fill_outside(v, "filler");
+	hole = first_block(v, "h001");
+	run = first_block(v, "h031");
+	CHECK_EQ(first_block(v, "big"), run + 8);
+	for (int i = 1; i < 32; i += 2) {
+		snprintf(name, sizeof(name), "h%03d", i);
+		CHECK_EQ(fs_remove(v, NULL, root, name), 0);
+	}
+	CHECK_EQ(fs_remove(v, NULL, root, "big"), 0);
+	for (int i = 0; i < 2; i++) {
+		snprintf(name, sizeof(name), "d%d", i);
+		CHECK_EQ(fs_mkdir(v, NULL, root, name, 0755, &dirs[i], NULL), 0);
+	}
+	CHECK_EQ(fs_sync(v), 0);
+	CHECK_EQ(outside_free(v), 16 * 8 + 256);
+
+	/* by turns: 2 + 3 blocks in h001's hole, 4 + 2 in h003's, 3 + 4 in
+	 * h005's */
+	k0 = counters(v);
+	CHECK_EQ(small_files(v, dirs, 2, "t", 6, &at, pos), 3);
+	CHECK_EQ(at, hole);
+	CHECK_EQ(pos[5], hole + 2 * 16 + 3);
+	CHECK_EQ(counters(v).small_packs - k0.small_packs, 6);
+
+	/* a burst: 7 files in the holes from h007's on (3 of them after the
+	 * one before), then the run (12) */
+	k0 = counters(v);
+	CHECK_EQ(small_files(v, dirs, 1, "p", 20, &at, pos), 15);
+	CHECK_EQ(at, hole + 3 * 16);
+	CHECK_EQ(pos[7], run);
+	for (int i = 8; i < 20; i++)
+		CHECK_EQ(pos[i], pos[i - 1] + 2 + (i - 1) % 3);
+	CHECK_EQ(counters(v).small_packs - k0.small_packs, 20);
+	CHECK_EQ(counters(v).pack_regions - k0.pack_regions, 1);
+	printf("# 20 small files of one directory: 7 in holes, then from block %u (the run), "
+	       "12 side by side\n", pos[7]);
+
+	/* packing off: from the hint (the filler's end, round to the
+	 * start), each into the first hole from there that holds it: the
+	 * rest of h001's, of h007's, of h013's */
+	k0 = counters(v);
+	CHECK_EQ(fs_set_small_pack(v, 0), 0);
+	CHECK_EQ(counters(v).small_pack, 0);
+	CHECK_EQ(small_files(v, dirs, 1, "q", 3, &at, pos), 0);
+	CHECK_EQ(at, hole + 5);
+	CHECK_EQ(pos[1], hole + 3 * 16 + 5);
+	CHECK_EQ(pos[2], hole + 6 * 16 + 2);
+	/* first fit, packing on: no packing, the first free blocks from
+	 * the hint (after q02) */
+	fs_set_alloc_policy(v, FS_ALLOC_FIRST_FIT);
+	CHECK_EQ(fs_set_small_pack(v, FS_SMALL_PACK_DEFAULT), 0);
+	x = layout(v, small_file(v, root, "f00", 8 * KiB));
+	CHECK_EQ(x.n, 1);
+	CHECK_EQ(x.e[0].pblk, hole + 6 * 16 + 6);
+	CHECK_EQ(counters(v).small_packs, k0.small_packs);
+	fs_set_alloc_policy(v, FS_ALLOC_RUNS);
+
+	/* no region left: the hole t02 leaves is filled */
+	fill_outside(v, "filler2");
+	CHECK_EQ(fs_remove(v, NULL, dirs[0], "t02"), 0);
+	CHECK_EQ(fs_sync(v), 0);
+	k0 = counters(v);
+	CHECK_EQ(small_files(v, dirs, 1, "r", 1, &at, NULL), 0);
+	CHECK_EQ(at, hole + 16);
+	CHECK_EQ(counters(v).small_packs, k0.small_packs);
+	CHECK_EQ(counters(v).pack_regions, k0.pack_regions);
+	CHECK_EQ(fs_set_small_pack(v, 60 * KiB), -EINVAL);
+	CHECK_EQ(fs_check_invariants(v, NULL, NULL), 0);
+	CHECK_EQ(fs_close(v), 0);
+	fsck_clean();
+}
+
 /* A chunk whose room outside its zones is in holes of 2 MiB and a second
  * chunk with room: a file of 16 MiB written whole continues in the second
  * in one extent (a long write takes runs of 8 MiB anywhere before runs of
@@ -380,6 +575,7 @@ int main(void)
 	test_run_not_holes();
 	test_append_past_holes();
 	test_continue_for_a_run();
+	test_small_packed();
 	test_appenders();
 	test_long_run(FS_ALLOC_RUNS, 1);
 	test_long_run(FS_ALLOC_FIRST_FIT, 9);

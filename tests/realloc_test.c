@@ -138,13 +138,17 @@ static uint64_t free_blocks(struct fs_volume *v)
 /* f and a spacer written by turns (the spacer appended to, 8 KiB at a
  * time), pieces of piece bytes, with delayed allocation off: f in n
  * extents of piece each. A spacer used before may have room after its
- * end (fs/chunk.c's fit) and stop cutting f: each call a fresh one. */
+ * end (fs/chunk.c's fit) and stop cutting f: each call a fresh one. Small
+ * files are not packed meanwhile (fs_set_small_pack): the spacer's first
+ * 16 KiB go from the chunk's hint, beside f's pieces, not into a region
+ * of their own with room for its appends after them. */
 static void fragment(struct fs_volume *v, struct fs_ino f, struct fs_ino spacer, int n,
 		     size_t piece, unsigned seed)
 {
 	struct fs_attr a;
 
 	fs_set_dalloc_limit(v, 0);
+	CHECK_EQ(fs_set_small_pack(v, 0), 0);
 	CHECK_EQ(fs_getattr(v, spacer, &a), 0);
 	if (a.size == 0) {
 		/* (a fresh file's first write stays inline: out of the way) */
@@ -158,6 +162,7 @@ static void fragment(struct fs_volume *v, struct fs_ino f, struct fs_ino spacer,
 			 0);
 	}
 	CHECK_EQ(fs_sync(v), 0);
+	CHECK_EQ(fs_set_small_pack(v, FS_SMALL_PACK_DEFAULT), 0);
 	fs_set_dalloc_limit(v, 64u << 20);
 }
 
