@@ -8,13 +8,18 @@
 #            [--sync-every N] [--seed S] [--large N] [--large-mib M]
 #            [--small N] [--dirs N] [--rounds R] [--no-ext4] [--no-ganesha]
 #            [--no-drop-caches] [--builddir DIR] [--tmp DIR] [--keep] [--quick]
-#            [--nice N] [--conf "KEY = VALUE"]...
+#            [--nice N] [--conf "KEY = VALUE"]... [--written]
 # --conf: a line added to chunkfsd's configuration (large_continue_kb = 0,
 # say, to compare the continuation policy off and on; alloc_policy =
 # first-fit, the allocation before issue 24). --nice N: the servers
 # and the reading client run under nice -n N (-10, say, as root: the
 # neighbours' load then moves the read rates less; the writing is not
 # niced).
+# --written: every image written whole with zeros before its mkfs (ext4:
+# instead of fallocate), as a device is: reads of a sparse or fallocated
+# image's free space cost nothing, so the read-ahead of a young volume,
+# which runs on into its free space, was free, and an aged volume's, which
+# runs into other files' data, was not.
 # --quick: a 256 MiB volume of 64 MiB chunks, write factor 0.5, 2 x 8 MiB and
 # 200 small files, one read round (about 20-40 s; it does not wait for
 # /work/QUIET).
@@ -107,6 +112,7 @@ rounds=11
 conf_extra=
 nice_cmd=
 nice_read=
+written=0
 
 usage() {
 	sed -n '2,84s/^# \{0,1\}//p' "$0"
@@ -134,6 +140,7 @@ while [ $# -gt 0 ]; do
 	--builddir) builddir=$2; shift 2 ;;
 	--tmp) tmpbase=$2; shift 2 ;;
 	--keep) keep=1; shift ;;
+	--written) written=1; shift ;;
 	--conf) conf_extra="$conf_extra$2
 "; shift 2 ;;
 	--quick)
@@ -273,10 +280,23 @@ stop_server() {
 	[ "$st" -eq 0 ] || die "chunkfsd exited with $st on SIGTERM: $(tail -3 "$tmp/server.log")"
 }
 
+# new_image IMG: IMG of size_bytes, written whole with zeros (--written),
+# else allocated (fallocate, when FALLOCATE is 1) or sparse
+new_image() {
+	rm -f "$1"
+	if [ "$written" -eq 1 ]; then
+		dd if=/dev/zero of="$1" bs=1M count=$((size_bytes / 1048576)) conv=fsync \
+			status=none || die "writing $1 failed"
+	elif [ "${2:-0}" -eq 1 ]; then
+		fallocate -l "$size_bytes" "$1" 2>/dev/null || truncate -s "$size_bytes" "$1"
+	fi
+}
+
 # write_chunkfs STATE (young|aged): the image chunkfs-STATE.img, its
 # figures in $tmp/chunkfs-STATE.out
 write_chunkfs() {
 	local state=$1 out=$tmp/chunkfs-$1.out img=$tmp/chunkfs-$1.img
+	new_image "$img"
 	# shellcheck disable=SC2086
 	"$tmp/bin/mkfs.chunkfs" -q -S "$size" -s "$chunk_size" $mkfs_opts "$img" ||
 		die "mkfs.chunkfs failed"
@@ -349,7 +369,7 @@ umount_ext4() {
 
 write_ext4() {
 	local state=$1 out=$tmp/ext4-$1.out img=$tmp/ext4-$1.img
-	fallocate -l "$size_bytes" "$img" 2>/dev/null || truncate -s "$size_bytes" "$img"
+	new_image "$img" 1
 	mkfs.ext4 -q -F -m 0 -E nodiscard "$img" || die "mkfs.ext4 failed"
 	mount_ext4 "$state"
 	: >"$out"
@@ -582,7 +602,7 @@ row() { # FS STATE FILE PLACE
 		}' "$3"
 }
 echo
-echo "age-bench: $size volume, full $full, write factor $write_factor, sync every $sync_every ops, seed $seed" \
+echo "age-bench: $size volume$([ "$written" -eq 1 ] && echo ", images written whole"), full $full, write factor $write_factor, sync every $sync_every ops, seed $seed" \
 	"($((t2 - t0)) s: writing $((t1 - t0)) s, $rounds read rounds $((t2 - t1)) s; load average $load0 at the start)"
 printf '%-8s %-6s %7s %8s %7s %9s %9s %9s %9s  %s\n' fs state files ext/file 1-ext probe-L free\>=8M seqMiB/s small/s enospc
 for fs in chunkfs ext4; do
