@@ -22,6 +22,7 @@
 #include "fs/fs.h"
 #include "fs/layout.h"
 #include "tests/tap.h"
+#include "tests/vol_util.h"
 
 #define KiB 1024u
 #define SIZE (256 * KiB)
@@ -53,13 +54,6 @@ static struct fs_counters counters(struct fs_volume *v)
 
 	CHECK_EQ(fs_get_counters(v, &k), 0);
 	return k;
-}
-
-static int count_ext(void *ctx, const struct fs_extent *e)
-{
-	(void)e;
-	(*(int *)ctx)++;
-	return 0;
 }
 
 int main(void)

@@ -23,6 +23,7 @@
 #include "fs/fsck/fsck.h"
 #include "fs/layout.h"
 #include "tests/tap.h"
+#include "tests/vol_util.h"
 
 #define MiB (1024u * 1024u)
 
@@ -80,27 +81,12 @@ static uint64_t size_of(struct fs_volume *v, struct fs_ino f)
 	return a.size;
 }
 
-static uint64_t free_blocks(struct fs_volume *v)
-{
-	struct fs_statfs s;
-
-	CHECK_EQ(fs_statfs(v, &s), 0);
-	return s.free_blocks;
-}
-
 static struct fs_counters counters(struct fs_volume *v)
 {
 	struct fs_counters k;
 
 	CHECK_EQ(fs_get_counters(v, &k), 0);
 	return k;
-}
-
-static int count_ext(void *ctx, const struct fs_extent *e)
-{
-	(void)e;
-	(*(int *)ctx)++;
-	return 0;
 }
 
 static int extents(struct fs_volume *v, struct fs_ino f)
@@ -118,25 +104,6 @@ static struct fs_ino make_file(struct fs_volume *v, const char *name)
 	CHECK_EQ(fs_create(v, NULL, root, name, 0644, FS_CREATE_GUARDED, 0, &f, NULL), 0);
 	CHECK_EQ(fs_sync(v), 0); /* (its create on disk: a crash copy has it) */
 	return f;
-}
-
-static int copy_file(const char *from, const char *to)
-{
-	static uint8_t buf[1 << 20];
-	int in = open(from, O_RDONLY), out = open(to, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-	ssize_t n;
-	int ret = 0;
-
-	if (in < 0 || out < 0)
-		ret = -errno;
-	while (ret == 0 && (n = read(in, buf, sizeof(buf))) > 0)
-		if (write(out, buf, (size_t)n) != n)
-			ret = -EIO;
-	if (in >= 0)
-		close(in);
-	if (out >= 0)
-		close(out);
-	return ret;
 }
 
 static int fsck_problems(const char *path)

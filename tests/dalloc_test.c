@@ -27,18 +27,12 @@
 #include "fs/store/store.h"
 #include "fs/store/store_mem.h"
 #include "tests/tap.h"
+#include "tests/vol_util.h"
 
 #define KiB 1024u
 #define PIECES 64 /* 4 KiB pieces per file: 256 KiB */
 
 static char image[256], copy[300];
-
-static int count_ext(void *ctx, const struct fs_extent *e)
-{
-	(void)e;
-	(*(int *)ctx)++;
-	return 0;
-}
 
 static int extents(struct fs_volume *v, struct fs_ino f)
 {
@@ -298,25 +292,6 @@ static void test_cap(struct fs_volume *v)
 	CHECK_EQ(counters(v).dalloc_files, 0);
 	CHECK_EQ(extents(v, q), 1);
 	fs_set_dalloc_limit(v, 64ull << 20);
-}
-
-static int copy_file(const char *from, const char *to)
-{
-	static uint8_t buf[1 << 20];
-	int in = open(from, O_RDONLY), out = open(to, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-	ssize_t n;
-	int ret = 0;
-
-	if (in < 0 || out < 0)
-		ret = -errno;
-	while (ret == 0 && (n = read(in, buf, sizeof(buf))) > 0)
-		if (write(out, buf, (size_t)n) != n)
-			ret = -EIO;
-	if (in >= 0)
-		close(in);
-	if (out >= 0)
-		close(out);
-	return ret;
 }
 
 /* A crash after a commit: the committed file whole, the buffered one at

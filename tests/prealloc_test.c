@@ -22,19 +22,13 @@
 #include "fs/fs.h"
 #include "fs/layout.h"
 #include "tests/tap.h"
+#include "tests/vol_util.h"
 
 #define KiB 1024u
 #define MiB (1024u * KiB)
 #define PIECES 64
 
 static char image[256];
-
-static int count_ext(void *ctx, const struct fs_extent *e)
-{
-	(void)e;
-	(*(int *)ctx)++;
-	return 0;
-}
 
 static int extents(struct fs_volume *v, struct fs_ino f)
 {
@@ -56,14 +50,6 @@ static int list_ext(void *ctx, const struct fs_extent *e)
 	if (l->n < 4096)
 		l->e[l->n++] = *e;
 	return 0;
-}
-
-static uint64_t free_blocks(struct fs_volume *v)
-{
-	struct fs_statfs s;
-
-	CHECK_EQ(fs_statfs(v, &s), 0);
-	return s.free_blocks;
 }
 
 static struct fs_prealloc_info info(struct fs_volume *v)

@@ -22,6 +22,7 @@
 #include "fs/fs.h"
 #include "fs/layout.h"
 #include "tests/tap.h"
+#include "tests/vol_util.h"
 
 #define KiB 1024u
 #define PIECE (32 * KiB) /* 8 blocks */
@@ -125,14 +126,6 @@ static struct fs_counters counters(struct fs_volume *v)
 
 	CHECK_EQ(fs_get_counters(v, &k), 0);
 	return k;
-}
-
-static uint64_t free_blocks(struct fs_volume *v)
-{
-	struct fs_statfs s;
-
-	CHECK_EQ(fs_statfs(v, &s), 0);
-	return s.free_blocks;
 }
 
 /* f and a spacer written by turns (the spacer appended to, 8 KiB at a

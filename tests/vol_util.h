@@ -1,0 +1,51 @@
+/* Small helpers several library tests share: a volume's free blocks, an
+ * extent counter for fs_file_extents, a file copied (a crash copy of an
+ * image). Header only, so that their CHECKs count in the including test's
+ * own tap.h counters; include it after tests/tap.h. */
+#ifndef CHUNKFS_TESTS_VOL_UTIL_H
+#define CHUNKFS_TESTS_VOL_UTIL_H
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <unistd.h>
+
+#include "fs/fs.h"
+
+static inline uint64_t free_blocks(struct fs_volume *v)
+{
+	struct fs_statfs s;
+
+	CHECK_EQ(fs_statfs(v, &s), 0);
+	return s.free_blocks;
+}
+
+/* fs_file_extents's callback: counts into the int at ctx. */
+static inline int count_ext(void *ctx, const struct fs_extent *e)
+{
+	(void)e;
+	(*(int *)ctx)++;
+	return 0;
+}
+
+/* from copied to to (made or truncated): 0 or a negative errno. */
+static inline int copy_file(const char *from, const char *to)
+{
+	static uint8_t buf[1 << 20];
+	int in = open(from, O_RDONLY), out = open(to, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	ssize_t n;
+	int ret = 0;
+
+	if (in < 0 || out < 0)
+		ret = -errno;
+	while (ret == 0 && (n = read(in, buf, sizeof(buf))) > 0)
+		if (write(out, buf, (size_t)n) != n)
+			ret = -EIO;
+	if (in >= 0)
+		close(in);
+	if (out >= 0)
+		close(out);
+	return ret;
+}
+
+#endif
