@@ -285,8 +285,8 @@ int evac_move_embedded(struct fs_volume *v, uint64_t stable, struct chunk *t,
 	}
 	if (spill) {
 		ret = file_fill_new(v, &r2, inl, spill);
-		if (ret == 0)
-			ret = ino_write(v, &r2);
+		if (ret == 0 && (ret = ino_write(v, &r2)) < 0)
+			evac_free_old(v, t, &r2); /* the block just filled */
 	} else if (!holds_nothing(&r.ino)) {
 		ret = evac_move_data(v, k, &r, &r2, t, blocks);
 	}

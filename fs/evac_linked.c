@@ -334,9 +334,9 @@ int evac_move_linked(struct fs_volume *v, uint64_t stable, struct chunk *t, uint
 	if (ret == 0 && (has_data || spill)) {
 		ret = spill ? file_fill_new(v, &r2, inl, spill)
 			    : evac_move_data(v, k, &r, &r2, t, blocks);
+		data_moved = ret == 0; /* blocks taken in t, freed on a failure */
 		if (ret == 0 && spill)
 			ret = ino_write(v, &r2);
-		data_moved = ret == 0;
 	}
 	if (ret == 0)
 		ret = map_set_loc(v, stable, r2.loc);

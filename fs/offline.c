@@ -260,6 +260,15 @@ int fs_chunk_online(struct fs_volume *v, uint32_t i, fs_chunk_check_fn check, vo
 		ret = 0;
 		goto out;
 	}
+	/* Bringing a chunk back settles its last transaction and may heal
+	 * its header: writes, which a volume open read-only (asked so, or
+	 * because chunk 0's foster table is lost: foster_tab.c) must not
+	 * make. */
+	if (v->rdonly) {
+		snprintf(why, whylen, "the volume is open read-only: chunk %u stays offline", i);
+		ret = -EROFS;
+		goto out;
+	}
 	/* The other chunks as committed on disk, for the check to read the
 	 * inodes its cross-chunk pointers lead to. It runs first without the
 	 * volume lock, the clients of the other chunks going on: nothing of

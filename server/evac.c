@@ -99,7 +99,7 @@ static void session_begin(struct evacuator *e)
 static void step(struct evacuator *e)
 {
 	struct fs_evac_info info;
-	uint64_t before = e->info.blocks_moved, rate, t;
+	uint64_t before = e->info.blocks_moved, stops = e->info.copy_stops, rate, t;
 	int chunk = e->chunk, ret;
 
 	pthread_mutex_unlock(&e->lock);
@@ -143,6 +143,12 @@ static void step(struct evacuator *e)
 	e->steps++;
 	rate = (uint64_t)e->srv->cfg.evacuate_rate_mb << 20;
 	e->next_ms = t + (info.blocks_moved - before) * 4096 * 1000 / (rate ? rate : 1);
+	/* A copy that gave way to a chunk's pin waiter (a reopen, an offline)
+	 * moved nothing: look again later rather than plan again at once and
+	 * race the waiter for the lock, while the pins it waits for, held by
+	 * others (a read, a scrub window), are released. */
+	if (info.copy_stops > stops && info.blocks_moved == before)
+		e->next_ms = t + EVAC_RETRY_MS;
 }
 
 static void *evac_main(void *arg)

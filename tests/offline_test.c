@@ -383,6 +383,38 @@ int main(void)
 		CHECK_EQ(fsck_volume_path(image, -1, &n, &nr), 0);
 		CHECK_EQ(nr.exit_code, FSCK_EXIT_OK);
 	}
+
+	/* A volume open read-only does not bring a chunk back: that settles
+	 * its last transaction and may heal its header, which writes (it had
+	 * done so). K's header pair spoilt, so K is offline at the open, then
+	 * put back: online is refused with EROFS and K's bytes do not move. */
+	{
+		uint64_t base = (uint64_t)k * CHUNK_SIZE, copy1 = base + CHUNK_SIZE / 2;
+		static uint8_t hdr[2][4096], bad[4096], before[CHUNK_SIZE], after[CHUNK_SIZE];
+
+		fd = open(image, O_RDWR);
+		CHECK(fd >= 0);
+		CHECK_EQ(pread(fd, hdr[0], 4096, (off_t)base), 4096);
+		CHECK_EQ(pread(fd, hdr[1], 4096, (off_t)copy1), 4096);
+		memset(bad, 0x6b, sizeof(bad));
+		CHECK_EQ(pwrite(fd, bad, 4096, (off_t)base), 4096);
+		CHECK_EQ(pwrite(fd, bad, 4096, (off_t)copy1), 4096);
+		CHECK_EQ(fs_open(image, FS_OPEN_RDONLY, &v), 0);
+		CHECK_EQ(fs_chunk_info(v, k, &ci), 0);
+		CHECK_EQ(ci.online, 0);
+		CHECK_EQ(pwrite(fd, hdr[0], 4096, (off_t)base), 4096);
+		CHECK_EQ(pwrite(fd, hdr[1], 4096, (off_t)copy1), 4096);
+		CHECK_EQ(pread(fd, before, CHUNK_SIZE, (off_t)base), CHUNK_SIZE);
+		why[0] = '\0';
+		CHECK_EQ(fs_chunk_online(v, k, fsck_gate_chunk, &gate, why, sizeof(why)), -EROFS);
+		CHECK(strstr(why, "read-only") != NULL);
+		CHECK_EQ(pread(fd, after, CHUNK_SIZE, (off_t)base), CHUNK_SIZE);
+		CHECK(memcmp(before, after, CHUNK_SIZE) == 0);
+		CHECK_EQ(fs_chunk_info(v, k, &ci), 0);
+		CHECK_EQ(ci.online, 0);
+		CHECK_EQ(fs_close(v), 0);
+		close(fd);
+	}
 	unlink(image);
 	return test_done("offline");
 }
