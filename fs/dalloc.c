@@ -560,9 +560,15 @@ again:
 				i0 = f->n;
 		}
 		/* Large enough to be worth two holds of the lock: the data
-		 * written outside it (fs/dalloc_place.c). */
+		 * written outside it (fs/dalloc_place.c). Not for a file with a
+		 * preallocation: its blocks would be taken from the reservation,
+		 * whose release meanwhile (truncate, remove, expiry, ENOSPC's
+		 * give-back) clears the busy bits the held blocks share with it,
+		 * and another placement could hold and write them (a review
+		 * found file A reading file B's bytes, its COMMIT answered). */
 		if (unlock && ret == 0 && i0 == 0 && !f->rewrite && !f->placing &&
-		    f->n >= DA_UNLOCKED_MIN && !(r.ino.flags & OD_INF_INLINE) && !vol_nowait(v)) {
+		    f->n >= DA_UNLOCKED_MIN && !(r.ino.flags & OD_INF_INLINE) && !vol_nowait(v) &&
+		    !prealloc_held(v, f->stable)) {
 			ret = dalloc_place_unlocked(v, f, data, t0);
 			free(data);
 			if (ret != -EAGAIN)
@@ -797,8 +803,15 @@ void dalloc_counters(struct fs_volume *v, struct fs_counters *out)
 uint64_t dalloc_bytes(struct fs_volume *v)
 {
 	/* (pages whose blocks a placement in flight holds are counted
-	 * there, as reserved blocks) */
-	return v->da ? v->da->bytes - v->da->held_blocks * DA_PAGE : 0;
+	 * there, as reserved blocks; a file freed during its placement has
+	 * left bytes before its holds are given back: never below 0, which
+	 * made FSSTAT answer 0 free blocks meanwhile) */
+	uint64_t held;
+
+	if (!v->da)
+		return 0;
+	held = v->da->held_blocks * DA_PAGE;
+	return v->da->bytes > held ? v->da->bytes - held : 0;
 }
 
 /* --- the public calls -------------------------------------------------- */
