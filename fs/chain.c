@@ -568,7 +568,7 @@ static int data_io(struct fs_volume *v, uint32_t chunk, uint32_t pblk, uint32_t 
 
 	if (c->offline)
 		return -EIO;
-	if (write) {
+	if (write == 1) {
 		if (v->evac_pre)
 			evac_pre_hit(v, chunk, pblk, (uint32_t)((inoff + len + OD_BLOCK_SIZE - 1) >>
 								 OD_BLOCK_SHIFT));
@@ -576,9 +576,12 @@ static int data_io(struct fs_volume *v, uint32_t chunk, uint32_t pblk, uint32_t 
 		return store_pwrite(c->store, buf, len, off);
 	}
 	if (vol_nowait(v)) {
-		int ret = store_pread_nowait(c->store, buf, len, off);
+		int ret = write == CHAIN_READ_TOLD ? store_pread_told_nowait(c->store, buf, len, off)
+						   : store_pread_nowait(c->store, buf, len, off);
 		return ret == -EAGAIN ? vol_would_wait() : ret;
 	}
+	if (write == CHAIN_READ_TOLD)
+		return store_pread_told(c->store, buf, len, off);
 	return store_pread(c->store, buf, len, off);
 }
 
@@ -621,7 +624,7 @@ static int rw_piece(void *arg, uint32_t chunk, uint32_t pblk, uint32_t inoff, si
 	struct rw_walk *w = arg;
 	int ret = 0;
 
-	if (pblk == 0 && w->write)
+	if (pblk == 0 && w->write == 1)
 		return -EUCLEAN;
 	if (pblk == 0)
 		memset(w->buf, 0, n);

@@ -238,7 +238,9 @@ int file_read(struct fs_volume *v, const struct iref *r, uint64_t off, size_t le
 	ret = chain_load(v, r, &fc);
 	if (ret < 0)
 		return ret;
-	ret = chain_rw(v, &fc, off, len, buf, 0);
+	/* Bytes that others of the file follow are read without the
+	 * kernel's read-ahead (read_unlocked.c says why). */
+	ret = chain_rw(v, &fc, off, len, buf, off + len < r->ino.size ? CHAIN_READ_TOLD : 0);
 	chain_release(&fc);
 	return ret;
 }

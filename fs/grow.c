@@ -341,7 +341,7 @@ static int add_locked(struct fs_volume *v, const struct fs_chunk_opts *o, const 
 	bytes = (uint64_t)h.nblocks * OD_BLOCK_SIZE;
 	ret = v->shared_fd ? image_reach(v, base + bytes, why, whylen) : 0;
 	if (ret == 0 && v->shared_fd)
-		ret = store_file_region(v->fd, base, bytes, &region);
+		ret = store_file_region_told(v->fd, v->tfd, base, bytes, &region);
 	if (ret == 0 && region) {
 		ih = h;
 		ret = write_fresh(region, 0, &ih);

@@ -185,6 +185,7 @@ struct fs_volume {
 	const char *lock_site;
 	struct hold_rec lock_rec;
 	int fd;
+	int tfd;                      /* fd's file again, for told reads (store_file_told_fd), or -1 */
 	int rdonly;
 	int ftab_lost;                /* chunk 0's foster table was not whole at open: rdonly */
 	uint32_t nchunks;
@@ -838,9 +839,9 @@ uint64_t vol_reuse_gen(const struct fs_volume *v);
 
 /* read_ahead.c: a read of [off, off + len) of the file numbered stable,
  * size bytes long, was planned (the volume locked). 1 and the range to
- * read ahead in *start, *len when the file is read in order and the range
- * told to its stores so far ends less than half the read-ahead distance
- * past this read; else 0. */
+ * read ahead in *start, *len when the file is read in order (or begun
+ * near its start, with more to read) and the range told to its stores so
+ * far ends less than half the read-ahead distance past this read; else 0. */
 int file_ra_window(struct fs_volume *v, uint64_t stable, uint64_t off, size_t len, uint64_t size,
 		   uint64_t *start, size_t *wlen);
 

@@ -29,9 +29,15 @@ int file_ra_window(struct fs_volume *v, uint64_t stable, uint64_t off, size_t le
 	if (!v->readahead)
 		return 0;
 	if (s->stable != stable || off + RA_SLACK < s->next || off > s->next + RA_SLACK) {
-		/* A new reader, or a jump: in order from here, maybe. */
+		/* A new reader, or a jump: in order from here, maybe. A
+		 * file's first reads that leave some of it unread are taken
+		 * as in order at once, as the kernel's read-ahead takes a
+		 * read at a file's start: its first read-ahead there would
+		 * run past the piece's end (a small file read whole keeps
+		 * the kernel's, which brings its neighbours in). */
 		*s = (struct ra_slot){ .stable = stable, .next = end, .told = end };
-		return 0;
+		if (off >= RA_SLACK || end >= size)
+			return 0;
 	}
 	if (end > s->next)
 		s->next = end;

@@ -8,9 +8,14 @@
  * to another file meanwhile). A file read in order also has the next
  * pieces of its range ahead told to their stores (read_ahead.c), after
  * its own reads, pinned in the same way: the pieces that do not follow on
- * from the file's bytes before them in their store. Where a file's bytes
- * follow each other, its reads already do (large ones go past the page
- * cache, store_file.c); where they jump, the store learns early. */
+ * from the file's bytes before them in their store, and every piece in a
+ * store that reads told bytes without read-ahead of its own (a file
+ * store's second descriptor, store_pread_told): such a reader's data is
+ * read through it, so that the kernel's read-ahead, which follows the
+ * image's offsets, reads no other file's bytes past a piece's end. On a
+ * store without told reads, where a file's bytes follow each other the
+ * store's own read-ahead follows them; where they jump, the store learns
+ * early. */
 #include "config.h"
 
 #include <errno.h>
@@ -70,8 +75,10 @@ static void pin_plan(struct read_plan *plan)
  * it), the ones where the file's bytes jump in their store, and those
  * that follow on from such a one: a piece that does not follow on from
  * the piece before it in the same store, and what follows on from it. The
- * first piece (that block, and what follows on from it) is never one. */
-static void keep_jumps(struct read_plan *ahead)
+ * first piece (the back bytes before the range, and what follows on from
+ * them) is never one. In a store that reads told bytes every piece is
+ * kept, the first without its back bytes (the reads before read them). */
+static void keep_jumps(struct read_plan *ahead, uint64_t back)
 {
 	struct read_piece prev = { 0 };
 	uint32_t kept = 0;
@@ -84,6 +91,9 @@ static void keep_jumps(struct read_plan *ahead)
 		prev_kept = rp.c && (!follows || prev_kept);
 		if (prev_kept)
 			ahead->p[kept++] = rp;
+		else if (rp.c && store_reads_told(rp.st) && rp.len > (i ? 0 : back))
+			ahead->p[kept++] = (struct read_piece){ .c = rp.c, .st = rp.st,
+				.off = rp.off + (i ? 0 : back), .len = rp.len - (i ? 0 : back) };
 		prev = rp;
 	}
 	ahead->n = kept;
@@ -109,7 +119,7 @@ int file_read_unlocked(struct fs_volume *v, const struct iref *r, uint64_t off, 
 	uint64_t gen = vol_reuse_gen(v), ra_off;
 	size_t ra_len;
 	uint8_t *p = buf;
-	int ret;
+	int told = off + len < r->ino.size, ret;
 
 	ret = chain_load(v, r, &fc);
 	if (ret == 0) {
@@ -121,7 +131,7 @@ int file_read_unlocked(struct fs_volume *v, const struct iref *r, uint64_t off, 
 
 			if (chain_walk(&fc, ra_off - back, ra_len + back, plan_piece, &ahead) < 0)
 				ahead.n = 0;
-			keep_jumps(&ahead);
+			keep_jumps(&ahead, back);
 			for (uint32_t i = 0; i < ahead.n; i++) {
 				v->ra_hints++;
 				v->ra_hint_bytes += ahead.p[i].len;
@@ -144,6 +154,8 @@ int file_read_unlocked(struct fs_volume *v, const struct iref *r, uint64_t off, 
 
 		if (ret == 0 && !rp->c)
 			memset(p, 0, rp->len);
+		else if (ret == 0 && told)
+			ret = store_pread_told(rp->st, p, rp->len, rp->off);
 		else if (ret == 0)
 			ret = store_pread(rp->st, p, rp->len, rp->off);
 		if (rp->c)

@@ -77,7 +77,7 @@ int vol_read_header(struct chunk_store *st, uint64_t base, uint32_t guess_nblock
  * store), or one store per chunk. */
 struct vol_source {
 	struct chunk_store *whole;
-	int fd;
+	int fd, tfd;
 	struct chunk_store **stores;
 	uint32_t nstores;
 	const char *const *places;
@@ -330,8 +330,9 @@ static int open_chunks_with(struct fs_volume *v, struct vol_source *src,
 			ret = vol_chunk_lock_open(v, c, why, whylen);
 			if (ret < 0)
 				return ret;
-			ret = store_file_region(src->fd, base,
-						(uint64_t)c->hdr.nblocks * OD_BLOCK_SIZE, &c->store);
+			ret = store_file_region_told(src->fd, src->tfd, base,
+						     (uint64_t)c->hdr.nblocks * OD_BLOCK_SIZE,
+						     &c->store);
 			if (ret < 0)
 				return ret;
 		}
@@ -365,6 +366,8 @@ static void vol_free(struct fs_volume *v)
 	od_fosters_free(&v->fost);
 	if (v->fd >= 0)
 		close(v->fd);
+	if (v->tfd >= 0)
+		close(v->tfd);
 	pthread_cond_destroy(&v->commit_cond);
 	pthread_cond_destroy(&v->pin_cond);
 	pthread_mutex_destroy(&v->pin_lock);
@@ -391,6 +394,7 @@ static struct fs_volume *vol_alloc(int flags)
 	pthread_mutex_init(&v->pin_lock, NULL);
 	pthread_cond_init(&v->pin_cond, NULL);
 	v->fd = -1;
+	v->tfd = -1;
 	v->evac_trace_fd = -1;
 	v->rdonly = !!(flags & FS_OPEN_RDONLY);
 	v->large_continue_blocks = FS_LARGE_CONTINUE_DEFAULT / OD_BLOCK_SIZE;
@@ -529,6 +533,12 @@ int fs_open_placed(const char *path, const char *const *places, uint32_t nplaces
 		return ret;
 	}
 	src.fd = v->fd;
+	/* Told reads are an optimisation: without the second descriptor
+	 * every read goes through fd, as before. */
+	v->tfd = store_file_told_fd(path);
+	if (v->tfd < 0)
+		v->tfd = -1;
+	src.tfd = v->tfd;
 	ret = vol_open_source(v, &src, out, why, whylen);
 	store_close(src.whole);
 	return ret;

@@ -3,16 +3,22 @@
  * - a file in several extents over two chunks, read in order 256 KiB at a
  *   time with a distance of 1 MiB: the hints name exactly the blocks an
  *   oracle written apart gives (the range ahead looked at half a distance
- *   at a time from the end of the second read; in each, the blocks from
- *   the first place where the file's next block is not the one after its
- *   last in the same store), each block once, each hint within the file's
- *   own blocks (tagged with their block numbers), in the stores of the
- *   chunks that hold them; the counters say as much; every read returns
- *   the file's bytes and leaves no chunk pinned;
+ *   at a time from the end of the first read, which begins the file and
+ *   leaves some of it; in each, the blocks from the first place where the
+ *   file's next block is not the one after its last in the same store),
+ *   each block once, each hint within the file's own blocks (tagged with
+ *   their block numbers), in the stores of the chunks that hold them; the
+ *   counters say as much; every read returns the file's bytes and leaves
+ *   no chunk pinned;
  * - a file in one extent gets no hint;
  * - reads that jump further than 4 MiB give no hint;
- * - a distance of 0 gives none;
- * - two files read in order by turns each get their own hints. */
+ * - two files read in order by turns each get their own hints;
+ * - stores that read told bytes apart (store_mem_on_told, as a file store
+ *   with its second descriptor): every block of each range looked at is
+ *   told, once, and every read that others of the file follow is a told
+ *   read (their bytes counted exactly), the last one and a small file
+ *   read whole are not;
+ * - a distance of 0 gives none. */
 #include "config.h"
 
 #include <errno.h>
@@ -53,6 +59,17 @@ static struct hint {
 	size_t len;
 } hints[4096];
 static uint32_t nhints;
+
+/* Told reads (store_mem_on_told) and their bytes. */
+static uint64_t told_reads, told_bytes;
+
+static void on_told(void *arg, uint64_t off, size_t len)
+{
+	(void)arg;
+	(void)off;
+	told_reads++;
+	told_bytes += len;
+}
 
 static void on_willneed(void *arg, uint64_t off, size_t len)
 {
@@ -190,12 +207,13 @@ static long locate(char t, uint32_t nblocks, uint64_t *where)
 /* The oracle, written apart from read_ahead.c and read_unlocked.c: a file
  * of size bytes whose blocks are where[], read in order in pieces of
  * rsize from 0 to upto. Each range looked at ahead ([told, to): from the
- * second read on, whenever what was looked at ends less than half the
- * distance past the reads, up to the distance past them) has its blocks
- * from its first jump on (a block not right after the one before it)
- * marked in expected[]. The number of blocks marked. */
+ * first read on when it leaves some of the file, whenever what was looked
+ * at ends less than half the distance past the reads, up to the distance
+ * past them) has its blocks from its first jump on (a block not right
+ * after the one before it), or all its blocks when all is set, marked in
+ * expected[]. The number of blocks marked. */
 static long oracle(const uint64_t *where, uint64_t size, uint64_t rsize, uint64_t upto,
-		   uint8_t *expected)
+		   uint8_t *expected, int all)
 {
 	uint64_t next = 0, told = 0;
 	long marked = 0;
@@ -204,13 +222,14 @@ static long oracle(const uint64_t *where, uint64_t size, uint64_t rsize, uint64_
 		uint64_t end = off + (size - off < rsize ? size - off : rsize), to;
 		if (off == 0) {
 			next = told = end;
-			continue;
+			if (end >= size)
+				continue;
 		}
 		next = end > next ? end : next;
 		told = told > next ? told : next;
 		to = next + DISTANCE < size ? next + DISTANCE : size;
 		if (told < to && told < next + DISTANCE / 2) {
-			int jumped = 0;
+			int jumped = all;
 			for (uint64_t k = told / OD_BLOCK_SIZE; k < to / OD_BLOCK_SIZE; k++) {
 				jumped |= where[k] != where[k - 1] + OD_BLOCK_SIZE;
 				if (jumped) {
@@ -240,7 +259,7 @@ int main(void)
 	static uint8_t image[(size_t)CHUNK_SIZE * NCHUNKS], seen[F_BLOCKS], buf[READ_SIZE];
 	static uint64_t where_f[F_BLOCKS], where_g[G_BLOCKS];
 	static uint8_t expect_f[F_BLOCKS];
-	struct fs_ino f, g, h, y;
+	struct fs_ino f, g, h, y, z;
 	struct fs_counters fc;
 	uint32_t first, chunks_hinted;
 	char path[256];
@@ -280,7 +299,7 @@ int main(void)
 	CHECK(extents >= 3);
 	CHECK(locate('G', G_BLOCKS, where_g) >= 1);
 	memset(expect_f, 0, sizeof(expect_f));
-	want_f = oracle(where_f, F_BYTES, READ_SIZE, F_BYTES, expect_f);
+	want_f = oracle(where_f, F_BYTES, READ_SIZE, F_BYTES, expect_f, 0);
 	CHECK(want_f > 0);
 
 	/* In order: the oracle's blocks, once each, in f's blocks only. */
@@ -339,10 +358,39 @@ int main(void)
 	{
 		static uint8_t expect_g[G_BLOCKS];
 		CHECK_EQ(others, oracle(where_g, (uint64_t)G_BLOCKS * OD_BLOCK_SIZE, READ_SIZE / 4,
-					F_BYTES / 4, expect_g));
+					F_BYTES / 4, expect_g, 0));
 	}
 	CHECK(others > 0);
 	CHECK_EQ(pins_total(), 0);
+
+	/* Stores with told reads: every block ahead told, reads that others
+	 * follow told. */
+	for (int i = 0; i < NCHUNKS; i++)
+		store_mem_on_told(mem[i], on_told, NULL);
+	memset(expect_f, 0, sizeof(expect_f));
+	want_f = oracle(where_f, F_BYTES, READ_SIZE, F_BYTES, expect_f, 1);
+	CHECK_EQ(want_f, (long)F_BLOCKS - READ_SIZE / OD_BLOCK_SIZE);
+	first = nhints;
+	told_reads = told_bytes = 0;
+	CHECK_EQ(read_in_order(f, 'F', 0, F_BYTES, READ_SIZE), 0);
+	memset(seen, 0, sizeof(seen));
+	blocks = check_hints(first, 'F', 0, seen, &others, &chunks_hinted);
+	CHECK_EQ(blocks, want_f);
+	CHECK_EQ(others, 0);
+	CHECK(memcmp(seen, expect_f, sizeof(seen)) == 0);
+	CHECK_EQ(told_bytes, (uint64_t)F_BYTES - READ_SIZE);
+	CHECK(told_reads >= (F_BYTES - READ_SIZE) / READ_SIZE);
+	CHECK_EQ(pins_total(), 0);
+	/* z (64 KiB) read whole: no told read, no hint */
+	CHECK_EQ(fs_create(vol, NULL, root, "z", 0644, FS_CREATE_GUARDED, 0, &z, NULL), 0);
+	CHECK_EQ(write_blocks(z, 'Z', 0, 16), 0);
+	first = nhints;
+	told_reads = told_bytes = 0;
+	CHECK_EQ(read_in_order(z, 'Z', 0, 16 * OD_BLOCK_SIZE, 16 * OD_BLOCK_SIZE), 0);
+	CHECK_EQ(told_reads, 0);
+	CHECK_EQ(nhints, first);
+	for (int i = 0; i < NCHUNKS; i++)
+		store_mem_on_told(mem[i], NULL, NULL);
 
 	/* A distance of 0: no hint. */
 	fs_set_readahead(vol, 0);

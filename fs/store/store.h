@@ -41,6 +41,15 @@ struct chunk_store_ops {
 	 * it meanwhile (a file's page cache: POSIX_FADV_WILLNEED). A hint: it
 	 * neither waits for the bytes nor fails the caller. */
 	void (*willneed)(struct chunk_store *st, size_t len, uint64_t off);
+	/* Optional: pread of bytes the caller has told (willneed) or tells
+	 * after it, for a reader that tells every piece ahead of it: the store
+	 * reads them and nothing past them (a file store: through a second
+	 * descriptor without the kernel's read-ahead, which would read past a
+	 * piece's end into other files' bytes). A store that offers it has
+	 * every piece ahead of such a reader told, not only the jumps
+	 * (read_unlocked.c). */
+	int (*pread_told)(struct chunk_store *st, void *buf, size_t len, uint64_t off,
+			  int nowait);
 };
 
 struct chunk_store {
@@ -96,6 +105,34 @@ static inline int store_pread_nowait(struct chunk_store *st, void *buf, size_t l
 	if (!st->ops->pread_nowait)
 		return -EAGAIN;
 	return store_count_read(st, st->ops->pread_nowait(st, buf, len, off), len);
+}
+
+/* A read of bytes told ahead (pread_told above); a plain pread on a store
+ * without it. */
+static inline int store_pread_told(struct chunk_store *st, void *buf, size_t len, uint64_t off)
+{
+	if (store_lost(st))
+		return -EIO;
+	if (!st->ops->pread_told)
+		return store_pread(st, buf, len, off);
+	return store_count_read(st, st->ops->pread_told(st, buf, len, off, 0), len);
+}
+
+/* The same from memory only (store_pread_nowait). */
+static inline int store_pread_told_nowait(struct chunk_store *st, void *buf, size_t len,
+					  uint64_t off)
+{
+	if (store_lost(st))
+		return -EIO;
+	if (!st->ops->pread_told)
+		return store_pread_nowait(st, buf, len, off);
+	return store_count_read(st, st->ops->pread_told(st, buf, len, off, 1), len);
+}
+
+/* 1 when st reads told bytes without read-ahead of its own (pread_told). */
+static inline int store_reads_told(const struct chunk_store *st)
+{
+	return st->ops->pread_told != NULL;
 }
 
 static inline int store_pwrite(struct chunk_store *st, const void *buf, size_t len,
@@ -176,6 +213,15 @@ int store_file_region(int fd, uint64_t base, uint64_t size, struct chunk_store *
  * fd. */
 int store_file_region_direct(int fd, int dfd, uint64_t base, uint64_t size,
 			     struct chunk_store **out);
+/* The same, with tfd the same file opened again with POSIX_FADV_RANDOM
+ * (store_file_told_fd), or -1: reads of told bytes (store_pread_told) go
+ * through it, so that the kernel reads no further than they ask. */
+int store_file_region_told(int fd, int tfd, uint64_t base, uint64_t size,
+			   struct chunk_store **out);
+/* path opened again read-only for told reads (POSIX_FADV_RANDOM: no
+ * read-ahead by the kernel for reads through it): the descriptor, or a
+ * negative errno. */
+int store_file_told_fd(const char *path);
 
 /* A whole regular file or block device of its own (a chunk placed outside
  * the volume image): opened read-write unless rdonly, closed with the store.

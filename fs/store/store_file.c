@@ -1,5 +1,8 @@
 /* A chunk store on a byte range of a file or block device: the embedded
- * default, where every chunk of a volume is a region of one image. */
+ * default, where every chunk of a volume is a region of one image. Reads
+ * go through the page cache (fd), large ones past it where a direct fd is
+ * given (fsck), told ones through a descriptor without read-ahead (tfd,
+ * chunkfsd's readers in order). */
 #include "config.h"
 
 #include <errno.h>
@@ -16,8 +19,9 @@ struct file_store {
 	struct chunk_store st;
 	int fd;
 	int dfd;        /* the same file opened O_DIRECT, or -1 */
+	int tfd;        /* the same file with POSIX_FADV_RANDOM, or -1 */
 	uint64_t base;
-	int owns_fd;    /* store_file_open: fd is closed with the store */
+	int owns_fd;    /* store_file_open: fd and tfd are closed with the store */
 };
 
 #define DIRECT_ALIGN 4096u
@@ -59,29 +63,29 @@ static int all_cached(int fd, uint64_t off, size_t len)
 	return all;
 }
 
-/* preadv2 until len bytes are in: flags 0, or RWF_NOWAIT for what the page
- * cache holds (-EAGAIN otherwise, also where the kernel or file system
- * cannot tell without waiting, and for a short read: the waiting read
- * tells what it is). */
-static int region_read(struct chunk_store *st, void *buf, size_t len, uint64_t off, int flags)
+/* preadv2 from fd until len bytes are in: flags 0, or RWF_NOWAIT for what
+ * the page cache holds (-EAGAIN otherwise, also where the kernel or file
+ * system cannot tell without waiting, and for a short read: the waiting
+ * read tells what it is). */
+static int region_read(struct chunk_store *st, int fd, void *buf, size_t len, uint64_t off,
+		       int flags)
 {
 	struct file_store *fst = to_fs(st);
 	uint8_t *p = buf;
-	int fd = fst->fd;
 
 	if (!range_ok(st, len, off))
 		return -EINVAL;
 	/* Large aligned reads of bytes not all in the page cache bypass it
 	 * when the store has a direct fd (the kernel writes dirty cached pages
 	 * of the range back first). */
-	if (!flags && fst->dfd >= 0 && len >= DIRECT_MIN &&
+	if (!flags && fd == fst->fd && fst->dfd >= 0 && len >= DIRECT_MIN &&
 	    !(((uintptr_t)buf | len | (fst->base + off)) & (DIRECT_ALIGN - 1)) &&
 	    !all_cached(fst->fd, fst->base + off, len))
 		fd = fst->dfd;
 	while (len) {
 		struct iovec iov = { p, len };
 		ssize_t n = preadv2(fd, &iov, 1, (off_t)(fst->base + off), flags);
-		if (n < 0 && errno == EINVAL && fd != fst->fd) {
+		if (n < 0 && errno == EINVAL && fd == fst->dfd) {
 			fd = fst->fd; /* the file system refuses this direct read */
 			continue;
 		}
@@ -103,12 +107,18 @@ static int region_read(struct chunk_store *st, void *buf, size_t len, uint64_t o
 
 static int file_pread(struct chunk_store *st, void *buf, size_t len, uint64_t off)
 {
-	return region_read(st, buf, len, off, 0);
+	return region_read(st, to_fs(st)->fd, buf, len, off, 0);
 }
 
 static int file_pread_nowait(struct chunk_store *st, void *buf, size_t len, uint64_t off)
 {
-	return region_read(st, buf, len, off, RWF_NOWAIT);
+	return region_read(st, to_fs(st)->fd, buf, len, off, RWF_NOWAIT);
+}
+
+static int file_pread_told(struct chunk_store *st, void *buf, size_t len, uint64_t off,
+			   int nowait)
+{
+	return region_read(st, to_fs(st)->tfd, buf, len, off, nowait ? RWF_NOWAIT : 0);
 }
 
 static int file_pwrite(struct chunk_store *st, const void *buf, size_t len, uint64_t off)
@@ -156,8 +166,11 @@ static void file_close(struct chunk_store *st)
 {
 	struct file_store *fst = to_fs(st);
 
-	if (fst->owns_fd)
+	if (fst->owns_fd) {
 		close(fst->fd);
+		if (fst->tfd >= 0)
+			close(fst->tfd);
+	}
 	free(fst);
 }
 
@@ -182,25 +195,64 @@ static const struct chunk_store_ops file_ops = {
 	.willneed = file_willneed,
 };
 
-int store_file_region_direct(int fd, int dfd, uint64_t base, uint64_t size,
-			     struct chunk_store **out)
+/* file_ops with told reads (a store with a tfd). */
+static const struct chunk_store_ops file_told_ops = {
+	.pread = file_pread,
+	.pwrite = file_pwrite,
+	.flush = file_flush,
+	.trim = file_trim,
+	.close = file_close,
+	.pread_nowait = file_pread_nowait,
+	.willneed = file_willneed,
+	.pread_told = file_pread_told,
+};
+
+static int region_new(int fd, int dfd, int tfd, uint64_t base, uint64_t size,
+		      struct chunk_store **out)
 {
 	struct file_store *fst = calloc(1, sizeof(*fst));
 
 	if (!fst)
 		return -ENOMEM;
-	fst->st.ops = &file_ops;
+	fst->st.ops = tfd >= 0 ? &file_told_ops : &file_ops;
 	fst->st.size = size;
 	fst->fd = fd;
 	fst->dfd = dfd;
+	fst->tfd = tfd;
 	fst->base = base;
 	*out = &fst->st;
 	return 0;
 }
 
+int store_file_region_direct(int fd, int dfd, uint64_t base, uint64_t size,
+			     struct chunk_store **out)
+{
+	return region_new(fd, dfd, -1, base, size, out);
+}
+
+int store_file_region_told(int fd, int tfd, uint64_t base, uint64_t size,
+			   struct chunk_store **out)
+{
+	return region_new(fd, -1, tfd, base, size, out);
+}
+
 int store_file_region(int fd, uint64_t base, uint64_t size, struct chunk_store **out)
 {
-	return store_file_region_direct(fd, -1, base, size, out);
+	return region_new(fd, -1, -1, base, size, out);
+}
+
+int store_file_told_fd(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC), ret;
+
+	if (fd < 0)
+		return -errno;
+	ret = posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM);
+	if (ret) {
+		close(fd);
+		return -ret;
+	}
+	return fd;
 }
 
 int store_file_open(const char *path, int rdonly, struct chunk_store **out)
@@ -208,7 +260,7 @@ int store_file_open(const char *path, int rdonly, struct chunk_store **out)
 	struct stat sb;
 	uint64_t size;
 	int fd = open(path, (rdonly ? O_RDONLY : O_RDWR) | O_CLOEXEC);
-	int ret;
+	int tfd = -1, ret;
 
 	if (fd < 0)
 		return -errno;
@@ -229,12 +281,17 @@ int store_file_open(const char *path, int rdonly, struct chunk_store **out)
 		ret = -EINVAL;
 		goto fail;
 	}
-	ret = store_file_region(fd, 0, size, out);
+	/* Told reads are an optimisation: a file that cannot be opened again
+	 * is read as before. */
+	tfd = store_file_told_fd(path);
+	ret = region_new(fd, -1, tfd, 0, size, out);
 	if (ret < 0)
 		goto fail;
 	to_fs(*out)->owns_fd = 1;
 	return 0;
 fail:
+	if (tfd >= 0)
+		close(tfd);
 	close(fd);
 	return ret;
 }

@@ -21,6 +21,8 @@ struct mem_store {
 	void *on_read_arg;
 	void (*on_willneed)(void *arg, uint64_t off, size_t len);
 	void *on_willneed_arg;
+	void (*on_told)(void *arg, uint64_t off, size_t len);
+	void *on_told_arg;
 };
 
 static int in_bad_range(const struct mem_store *m, size_t len, uint64_t off)
@@ -127,6 +129,16 @@ static void mem_willneed(struct chunk_store *st, size_t len, uint64_t off)
 		m->on_willneed(m->on_willneed_arg, off, len);
 }
 
+static int mem_pread_told(struct chunk_store *st, void *buf, size_t len, uint64_t off,
+			  int nowait)
+{
+	struct mem_store *m = to_mem(st);
+
+	(void)nowait; /* memory never waits */
+	m->on_told(m->on_told_arg, off, len);
+	return mem_pread(st, buf, len, off);
+}
+
 static const struct chunk_store_ops mem_ops = {
 	.pread = mem_pread,
 	.pwrite = mem_pwrite,
@@ -134,6 +146,17 @@ static const struct chunk_store_ops mem_ops = {
 	.trim = mem_trim,
 	.close = mem_close,
 	.willneed = mem_willneed,
+};
+
+/* mem_ops with told reads (store_mem_on_told). */
+static const struct chunk_store_ops mem_told_ops = {
+	.pread = mem_pread,
+	.pwrite = mem_pwrite,
+	.flush = mem_flush,
+	.trim = mem_trim,
+	.close = mem_close,
+	.willneed = mem_willneed,
+	.pread_told = mem_pread_told,
 };
 
 int store_mem_new(uint64_t size, const void *init, struct chunk_store **out)
@@ -197,6 +220,16 @@ void store_mem_on_willneed(struct chunk_store *st,
 
 	m->on_willneed = fn;
 	m->on_willneed_arg = arg;
+}
+
+void store_mem_on_told(struct chunk_store *st, void (*fn)(void *arg, uint64_t off, size_t len),
+		       void *arg)
+{
+	struct mem_store *m = to_mem(st);
+
+	m->on_told = fn;
+	m->on_told_arg = arg;
+	st->ops = fn ? &mem_told_ops : &mem_ops;
 }
 
 void io_log_free(struct io_log *log)

@@ -1,7 +1,8 @@
 /* A chunk store in memory, optionally recording every write and flush in a
  * log shared by all chunks of a volume (the crash-state harness replays
  * prefixes and subsets of it), optionally failing I/O on demand, and
- * optionally telling a test of each read. */
+ * optionally telling a test of each read, and optionally reading told
+ * bytes apart as a file store does (store_pread_told). */
 #ifndef CHUNKFS_STORE_MEM_H
 #define CHUNKFS_STORE_MEM_H
 
@@ -50,6 +51,12 @@ void store_mem_on_read(struct chunk_store *st, void (*fn)(void *arg, uint64_t of
  * none). */
 void store_mem_on_willneed(struct chunk_store *st,
 			   void (*fn)(void *arg, uint64_t off, size_t len), void *arg);
+
+/* From now on the store reads told bytes (store_pread_told) as a file
+ * store with its second descriptor does, and calls fn(arg, off, len) at
+ * each such read (NULL: a store without told reads again). */
+void store_mem_on_told(struct chunk_store *st, void (*fn)(void *arg, uint64_t off, size_t len),
+		       void *arg);
 
 void io_log_free(struct io_log *log);
 
