@@ -41,13 +41,12 @@ struct chunk_store_ops {
 	 * it meanwhile (a file's page cache: POSIX_FADV_WILLNEED). A hint: it
 	 * neither waits for the bytes nor fails the caller. */
 	void (*willneed)(struct chunk_store *st, size_t len, uint64_t off);
-	/* Optional: pread of bytes the caller has told (willneed) or tells
-	 * after it, for a reader that tells every piece ahead of it: the store
-	 * reads them and nothing past them (a file store: through a second
-	 * descriptor without the kernel's read-ahead, which would read past a
-	 * piece's end into other files' bytes). A store that offers it has
-	 * every piece ahead of such a reader told, not only the jumps
-	 * (read_unlocked.c). */
+	/* Optional: pread of a file's bytes that more of it follows, which
+	 * the caller has told (willneed) or will: the store reads them and
+	 * nothing past them (a file store: through a second descriptor
+	 * without the kernel's read-ahead, which would read past a piece's
+	 * end into other files' bytes); nowait: only what is in memory, as
+	 * pread_nowait. Used when the store sets told (below). */
 	int (*pread_told)(struct chunk_store *st, void *buf, size_t len, uint64_t off,
 			  int nowait);
 };
@@ -65,6 +64,10 @@ struct chunk_store {
 	 * pread and pread_nowait that succeeded (store_pread and
 	 * store_pread_nowait count them; fs_get_counters sums them). */
 	uint64_t reads, read_bytes;
+	/* Set by a store whose pread_told reads told bytes apart: every piece
+	 * ahead of a reader in order is told to it, not only the jumps
+	 * (read_unlocked.c). */
+	int told;
 };
 
 /* 0, or why the store lost its server (see lost above). */
@@ -113,7 +116,7 @@ static inline int store_pread_told(struct chunk_store *st, void *buf, size_t len
 {
 	if (store_lost(st))
 		return -EIO;
-	if (!st->ops->pread_told)
+	if (!st->told)
 		return store_pread(st, buf, len, off);
 	return store_count_read(st, st->ops->pread_told(st, buf, len, off, 0), len);
 }
@@ -124,7 +127,7 @@ static inline int store_pread_told_nowait(struct chunk_store *st, void *buf, siz
 {
 	if (store_lost(st))
 		return -EIO;
-	if (!st->ops->pread_told)
+	if (!st->told)
 		return store_pread_nowait(st, buf, len, off);
 	return store_count_read(st, st->ops->pread_told(st, buf, len, off, 1), len);
 }
@@ -132,7 +135,7 @@ static inline int store_pread_told_nowait(struct chunk_store *st, void *buf, siz
 /* 1 when st reads told bytes without read-ahead of its own (pread_told). */
 static inline int store_reads_told(const struct chunk_store *st)
 {
-	return st->ops->pread_told != NULL;
+	return st->told;
 }
 
 static inline int store_pwrite(struct chunk_store *st, const void *buf, size_t len,

@@ -193,17 +193,6 @@ static const struct chunk_store_ops file_ops = {
 	.close = file_close,
 	.pread_nowait = file_pread_nowait,
 	.willneed = file_willneed,
-};
-
-/* file_ops with told reads (a store with a tfd). */
-static const struct chunk_store_ops file_told_ops = {
-	.pread = file_pread,
-	.pwrite = file_pwrite,
-	.flush = file_flush,
-	.trim = file_trim,
-	.close = file_close,
-	.pread_nowait = file_pread_nowait,
-	.willneed = file_willneed,
 	.pread_told = file_pread_told,
 };
 
@@ -214,7 +203,8 @@ static int region_new(int fd, int dfd, int tfd, uint64_t base, uint64_t size,
 
 	if (!fst)
 		return -ENOMEM;
-	fst->st.ops = tfd >= 0 ? &file_told_ops : &file_ops;
+	fst->st.ops = &file_ops;
+	fst->st.told = tfd >= 0;
 	fst->st.size = size;
 	fst->fd = fd;
 	fst->dfd = dfd;

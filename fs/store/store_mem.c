@@ -146,16 +146,6 @@ static const struct chunk_store_ops mem_ops = {
 	.trim = mem_trim,
 	.close = mem_close,
 	.willneed = mem_willneed,
-};
-
-/* mem_ops with told reads (store_mem_on_told). */
-static const struct chunk_store_ops mem_told_ops = {
-	.pread = mem_pread,
-	.pwrite = mem_pwrite,
-	.flush = mem_flush,
-	.trim = mem_trim,
-	.close = mem_close,
-	.willneed = mem_willneed,
 	.pread_told = mem_pread_told,
 };
 
@@ -229,7 +219,7 @@ void store_mem_on_told(struct chunk_store *st, void (*fn)(void *arg, uint64_t of
 
 	m->on_told = fn;
 	m->on_told_arg = arg;
-	st->ops = fn ? &mem_told_ops : &mem_ops;
+	st->told = fn != NULL;
 }
 
 void io_log_free(struct io_log *log)
