@@ -452,13 +452,24 @@ cpu_ms() {
 }
 
 # place state round load mibps rate lreqs lbytes sreqs sbytes lmib nsmall
-# lcpu scpu (the server's CPU ms for the large, the small files)
+# lcpu scpu (the server's CPU ms for the large, the small files) ldev sdev
+# (bytes the device read for them: dev_bytes)
 results=$tmp/results
 : >"$results"
 
+# dev_bytes PID: bytes the device has read for the server so far
+# (/proc/PID/io read_bytes), or for the mounted loop device without one
+dev_bytes() {
+	if [ -n "$1" ]; then
+		awk '$1 == "read_bytes:" { print $2 }' "/proc/$1/io"
+	else
+		count_loop | cut -d' ' -f2
+	fi
+}
+
 # read_once PLACE STATE ROUND: one cold read of the probe set
 read_once() {
-	local place=$1 state=$2 r=$3 target counter c0 c1 c2 p0 p1 p2 pid out=$tmp/read.out
+	local place=$1 state=$2 r=$3 target counter c0 c1 c2 p0 p1 p2 d0 d1 d2 pid out=$tmp/read.out
 	case $place in
 	chunkfs)
 		drop_caches
@@ -476,22 +487,22 @@ read_once() {
 		target="--dir $mnt" counter=count_loop pid= ;;
 	esac
 	load=$(cut -d' ' -f1 /proc/loadavg)
-	c0=$($counter) p0=$(cpu_ms "$pid")
+	c0=$($counter) p0=$(cpu_ms "$pid") d0=$(dev_bytes "$pid")
 	# shellcheck disable=SC2086
 	$nice_cmd "$AB" $target $probe_opts --part large probe-read >"$out" ||
 		die "$place $state: probe-read failed"
-	c1=$($counter) p1=$(cpu_ms "$pid")
+	c1=$($counter) p1=$(cpu_ms "$pid") d1=$(dev_bytes "$pid")
 	# shellcheck disable=SC2086
 	$nice_cmd "$AB" $target $probe_opts --part small probe-read >>"$out" ||
 		die "$place $state: probe-read failed"
-	c2=$($counter) p2=$(cpu_ms "$pid")
+	c2=$($counter) p2=$(cpu_ms "$pid") d2=$(dev_bytes "$pid")
 	case $place in
 	chunkfs) stop_server ;;
 	ganesha) stop_ganesha; umount_ext4 ;;
 	kernel) umount_ext4 ;;
 	esac
 	awk -v p="$place" -v s="$state" -v r="$r" -v l="$load" -v c0="$c0" -v c1="$c1" -v c2="$c2" \
-		-v cpu1=$((p1 - p0)) -v cpu2=$((p2 - p1)) '
+		-v cpu1=$((p1 - p0)) -v cpu2=$((p2 - p1)) -v dev1=$((d1 - d0)) -v dev2=$((d2 - d1)) '
 		function kv(line, key,   i, n, a, b) {
 			n = split(line, a, " ")
 			for (i = 1; i <= n; i++) { if (split(a[i], b, "=") == 2 && b[1] == key) return b[2] }
@@ -501,8 +512,8 @@ read_once() {
 		$1 == "read-small" { rate = kv($0, "rate"); nsm = kv($0, "files") }
 		END {
 			split(c0, a, " "); split(c1, b, " "); split(c2, c, " ")
-			printf "%s %s %d %s %s %s %.0f %.0f %.0f %.0f %s %s %d %d\n", p, s, r, l, mibps, rate,
-				b[1] - a[1], b[2] - a[2], c[1] - b[1], c[2] - b[2], mib, nsm, cpu1, cpu2
+			printf "%s %s %d %s %s %s %.0f %.0f %.0f %.0f %s %s %d %d %d %d\n", p, s, r, l, mibps, rate,
+				b[1] - a[1], b[2] - a[2], c[1] - b[1], c[2] - b[2], mib, nsm, cpu1, cpu2, dev1, dev2
 		}' "$out" >>"$results"
 	say "round $r: $(tail -1 "$results")"
 }
@@ -559,6 +570,8 @@ spread() {
 			else if (f == "skib") x = $9 ? $10 / 1024 / $9 : 0
 			else if (f == "lcpu") x = $11 ? $13 / $11 : 0
 			else if (f == "scpu") x = $12 ? 1000 * $14 / $12 : 0
+			else if (f == "ldev") x = $11 ? $15 / 1048576 / $11 : 0
+			else if (f == "sdev") x = $12 ? $16 / 1024 / $12 : 0
 			else x = $f
 			v[n++] = x + 0
 		}
@@ -638,6 +651,16 @@ for ps in $places; do
 		$(spread "$p" "$s" skib) $cpu
 	printf '%-13s %-6s %8.2f %7.1f %5s%% %9.3f %7.1f %5s%% %8s %5s%% %8s %5s%%\n' "$(place_name "$p")" "$s" \
 		"$1" "$5" "$4" "$9" "${13}" "${12}" "${17}" "${18}" "${19}" "${20}"
+done
+echo
+echo "what the device read, medians and cv: MiB per MiB of large file, KiB per small file (chunkfs and" \
+	"ganesha: the server's read_bytes in /proc/PID/io; the kernel: the loop device's sectors); a" \
+	"read-ahead that runs past a file's pieces into other files' bytes shows here, not in the requests"
+printf '%-13s %-6s %10s %6s %10s %6s\n' place state MiB/MiB cv KiB/file cv
+for ps in $places; do
+	p=${ps%%:*} s=${ps##*:}
+	set -- $(spread "$p" "$s" ldev) $(spread "$p" "$s" sdev)
+	printf '%-13s %-6s %10.3f %5s%% %10.1f %5s%%\n' "$(place_name "$p")" "$s" "$1" "$4" "$5" "$8"
 done
 
 # ratio PLACE FIELD [PLACE2 STATE2]: aged/young of PLACE per round (or

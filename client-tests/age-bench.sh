@@ -10,8 +10,9 @@
 # reads the 16 MiB of large files and the 200 small files whole, asking
 # at least their bytes below the file system; chunkfsd's store reads (the
 # layout-level figure) are the same in both rounds, to the request and
-# the byte; the reads table, the aged/young ratios and the goals' lines
-# are there. No figure is judged.
+# the byte; the reads table, the device table (bytes the device read per
+# place), the aged/young ratios and the goals' lines are there. No figure
+# is judged.
 . "$(dirname "$0")/functions.sh"
 [ -x "$builddir/bench/age_bench" ] || { echo "SKIP: bench/age_bench not built (no libnfs)"; exit 77; }
 
@@ -88,4 +89,12 @@ grep -q '^  chunkfs aged within 10% of young, sequential MiB/s: [0-9.]* \[.*\], 
 grep -q '^  chunkfs aged within 10% of young, LOOKUP+READ small files/s: .*\(MET\|MISSED\)' \
 	"$tmp/table" || fail "no goal line for small files"
 grep -q '^chunkfs store reads, aged against young: ' "$tmp/table" || fail "no store reads line"
+# what the device read: a row a place, with the server's or loop device's bytes
+awk 'NF != 16 || $15 < 0 || $16 < 0 { print "no device bytes: " $0; bad = 1 } END { exit bad }' \
+	"$tmp/reads" || fail "a read has no device bytes"
+grep -q '^what the device read, medians and cv' "$tmp/table" || fail "no device table"
+for st in young aged; do
+	grep -q "^chunkfs-nfs  *$st  *[0-9.]*  *[0-9.]*%  *[0-9.]*  *[0-9.]*%$" "$tmp/table" ||
+		fail "no device row for chunkfs $st"
+done
 echo "PASS: age-bench --quick"
