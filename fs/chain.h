@@ -73,9 +73,8 @@ int chain_alloc(struct fs_volume *v, struct fchain *fc, uint64_t lblk, uint64_t 
 typedef int (*chain_piece_fn)(void *ctx, uint32_t chunk, uint32_t pblk, uint32_t inoff, size_t n);
 int chain_walk(const struct fchain *fc, uint64_t off, size_t len, chain_piece_fn fn, void *ctx);
 /* Copy file bytes [off, off + len) in or out of mapped blocks: write is
- * 1 for a write, 0 for a read, CHAIN_READ_TOLD for a read of a file's
- * bytes that others follow (store_pread_told: no read-ahead past a
- * piece's end). */
+ * 1 for a write, 0 for a read, CHAIN_READ_TOLD for a read of a reader in
+ * order's bytes (store_pread_told: no read-ahead past a piece's end). */
 #define CHAIN_READ_TOLD 2
 int chain_rw(struct fs_volume *v, struct fchain *fc, uint64_t off, size_t len, uint8_t *buf,
 	     int write);

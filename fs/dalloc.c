@@ -226,13 +226,14 @@ uint64_t dalloc_size(struct fs_volume *v, const struct iref *r)
 	return f ? f->size : r->ino.size;
 }
 
-int dalloc_read(struct fs_volume *v, const struct iref *r, uint64_t off, size_t len, void *buf)
+int dalloc_read(struct fs_volume *v, const struct iref *r, uint64_t off, size_t len, void *buf,
+		int told)
 {
 	struct da_file *f = find(v->da, r->ino.stable);
 	uint8_t *out = buf;
 
 	if (!f)
-		return file_read(v, r, off, len, buf);
+		return file_read(v, r, off, len, buf, told);
 	while (len) {
 		uint64_t idx = off / DA_PAGE;
 		size_t in = (size_t)(off % DA_PAGE), n;
@@ -249,7 +250,7 @@ int dalloc_read(struct fs_volume *v, const struct iref *r, uint64_t off, size_t 
 			n = stop - off < len ? (size_t)(stop - off) : len;
 			if (off < r->ino.size) {
 				size_t d = r->ino.size - off < n ? (size_t)(r->ino.size - off) : n;
-				int ret = file_read(v, r, off, d, out);
+				int ret = file_read(v, r, off, d, out, told);
 				if (ret < 0)
 					return ret;
 				memset(out + d, 0, n - d);
@@ -405,7 +406,7 @@ int dalloc_write(struct fs_volume *v, const struct iref *r, uint64_t off, size_t
 				size_t have = r->ino.size - base < DA_PAGE
 						      ? (size_t)(r->ino.size - base)
 						      : DA_PAGE;
-				ret = file_read(v, r, base, have, pg);
+				ret = file_read(v, r, base, have, pg, 0);
 				if (ret < 0) {
 					/* not buffered after all */
 					free(pg);

@@ -220,7 +220,8 @@ int file_place_run(struct fs_volume *v, struct iref *r, uint8_t *const *pages, u
 	return ret;
 }
 
-int file_read(struct fs_volume *v, const struct iref *r, uint64_t off, size_t len, void *buf)
+int file_read(struct fs_volume *v, const struct iref *r, uint64_t off, size_t len, void *buf,
+	      int told)
 {
 	struct fchain fc;
 	int ret;
@@ -238,9 +239,7 @@ int file_read(struct fs_volume *v, const struct iref *r, uint64_t off, size_t le
 	ret = chain_load(v, r, &fc);
 	if (ret < 0)
 		return ret;
-	/* Bytes that others of the file follow are read without the
-	 * kernel's read-ahead (read_unlocked.c says why). */
-	ret = chain_rw(v, &fc, off, len, buf, off + len < r->ino.size ? CHAIN_READ_TOLD : 0);
+	ret = chain_rw(v, &fc, off, len, buf, told ? CHAIN_READ_TOLD : 0);
 	chain_release(&fc);
 	return ret;
 }
@@ -293,7 +292,12 @@ again:
 		}
 		goto done;
 	}
-	ret = n ? dalloc_read(v, &r, offset, n, buf) : 0;
+	/* A read here (nowait, buffered data, inline, again after -ESTALE)
+	 * is noted as the reader's too; it cannot tell the stores ahead. */
+	ret = n ? dalloc_read(v, &r, offset, n, buf,
+			      !(r.ino.flags & OD_INF_INLINE) &&
+				      file_ra_window(v, r.ino.stable, offset, n, size, NULL, NULL))
+		: 0;
 out:
 	vol_unlock(v);
 done:

@@ -664,7 +664,9 @@ int file_uninline(struct fs_volume *v, struct iref *r);
  * written: the caller writes it; on failure nothing taken. */
 int file_fill_new(struct fs_volume *v, struct iref *r, const uint8_t *data, uint32_t len);
 int file_write(struct fs_volume *v, struct iref *r, uint64_t off, size_t len, const void *buf);
-int file_read(struct fs_volume *v, const struct iref *r, uint64_t off, size_t len, void *buf);
+/* told: a reader in order's bytes (read_ahead.c), read told (store_pread_told). */
+int file_read(struct fs_volume *v, const struct iref *r, uint64_t off, size_t len, void *buf,
+	      int told);
 
 /* file.c: delayed allocation's placement of n whole pages at file block
  * first, in one allocation; the size raised to end when below it. */
@@ -721,7 +723,8 @@ void dalloc_destroy(struct fs_volume *v);
 void dalloc_set_limit(struct fs_volume *v, uint64_t bytes);
 int dalloc_write(struct fs_volume *v, const struct iref *r, uint64_t off, size_t len,
 		 const void *buf);
-int dalloc_read(struct fs_volume *v, const struct iref *r, uint64_t off, size_t len, void *buf);
+int dalloc_read(struct fs_volume *v, const struct iref *r, uint64_t off, size_t len, void *buf,
+		int told);
 uint64_t dalloc_size(struct fs_volume *v, const struct iref *r);
 int dalloc_has(struct fs_volume *v, uint64_t stable);
 int dalloc_place(struct fs_volume *v, uint64_t stable);
@@ -838,10 +841,12 @@ void vol_blocks_reusable(struct fs_volume *v);
 uint64_t vol_reuse_gen(const struct fs_volume *v);
 
 /* read_ahead.c: a read of [off, off + len) of the file numbered stable,
- * size bytes long, was planned (the volume locked). 1 and the range to
- * read ahead in *start, *len when the file is read in order (or begun
- * near its start, with more to read) and the range told to its stores so
- * far ends less than half the read-ahead distance past this read; else 0. */
+ * size bytes long, was planned (the volume locked). 1 when the file is
+ * read in order (or this read begins it near its start and leaves some of
+ * it), else 0. With wlen, the range to tell its stores ahead in *start,
+ * *wlen (wlen 0: none, the range told so far reaching far enough); a
+ * caller that cannot tell (a nowait read) passes NULL and only has the
+ * read noted. */
 int file_ra_window(struct fs_volume *v, uint64_t stable, uint64_t off, size_t len, uint64_t size,
 		   uint64_t *start, size_t *wlen);
 

@@ -389,7 +389,7 @@ int fs_readlink(struct fs_volume *v, struct fs_ino id, char *buf, size_t bufsize
 	if (ret == 0 && r.ino.size > bufsize)
 		ret = -ERANGE;
 	if (ret == 0)
-		ret = file_read(v, &r, 0, (size_t)r.ino.size, buf);
+		ret = file_read(v, &r, 0, (size_t)r.ino.size, buf, 0);
 	if (ret == 0)
 		*len = (size_t)r.ino.size;
 	vol_unlock(v);

@@ -117,16 +117,20 @@ int file_read_unlocked(struct fs_volume *v, const struct iref *r, uint64_t off, 
 	struct read_plan plan = { .v = v }, ahead = { .v = v };
 	struct fchain fc;
 	uint64_t gen = vol_reuse_gen(v), ra_off;
-	size_t ra_len;
+	size_t ra_len = 0;
 	uint8_t *p = buf;
-	int told = off + len < r->ino.size, ret;
+	int told = 0, ret;
 
 	ret = chain_load(v, r, &fc);
 	if (ret == 0) {
 		ret = chain_walk(&fc, off, len, plan_piece, &plan);
-		/* Read-ahead is a hint: a range it cannot plan is not told. */
-		if (ret == 0 &&
-		    file_ra_window(v, r->ino.stable, off, len, r->ino.size, &ra_off, &ra_len)) {
+		/* A reader in order reads told (its bytes are told ahead of
+		 * it); read-ahead is a hint: a range it cannot plan is not
+		 * told. */
+		if (ret == 0)
+			told = file_ra_window(v, r->ino.stable, off, len, r->ino.size, &ra_off,
+					      &ra_len);
+		if (ret == 0 && ra_len) {
 			uint64_t back = ra_off < OD_BLOCK_SIZE ? ra_off : OD_BLOCK_SIZE;
 
 			if (chain_walk(&fc, ra_off - back, ra_len + back, plan_piece, &ahead) < 0)

@@ -535,7 +535,7 @@ int fs_open_placed(const char *path, const char *const *places, uint32_t nplaces
 	src.fd = v->fd;
 	/* Told reads are an optimisation: without the second descriptor
 	 * every read goes through fd, as before. */
-	v->tfd = store_file_told_fd(path);
+	v->tfd = store_file_told_fd(v->fd);
 	if (v->tfd < 0)
 		v->tfd = -1;
 	src.tfd = v->tfd;

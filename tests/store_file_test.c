@@ -7,7 +7,9 @@
  * MiB in order bring no page past them into the cache (the kernel's
  * read-ahead does not run; plain reads' read-ahead is printed beside), a nowait told read of cold bytes answers -EAGAIN, and after a
  * told read the same bytes come nowait. store_file_open's stores offer
- * told reads too. */
+ * told reads too. The told descriptor is the open file's, not its name's
+ * (another file renamed over the path meanwhile is not read), and reads
+ * what was written through the store. */
 #include "config.h"
 
 #include <errno.h>
@@ -81,9 +83,25 @@ int main(void)
 	CHECK_EQ(fstatfs(fd, &sfs), 0);
 	cached_fs = sfs.f_type != TMPFS_MAGIC_ID;
 
-	CHECK_EQ(store_file_told_fd("/nonexistent/chunkfs-store-file-test"), -ENOENT);
-	tfd = store_file_told_fd(path);
-	CHECK(tfd >= 0);
+	CHECK_EQ(store_file_told_fd(-1), -ENOENT);
+	/* The open file, not the name: another file renamed over the path
+	 * meanwhile is not what the told descriptor reads. */
+	{
+		char other[300];
+		int ofd;
+		snprintf(other, sizeof(other), "%s.other", path);
+		ofd = open(other, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+		CHECK(ofd >= 0 && pwrite(ofd, "other", 5, 0) == 5);
+		CHECK_EQ(rename(other, path), 0);
+		tfd = store_file_told_fd(fd);
+		CHECK(tfd >= 0);
+		CHECK_EQ(pread(tfd, buf, 4, 0), 4);
+		CHECK_EQ(*(uint32_t *)buf, 0); /* block 0 of fd's file, not "othe" */
+		close(ofd);
+		CHECK_EQ(unlink(path), 0);
+		/* from here on the file is reached by its descriptor */
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	}
 	CHECK_EQ(store_file_region_told(fd, tfd, BASE, REGION, &told), 0);
 	CHECK_EQ(store_file_region(fd, BASE, REGION, &plain), 0);
 	CHECK_EQ(store_reads_told(told), 1);
@@ -101,6 +119,16 @@ int main(void)
 	CHECK_EQ(told->reads, 2);
 	CHECK_EQ(store_pread_told(told, buf, MIB, REGION - MIB + 4096), -EINVAL);
 	CHECK_EQ(told->reads, 2);
+	/* A write through the store is what a told read then reads. */
+	memset(want, 0xa5, 8192);
+	CHECK_EQ(store_pwrite(told, want, 8192, 8 * MIB + 4096), 0);
+	CHECK_EQ(store_pread_told(told, buf, 16384, 8 * MIB), 0);
+	CHECK(memcmp(buf + 4096, want, 8192) == 0);
+	CHECK_EQ(store_pread_told_nowait(told, buf, 16384, 8 * MIB), 0);
+	CHECK(memcmp(buf + 4096, want, 8192) == 0);
+	fill(want, (BASE + 8 * MIB + 4096) / 4096, 8192);
+	CHECK_EQ(store_pwrite(told, want, 8192, 8 * MIB + 4096), 0);
+	fill(want, (BASE + 8 * MIB) / 4096, MIB);
 	/* A store without told reads reads them as plain ones. */
 	memset(buf, 0, MIB);
 	CHECK_EQ(store_pread_told(plain, buf, MIB, 8 * MIB), 0);
@@ -158,6 +186,5 @@ int main(void)
 	store_close(whole);
 
 	close(fd);
-	unlink(path);
 	return test_done("store_file");
 }

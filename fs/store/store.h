@@ -221,10 +221,10 @@ int store_file_region_direct(int fd, int dfd, uint64_t base, uint64_t size,
  * through it, so that the kernel reads no further than they ask. */
 int store_file_region_told(int fd, int tfd, uint64_t base, uint64_t size,
 			   struct chunk_store **out);
-/* path opened again read-only for told reads (POSIX_FADV_RANDOM: no
- * read-ahead by the kernel for reads through it): the descriptor, or a
- * negative errno. */
-int store_file_told_fd(const char *path);
+/* fd's file opened again read-only for told reads (through /proc/self/fd,
+ * checked to be the same file; POSIX_FADV_RANDOM: no read-ahead by the
+ * kernel for reads through it): the descriptor, or a negative errno. */
+int store_file_told_fd(int fd);
 
 /* A whole regular file or block device of its own (a chunk placed outside
  * the volume image): opened read-write unless rdonly, closed with the store.

@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -26,6 +27,7 @@ struct file_store {
 
 #define DIRECT_ALIGN 4096u
 #define DIRECT_MIN (64u << 10) /* smaller reads stay buffered */
+#define WILLNEED_STEP (512u << 10) /* within the kernel's cap on any device */
 
 static struct file_store *to_fs(struct chunk_store *st)
 {
@@ -181,8 +183,15 @@ static void file_willneed(struct chunk_store *st, size_t len, uint64_t off)
 {
 	struct file_store *fst = to_fs(st);
 
-	if (range_ok(st, len, off))
-		posix_fadvise(fst->fd, (off_t)(fst->base + off), (off_t)len, POSIX_FADV_WILLNEED);
+	if (!range_ok(st, len, off))
+		return;
+	/* The kernel reads at most its read-ahead size (or the device's
+	 * largest request) of one call and drops the rest: several calls. */
+	for (size_t done = 0; done < len; done += WILLNEED_STEP) {
+		size_t n = len - done < WILLNEED_STEP ? len - done : WILLNEED_STEP;
+		posix_fadvise(fst->fd, (off_t)(fst->base + off + done), (off_t)n,
+			      POSIX_FADV_WILLNEED);
+	}
 }
 
 static const struct chunk_store_ops file_ops = {
@@ -231,18 +240,32 @@ int store_file_region(int fd, uint64_t base, uint64_t size, struct chunk_store *
 	return region_new(fd, -1, -1, base, size, out);
 }
 
-int store_file_told_fd(const char *path)
+int store_file_told_fd(int fd)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC), ret;
+	struct stat a, b;
+	char path[64];
+	int tfd, ret;
 
-	if (fd < 0)
+	/* The open file itself, not its name, which may name another file
+	 * by now (an image renamed over, a device link moved). */
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	tfd = open(path, O_RDONLY | O_CLOEXEC);
+	if (tfd < 0)
 		return -errno;
-	ret = posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM);
-	if (ret) {
-		close(fd);
-		return -ret;
+	if (fstat(fd, &a) < 0 || fstat(tfd, &b) < 0) {
+		ret = -errno;
+		goto fail;
 	}
-	return fd;
+	if (a.st_dev != b.st_dev || a.st_ino != b.st_ino || a.st_rdev != b.st_rdev) {
+		ret = -ESTALE;
+		goto fail;
+	}
+	ret = -posix_fadvise(tfd, 0, 0, POSIX_FADV_RANDOM);
+	if (ret == 0)
+		return tfd;
+fail:
+	close(tfd);
+	return ret;
 }
 
 int store_file_open(const char *path, int rdonly, struct chunk_store **out)
@@ -273,7 +296,7 @@ int store_file_open(const char *path, int rdonly, struct chunk_store **out)
 	}
 	/* Told reads are an optimisation: a file that cannot be opened again
 	 * is read as before. */
-	tfd = store_file_told_fd(path);
+	tfd = store_file_told_fd(fd);
 	ret = region_new(fd, -1, tfd, 0, size, out);
 	if (ret < 0)
 		goto fail;

@@ -23,6 +23,7 @@ struct mem_store {
 	void *on_willneed_arg;
 	void (*on_told)(void *arg, uint64_t off, size_t len);
 	void *on_told_arg;
+	int nowait_hits; /* nowait reads answered (else -EAGAIN) */
 };
 
 static int in_bad_range(const struct mem_store *m, size_t len, uint64_t off)
@@ -129,12 +130,18 @@ static void mem_willneed(struct chunk_store *st, size_t len, uint64_t off)
 		m->on_willneed(m->on_willneed_arg, off, len);
 }
 
+static int mem_pread_nowait(struct chunk_store *st, void *buf, size_t len, uint64_t off)
+{
+	return to_mem(st)->nowait_hits ? mem_pread(st, buf, len, off) : -EAGAIN;
+}
+
 static int mem_pread_told(struct chunk_store *st, void *buf, size_t len, uint64_t off,
 			  int nowait)
 {
 	struct mem_store *m = to_mem(st);
 
-	(void)nowait; /* memory never waits */
+	if (nowait && !m->nowait_hits)
+		return -EAGAIN;
 	m->on_told(m->on_told_arg, off, len);
 	return mem_pread(st, buf, len, off);
 }
@@ -146,6 +153,7 @@ static const struct chunk_store_ops mem_ops = {
 	.trim = mem_trim,
 	.close = mem_close,
 	.willneed = mem_willneed,
+	.pread_nowait = mem_pread_nowait,
 	.pread_told = mem_pread_told,
 };
 
@@ -220,6 +228,11 @@ void store_mem_on_told(struct chunk_store *st, void (*fn)(void *arg, uint64_t of
 	m->on_told = fn;
 	m->on_told_arg = arg;
 	st->told = fn != NULL;
+}
+
+void store_mem_nowait_hits(struct chunk_store *st, int on)
+{
+	to_mem(st)->nowait_hits = on;
 }
 
 void io_log_free(struct io_log *log)

@@ -58,6 +58,11 @@ void store_mem_on_willneed(struct chunk_store *st,
 void store_mem_on_told(struct chunk_store *st, void (*fn)(void *arg, uint64_t off, size_t len),
 		       void *arg);
 
+/* Nowait reads (store_pread_nowait) answered from the store's bytes, as
+ * a page cache holding them would (on), or -EAGAIN, as if none were in
+ * memory (off, the default). */
+void store_mem_nowait_hits(struct chunk_store *st, int on);
+
 void io_log_free(struct io_log *log);
 
 #endif
