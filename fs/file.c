@@ -268,7 +268,7 @@ static int data_inode(struct fs_volume *v, const struct fs_cred *cred, struct fs
 int fs_read(struct fs_volume *v, const struct fs_cred *cred, struct fs_ino id, uint64_t offset,
 	    size_t len, void *buf, size_t *nread, int *eof)
 {
-	int may_unlock = !vol_nowait(v);
+	int may_unlock = !vol_nowait(v), told;
 	uint64_t size;
 	struct iref r;
 	size_t n;
@@ -293,11 +293,16 @@ again:
 		goto done;
 	}
 	/* A read here (nowait, buffered data, inline, again after -ESTALE)
-	 * is noted as the reader's too; it cannot tell the stores ahead. */
-	ret = n ? dalloc_read(v, &r, offset, n, buf,
-			      !(r.ino.flags & OD_INF_INLINE) &&
-				      file_ra_window(v, r.ino.stable, offset, n, size, NULL, NULL))
-		: 0;
+	 * is noted as the reader's too; it cannot tell the stores ahead, so
+	 * a nowait one leaves a reader due to tell to a worker (the hint
+	 * may wait for the device), which reads it again and tells. */
+	told = n && !(r.ino.flags & OD_INF_INLINE) &&
+	       file_ra_window(v, r.ino.stable, offset, n, size, NULL, NULL);
+	if (told && vol_nowait(v) && file_ra_due(v, r.ino.stable, size)) {
+		ret = vol_would_wait();
+		goto out;
+	}
+	ret = n ? dalloc_read(v, &r, offset, n, buf, told) : 0;
 out:
 	vol_unlock(v);
 done:

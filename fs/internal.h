@@ -849,6 +849,9 @@ uint64_t vol_reuse_gen(const struct fs_volume *v);
  * read noted. */
 int file_ra_window(struct fs_volume *v, uint64_t stable, uint64_t off, size_t len, uint64_t size,
 		   uint64_t *start, size_t *wlen);
+/* 1 when the reader of the file numbered stable (size bytes) is due to
+ * tell its stores the range ahead: the next read that can tell should. */
+int file_ra_due(struct fs_volume *v, uint64_t stable, uint64_t size);
 
 /* read_unlocked.c: read file bytes [off, off + len) of r (not inline): the
  * blocks are found under the volume lock, which this releases for the

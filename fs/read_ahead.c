@@ -63,6 +63,14 @@ int file_ra_window(struct fs_volume *v, uint64_t stable, uint64_t off, size_t le
 	return 1;
 }
 
+int file_ra_due(struct fs_volume *v, uint64_t stable, uint64_t size)
+{
+	struct ra_slot *s = slot_of(v, stable);
+
+	return v->readahead && s->stable == stable && s->told < size &&
+	       s->told < s->next + v->readahead / 2;
+}
+
 void fs_set_readahead(struct fs_volume *v, uint32_t bytes)
 {
 	vol_lock(v);
