@@ -640,10 +640,12 @@ static int emptiest_window(const struct chunk *c, uint32_t size, uint32_t want, 
 }
 
 /* A dense region for a burst (cur): a free run of size blocks outside the
- * zones, else of the zones' free pairs while half of them stay free (as a
- * run of other data may take them, fs/chain.c); the one nearest to near
- * (the directory's unit) of those shorter than DATA_LONG_RUN, else the
- * smallest (best_run). */
+ * zones, the one nearest to near (the directory's unit) of those shorter
+ * than DATA_LONG_RUN, else the smallest (best_run); else the top size
+ * blocks of the smallest run of the zones' free pairs, while half of them
+ * stay free (as a run of other data may take them, fs/chain.c): the
+ * zone's units are taken from its start up (alloc_meta), and the files of
+ * a region at a run's start had the units made meanwhile between them. */
 static int dense_region(struct chunk *c, struct pack_cursor *cur, uint32_t size, uint32_t near,
 			uint32_t *start)
 {
@@ -656,9 +658,10 @@ static int dense_region(struct chunk *c, struct pack_cursor *cur, uint32_t size,
 		return 0;
 	}
 	if (zone_free_pairs(c) < (meta_zone_end(c) - c->hdr.data_start) / 2 + size ||
-	    best_run(c, PASS_PAIRS, size, near, start, &len) < 0)
+	    best_run(c, PASS_PAIRS, size, 0, start, &len) < 0)
 		return -ENOSPC;
-	cur->end = *start + len;
+	*start += len - size;
+	cur->end = *start + size;
 	cur->pairs = 1;
 	return 0;
 }

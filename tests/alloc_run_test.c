@@ -480,6 +480,39 @@ static void test_small_packed(void)
 	fsck_clean();
 }
 
+/* A burst with no free run outside the zones (all of it taken): a new
+ * directory's files go side by side into the top 256 blocks of the zone's
+ * run of free pairs (its units grow from the zone's start up), 85 files
+ * (254 blocks); the 86th, with no room left there, starts the next
+ * region right below (the run's top again). */
+static void test_small_packed_pairs(void)
+{
+	struct fs_volume *v = fresh(64ull * MiB, 1);
+	struct fs_ino root, d;
+	struct fs_counters k0;
+	uint32_t at, pos[100], sum = 0;
+
+	if (!v)
+		return;
+	CHECK_EQ(fs_root(v, &root), 0);
+	fill_outside(v, "filler");
+	CHECK_EQ(fs_mkdir(v, NULL, root, "d", 0755, &d, NULL), 0);
+	k0 = counters(v);
+	CHECK_EQ(small_files(v, &d, 1, "p", 100, &at, pos), 98);
+	CHECK_EQ(pos[84], at + 252);
+	CHECK_EQ(pos[85], at - 256);
+	for (int i = 85; i < 99; i++)
+		sum += 2 + i % 3;
+	CHECK_EQ(pos[99], at - 256 + sum);
+	CHECK_EQ(counters(v).small_packs - k0.small_packs, 100);
+	CHECK_EQ(counters(v).pack_regions - k0.pack_regions, 2);
+	printf("# 100 small files of a new directory, nothing free outside the zones: from "
+	       "block %u, then from %u\n", at, pos[85]);
+	CHECK_EQ(fs_check_invariants(v, NULL, NULL), 0);
+	CHECK_EQ(fs_close(v), 0);
+	fsck_clean();
+}
+
 /* A chunk whose room outside its zones is in holes of 2 MiB and a second
  * chunk with room: a file of 16 MiB written whole continues in the second
  * in one extent (a long write takes runs of 8 MiB anywhere before runs of
@@ -615,6 +648,7 @@ int main(void)
 	test_append_past_holes();
 	test_continue_for_a_run();
 	test_small_packed();
+	test_small_packed_pairs();
 	test_appenders();
 	test_long_run(FS_ALLOC_RUNS, 1);
 	test_long_run(FS_ALLOC_FIRST_FIT, 9);
