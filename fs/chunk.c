@@ -641,11 +641,12 @@ static int emptiest_window(const struct chunk *c, uint32_t size, uint32_t want, 
 
 /* A dense region for a burst (cur): a free run of size blocks outside the
  * zones, the one nearest to near (the directory's unit) of those shorter
- * than DATA_LONG_RUN, else the smallest (best_run); else the top size
- * blocks of the smallest run of the zones' free pairs, while half of them
- * stay free (as a run of other data may take them, fs/chain.c): the
- * zone's units are taken from its start up (alloc_meta), and the files of
- * a region at a run's start had the units made meanwhile between them. */
+ * than DATA_LONG_RUN, else the smallest (best_run); else the upper part
+ * of the smallest run of the zones' free pairs, from halfway between its
+ * start and its last size blocks, while half of them stay free (as a run
+ * of other data may take them, fs/chain.c): the zone's units are taken
+ * from its start up (alloc_meta), and the files of a region at a run's
+ * start had the units made meanwhile between them. */
 static int dense_region(struct chunk *c, struct pack_cursor *cur, uint32_t size, uint32_t near,
 			uint32_t *start)
 {
@@ -660,8 +661,8 @@ static int dense_region(struct chunk *c, struct pack_cursor *cur, uint32_t size,
 	if (zone_free_pairs(c) < (meta_zone_end(c) - c->hdr.data_start) / 2 + size ||
 	    best_run(c, PASS_PAIRS, size, 0, start, &len) < 0)
 		return -ENOSPC;
-	*start += len - size;
-	cur->end = *start + size;
+	cur->end = *start + len;
+	*start += (len - size) / 2;
 	cur->pairs = 1;
 	return 0;
 }
