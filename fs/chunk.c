@@ -652,7 +652,6 @@ static int dense_region(struct chunk *c, struct pack_cursor *cur, uint32_t size,
 {
 	uint32_t len;
 
-	cur->dense = 1;
 	cur->pairs = 0;
 	if (best_run(c, PASS_OUTSIDE, size, near, start, &len) == 0) {
 		cur->end = *start + len;
@@ -668,8 +667,8 @@ static int dense_region(struct chunk *c, struct pack_cursor *cur, uint32_t size,
 }
 
 /* A new packing region for a placement of want blocks ([*start,
- * cur->end)), or -ENOSPC. A burst's is dense (dense_region). Else the
- * window of pack_region blocks after the last region when a quarter of it
+ * cur->end)), or -ENOSPC. A burst's is dense (dense_region); else
+ * (never of the zones' pairs) the window of pack_region blocks after the last region when a quarter of it
  * is free (the files go on in the order they were written), else the
  * emptiest window with holes, else the smallest free run of pack_region
  * blocks outside the zones (the long runs last). */
@@ -683,7 +682,7 @@ static int new_region(struct chunk *c, struct pack_cursor *cur, uint32_t want, i
 		return dense_region(c, cur, size, near, start);
 	if (want > least)
 		least = want;
-	if (!cur->pairs && e && e != c->half && e < hi) {
+	if (e && e != c->half && e < hi) {
 		uint32_t end = hi - e > size ? e + size : hi;
 		if (free_in(c, e, end) >= least) {
 			*start = e;
@@ -691,14 +690,11 @@ static int new_region(struct chunk *c, struct pack_cursor *cur, uint32_t want, i
 			return 0;
 		}
 	}
-	cur->pairs = 0;
-	cur->dense = 0;
 	if (emptiest_window(c, size, want, start, &cur->end) == 0)
 		return 0;
 	if (best_run(c, PASS_OUTSIDE, size, 0, start, &len) < 0)
 		return -ENOSPC;
 	cur->end = *start + len;
-	cur->dense = 1;
 	return 0;
 }
 

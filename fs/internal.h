@@ -74,11 +74,11 @@ struct dl_entry {
 
 /* Small files packed (chunk.c, fs_set_small_pack): the next block a new
  * file's small placement looks at, in the region [at, end) (at == end:
- * none yet): a free run (dense) or a window's holes, outside the zones or
- * of the zones' free pairs (pairs). In memory only. */
+ * none yet): a free run or a window's holes, outside the zones or of the
+ * zones' free pairs (pairs). In memory only. */
 struct pack_cursor {
 	uint32_t at, end;
-	int dense, pairs;
+	int pairs;
 };
 
 /* dir_fill.c: a directory's recent creates of regular files (a run of
