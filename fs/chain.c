@@ -452,10 +452,13 @@ int chain_alloc(struct fs_volume *v, struct fchain *fc, uint64_t lblk, uint64_t 
 		 * packing), else as any data below. */
 		if (goal == 0 && limit <= PACK_MAX && v->pack_region && !v->alloc_first_fit &&
 		    !chunk_draining(c)) {
+			const struct od_loc *at = &fc->s[0].r.loc;
 			uint64_t dir = 0;
 			ret = dir_embedded_owner(v, &fc->s[0].r, &dir);
 			if (ret == 0 || ret == -ENOENT)
-				ret = alloc_packed(c, (uint32_t)limit, dir, &start, &got);
+				ret = alloc_packed(c, (uint32_t)limit, dir,
+						   dir && at->chunk == c->index ? at->block : 0,
+						   &start, &got);
 			if (ret == 0)
 				goto have;
 			if (ret != -ENOSPC)

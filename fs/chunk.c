@@ -221,8 +221,8 @@ int chunk_load(struct chunk *c)
 	}
 	c->alloc_hint_meta = c->hdr.data_start;
 	c->alloc_hint_data = meta_zone_end(c);
-	c->pack_at = c->pack_end = 0;
-	c->pack_dense = c->pack_pairs = 0;
+	memset(&c->pack, 0, sizeof(c->pack));
+	memset(&c->pack_burst, 0, sizeof(c->pack_burst));
 	c->pack_dir = 0;
 	c->pack_streak = 0;
 	c->free_outside = 0;
@@ -560,27 +560,40 @@ static int data_first_fit(struct chunk *c, uint32_t goal, uint32_t want, enum da
 	return ret;
 }
 
-/* The smallest run of at least min blocks that pass may take (the lowest
- * of equal ones): outside the zones, or in them: its start and length, or
- * -ENOSPC. */
-static int best_run(const struct chunk *c, enum data_pass pass, uint32_t min, uint32_t *start,
-		    uint32_t *len)
+/* The run of at least min blocks that pass may take, outside the zones
+ * or in them: the smallest (the lowest of equal ones); or, when near (a
+ * block, 0: none), the one nearest to it among those shorter than
+ * DATA_LONG_RUN (the runs a long write wants are left), from near itself
+ * when it lies in it; its start and length, or -ENOSPC. */
+static int best_run(const struct chunk *c, enum data_pass pass, uint32_t min, uint32_t near,
+		    uint32_t *start, uint32_t *len)
 {
 	uint32_t ze = meta_zone_end(c), best = 0, best_len = UINT32_MAX;
 	uint32_t lo = pass == PASS_OUTSIDE ? ze : c->hdr.data_start;
 	uint32_t hi = pass == PASS_OUTSIDE ? c->half : ze;
+	uint32_t close = 0, close_len = 0, close_d = UINT32_MAX;
 
 	for (int r = 0; r < 2; r++) {
 		uint32_t a = r ? c->half + lo : lo, z = r ? c->half + hi : hi;
 		for (uint32_t b = next_block(c, a, z, pass, 1); b < z;
 		     b = next_block(c, b, z, pass, 1)) {
 			uint32_t e = next_block(c, b, z, pass, 0);
+			uint32_t d = near < b ? b - near : near < e ? 0 : near - e + 1;
 			if (e - b >= min && e - b < best_len) {
 				best = b;
 				best_len = e - b;
 			}
+			if (near && e - b >= min && e - b < DATA_LONG_RUN && d < close_d) {
+				close = d == 0 && e - near >= min ? near : b;
+				close_len = e - close;
+				close_d = d;
+			}
 			b = e;
 		}
+	}
+	if (close_d != UINT32_MAX) {
+		best = close;
+		best_len = close_len;
 	}
 	if (best_len == UINT32_MAX)
 		return -ENOSPC;
@@ -626,103 +639,114 @@ static int emptiest_window(const struct chunk *c, uint32_t size, uint32_t want, 
 	return best ? 0 : -ENOSPC;
 }
 
-/* A dense region for a burst: the smallest free run of size blocks
- * outside the zones, else of the zones' free pairs while half of them
- * stay free (as a run of other data may take them, fs/chain.c). */
-static int dense_region(struct chunk *c, uint32_t size, uint32_t *start)
+/* A dense region for a burst (cur): a free run of size blocks outside the
+ * zones, the one nearest to near (the directory's unit) of those shorter
+ * than DATA_LONG_RUN, else the smallest (best_run); else the upper part
+ * of the smallest run of the zones' free pairs, from halfway between its
+ * start and its last size blocks, while half of them stay free (as a run
+ * of other data may take them, fs/chain.c): the zone's units are taken
+ * from its start up (alloc_meta), and the files of a region at a run's
+ * start had the units made meanwhile between them. */
+static int dense_region(struct chunk *c, struct pack_cursor *cur, uint32_t size, uint32_t near,
+			uint32_t *start)
 {
 	uint32_t len;
 
-	c->pack_dense = 1;
-	if (best_run(c, PASS_OUTSIDE, size, start, &len) == 0) {
-		c->pack_end = *start + len;
+	cur->pairs = 0;
+	if (best_run(c, PASS_OUTSIDE, size, near, start, &len) == 0) {
+		cur->end = *start + len;
 		return 0;
 	}
 	if (zone_free_pairs(c) < (meta_zone_end(c) - c->hdr.data_start) / 2 + size ||
-	    best_run(c, PASS_PAIRS, size, start, &len) < 0)
+	    best_run(c, PASS_PAIRS, size, 0, start, &len) < 0)
 		return -ENOSPC;
-	c->pack_end = *start + len;
-	c->pack_pairs = 1;
+	cur->end = *start + len;
+	*start += (len - size) / 2;
+	cur->pairs = 1;
 	return 0;
 }
 
 /* A new packing region for a placement of want blocks ([*start,
- * c->pack_end)), or -ENOSPC. In a burst (PACK_BURST small files in a row
- * from one directory) a dense one first (dense_region). Else the window
- * of pack_region blocks after the last region when a quarter of it is
- * free (the files go on in the order they were written), else the
+ * cur->end)), or -ENOSPC. A burst's is dense (dense_region); else
+ * (never of the zones' pairs) the window of pack_region blocks after the last region when a quarter of it
+ * is free (the files go on in the order they were written), else the
  * emptiest window with holes, else the smallest free run of pack_region
  * blocks outside the zones (the long runs last). */
-static int new_region(struct chunk *c, uint32_t want, int burst, uint32_t *start)
+static int new_region(struct chunk *c, struct pack_cursor *cur, uint32_t want, int burst,
+		      uint32_t near, uint32_t *start)
 {
-	uint32_t size = c->vol->pack_region > want ? c->vol->pack_region : want, e = c->pack_end;
+	uint32_t size = c->vol->pack_region > want ? c->vol->pack_region : want, e = cur->end;
 	uint32_t hi = e < c->half ? c->half : c->hdr.nblocks, least = size / 4, len;
 
+	if (burst)
+		return dense_region(c, cur, size, near, start);
 	if (want > least)
 		least = want;
-	if (!burst && !c->pack_pairs && e && e != c->half && e < hi) {
+	if (e && e != c->half && e < hi) {
 		uint32_t end = hi - e > size ? e + size : hi;
 		if (free_in(c, e, end) >= least) {
 			*start = e;
-			c->pack_end = end;
+			cur->end = end;
 			return 0;
 		}
 	}
-	c->pack_pairs = 0;
-	if (burst && dense_region(c, size, start) == 0)
+	if (emptiest_window(c, size, want, start, &cur->end) == 0)
 		return 0;
-	c->pack_dense = 0;
-	if (emptiest_window(c, size, want, start, &c->pack_end) == 0)
-		return 0;
-	if (best_run(c, PASS_OUTSIDE, size, start, &len) < 0)
+	if (best_run(c, PASS_OUTSIDE, size, 0, start, &len) < 0)
 		return -ENOSPC;
-	c->pack_end = *start + len;
-	c->pack_dense = 1;
+	cur->end = *start + len;
 	return 0;
 }
 
 /* Small files packed (fs_set_small_pack): a placement of at most
  * PACK_MAX blocks with no extent before it (a new file's data, written
  * together with its neighbours' under delayed allocation) goes to the
- * first free blocks that hold it from the chunk's cursor on, within its
- * region (new_region). Files written one after another then lie close
+ * first free blocks that hold it from the cursor on, within its region
+ * (new_region). Files written one after another then lie close
  * together, as in a young volume, rather than each in the first hole from
  * the hint, across the chunk (doc/design.md, "Small files packed").
  * -ENOSPC when no region holds it: the caller fills holes from the hint
  * as before. The hint does not move: other data keeps its own order. */
-static int take_packed(struct chunk *c, uint32_t want, int burst, uint32_t *start,
-		       uint32_t *got)
+static int take_packed(struct chunk *c, struct pack_cursor *cur, uint32_t want, int burst,
+		       uint32_t near, uint32_t *start, uint32_t *got)
 {
-	struct run_pick pk = { .pass = c->pack_pairs ? PASS_PAIRS : PASS_OUTSIDE, .want = want,
+	struct run_pick pk = { .pass = cur->pairs ? PASS_PAIRS : PASS_OUTSIDE, .want = want,
 			       .min = want };
 
-	/* (a burst leaves a window's holes for a run; a run of the zones'
-	 * pairs is left while half of them stay free) */
-	if ((burst && !c->pack_dense) ||
-	    (c->pack_pairs && zone_free_pairs(c) < (meta_zone_end(c) - c->hdr.data_start) / 2 + want))
-		c->pack_end = 0;
-	if (c->pack_at >= c->pack_end || !pick_in(c, c->pack_at, c->pack_end, c->pack_end, &pk)) {
-		int ret = new_region(c, want, burst, start);
+	/* (a run of the zones' pairs is left while half of them stay free;
+	 * a burst's region only while it goes on free from the cursor: other
+	 * data may have taken its blocks since) */
+	if (cur->pairs && zone_free_pairs(c) < (meta_zone_end(c) - c->hdr.data_start) / 2 + want)
+		cur->end = 0;
+	if (cur->at >= cur->end || !pick_in(c, cur->at, cur->end, cur->end, &pk) ||
+	    (burst && pk.want_at != cur->at)) {
+		int ret = new_region(c, cur, want, burst, near, start);
 		if (ret < 0) {
-			c->pack_at = c->pack_end = 0;
+			cur->at = cur->end = 0;
 			return ret;
 		}
 		c->vol->pack_regions++;
-		pk.pass = c->pack_pairs ? PASS_PAIRS : PASS_OUTSIDE;
-		if (!pick_in(c, *start, c->pack_end, c->pack_end, &pk)) {
-			c->pack_at = c->pack_end = 0; /* (its holes all shorter than want) */
+		pk.pass = cur->pairs ? PASS_PAIRS : PASS_OUTSIDE;
+		if (!pick_in(c, *start, cur->end, cur->end, &pk)) {
+			cur->at = cur->end = 0; /* (its holes all shorter than want) */
 			return -ENOSPC;
 		}
 	}
 	*start = pk.want_at;
 	mark_range(c, *start, want, 1);
-	c->pack_at = *start + want;
+	cur->at = *start + want;
 	*got = want;
 	c->vol->small_packs++;
 	return 0;
 }
 
-int alloc_packed(struct chunk *c, uint32_t want, uint64_t dir, uint32_t *start, uint32_t *got)
+/* A burst (PACK_BURST small placements in a row in c from one directory,
+ * or a directory being filled: dir_fill.c) goes on in the directory's
+ * region while it has room, else in the chunk's burst region, else a new
+ * dense one near the directory's unit; with none, and any other small
+ * placement, into the chunk's region of holes. */
+int alloc_packed(struct chunk *c, uint32_t want, uint64_t dir, uint32_t near, uint32_t *start,
+		 uint32_t *got)
 {
 	int ret;
 
@@ -738,7 +762,20 @@ int alloc_packed(struct chunk *c, uint32_t want, uint64_t dir, uint32_t *start, 
 		c->pack_streak = 0;
 	}
 	c->pack_streak++;
-	return take_packed(c, want, c->pack_streak >= PACK_BURST, start, got);
+	if (c->pack_streak >= PACK_BURST || dir_fill_busy(c->vol, dir)) {
+		struct dir_fill *f = dir_fill_find(c->vol, dir);
+		if (f && f->chunk == c->index && f->unloads == c->unloads && f->cur.at < f->cur.end)
+			c->pack_burst = f->cur;
+		ret = take_packed(c, &c->pack_burst, want, 1, near, start, got);
+		if (ret == 0 && f) {
+			f->chunk = c->index;
+			f->unloads = c->unloads;
+			f->cur = c->pack_burst;
+		}
+		if (ret != -ENOSPC)
+			return ret;
+	}
+	return take_packed(c, &c->pack, want, 0, 0, start, got);
 }
 
 int alloc_data(struct chunk *c, uint32_t goal, uint32_t want, enum data_zone zone,
@@ -811,7 +848,7 @@ int alloc_data_run(struct chunk *c, uint32_t want, uint32_t *start)
 		return ret;
 	if (want == 0 || chunk_avail_blocks(c) < want || c->free_outside < want)
 		return -ENOSPC;
-	ret = best_run(c, PASS_OUTSIDE, want, start, &len);
+	ret = best_run(c, PASS_OUTSIDE, want, 0, start, &len);
 	if (ret == 0)
 		mark_range(c, *start, want, 1);
 	return ret;

@@ -327,10 +327,13 @@ void fs_set_alloc_policy(struct fs_volume *vol, enum fs_alloc_policy policy);
  * placement of at most 64 KiB goes to its chunk's cursor: the next free
  * blocks of the region the small files placed before it took. A region is
  * a window of bytes (whole blocks; FS_SMALL_PACK_DEFAULT until set) with
- * a quarter of it free in holes, or a free run of at least bytes; in a
- * burst (8 small files in a row from one directory) a run first, outside
- * the metadata zones or of their free pairs while half stay free. With no
- * region, the first free run from the chunk's hint, as before. 0: off;
+ * a quarter of it free in holes, or a free run of at least bytes. A
+ * burst (a directory being filled: 4 creates in a row there, or made
+ * just before its first; or 8 small files in a row from one directory)
+ * has a cursor of its own, in a run: outside the metadata zones, else of
+ * their free pairs while half stay free; a directory's next burst goes on
+ * in its region. With no region, the first free run from the chunk's
+ * hint, as before. 0: off;
  * else at least 64 KiB (-EINVAL). In memory only; not under first fit. */
 #define FS_SMALL_PACK_DEFAULT (1ull << 20)
 int fs_set_small_pack(struct fs_volume *vol, uint64_t bytes);

@@ -72,6 +72,29 @@ struct dl_entry {
 	uint8_t age;
 };
 
+/* Small files packed (chunk.c, fs_set_small_pack): the next block a new
+ * file's small placement looks at, in the region [at, end) (at == end:
+ * none yet): a free run or a window's holes, outside the zones or of the
+ * zones' free pairs (pairs). In memory only. */
+struct pack_cursor {
+	uint32_t at, end;
+	int pairs;
+};
+
+/* dir_fill.c: a directory's recent creates of regular files (a run of
+ * them, each within a few of the volume's creates of the one before) and
+ * the packing region of its last burst, in chunk (valid while the chunk's
+ * allocation state is the one loaded then: unloads). */
+#define DIR_FILL_SLOTS 16u
+struct dir_fill {
+	uint64_t dir;                 /* its stable number; 0: a free slot */
+	uint64_t last;                /* fill_creates at its last create (or its mkdir) */
+	uint32_t run;
+	uint32_t chunk;
+	uint64_t unloads;
+	struct pack_cursor cur;
+};
+
 struct chunk {
 	struct fs_volume *vol;
 	uint32_t index;
@@ -104,12 +127,9 @@ struct chunk {
 	uint32_t frozen_outside;
 	uint32_t alloc_hint_meta;
 	uint32_t alloc_hint_data;
-	/* Small files packed (chunk.c, fs_set_small_pack): the next block a
-	 * new file's small placement looks at, in the region [pack_at,
-	 * pack_end) (pack_at == pack_end: none yet). In memory only. */
-	uint32_t pack_at, pack_end;
-	int pack_dense;               /* ... a free run, not a window's holes */
-	int pack_pairs;               /* ... a run of the zones' free pairs */
+	/* Small files packed (chunk.c): the cursor of small files one at a
+	 * time, and that of bursts (always a free run, never a window). */
+	struct pack_cursor pack, pack_burst;
 	uint64_t pack_dir;            /* the directory of the small file placed last, and
 				       * how many in a row were in it: a burst */
 	uint32_t pack_streak;
@@ -299,6 +319,10 @@ struct fs_volume {
 	 * fs_set_small_pack); placements packed and regions taken since open. */
 	uint32_t pack_region;
 	uint64_t small_packs, pack_regions;
+	/* Directories being filled (dir_fill.c): the regular files created
+	 * since open, and the directories that had the latest creates. */
+	uint64_t fill_creates;
+	struct dir_fill fill[DIR_FILL_SLOTS];
 };
 
 /* A loaded inode: where it lives and its decoded form. */
@@ -438,9 +462,12 @@ int alloc_data(struct chunk *c, uint32_t goal, uint32_t want, enum data_zone zon
 	       uint32_t *start, uint32_t *got);
 /* Small files packed (fs_set_small_pack): want blocks (at most PACK_MAX)
  * of a file whose data starts here, in the directory dir (its stable
- * number; 0: not known), at c's packing cursor: -ENOSPC when packing is
- * off or finds no region (the caller places them as any data). */
-int alloc_packed(struct chunk *c, uint32_t want, uint64_t dir, uint32_t *start, uint32_t *got);
+ * number; 0: not known) whose unit holding the file's inode is at block
+ * near of c (0: not known), at c's packing cursor (a burst's: the
+ * directory's region): -ENOSPC when packing is off or finds no region
+ * (the caller places them as any data). */
+int alloc_packed(struct chunk *c, uint32_t want, uint64_t dir, uint32_t near, uint32_t *start,
+		 uint32_t *got);
 /* Has c a free run of at least run blocks outside its zones? */
 int chunk_has_run(struct chunk *c, uint32_t run);
 /* Allocate want data blocks in one run outside the metadata zones, the
@@ -765,6 +792,14 @@ int dalloc_extend(struct fs_volume *v, uint64_t stable, uint64_t size);
 uint64_t dalloc_bytes(struct fs_volume *v);
 void dalloc_counters(struct fs_volume *v, struct fs_counters *out);
 void vol_attr(struct fs_volume *v, const struct od_inode *ino, struct fs_attr *a);
+
+/* dir_fill.c: a regular file made in dir, a directory made (its first
+ * files a burst); is dir being filled (a run of DIR_FILL_BURST creates)?
+ * Its record (NULL: none). All under the volume lock. */
+void dir_fill_create(struct fs_volume *v, uint64_t dir);
+void dir_fill_mkdir(struct fs_volume *v, uint64_t dir);
+int dir_fill_busy(struct fs_volume *v, uint64_t dir);
+struct dir_fill *dir_fill_find(struct fs_volume *v, uint64_t dir);
 
 /* namei.c */
 int name_check(const char *name, size_t *len);

@@ -255,8 +255,13 @@ static int new_object(struct fs_volume *v, const struct fs_cred *cred, struct fs
 		ret = make_entry(v, cred, &dir, name, len, no, &r);
 	if (ret < 0)
 		goto out;
-	if (S_ISDIR(no->mode))
+	/* (what the packing of small files knows of directories being filled) */
+	if (S_ISREG(no->mode))
+		dir_fill_create(v, dir.ino.stable);
+	if (S_ISDIR(no->mode)) {
+		dir_fill_mkdir(v, r.ino.stable);
 		dir.ino.nlink++;
+	}
 	ino_touch(&dir.ino, 0, 1, 1);
 	ret = ino_write(v, &dir);
 	if (ret == 0)

@@ -955,10 +955,11 @@ int fs_set_small_pack(struct fs_volume *v, uint64_t bytes)
 	/* (every chunk's cursor starts again: a region taken for the old
 	 * size is not the new one's) */
 	for (uint32_t i = 0; i < v->nchunks; i++) {
-		struct chunk *c = &v->chunks[i];
-		c->pack_at = c->pack_end = 0;
-		c->pack_dense = c->pack_pairs = 0;
+		memset(&v->chunks[i].pack, 0, sizeof(v->chunks[i].pack));
+		memset(&v->chunks[i].pack_burst, 0, sizeof(v->chunks[i].pack_burst));
 	}
+	for (uint32_t i = 0; i < DIR_FILL_SLOTS; i++)
+		memset(&v->fill[i].cur, 0, sizeof(v->fill[i].cur));
 	vol_unlock(v);
 	return 0;
 }

@@ -345,16 +345,19 @@ static int small_files(struct fs_volume *v, const struct fs_ino *dirs, int ndirs
 /* Small files packed (fs_set_small_pack, regions of 1 MiB: 256 blocks).
  * A chunk whose room outside its zones is 16 holes of 8 blocks (in one
  * window of 256, half free) and, after them, one run of 264. Files from
- * two directories by turns (no burst) fill the window's holes in order;
- * 20 files of one directory in a row: the first 7 go on in the holes,
- * from the 8th (a burst) they lie side by side from the run's first
- * block. Without packing (and under first fit) small files go from the
- * chunk's hint into the first holes; once no region is left, a small file
- * fills a hole again. */
+ * two old directories by turns (3 creates each: not yet a burst) fill the
+ * window's holes in order; a new directory's 20 files lie side by side
+ * from the run's first block, from its first file on (fs/dir_fill.c); a
+ * lone file into an old directory goes on in the holes, and the new
+ * directory's next files go on in its region after its last. 8 files in
+ * a row of one old directory, each made long after the one before: a
+ * burst from the 8th (the placements in a row). Without packing (and
+ * under first fit) small files go from the chunk's hint into the first
+ * holes; once no region is left, a small file fills a hole again. */
 static void test_small_packed(void)
 {
 	struct fs_volume *v = fresh(16ull * MiB, 1);
-	struct fs_ino root, dirs[2];
+	struct fs_ino root, dirs[3];
 	struct fs_counters k0;
 	uint32_t hole, run, at, pos[20];
 	char name[32];
@@ -364,6 +367,12 @@ static void test_small_packed(void)
 		return;
 	CHECK_EQ(fs_root(v, &root), 0);
 	CHECK_EQ(counters(v).small_pack, FS_SMALL_PACK_DEFAULT);
+	/* (d0 and d1 made first: old directories by the time their files
+	 * come, 34 creates later) */
+	for (int i = 0; i < 2; i++) {
+		snprintf(name, sizeof(name), "d%d", i);
+		CHECK_EQ(fs_mkdir(v, NULL, root, name, 0755, &dirs[i], NULL), 0);
+	}
 	for (int i = 0; i < 32; i++) {
 		snprintf(name, sizeof(name), "h%03d", i);
 		whole_file(v, name, 32 * KiB);
@@ -378,12 +387,10 @@ static void test_small_packed(void)
 		CHECK_EQ(fs_remove(v, NULL, root, name), 0);
 	}
 	CHECK_EQ(fs_remove(v, NULL, root, "big"), 0);
-	for (int i = 0; i < 2; i++) {
-		snprintf(name, sizeof(name), "d%d", i);
-		CHECK_EQ(fs_mkdir(v, NULL, root, name, 0755, &dirs[i], NULL), 0);
-	}
 	CHECK_EQ(fs_sync(v), 0);
 	CHECK_EQ(outside_free(v), 16 * 8 + 256);
+	/* (every cursor starts again, as at open: the h files took them) */
+	CHECK_EQ(fs_set_small_pack(v, FS_SMALL_PACK_DEFAULT), 0);
 
 	/* by turns: 2 + 3 blocks in h001's hole, 4 + 2 in h003's, 3 + 4 in
 	 * h005's */
@@ -392,41 +399,73 @@ static void test_small_packed(void)
 	CHECK_EQ(at, hole);
 	CHECK_EQ(pos[5], hole + 2 * 16 + 3);
 	CHECK_EQ(counters(v).small_packs - k0.small_packs, 6);
+	CHECK_EQ(counters(v).pack_regions - k0.pack_regions, 1);
 
-	/* a burst: 7 files in the holes from h007's on (3 of them after the
-	 * one before), then the run (12) */
+	/* a new directory: its 20 files side by side from the run's first
+	 * block, from the first; one region taken */
+	CHECK_EQ(fs_mkdir(v, NULL, root, "d2", 0755, &dirs[2], NULL), 0);
 	k0 = counters(v);
-	CHECK_EQ(small_files(v, dirs, 1, "p", 20, &at, pos), 15);
-	CHECK_EQ(at, hole + 3 * 16);
-	CHECK_EQ(pos[7], run);
-	for (int i = 8; i < 20; i++)
-		CHECK_EQ(pos[i], pos[i - 1] + 2 + (i - 1) % 3);
+	CHECK_EQ(small_files(v, &dirs[2], 1, "p", 20, &at, pos), 19);
+	CHECK_EQ(at, run);
+	CHECK_EQ(pos[19], run + 59 - 3);
 	CHECK_EQ(counters(v).small_packs - k0.small_packs, 20);
 	CHECK_EQ(counters(v).pack_regions - k0.pack_regions, 1);
-	printf("# 20 small files of one directory: 7 in holes, then from block %u (the run), "
-	       "12 side by side\n", pos[7]);
+	printf("# 20 small files of a new directory: from block %u (the run), side by side\n",
+	       at);
+
+	/* a lone file into an old directory (d1: 20 creates since its last):
+	 * the next hole that holds it, h007's; then d2's next files after its
+	 * last (no region taken) */
+	k0 = counters(v);
+	CHECK_EQ(small_files(v, &dirs[1], 1, "l", 1, &at, NULL), 0);
+	CHECK_EQ(at, hole + 3 * 16);
+	CHECK_EQ(small_files(v, &dirs[2], 1, "p2", 3, &at, NULL), 2);
+	CHECK_EQ(at, run + 59);
+	CHECK_EQ(counters(v).small_packs - k0.small_packs, 4);
+	CHECK_EQ(counters(v).pack_regions - k0.pack_regions, 0);
+
+	/* an old directory's files each long after the one before (a file
+	 * made in root between them, 4 creates: no run of creates): the
+	 * holes after l00 (h007's, ...), then from the 8th in a row in d0 a
+	 * burst (the placements in a row), in the run after d2's files */
+	k0 = counters(v);
+	for (int i = 0; i < 8; i++) {
+		for (int k = 0; k < 4; k++) {
+			snprintf(name, sizeof(name), "e%d%d", i, k);
+			CHECK_EQ(fs_create(v, NULL, root, name, 0644, FS_CREATE_GUARDED, 0, NULL, NULL),
+				 0);
+		}
+		snprintf(name, sizeof(name), "o%02d", i);
+		x = layout(v, small_file(v, dirs[0], name, (2 + i % 3) * 4 * KiB));
+		CHECK_EQ(x.n, 1);
+		pos[i] = x.n ? x.e[0].pblk : 0;
+	}
+	CHECK_EQ(pos[0], hole + 3 * 16 + 2);
+	CHECK_EQ(pos[1], hole + 3 * 16 + 4);
+	CHECK_EQ(pos[7], run + 59 + 9);
+	CHECK_EQ(counters(v).small_packs - k0.small_packs, 8);
 
 	/* packing off: from the hint (the filler's end, round to the
 	 * start), each into the first hole from there that holds it: the
-	 * rest of h001's, of h007's, of h013's */
+	 * rest of h001's, of h013's, h015's */
 	k0 = counters(v);
 	CHECK_EQ(fs_set_small_pack(v, 0), 0);
 	CHECK_EQ(counters(v).small_pack, 0);
 	CHECK_EQ(small_files(v, dirs, 1, "q", 3, &at, pos), 0);
 	CHECK_EQ(at, hole + 5);
-	CHECK_EQ(pos[1], hole + 3 * 16 + 5);
-	CHECK_EQ(pos[2], hole + 6 * 16 + 2);
+	CHECK_EQ(pos[1], hole + 6 * 16 + 2);
+	CHECK_EQ(pos[2], hole + 7 * 16);
 	/* first fit, packing on: no packing, the first free blocks from
 	 * the hint (after q02) */
 	fs_set_alloc_policy(v, FS_ALLOC_FIRST_FIT);
 	CHECK_EQ(fs_set_small_pack(v, FS_SMALL_PACK_DEFAULT), 0);
 	x = layout(v, small_file(v, root, "f00", 8 * KiB));
 	CHECK_EQ(x.n, 1);
-	CHECK_EQ(x.e[0].pblk, hole + 6 * 16 + 6);
+	CHECK_EQ(x.e[0].pblk, hole + 7 * 16 + 4);
 	CHECK_EQ(counters(v).small_packs, k0.small_packs);
 	fs_set_alloc_policy(v, FS_ALLOC_RUNS);
 
-	/* no region left: the hole t02 leaves is filled */
+	/* no region left: the hole t02 leaves (in h003's) is filled */
 	fill_outside(v, "filler2");
 	CHECK_EQ(fs_remove(v, NULL, dirs[0], "t02"), 0);
 	CHECK_EQ(fs_sync(v), 0);
@@ -436,6 +475,55 @@ static void test_small_packed(void)
 	CHECK_EQ(counters(v).small_packs, k0.small_packs);
 	CHECK_EQ(counters(v).pack_regions, k0.pack_regions);
 	CHECK_EQ(fs_set_small_pack(v, 60 * KiB), -EINVAL);
+	CHECK_EQ(fs_check_invariants(v, NULL, NULL), 0);
+	CHECK_EQ(fs_close(v), 0);
+	fsck_clean();
+}
+
+/* The longest free run of chunk 0's metadata zone in its lower half. */
+struct zone_run {
+	uint32_t half, start, len;
+};
+
+static int longest_zone_run(void *ctx, uint32_t chunk, uint32_t start, uint32_t len, int zone)
+{
+	struct zone_run *z = ctx;
+
+	if (chunk == 0 && zone && start < z->half && len > z->len) {
+		z->start = start;
+		z->len = len;
+	}
+	return 0;
+}
+
+/* A burst with no free run outside the zones (all of it taken): a new
+ * directory's 100 files (299 blocks) go side by side into the zone's run
+ * of free pairs, one region, from halfway between the run's start and
+ * its last 256 blocks (its units grow from the start up). */
+static void test_small_packed_pairs(void)
+{
+	struct fs_volume *v = fresh(64ull * MiB, 1);
+	struct zone_run z = { .half = 64 * MiB / 4096 / 2 };
+	struct fs_ino root, d;
+	struct fs_counters k0;
+	uint32_t at, pos[100];
+
+	if (!v)
+		return;
+	CHECK_EQ(fs_root(v, &root), 0);
+	fill_outside(v, "filler");
+	CHECK_EQ(fs_mkdir(v, NULL, root, "d", 0755, &d, NULL), 0);
+	CHECK_EQ(fs_chunk_free_runs(v, 0, longest_zone_run, &z), 0);
+	k0 = counters(v);
+	CHECK_EQ(small_files(v, &d, 1, "p", 100, &at, pos), 99);
+	/* (d's first unit, made with its first entry, takes the run's
+	 * first 4 blocks) */
+	CHECK_EQ(at, z.start + 4 + (z.len - 4 - 256) / 2);
+	CHECK(pos[99] + 3 <= z.start + z.len);
+	CHECK_EQ(counters(v).small_packs - k0.small_packs, 100);
+	CHECK_EQ(counters(v).pack_regions - k0.pack_regions, 1);
+	printf("# 100 small files of a new directory, nothing free outside the zones: from "
+	       "block %u, the zone's free run [%u, %u)\n", at, z.start, z.start + z.len);
 	CHECK_EQ(fs_check_invariants(v, NULL, NULL), 0);
 	CHECK_EQ(fs_close(v), 0);
 	fsck_clean();
@@ -576,6 +664,7 @@ int main(void)
 	test_append_past_holes();
 	test_continue_for_a_run();
 	test_small_packed();
+	test_small_packed_pairs();
 	test_appenders();
 	test_long_run(FS_ALLOC_RUNS, 1);
 	test_long_run(FS_ALLOC_FIRST_FIT, 9);
