@@ -467,9 +467,15 @@ dev_bytes() {
 	fi
 }
 
-# read_once PLACE STATE ROUND: one cold read of the probe set
-read_once() {
-	local place=$1 state=$2 r=$3 target counter c0 c1 c2 p0 p1 p2 d0 d1 d2 pid out=$tmp/read.out
+# read_part PLACE STATE PART: one cold read of the probe set's large or
+# small files (PART), appended to $tmp/read.out; what it cost below the
+# file system in part_cost: "REQS BYTES CPU_MS DEV_BYTES". Each part is
+# read cold, the server started afresh: read right after the large files,
+# the small ones would find the pages before them cached, which makes the
+# kernel's read-ahead read further (young's small files follow the last
+# large file in the image: half the disk reads).
+read_part() {
+	local place=$1 state=$2 part=$3 target counter c0 c1 p0 p1 d0 d1 pid
 	case $place in
 	chunkfs)
 		drop_caches
@@ -486,23 +492,31 @@ read_once() {
 		drop_caches
 		target="--dir $mnt" counter=count_loop pid= ;;
 	esac
-	load=$(cut -d' ' -f1 /proc/loadavg)
 	c0=$($counter) p0=$(cpu_ms "$pid") d0=$(dev_bytes "$pid")
 	# shellcheck disable=SC2086
-	$nice_cmd "$AB" $target $probe_opts --part large probe-read >"$out" ||
-		die "$place $state: probe-read failed"
+	$nice_cmd "$AB" $target $probe_opts --part "$part" probe-read >>"$tmp/read.out" ||
+		die "$place $state: probe-read of the $part files failed"
 	c1=$($counter) p1=$(cpu_ms "$pid") d1=$(dev_bytes "$pid")
-	# shellcheck disable=SC2086
-	$nice_cmd "$AB" $target $probe_opts --part small probe-read >>"$out" ||
-		die "$place $state: probe-read failed"
-	c2=$($counter) p2=$(cpu_ms "$pid") d2=$(dev_bytes "$pid")
 	case $place in
 	chunkfs) stop_server ;;
 	ganesha) stop_ganesha; umount_ext4 ;;
 	kernel) umount_ext4 ;;
 	esac
-	awk -v p="$place" -v s="$state" -v r="$r" -v l="$load" -v c0="$c0" -v c1="$c1" -v c2="$c2" \
-		-v cpu1=$((p1 - p0)) -v cpu2=$((p2 - p1)) -v dev1=$((d1 - d0)) -v dev2=$((d2 - d1)) '
+	part_cost=$(echo "$c0 $c1" | awk -v cpu=$((p1 - p0)) -v dev=$((d1 - d0)) \
+		'{ printf "%.0f %.0f %d %d\n", $3 - $1, $4 - $2, cpu, dev }')
+}
+
+# read_once PLACE STATE ROUND: one cold read of the probe set, its large
+# files and then its small ones, each part cold
+read_once() {
+	local place=$1 state=$2 r=$3 lcost scost out=$tmp/read.out
+	load=$(cut -d' ' -f1 /proc/loadavg)
+	: >"$out"
+	read_part "$place" "$state" large
+	lcost=$part_cost
+	read_part "$place" "$state" small
+	scost=$part_cost
+	awk -v p="$place" -v s="$state" -v r="$r" -v l="$load" -v lg="$lcost" -v sm="$scost" '
 		function kv(line, key,   i, n, a, b) {
 			n = split(line, a, " ")
 			for (i = 1; i <= n; i++) { if (split(a[i], b, "=") == 2 && b[1] == key) return b[2] }
@@ -511,9 +525,9 @@ read_once() {
 		$1 == "read-large" { mibps = kv($0, "mibps"); mib = kv($0, "mib") }
 		$1 == "read-small" { rate = kv($0, "rate"); nsm = kv($0, "files") }
 		END {
-			split(c0, a, " "); split(c1, b, " "); split(c2, c, " ")
+			split(lg, a, " "); split(sm, b, " ")
 			printf "%s %s %d %s %s %s %.0f %.0f %.0f %.0f %s %s %d %d %d %d\n", p, s, r, l, mibps, rate,
-				b[1] - a[1], b[2] - a[2], c[1] - b[1], c[2] - b[2], mib, nsm, cpu1, cpu2, dev1, dev2
+				a[1], a[2], b[1], b[2], mib, nsm, a[3], b[3], a[4], b[4]
 		}' "$out" >>"$results"
 	say "round $r: $(tail -1 "$results")"
 }
