@@ -17,7 +17,7 @@ void od_fosters_free(struct od_fosters *l)
 	free(l->retired);
 	l->rec = NULL;
 	l->retired = NULL;
-	l->n = l->cap = l->nunits = 0;
+	l->n = l->cap = l->nunits = l->lost_block = 0;
 }
 
 int od_fosters_add(struct od_fosters *l, const struct od_foster *rec, uint32_t retired)
@@ -225,6 +225,13 @@ static int unit_copy(const struct od_header_src *src, uint64_t base,
 	return 0;
 }
 
+int od_fosters_shape_ok(const struct od_chunk_header *h0)
+{
+	return h0->ftab_units <= OD_FTAB_MAX_UNITS &&
+	       h0->ftab_count <= h0->ftab_units * OD_FTAB_PER_UNIT &&
+	       h0->ftab_count + OD_FTAB_PER_UNIT >= h0->ftab_units * OD_FTAB_PER_UNIT;
+}
+
 int od_fosters_read(const struct od_header_src *src, uint64_t base,
 		    const struct od_chunk_header *h0, int copy, struct od_fosters *out, char *why,
 		    size_t n)
@@ -248,8 +255,7 @@ int od_fosters_read(const struct od_header_src *src, uint64_t base,
 		goto out;
 	/* (the header may not have been checked yet: open reads the retired
 	 * chunks first) */
-	if (h0->ftab_units > OD_FTAB_MAX_UNITS || h0->ftab_count > h0->ftab_units * OD_FTAB_PER_UNIT ||
-	    h0->ftab_count + OD_FTAB_PER_UNIT < h0->ftab_units * OD_FTAB_PER_UNIT) {
+	if (!od_fosters_shape_ok(h0)) {
 		snprintf(why, n, "foster table of %u records in %u units", h0->ftab_count,
 			 h0->ftab_units);
 		ret = -EUCLEAN;
@@ -271,6 +277,7 @@ int od_fosters_read(const struct od_header_src *src, uint64_t base,
 		use = ok[1] && (!ok[0] || t[1] > t[0]);
 		if (!ok[use]) {
 			snprintf(why, n, "foster table unit %u (block %u) has no good copy", k, block);
+			out->lost_block = block;
 			ret = -EUCLEAN;
 			break;
 		}
@@ -280,6 +287,7 @@ int od_fosters_read(const struct od_header_src *src, uint64_t base,
 		if (od_get_ftab_count(p) != want || (k + 1 < h0->ftab_units) != (h.next != 0)) {
 			snprintf(why, n, "foster table unit %u (block %u): %u records, next %u; "
 					 "the header says %u", k, block, od_get_ftab_count(p), h.next, want);
+			out->lost_block = block;
 			ret = -EUCLEAN;
 			break;
 		}
@@ -292,6 +300,7 @@ int od_fosters_read(const struct od_header_src *src, uint64_t base,
 				snprintf(why, n, "foster table unit %u: bad record %u (home %u, chunk "
 						 "%u, blocks %u+%u, %u entries, flags 0x%x)", k, e,
 					 f.home, f.chunk, f.start, f.nblocks, f.entries, f.flags);
+				out->lost_block = block;
 				ret = -EUCLEAN;
 				break;
 			}

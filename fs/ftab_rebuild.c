@@ -1,0 +1,157 @@
+/* Chunk 0's foster table made again by the volume itself, at a read-write
+ * open that found it not whole (doc/format.md §6 "A lost table"): when the
+ * records found again are complete (none lost, as many as chunk 0's header
+ * counts, its table fields of a possible shape), the table is laid out as
+ * fsck.chunkfs -fy lays it (the old chain's blocks it knows first, then
+ * free metadata pairs of chunk 0, the old blocks left over freed), chunk
+ * 0's header set with it, the chunks the lost records name retired taken
+ * out of service, and all of it committed in one transaction before the
+ * open goes on. This file owns that decision and that repair. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "fs/internal.h"
+
+int ftab_complete(const struct fs_volume *v, uint32_t nlost)
+{
+	const struct od_chunk_header *h0 = &v->chunks[0].hdr;
+
+	return !v->rdonly && nlost == 0 && od_fosters_shape_ok(h0) &&
+	       v->fost.n == h0->nfosters + h0->ftab_count;
+}
+
+/* Is block b of chunk 0 a metadata pair in use, and not yet in blocks[]? */
+static int old_block(struct chunk *c0, uint32_t b, const uint32_t *blocks, uint32_t n)
+{
+	if (b < c0->hdr.data_start || b >= c0->half || !bitmap_test(c0, b) ||
+	    !bitmap_test(c0, chunk_mirror(c0, b)))
+		return 0;
+	for (uint32_t k = 0; k < n; k++)
+		if (blocks[k] == b)
+			return 0;
+	return 1;
+}
+
+/* Chunk i, opened as a live chunk from its own header, retired as the
+ * records found again say (its size nb): taken out of service as open
+ * would have left it had the table been whole (never read or written). */
+static int retire_opened(struct fs_volume *v, struct chunk *c, uint32_t nb)
+{
+	int ret;
+
+	if (!c->offline) {
+		ret = cache_drop_chunk(c);
+		if (ret == 0)
+			ret = vol_chunk_release(v, c->index);
+		if (ret < 0)
+			return ret;
+		chunk_unload(c);
+		txn_forget_ondisk(c);
+	}
+	store_close(c->store);
+	c->store = store_dead_new();
+	if (!c->store)
+		return -ENOMEM;
+	vol_retired_header(&v->chunks[0].hdr, c->index, nb, &c->hdr);
+	c->half = nb / 2;
+	c->offline = 1;
+	c->retired = 1;
+	c->header_dirty = 0;
+	c->header_heal = -1;
+	snprintf(c->why_offline, sizeof(c->why_offline), "retired (evacuated)");
+	return 0;
+}
+
+/* The table's blocks: the old chain's (its whole units, then the unit it
+ * was lost at) first, free pairs for more; old ones left over freed. */
+static int lay_out(struct fs_volume *v, uint32_t *blocks, uint32_t need, uint32_t *nfree)
+{
+	struct chunk *c0 = &v->chunks[0];
+	uint32_t old[OD_FTAB_MAX_UNITS + 1], nold = 0, n = 0;
+	int ret = chunk_load(c0);
+
+	if (ret < 0)
+		return ret;
+	for (uint32_t k = 0; k < v->fost.nunits; k++)
+		old[nold++] = v->fost.units[k];
+	if (v->fost.lost_block && old_block(c0, v->fost.lost_block, old, nold))
+		old[nold++] = v->fost.lost_block;
+	for (; n < need && n < nold; n++)
+		blocks[n] = old[n];
+	for (uint32_t k = n; k < need; k++) {
+		ret = alloc_meta(c0, 1, &blocks[k]);
+		if (ret < 0) {
+			while (k-- > n)
+				free_meta(c0, blocks[k], 1);
+			return ret;
+		}
+	}
+	*nfree = nold - n;
+	for (uint32_t k = n; k < nold; k++) {
+		buf_forget(c0, old[k]);
+		free_meta(c0, old[k], 1);
+	}
+	return 0;
+}
+
+int ftab_rebuild(struct fs_volume *v, char *msg, size_t len)
+{
+	struct chunk *c0 = &v->chunks[0];
+	struct od_chunk_header *h = &c0->hdr;
+	const struct od_fosters *l = &v->fost;
+	uint32_t need = od_fosters_units_needed(l->n), blocks[OD_FTAB_MAX_UNITS], nfree = 0;
+	uint32_t nretired = 0;
+	int ret = lay_out(v, blocks, need, &nfree);
+
+	if (ret < 0)
+		return ret;
+	memcpy(v->fost.units, blocks, need * sizeof(blocks[0]));
+	v->fost.nunits = need;
+	v->fost.lost_block = 0;
+	for (uint32_t k = 0; k < need && ret == 0; k++)
+		ret = ftab_rewrite(v, blocks[k]);
+	if (ret < 0)
+		return ret;
+	memset(h->fosters, 0, sizeof(h->fosters));
+	memset(h->retired_nblocks, 0, sizeof(h->retired_nblocks));
+	h->nfosters = l->n < OD_MAX_FOSTERS ? l->n : OD_MAX_FOSTERS;
+	for (uint32_t i = 0; i < h->nfosters; i++) {
+		h->fosters[i] = l->rec[i];
+		h->retired_nblocks[i] = l->retired[i];
+	}
+	h->ftab_start = need ? blocks[0] : 0;
+	h->ftab_units = need;
+	h->ftab_count = need ? l->n - OD_MAX_FOSTERS : 0;
+	if (need)
+		h->feature_incompat |= OD_FEATURE_INCOMPAT_FTAB;
+	else
+		h->feature_incompat &= ~OD_FEATURE_INCOMPAT_FTAB;
+	for (uint32_t i = 0; i < l->n; i++) {
+		h->feature_incompat |= OD_FEATURE_INCOMPAT_FOSTER;
+		if (l->rec[i].flags & OD_FOSTER_RETIRED)
+			h->feature_incompat |= OD_FEATURE_INCOMPAT_RETIRED;
+	}
+	c0->header_dirty = 1;
+	/* the chunks only the lost records named retired: opened from their
+	 * own headers, as live chunks; never read or written from here on */
+	for (uint32_t i = 1; i < v->nchunks && ret == 0; i++) {
+		uint32_t nb = od_fosters_retired(l, i);
+		if (nb && !v->chunks[i].retired) {
+			ret = retire_opened(v, &v->chunks[i], nb);
+			nretired++;
+		}
+	}
+	if (ret == 0)
+		ret = vol_sync(v, 0);
+	if (ret < 0)
+		return ret;
+	v->ftab_rebuilt = 1;
+	snprintf(msg, len, "the table is made again: %u in the header, %u in %u unit%s from block "
+		 "%u (%u old block%s freed), %u retired chunk%s taken out of service; the "
+		 "volume is read-write", h->nfosters, h->ftab_count, need, need == 1 ? "" : "s",
+		 h->ftab_start, nfree, nfree == 1 ? "" : "s", nretired, nretired == 1 ? "" : "s");
+	return 0;
+}
