@@ -33,7 +33,7 @@ int vol_fosters_degraded(struct fs_volume *v, const char *fwhy, char *why, size_
 	uint8_t *ok = calloc(n, 1);
 	size_t used = why ? strlen(why) : 0;
 	int ret = -ENOMEM;
-	char tail[320] = "the volume is read-only until fsck.chunkfs -fy makes the table again";
+	char tail[400] = "the volume is read-only until fsck.chunkfs -fy makes the table again";
 	struct od_header_src hs = store_header_src(v->chunks[0].store);
 	struct od_fosters_chunk0 c0 = { .src = &hs, .h0 = &v->chunks[0].hdr };
 
@@ -51,13 +51,15 @@ int vol_fosters_degraded(struct fs_volume *v, const char *fwhy, char *why, size_
 	if (ftab_complete(v, nlost)) {
 		/* every record is at hand: the table is made again and the
 		 * volume stays read-write (ftab_rebuild.c) */
-		ret = ftab_rebuild(v, tail, sizeof(tail));
+		char fail[256] = "";
+		ret = ftab_rebuild(v, fail, sizeof(fail));
 		if (ret == -ENOMEM)
 			goto out;
 		if (ret < 0)
-			snprintf(tail, sizeof(tail), "making the table again failed (%s): the "
-				 "volume is read-only until fsck.chunkfs -fy makes it",
-				 strerror(-ret));
+			snprintf(tail, sizeof(tail), "the table is not made again (%s): the volume "
+				 "is read-only until fsck.chunkfs -fy makes it", fail);
+		else
+			snprintf(tail, sizeof(tail), "%s", fail);
 	}
 	if (!v->ftab_rebuilt) {
 		/* Nothing is written with records that may be incomplete:

@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "fs/internal.h"
@@ -65,9 +66,88 @@ static int retire_opened(struct fs_volume *v, struct chunk *c, uint32_t nb)
 	return 0;
 }
 
-/* The table's blocks: the old chain's (its whole units, then the unit it
- * was lost at) first, free pairs for more; old ones left over freed. */
-static int lay_out(struct fs_volume *v, uint32_t *blocks, uint32_t need, uint32_t *nfree)
+/* Is p (a copy at block b of chunk 0) unit seq of the old chain, as its
+ * header says, with the records the list in memory has? */
+static int rest_unit(const struct fs_volume *v, const uint8_t *p, uint32_t b, uint32_t *seq)
+{
+	const struct od_chunk_header *h0 = &v->chunks[0].hdr;
+	struct od_mb_header mh;
+	uint32_t want;
+
+	if (od_verify(p, OD_BLOCK_SIZE) < 0)
+		return 0;
+	od_get_mb_header(p, &mh);
+	if (mh.magic != OD_MB_MAGIC || mh.type != OD_MB_FTAB || mh.units != 1 || mh.chunk != 0 ||
+	    mh.block != b || mh.owner != 0 || mh.seq >= h0->ftab_units)
+		return 0;
+	want = mh.seq + 1 < h0->ftab_units ? OD_FTAB_PER_UNIT
+					   : h0->ftab_count - mh.seq * OD_FTAB_PER_UNIT;
+	p += OD_MB_HEADER_SIZE;
+	if (od_get_ftab_count(p) != want)
+		return 0;
+	for (uint32_t e = 0; e < want; e++) {
+		struct od_foster f;
+		uint32_t nb;
+		int i;
+		od_get_ftab_entry(p, e, &f, &nb);
+		i = od_fosters_find(&v->fost, f.home);
+		if (i < 0 || v->fost.retired[i] != nb || v->fost.rec[i].chunk != f.chunk ||
+		    v->fost.rec[i].start != f.start || v->fost.rec[i].nblocks != f.nblocks ||
+		    v->fost.rec[i].entries != f.entries || v->fost.rec[i].flags != f.flags)
+			return 0;
+	}
+	*seq = mh.seq;
+	return 1;
+}
+
+/* The units of the old chain past the one lost (their links went with it),
+ * old[from .. to), found among chunk 0's metadata pairs in use: both copies
+ * the same unit of the table (rest_unit), each index once. 0, -ENOENT (one
+ * is not found, or found twice: what[] says), -ENOMEM or -EIO. */
+static int find_rest(struct fs_volume *v, uint32_t *old, uint32_t from, uint32_t to, char *what,
+		     size_t len)
+{
+	struct chunk *c0 = &v->chunks[0];
+	struct od_header_src hs = store_header_src(c0->store);
+	uint8_t *buf = malloc(2 * OD_BLOCK_SIZE);
+	uint32_t found = 0, twice = 0, seq;
+	int ret = 0;
+
+	if (!buf)
+		return -ENOMEM;
+	for (uint32_t k = from; k < to; k++)
+		old[k] = 0;
+	for (uint32_t b = c0->hdr.data_start; b < c0->half && found < to - from && ret == 0; b++) {
+		if (!old_block(c0, b, old, to))
+			continue;
+		if (hs.pread(hs.ctx, buf, OD_BLOCK_SIZE, (uint64_t)b * OD_BLOCK_SIZE) < 0 ||
+		    !rest_unit(v, buf, b, &seq) || seq < from)
+			continue;
+		if (hs.pread(hs.ctx, buf + OD_BLOCK_SIZE, OD_BLOCK_SIZE,
+			     (uint64_t)chunk_mirror(c0, b) * OD_BLOCK_SIZE) < 0 ||
+		    memcmp(buf, buf + OD_BLOCK_SIZE, OD_BLOCK_SIZE) != 0)
+			continue;
+		if (old[seq])
+			twice = seq;
+		else
+			found++;
+		old[seq] = b;
+	}
+	free(buf);
+	if (twice || found < to - from) {
+		snprintf(what, len, "a unit of the old chain past the lost one is %s",
+			 twice ? "found twice" : "not found");
+		return -ENOENT;
+	}
+	return 0;
+}
+
+/* The table's blocks: the old chain's (its whole units, the unit it was
+ * lost at, those past it) first, free pairs for more; old ones left over
+ * freed. Every block of the old chain must be known: a block left in use
+ * that nothing names is not made. */
+static int lay_out(struct fs_volume *v, uint32_t *blocks, uint32_t need, uint32_t *nfree,
+		   char *what, size_t len)
 {
 	struct chunk *c0 = &v->chunks[0];
 	uint32_t old[OD_FTAB_MAX_UNITS + 1], nold = 0, n = 0;
@@ -79,11 +159,18 @@ static int lay_out(struct fs_volume *v, uint32_t *blocks, uint32_t need, uint32_
 		old[nold++] = v->fost.units[k];
 	if (v->fost.lost_block && old_block(c0, v->fost.lost_block, old, nold))
 		old[nold++] = v->fost.lost_block;
+	if (nold < c0->hdr.ftab_units) {
+		ret = find_rest(v, old, nold, c0->hdr.ftab_units, what, len);
+		if (ret < 0)
+			return ret;
+		nold = c0->hdr.ftab_units;
+	}
 	for (; n < need && n < nold; n++)
 		blocks[n] = old[n];
 	for (uint32_t k = n; k < need; k++) {
 		ret = alloc_meta(c0, 1, &blocks[k]);
 		if (ret < 0) {
+			snprintf(what, len, "no free metadata pair in chunk 0 for unit %u", k);
 			while (k-- > n)
 				free_meta(c0, blocks[k], 1);
 			return ret;
@@ -104,17 +191,19 @@ int ftab_rebuild(struct fs_volume *v, char *msg, size_t len)
 	const struct od_fosters *l = &v->fost;
 	uint32_t need = od_fosters_units_needed(l->n), blocks[OD_FTAB_MAX_UNITS], nfree = 0;
 	uint32_t nretired = 0;
-	int ret = lay_out(v, blocks, need, &nfree);
+	int ret;
 
+	msg[0] = '\0';
+	ret = lay_out(v, blocks, need, &nfree, msg, len);
 	if (ret < 0)
-		return ret;
+		goto fail;
 	memcpy(v->fost.units, blocks, need * sizeof(blocks[0]));
 	v->fost.nunits = need;
 	v->fost.lost_block = 0;
 	for (uint32_t k = 0; k < need && ret == 0; k++)
 		ret = ftab_rewrite(v, blocks[k]);
 	if (ret < 0)
-		return ret;
+		goto fail;
 	memset(h->fosters, 0, sizeof(h->fosters));
 	memset(h->retired_nblocks, 0, sizeof(h->retired_nblocks));
 	h->nfosters = l->n < OD_MAX_FOSTERS ? l->n : OD_MAX_FOSTERS;
@@ -144,14 +233,18 @@ int ftab_rebuild(struct fs_volume *v, char *msg, size_t len)
 			nretired++;
 		}
 	}
-	if (ret == 0)
-		ret = vol_sync(v, 0);
+	if (ret == 0 && (ret = vol_sync(v, 0)) < 0)
+		snprintf(msg, len, "writing it failed: %s", strerror(-ret));
 	if (ret < 0)
-		return ret;
+		goto fail;
 	v->ftab_rebuilt = 1;
 	snprintf(msg, len, "the table is made again: %u in the header, %u in %u unit%s from block "
 		 "%u (%u old block%s freed), %u retired chunk%s taken out of service; the "
 		 "volume is read-write", h->nfosters, h->ftab_count, need, need == 1 ? "" : "s",
 		 h->ftab_start, nfree, nfree == 1 ? "" : "s", nretired, nretired == 1 ? "" : "s");
 	return 0;
+fail:
+	if (!msg[0])
+		snprintf(msg, len, "%s", strerror(-ret));
+	return ret;
 }

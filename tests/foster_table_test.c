@@ -316,6 +316,12 @@ static void rebuilt_at_open(uint32_t at)
 	printf("# the table lost: made again by a read-write open, fsck clean, reopened clean\n");
 }
 
+static void show_invariant(void *ctx, const char *msg)
+{
+	(void)ctx;
+	printf("# invariant: %s\n", msg);
+}
+
 /* Chunks from..to drained (on) or not. */
 static void drain_range(struct fs_volume *v, uint32_t from, uint32_t to, int on)
 {
@@ -386,6 +392,8 @@ static void lost_host(uint32_t in0)
 	uint32_t n69 = 67 - in0 - 31;
 	struct od_chunk_header h0;
 	struct od_fosters l;
+	struct fs_counters fc;
+	struct fs_ino root, d;
 	struct fs_volume *v;
 	struct fsck_result r;
 	char why[1024], want[64];
@@ -414,7 +422,16 @@ static void lost_host(uint32_t in0)
 	CHECK(strstr(why, "chunk 69 offline") != NULL);
 	CHECK(strstr(why, "the volume is read-only") != NULL);
 	CHECK(strstr(why, "'s record is not found: its numbers cannot be reached") != NULL);
+	/* a record lost: not made again, read-only as before */
+	CHECK_EQ(fs_get_counters(v, &fc), 0);
+	CHECK_EQ(fc.read_only, 1);
+	CHECK_EQ(fc.ftab_lost, 1);
+	CHECK_EQ(fc.ftab_rebuilt, 0);
+	CHECK_EQ(fs_root(v, &root), 0);
+	CHECK_EQ(fs_mkdir(v, NULL, root, "after", 0755, &d, NULL), -EROFS);
 	CHECK_EQ(fs_close(v), 0);
+	r = check(FSCK_CHECK_ONLY);
+	CHECK_EQ(times_reported(0x010032), n69); /* nothing written */
 	r = check(FSCK_YES);
 	CHECK(reported(0x010009));
 	CHECK(reported(0x010031));
@@ -491,6 +508,54 @@ static void two_units(void)
 	CHECK_EQ(fs_close(v), 0);
 	printf("# two table units: unit 0 lost, both written again (unit 1 moved from block %u)\n",
 	       old1);
+	/* Unit 0 lost again, and a copy of unit 1 spoilt: a read-write open
+	 * cannot find unit 1 (its link went with unit 0, and only a unit
+	 * whose two copies agree is taken): nothing written, read-only. */
+	CHECK_EQ(on_disk(&h0, &l), 0);
+	old1 = l.units[1];
+	od_fosters_free(&l);
+	spoil_in(0, h0.ftab_start, 0);
+	spoil_in(0, h0.ftab_start, 1);
+	spoil_in(0, old1, 1);
+	{
+		char why[1024] = "";
+		struct fs_counters fc;
+		CHECK_EQ(fs_open_ex(image, 0, &v, why, sizeof(why)), 0);
+		CHECK(strstr(why, "178 of 178: the table is not made again (a unit of the old "
+				  "chain past the lost one is not found): the volume is read-only "
+				  "until fsck.chunkfs -fy makes it") != NULL);
+		CHECK_EQ(fs_get_counters(v, &fc), 0);
+		CHECK_EQ(fc.ftab_rebuilt, 0);
+		CHECK_EQ(fc.ftab_lost, 1);
+		CHECK_EQ(fc.read_only, 1);
+		CHECK_EQ(fs_close(v), 0);
+	}
+	spoil_in(0, old1, 1); /* (the byte back: unit 1 whole again) */
+	/* Now found: unit 0 written again in its block, unit 1 kept in its
+	 * own (it is found among chunk 0's pairs in use: both copies the
+	 * table's unit 1, with the records found again); then clean. */
+	{
+		char why[1024] = "", want[400];
+		struct fs_counters fc;
+		CHECK_EQ(fs_open_ex(image, 0, &v, why, sizeof(why)), 0);
+		snprintf(want, sizeof(want), "146 foster records found again in the other chunks' "
+			 "headers (32 in chunk 0), 178 of 178: the table is made again: 32 in the "
+			 "header, 146 in 2 units from block %u (0 old blocks freed), 146 retired "
+			 "chunks taken out of service; the volume is read-write", h0.ftab_start);
+		CHECK(strstr(why, want) != NULL);
+		CHECK_EQ(fs_get_counters(v, &fc), 0);
+		CHECK_EQ(fc.ftab_rebuilt, 1);
+		CHECK_EQ(fc.read_only, 0);
+		CHECK_EQ(fs_check_invariants(v, show_invariant, NULL), 0);
+		CHECK_EQ(fs_close(v), 0);
+		printf("# two table units, unit 0 lost: %s\n", why);
+	}
+	CHECK_EQ(on_disk(&h0, &l), 0);
+	CHECK_EQ(l.n, 178);
+	CHECK_EQ(l.nunits, 2);
+	CHECK_EQ(l.units[1], old1);
+	od_fosters_free(&l);
+	check_clean();
 	unlink(image);
 }
 
