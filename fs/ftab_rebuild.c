@@ -3,10 +3,11 @@
  * records found again are complete (none lost, as many as chunk 0's header
  * counts, its table fields of a possible shape), the table is laid out as
  * fsck.chunkfs -fy lays it (the old chain's blocks it knows first, then
- * free metadata pairs of chunk 0, the old blocks left over freed), chunk
- * 0's header set with it, the chunks the lost records name retired taken
- * out of service, and all of it committed in one transaction before the
- * open goes on. This file owns that decision and that repair. */
+ * free metadata pairs of chunk 0, the old blocks left over freed; but not
+ * in the lost unit's own block), chunk 0's header set with it, the chunks
+ * the lost records name retired taken out of service, and all of it
+ * committed in one transaction before the open goes on. This file owns
+ * that decision and that repair. */
 #include "config.h"
 
 #include <errno.h>
@@ -142,15 +143,19 @@ static int find_rest(struct fs_volume *v, uint32_t *old, uint32_t from, uint32_t
 	return 0;
 }
 
-/* The table's blocks: the old chain's (its whole units, the unit it was
- * lost at, those past it) first, free pairs for more; old ones left over
- * freed. Every block of the old chain must be known: a block left in use
+/* The table's blocks: the old chain's units that have a good copy (those
+ * read whole, those past the lost one) first, free pairs for more; the
+ * old ones left over freed, and the lost unit's block too. That block has
+ * no version a rollback could go back to: written in place, a crash
+ * before the commit would leave a unit in use that is neither the old
+ * nor the new one; a fresh pair is free again when the transaction rolls
+ * back. Every block of the old chain must be known: a block left in use
  * that nothing names is not made. */
 static int lay_out(struct fs_volume *v, uint32_t *blocks, uint32_t need, uint32_t *nfree,
 		   char *what, size_t len)
 {
 	struct chunk *c0 = &v->chunks[0];
-	uint32_t old[OD_FTAB_MAX_UNITS + 1], nold = 0, n = 0;
+	uint32_t old[OD_FTAB_MAX_UNITS + 1], nold = 0, n = 0, lost = 0;
 	int ret = chunk_load(c0);
 
 	if (ret < 0)
@@ -158,14 +163,19 @@ static int lay_out(struct fs_volume *v, uint32_t *blocks, uint32_t need, uint32_
 	for (uint32_t k = 0; k < v->fost.nunits; k++)
 		old[nold++] = v->fost.units[k];
 	if (v->fost.lost_block && old_block(c0, v->fost.lost_block, old, nold))
-		old[nold++] = v->fost.lost_block;
+		lost = old[nold++] = v->fost.lost_block;
 	if (nold < c0->hdr.ftab_units) {
 		ret = find_rest(v, old, nold, c0->hdr.ftab_units, what, len);
 		if (ret < 0)
 			return ret;
 		nold = c0->hdr.ftab_units;
 	}
-	for (; n < need && n < nold; n++)
+	if (lost) { /* (the lost unit's block last: freed) */
+		uint32_t at = v->fost.nunits;
+		memmove(&old[at], &old[at + 1], (nold - at - 1) * sizeof(old[0]));
+		old[nold - 1] = lost;
+	}
+	for (; n < need && n < nold - (lost != 0); n++)
 		blocks[n] = old[n];
 	for (uint32_t k = n; k < need; k++) {
 		ret = alloc_meta(c0, 1, &blocks[k]);

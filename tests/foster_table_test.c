@@ -254,7 +254,8 @@ static void crash_states(uint32_t b)
 
 /* The image of the table lost (damaged, made before fsck's repair) opened
  * read-write: every record is found again, so the open makes the table
- * again itself (in its old block, at), commits it and serves read-write:
+ * again itself (in a new pair: its block at freed), commits it and serves
+ * read-write:
  * its message and status say so, the 35 records on disk with their sizes,
  * chunks 33-35 (named only by the lost unit) retired, every file by its
  * handle, a mkdir taken; fsck -n is clean; a second open is clean and
@@ -273,11 +274,15 @@ static void rebuilt_at_open(uint32_t at)
 	restore(damaged);
 	CHECK_EQ(fs_open_ex(image, 0, &v, why, sizeof(why)), 0);
 	printf("# read-write open with the table lost: %s\n", why);
+	/* committed at open: on disk before anything else is done; the
+	 * unit in a new pair (its old block, which has no good copy, freed) */
+	CHECK_EQ(on_disk(&h0, &l), 0);
+	CHECK(h0.ftab_start != at);
 	snprintf(want, sizeof(want), "chunk 0: foster table unit 0 (block %u) has no good copy; 3 "
 		 "foster records found again in the other chunks' headers (32 in chunk 0), 35 of "
-		 "35: the table is made again: 32 in the header, 3 in 1 unit from block %u (0 old "
-		 "blocks freed), 3 retired chunks taken out of service; the volume is read-write",
-		 at, at);
+		 "35: the table is made again: 32 in the header, 3 in 1 unit from block %u (1 old "
+		 "block freed), 3 retired chunks taken out of service; the volume is read-write",
+		 at, h0.ftab_start);
 	CHECK_EQ(strcmp(why, want), 0);
 	CHECK_EQ(fs_get_counters(v, &fc), 0);
 	CHECK_EQ(fc.read_only, 0);
@@ -288,11 +293,8 @@ static void rebuilt_at_open(uint32_t at)
 		retired += ci.retired && !ci.online;
 	}
 	CHECK_EQ(retired, NRETIRE);
-	/* committed at open: on disk before anything else is done */
-	CHECK_EQ(on_disk(&h0, &l), 0);
 	CHECK_EQ(l.n, NRETIRE);
 	CHECK_EQ(l.nunits, 1);
-	CHECK_EQ(h0.ftab_start, at);
 	CHECK_EQ(h0.nfosters, 32);
 	CHECK_EQ(h0.ftab_count, NRETIRE - 32);
 	for (uint32_t k = 1; k <= NRETIRE; k++)
@@ -531,17 +533,18 @@ static void two_units(void)
 		CHECK_EQ(fs_close(v), 0);
 	}
 	spoil_in(0, old1, 1); /* (the byte back: unit 1 whole again) */
-	/* Now found: unit 0 written again in its block, unit 1 kept in its
-	 * own (it is found among chunk 0's pairs in use: both copies the
-	 * table's unit 1, with the records found again); then clean. */
+	/* Now found: unit 1's block kept (it is found among chunk 0's pairs
+	 * in use: both copies the table's unit 1, with the records found
+	 * again), holding unit 0 now; unit 1 in a new pair, unit 0's old block
+	 * freed; then clean. */
 	{
 		char why[1024] = "", want[400];
 		struct fs_counters fc;
 		CHECK_EQ(fs_open_ex(image, 0, &v, why, sizeof(why)), 0);
 		snprintf(want, sizeof(want), "146 foster records found again in the other chunks' "
 			 "headers (32 in chunk 0), 178 of 178: the table is made again: 32 in the "
-			 "header, 146 in 2 units from block %u (0 old blocks freed), 146 retired "
-			 "chunks taken out of service; the volume is read-write", h0.ftab_start);
+			 "header, 146 in 2 units from block %u (1 old block freed), 146 retired "
+			 "chunks taken out of service; the volume is read-write", old1);
 		CHECK(strstr(why, want) != NULL);
 		CHECK_EQ(fs_get_counters(v, &fc), 0);
 		CHECK_EQ(fc.ftab_rebuilt, 1);
@@ -553,7 +556,7 @@ static void two_units(void)
 	CHECK_EQ(on_disk(&h0, &l), 0);
 	CHECK_EQ(l.n, 178);
 	CHECK_EQ(l.nunits, 2);
-	CHECK_EQ(l.units[1], old1);
+	CHECK_EQ(l.units[0], old1);
 	od_fosters_free(&l);
 	check_clean();
 	unlink(image);
