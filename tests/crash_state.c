@@ -681,14 +681,28 @@ static int fsck_volume_image(struct checker *ck, uint8_t *img, struct msgs *m)
 		close(fd);
 	if (ret == 0)
 		ret = fsck_volume_path(path, -1, &o, &res);
-	unlink(path);
 	ck->nrolled += l.rolled;
-	/* (a table lost from the start: that problem alone, left unfixed) */
+	/* (a table lost from the start: that problem alone, left unfixed;
+	 * fsck -y then makes the table, and a second -n finds it clean) */
 	if (ret == 0 && ck->table_lost && l.lost == 1 && res.problems == 1 &&
 	    res.exit_code == FSCK_EXIT_UNCORRECTED) {
-		ck->nlost++;
-		return 0;
+		o.mode = FSCK_YES;
+		ret = fsck_volume_path(path, -1, &o, &res);
+		if (ret == 0 && res.unfixed == 0) {
+			o.mode = FSCK_CHECK_ONLY;
+			ret = fsck_volume_path(path, -1, &o, &res);
+		}
+		unlink(path);
+		if (ret == 0 && res.problems == 0 && res.exit_code == FSCK_EXIT_OK) {
+			ck->nlost++;
+			return 0;
+		}
+		msg_add(m, "\n  fsck -y of the crashed volume with its table lost, then -n: %s, "
+			"%u problems, exit %d", ret < 0 ? strerror(-ret) : "ran",
+			ret < 0 ? 0 : res.problems, ret < 0 ? -1 : res.exit_code);
+		return -EUCLEAN;
 	}
+	unlink(path);
 	if (ret < 0 || res.problems || res.exit_code != FSCK_EXIT_OK) {
 		msg_add(m, "\n  fsck -n of the crashed volume: %s, %u problems, exit %d",
 			ret < 0 ? strerror(-ret) : "ran", ret < 0 ? 0 : res.problems,
@@ -1005,7 +1019,7 @@ int crash_check(const struct recording *r, const struct crash_opts *o, struct cr
 		       ck.fsck_every, ck.nrolled);
 	if (ret == 0 && ck.table_lost)
 		printf("crash: %s: %zu of them with chunk 0's foster table lost (made again by "
-		       "their open)\n", r->name, ck.nlost);
+		       "their open; on a copy, by fsck -y, then clean)\n", r->name, ck.nlost);
 	free(ck.prefix);
 	free(ck.img);
 	free(ck.take);
