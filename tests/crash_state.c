@@ -992,6 +992,8 @@ int crash_check(const struct recording *r, const struct crash_opts *o, struct cr
 	int ret;
 
 	ck.fsck_every = every && strtoul(every, NULL, 0) ? strtoul(every, NULL, 0) : 8;
+	if (o->table_lost)
+		ck.fsck_every = 1; /* (few states, and what fsck makes of them is the point) */
 	rng_state = o->seed;
 	ret = barriers_find(&r->log, &ck.b);
 	if (ret < 0)
