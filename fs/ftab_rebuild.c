@@ -214,25 +214,7 @@ int ftab_rebuild(struct fs_volume *v, char *msg, size_t len)
 		ret = ftab_rewrite(v, blocks[k]);
 	if (ret < 0)
 		goto fail;
-	memset(h->fosters, 0, sizeof(h->fosters));
-	memset(h->retired_nblocks, 0, sizeof(h->retired_nblocks));
-	h->nfosters = l->n < OD_MAX_FOSTERS ? l->n : OD_MAX_FOSTERS;
-	for (uint32_t i = 0; i < h->nfosters; i++) {
-		h->fosters[i] = l->rec[i];
-		h->retired_nblocks[i] = l->retired[i];
-	}
-	h->ftab_start = need ? blocks[0] : 0;
-	h->ftab_units = need;
-	h->ftab_count = need ? l->n - OD_MAX_FOSTERS : 0;
-	if (need)
-		h->feature_incompat |= OD_FEATURE_INCOMPAT_FTAB;
-	else
-		h->feature_incompat &= ~OD_FEATURE_INCOMPAT_FTAB;
-	for (uint32_t i = 0; i < l->n; i++) {
-		h->feature_incompat |= OD_FEATURE_INCOMPAT_FOSTER;
-		if (l->rec[i].flags & OD_FOSTER_RETIRED)
-			h->feature_incompat |= OD_FEATURE_INCOMPAT_RETIRED;
-	}
+	od_fosters_put_header(l, need ? blocks[0] : 0, h);
 	c0->header_dirty = 1;
 	/* the chunks only the lost records named retired: opened from their
 	 * own headers, as live chunks; never read or written from here on */

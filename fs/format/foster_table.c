@@ -70,6 +70,31 @@ void od_fosters_put_unit(const struct od_fosters *l, uint32_t k, uint8_t *payloa
 	od_put_ftab_count(payload, count);
 }
 
+void od_fosters_put_header(const struct od_fosters *l, uint32_t start, struct od_chunk_header *h)
+{
+	uint32_t need = od_fosters_units_needed(l->n);
+
+	memset(h->fosters, 0, sizeof(h->fosters));
+	memset(h->retired_nblocks, 0, sizeof(h->retired_nblocks));
+	h->nfosters = l->n < OD_MAX_FOSTERS ? l->n : OD_MAX_FOSTERS;
+	for (uint32_t i = 0; i < h->nfosters; i++) {
+		h->fosters[i] = l->rec[i];
+		h->retired_nblocks[i] = l->retired[i];
+	}
+	h->ftab_start = need ? start : 0;
+	h->ftab_units = need;
+	h->ftab_count = need ? l->n - OD_MAX_FOSTERS : 0;
+	if (need)
+		h->feature_incompat |= OD_FEATURE_INCOMPAT_FTAB;
+	else
+		h->feature_incompat &= ~OD_FEATURE_INCOMPAT_FTAB;
+	for (uint32_t i = 0; i < l->n; i++) {
+		h->feature_incompat |= OD_FEATURE_INCOMPAT_FOSTER;
+		if (l->rec[i].flags & OD_FOSTER_RETIRED)
+			h->feature_incompat |= OD_FEATURE_INCOMPAT_RETIRED;
+	}
+}
+
 /* The size recorded for a retired home: its own header's, when valid. */
 static uint32_t home_size(const struct od_chunk_header *hdr, const uint8_t *ok, uint32_t n,
 			  uint32_t home, uint32_t fallback_nb)

@@ -81,5 +81,10 @@ uint32_t od_fosters_units_needed(uint32_t n);
 /* Table unit k's payload (OD_MB_PAYLOAD bytes: its count and records,
  * zeros after) made from l. */
 void od_fosters_put_unit(const struct od_fosters *l, uint32_t k, uint8_t *payload);
+/* Chunk 0's header h set to hold l (its table, when l needs one, from
+ * block start): its first OD_MAX_FOSTERS records, ftab_start, ftab_units,
+ * ftab_count, and the FTAB, FOSTER and RETIRED bits the records want (a
+ * table made again: fsck -fy, or the open, fs/ftab_rebuild.c). */
+void od_fosters_put_header(const struct od_fosters *l, uint32_t start, struct od_chunk_header *h);
 
 #endif

@@ -240,25 +240,7 @@ int fsck_ftab_make(struct fsck_ctx *c)
 		c->ftab[k] = blocks[k];
 	}
 	c->nftab = need;
-	memset(h->fosters, 0, sizeof(h->fosters));
-	memset(h->retired_nblocks, 0, sizeof(h->retired_nblocks));
-	h->nfosters = l->n < OD_MAX_FOSTERS ? l->n : OD_MAX_FOSTERS;
-	for (uint32_t i = 0; i < h->nfosters; i++) {
-		h->fosters[i] = l->rec[i];
-		h->retired_nblocks[i] = l->retired[i];
-	}
-	h->ftab_start = need ? blocks[0] : 0;
-	h->ftab_units = need;
-	h->ftab_count = need ? l->n - OD_MAX_FOSTERS : 0;
-	if (need)
-		h->feature_incompat |= OD_FEATURE_INCOMPAT_FTAB;
-	else
-		h->feature_incompat &= ~OD_FEATURE_INCOMPAT_FTAB;
-	for (uint32_t i = 0; i < l->n; i++) {
-		h->feature_incompat |= OD_FEATURE_INCOMPAT_FOSTER;
-		if (l->rec[i].flags & OD_FOSTER_RETIRED)
-			h->feature_incompat |= OD_FEATURE_INCOMPAT_RETIRED;
-	}
+	od_fosters_put_header(l, need ? blocks[0] : 0, h);
 	c->hdr_changed = 1;
 	fsck_note(c, "foster records written again: %u in the header, %u in %u table unit%s "
 		     "from block %u", h->nfosters, h->ftab_count, need, need == 1 ? "" : "s",
