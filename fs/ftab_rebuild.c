@@ -37,7 +37,7 @@ static int old_block(struct chunk *c0, uint32_t b, const uint32_t *blocks, uint3
 	return 1;
 }
 
-/* Chunk i, opened as a live chunk from its own header, retired as the
+/* Chunk c, opened as a live chunk from its own header, retired as the
  * records found again say (its size nb): taken out of service as open
  * would have left it had the table been whole (never read or written). */
 static int retire_opened(struct fs_volume *v, struct chunk *c, uint32_t nb)

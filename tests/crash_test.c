@@ -979,8 +979,9 @@ static void wl_ftab(struct wl *w)
  * set up by wl_ftab (34 chunks retired, the last two records in the
  * table's one unit), unrecorded, then both copies of the unit spoilt; the
  * log starts before the read-write open, whose first transaction writes
- * the unit again (in its block) and chunk 0's header, and takes chunks 33
- * and 34 out of service; then a directory and a file, synced. A state
+ * the unit again (in a new pair, its block freed) and chunk 0's header,
+ * and takes chunks 33 and 34 out of service; then a directory and a file,
+ * synced. A state
  * before that transaction holds the lost table (the only problem fsck
  * may find in it) and its open makes it again. */
 static void ftab_spoil(uint8_t *img)
