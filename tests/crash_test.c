@@ -981,9 +981,8 @@ static void wl_ftab(struct wl *w)
  * log starts before the read-write open, whose first transaction writes
  * the unit again (in a new pair, its block freed) and chunk 0's header,
  * and takes chunks 33 and 34 out of service; then a directory and a file,
- * synced. A state
- * before that transaction holds the lost table (the only problem fsck
- * may find in it) and its open makes it again. */
+ * synced. A state before that transaction holds the lost table (the only
+ * problem fsck may find in it) and its open makes it again. */
 static void ftab_spoil(uint8_t *img)
 {
 	struct od_chunk_header h0;
