@@ -33,6 +33,7 @@ int vol_fosters_degraded(struct fs_volume *v, const char *fwhy, char *why, size_
 	uint8_t *ok = calloc(n, 1);
 	size_t used = why ? strlen(why) : 0;
 	int ret = -ENOMEM;
+	char tail[400] = "the volume is read-only until fsck.chunkfs -fy makes the table again";
 	struct od_header_src hs = store_header_src(v->chunks[0].store);
 	struct od_fosters_chunk0 c0 = { .src = &hs, .h0 = &v->chunks[0].hdr };
 
@@ -47,18 +48,32 @@ int vol_fosters_degraded(struct fs_volume *v, const char *fwhy, char *why, size_
 	ret = od_fosters_recover(&v->fost, hdr, ok, n, v->chunks[0].hdr.nblocks, &c0, lost, &nlost);
 	if (ret < 0)
 		goto out;
-	/* Nothing is written with records that may be incomplete: the
-	 * volume serves what it can, read-only, until fsck makes the table
-	 * again (fsck.chunkfs -fy). */
-	v->rdonly = 1;
-	v->ftab_lost = 1;
+	if (ftab_complete(v, nlost)) {
+		/* every record is at hand: the table is made again and the
+		 * volume stays read-write (ftab_rebuild.c) */
+		char fail[256] = "";
+		ret = ftab_rebuild(v, fail, sizeof(fail));
+		if (ret == -ENOMEM)
+			goto out;
+		if (ret < 0)
+			snprintf(tail, sizeof(tail), "the table is not made again (%s): the volume "
+				 "is read-only until fsck.chunkfs -fy makes it", fail);
+		else
+			snprintf(tail, sizeof(tail), "%s", fail);
+	}
+	if (!v->ftab_rebuilt) {
+		/* Nothing is written with records that may be incomplete:
+		 * the volume serves what it can, read-only, until fsck makes
+		 * the table again (fsck.chunkfs -fy). */
+		v->rdonly = 1;
+		v->ftab_lost = 1;
+	}
 	if (why && used + 1 < whylen) {
 		int m = snprintf(why + used, whylen - used,
 				 "%schunk 0: %s; %u foster records found again in the other chunks' "
-				 "headers (%u in chunk 0), %u of %u: the volume is read-only until "
-				 "fsck.chunkfs -fy makes the table again",
+				 "headers (%u in chunk 0), %u of %u: %s",
 				 used ? "; " : "", fwhy, v->fost.n - had, had, v->fost.n,
-				 v->chunks[0].hdr.nfosters + v->chunks[0].hdr.ftab_count);
+				 v->chunks[0].hdr.nfosters + v->chunks[0].hdr.ftab_count, tail);
 		for (uint32_t i = 0; i < nlost && m > 0 && used + (size_t)m + 1 < whylen; i++) {
 			used += (size_t)m;
 			m = snprintf(why + used, whylen - used,

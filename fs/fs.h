@@ -217,6 +217,9 @@ struct fs_counters {
 	int ftab_lost;               /* chunk 0's foster table was not whole at open: its
 				      * records found again elsewhere, read-only until
 				      * fsck makes it again */
+	int ftab_rebuilt;            /* chunk 0's foster table was not whole at open, every
+				      * record was found again, and the open made it again
+				      * (read-write) */
 	uint64_t store_reads;        /* reads the chunks' stores answered since they were
 				      * opened (metadata and data), and their bytes */
 	uint64_t store_read_bytes;

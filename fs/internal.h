@@ -208,6 +208,7 @@ struct fs_volume {
 	int tfd;                      /* fd's file again, for told reads (store_file_told_fd), or -1 */
 	int rdonly;
 	int ftab_lost;                /* chunk 0's foster table was not whole at open: rdonly */
+	int ftab_rebuilt;             /* ... and was made again at open (ftab_rebuild.c) */
 	uint32_t nchunks;
 	struct chunk *chunks;
 	uint64_t txid;
@@ -826,8 +827,10 @@ void vol_pred_removed(struct fs_volume *v, const struct od_inode *ino, const cha
 int vol_fosters_load(struct fs_volume *v, char *why, size_t n);
 /* A table not whole at open (vol_fosters_load's -EUCLEAN, fwhy why): the
  * records it lacks taken from the online chunks' headers
- * (od_fosters_recover), the volume made read-only (v->ftab_lost), and a
- * sentence appended to why[]. 0 or -ENOMEM. */
+ * (od_fosters_recover); all of them found on a read-write open
+ * (ftab_complete): the table made again (ftab_rebuild, v->ftab_rebuilt),
+ * else the volume made read-only (v->ftab_lost); a sentence appended to
+ * why[]. 0 or -ENOMEM. */
 int vol_fosters_degraded(struct fs_volume *v, const char *fwhy, char *why, size_t whylen);
 int ftab_room(struct fs_volume *v);
 int ftab_append(struct fs_volume *v, const struct od_foster *rec);
@@ -837,6 +840,16 @@ int ftab_put(struct fs_volume *v, uint32_t r);
  * list in memory (the scrub found both its copies bad): 0, -ENOENT. */
 int ftab_unit_index(const struct fs_volume *v, uint32_t block);
 int ftab_rewrite(struct fs_volume *v, uint32_t block);
+
+/* ftab_rebuild.c: chunk 0's table lost at a read-write open.
+ * ftab_complete: are the records found again (v->fost, nlost homes lost)
+ * all of them, so that the table may be made from them? ftab_rebuild: the
+ * table made again from v->fost (the old chain's blocks first, then free
+ * metadata pairs, the rest freed), chunk 0's header with it, the chunks
+ * the records name retired taken out of service, committed (vol_sync);
+ * v->ftab_rebuilt and what was done in msg[]. 0 or a negative errno. */
+int ftab_complete(const struct fs_volume *v, uint32_t nlost);
+int ftab_rebuild(struct fs_volume *v, char *msg, size_t len);
 
 /* vol_pred_store.c: the table read from chunk 0 at open (a damaged chain
  * drops it, counted; only -ENOMEM fails); staged into the transaction

@@ -789,6 +789,7 @@ int fs_get_counters(struct fs_volume *v, struct fs_counters *out)
 	out->image_cut_err = v->image_cut_err;
 	out->read_only = v->rdonly;
 	out->ftab_lost = v->ftab_lost;
+	out->ftab_rebuilt = v->ftab_rebuilt;
 	for (uint32_t i = 0; i < v->nchunks; i++) {
 		const struct chunk *c = &v->chunks[i];
 		out->healed += c->healed;

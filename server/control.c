@@ -407,10 +407,10 @@ static void cmd_status(struct control *ctl, struct answer *a)
 	add(a, "volume chunks=%u online=%u txid=%" PRIu64 " healed=%" PRIu64
 	       " unreadable=%" PRIu64 " needing_repair=%u txns=%" PRIu64
 	       " txns_one_flush=%" PRIu64 " txn_flushes=%" PRIu64 " store_reads=%" PRIu64
-	       " store_read_bytes=%" PRIu64 " read_only=%d ftab_lost=%d path=",
+	       " store_read_bytes=%" PRIu64 " read_only=%d ftab_lost=%d ftab_rebuilt=%d path=",
 	    n, online, fc.txid, fc.healed, fc.unreadable, fc.chunks_needing_repair,
 	    fc.txns, fc.txns_one_flush, fc.txn_flushes, fc.store_reads, fc.store_read_bytes,
-	    fc.read_only, fc.ftab_lost);
+	    fc.read_only, fc.ftab_lost, fc.ftab_rebuilt);
 	add_value(a, ctl->srv->cfg.volume);
 	add(a, "\n");
 	add(a,

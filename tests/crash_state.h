@@ -90,6 +90,10 @@ struct crash_opts {
 	size_t ntorn;         /* torn writes per interval */
 	long only;            /* check state #only alone, verbosely; -1: all */
 	const char *dump;     /* with only: write its image here before opening */
+	int table_lost;       /* the log starts from an image whose chunk 0 foster
+			       * table is lost: a crashed image may show that alone
+			       * (0x010031) to fsck before its open makes it again
+			       * (fsck -y must then make it too, and -n be clean) */
 };
 
 struct crash_result {

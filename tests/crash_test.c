@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "crash_state.h"
+#include "fs/format/header.h"
 #include "fs/fs.h"
 #include "fs/layout.h"
 #include "fs/store/store.h"
@@ -974,6 +975,39 @@ static void wl_ftab(struct wl *w)
 		printf("crash: ftab: 34 chunks retired, the last two named in chunk 0's table\n");
 }
 
+/* (i2) Chunk 0's foster table lost, made again by the open (fs/ftab_rebuild.c):
+ * set up by wl_ftab (34 chunks retired, the last two records in the
+ * table's one unit), unrecorded, then both copies of the unit spoilt; the
+ * log starts before the read-write open, whose first transaction writes
+ * the unit again (in a new pair, its block freed) and chunk 0's header,
+ * and takes chunks 33 and 34 out of service; then a directory and a file,
+ * synced. A state before that transaction holds the lost table (the only
+ * problem fsck may find in it) and its open makes it again. */
+static void ftab_spoil(uint8_t *img)
+{
+	struct od_chunk_header h0;
+
+	if (od_header_parse(img, &h0, NULL, NULL, 0) < 0 || !h0.ftab_start)
+		return; /* (the open then finds the table whole: the check fails) */
+	for (int copy = 0; copy < 2; copy++)
+		img[(size_t)(h0.ftab_start + (copy ? h0.nblocks / 2 : 0)) * 4096 + 100] ^= 0x5a;
+}
+
+static void wl_ftab_rebuilt(struct wl *w)
+{
+	struct fs_counters fc;
+
+	if (!w->err && (fs_get_counters(w->v, &fc) < 0 || !fc.ftab_rebuilt || fc.read_only)) {
+		op_failed(w, "the open did not make the table again", "", -EROFS);
+		return;
+	}
+	do_mkdir(w, "/after", 0755);
+	do_put(w, "/after/f", 0644, 6000, 91, FS_UNSTABLE);
+	do_sync(w);
+	if (!w->err)
+		printf("crash: ftabfix: the lost table made again by the open\n");
+}
+
 /* Is path in the last acknowledged state (the checkpoint just taken:
  * what is on disk, for a disk-view workload) a file of size bytes whose
  * [off, off + len) are version seed's? "Committed data is never lost". */
@@ -1261,23 +1295,29 @@ struct workload {
 	 * data (delayed allocation) that a commit of another file leaves in
 	 * memory, which no crash state can show. */
 	int disk_view;
+	/* When set: run first on the fresh image, unrecorded, the volume
+	 * closed after it; then damage spoils its bytes, and the log starts
+	 * before the open (which may repair them, fs/ftab_rebuild.c). */
+	void (*setup)(struct wl *w);
+	void (*damage)(uint8_t *img);
 };
 
 static const struct workload workloads[] = {
-	{ "tree", wl_tree, 4, 4096, 0 },
-	{ "grow", wl_grow, 6, 4096, 0 },
-	{ "spill", wl_spill, 4, 32768, 0 },
-	{ "inline", wl_inline, 4, 4096, 0 },
-	{ "turns", wl_turns, 2, 4096, 0 },
-	{ "evac", wl_evac, 6, 4096, 0 },
-	{ "rehost", wl_rehost, 3, 4096, 0 },
-	{ "ftab", wl_ftab, 36, 4096, 0 },
-	{ "dalloc", wl_dalloc, 4, 4096, 1 },
-	{ "predict", wl_predict, 2, 4096, 0 },
-	{ "prealloc", wl_prealloc, 2, 4096, 1 },
-	{ "realloc", wl_realloc, 2, 4096, 1 },
-	{ "appendmove", wl_appendmove, 2, 4096, 1 },
-	{ "bigplace", wl_bigplace, 12, 4096, 1 },
+	{ "tree", wl_tree, 4, 4096, 0, NULL, NULL },
+	{ "grow", wl_grow, 6, 4096, 0, NULL, NULL },
+	{ "spill", wl_spill, 4, 32768, 0, NULL, NULL },
+	{ "inline", wl_inline, 4, 4096, 0, NULL, NULL },
+	{ "turns", wl_turns, 2, 4096, 0, NULL, NULL },
+	{ "evac", wl_evac, 6, 4096, 0, NULL, NULL },
+	{ "rehost", wl_rehost, 3, 4096, 0, NULL, NULL },
+	{ "ftab", wl_ftab, 36, 4096, 0, NULL, NULL },
+	{ "ftabfix", wl_ftab_rebuilt, 36, 4096, 0, wl_ftab, ftab_spoil },
+	{ "dalloc", wl_dalloc, 4, 4096, 1, NULL, NULL },
+	{ "predict", wl_predict, 2, 4096, 0, NULL, NULL },
+	{ "prealloc", wl_prealloc, 2, 4096, 1, NULL, NULL },
+	{ "realloc", wl_realloc, 2, 4096, 1, NULL, NULL },
+	{ "appendmove", wl_appendmove, 2, 4096, 1, NULL, NULL },
+	{ "bigplace", wl_bigplace, 12, 4096, 1, NULL, NULL },
 };
 
 /* --- recording ------------------------------------------------------------ */
@@ -1451,8 +1491,47 @@ static int make_image(uint32_t nchunks, uint32_t bytes_per_inode, uint8_t **out)
 	return 0;
 }
 
+static void no_checkpoint(struct wl *w)
+{
+	(void)w;
+}
+
+/* The workload's setup run on the image at init (unrecorded), the volume
+ * closed, then its damage done to the bytes. */
+static int set_up(struct run *r, uint8_t *init)
+{
+	uint32_t n = r->wk->nchunks;
+	struct chunk_store **st = calloc(n, sizeof(*st));
+	struct wl w = { .checkpoint = no_checkpoint };
+	char why[256] = "";
+	int ret = st ? 0 : -ENOMEM;
+
+	for (uint32_t i = 0; ret == 0 && i < n; i++)
+		ret = crash_store_new(init + i * CHUNK_SIZE, CHUNK_SIZE, &st[i]);
+	if (ret == 0)
+		ret = fs_open_stores(st, n, 0, &w.v, why, sizeof(why));
+	for (uint32_t i = 0; st && i < n; i++)
+		if (st[i])
+			store_close(st[i]);
+	free(st);
+	if (ret == 0) {
+		r->wk->setup(&w);
+		ret = fs_close(w.v);
+		if (w.err < 0)
+			ret = w.err;
+	}
+	if (ret < 0) {
+		fprintf(stderr, "crash: %s: setup failed: %s %s %s\n", r->wk->name, strerror(-ret),
+			why, w.what);
+		return ret;
+	}
+	r->wk->damage(init);
+	return 0;
+}
+
 /* Run the workload over memory stores made from a fresh image, recording
- * from its first operation to the end of fs_close. */
+ * from its first operation (from the open, for a workload with a setup) to
+ * the end of fs_close. */
 static int record(struct run *r)
 {
 	struct recording *rec = &r->rec;
@@ -1468,12 +1547,15 @@ static int record(struct run *r)
 	r->w.checkpoint = checkpoint;
 	r->w.ctx = r;
 	ret = st && mem ? make_image(n, r->wk->bytes_per_inode, &rec->init) : -ENOMEM;
+	if (ret == 0 && r->wk->setup)
+		ret = set_up(r, rec->init);
 	for (uint32_t i = 0; ret == 0 && i < n; i++) {
 		ret = store_mem_new(CHUNK_SIZE, rec->init + i * CHUNK_SIZE, &st[i]);
 		if (ret == 0)
 			store_mem_record(st[i], &rec->log, i);
 		mem[i] = st[i];
 	}
+	rec->log.enabled = r->wk->setup != NULL;
 	if (ret == 0)
 		ret = fs_open_stores(st, n, 0, &r->v, why, sizeof(why));
 	for (uint32_t i = 0; st && i < n; i++)
@@ -1488,7 +1570,7 @@ static int record(struct run *r)
 	}
 	/* Open may have written (recovering mkfs's last transaction): crash
 	 * states start from the bytes recording starts at. */
-	for (uint32_t i = 0; i < n; i++)
+	for (uint32_t i = 0; i < n && !r->wk->setup; i++)
 		memcpy(rec->init + i * CHUNK_SIZE, store_mem_bytes(mem[i]), CHUNK_SIZE);
 	r->mem = mem; /* the volume's until fs_close */
 	r->w.v = r->v;
@@ -1570,6 +1652,7 @@ int main(void)
 			.ntorn = per > 0 ? (size_t)per : 5,
 			.only = env_long("CRASH_STATE", -1),
 			.dump = getenv("CRASH_DUMP"),
+			.table_lost = workloads[i].damage == ftab_spoil,
 		};
 		struct crash_result res = { 0 };
 		double t = now();

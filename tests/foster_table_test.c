@@ -252,6 +252,78 @@ static void crash_states(uint32_t b)
 	restore(repaired);
 }
 
+/* The image of the table lost (damaged, made before fsck's repair) opened
+ * read-write: every record is found again, so the open makes the table
+ * again itself (in a new pair: its block at freed), commits it and serves
+ * read-write:
+ * its message and status say so, the 35 records on disk with their sizes,
+ * chunks 33-35 (named only by the lost unit) retired, every file by its
+ * handle, a mkdir taken; fsck -n is clean; a second open is clean and
+ * makes nothing. */
+static void rebuilt_at_open(uint32_t at)
+{
+	struct od_chunk_header h0;
+	struct od_fosters l;
+	struct fs_counters fc;
+	struct fs_chunk_info ci;
+	struct fs_volume *v;
+	struct fs_ino root, d;
+	char why[1024] = "", want[400];
+	uint32_t retired = 0;
+
+	restore(damaged);
+	CHECK_EQ(fs_open_ex(image, 0, &v, why, sizeof(why)), 0);
+	printf("# read-write open with the table lost: %s\n", why);
+	/* committed at open: on disk before anything else is done; the
+	 * unit in a new pair (its old block, which has no good copy, freed) */
+	CHECK_EQ(on_disk(&h0, &l), 0);
+	CHECK(h0.ftab_start != at);
+	snprintf(want, sizeof(want), "chunk 0: foster table unit 0 (block %u) has no good copy; 3 "
+		 "foster records found again in the other chunks' headers (32 in chunk 0), 35 of "
+		 "35: the table is made again: 32 in the header, 3 in 1 unit from block %u (1 old "
+		 "block freed), 3 retired chunks taken out of service; the volume is read-write",
+		 at, h0.ftab_start);
+	CHECK_EQ(strcmp(why, want), 0);
+	CHECK_EQ(fs_get_counters(v, &fc), 0);
+	CHECK_EQ(fc.read_only, 0);
+	CHECK_EQ(fc.ftab_lost, 0);
+	CHECK_EQ(fc.ftab_rebuilt, 1);
+	for (uint32_t k = 1; k < NCHUNKS; k++) {
+		CHECK_EQ(fs_chunk_info(v, k, &ci), 0);
+		retired += ci.retired && !ci.online;
+	}
+	CHECK_EQ(retired, NRETIRE);
+	CHECK_EQ(l.n, NRETIRE);
+	CHECK_EQ(l.nunits, 1);
+	CHECK_EQ(h0.nfosters, 32);
+	CHECK_EQ(h0.ftab_count, NRETIRE - 32);
+	for (uint32_t k = 1; k <= NRETIRE; k++)
+		CHECK_EQ(od_fosters_retired(&l, k), 2 * MB / 4096);
+	od_fosters_free(&l);
+	CHECK_EQ(files_ok(v), 0);
+	CHECK_EQ(fs_check_invariants(v, NULL, NULL), 0);
+	CHECK_EQ(fs_root(v, &root), 0);
+	CHECK_EQ(fs_mkdir(v, NULL, root, "after", 0755, &d, NULL), 0);
+	CHECK_EQ(fs_close(v), 0);
+	check_clean();
+	why[0] = '\0';
+	CHECK_EQ(fs_open_ex(image, 0, &v, why, sizeof(why)), 0);
+	CHECK_EQ(strcmp(why, ""), 0);
+	CHECK_EQ(fs_get_counters(v, &fc), 0);
+	CHECK_EQ(fc.ftab_rebuilt, 0);
+	CHECK_EQ(fc.ftab_lost, 0);
+	CHECK_EQ(files_ok(v), 0);
+	CHECK_EQ(fs_lookup(v, NULL, root, "after", &d, NULL), 0);
+	CHECK_EQ(fs_close(v), 0);
+	printf("# the table lost: made again by a read-write open, fsck clean, reopened clean\n");
+}
+
+static void show_invariant(void *ctx, const char *msg)
+{
+	(void)ctx;
+	printf("# invariant: %s\n", msg);
+}
+
 /* Chunks from..to drained (on) or not. */
 static void drain_range(struct fs_volume *v, uint32_t from, uint32_t to, int on)
 {
@@ -322,6 +394,8 @@ static void lost_host(uint32_t in0)
 	uint32_t n69 = 67 - in0 - 31;
 	struct od_chunk_header h0;
 	struct od_fosters l;
+	struct fs_counters fc;
+	struct fs_ino root, d;
 	struct fs_volume *v;
 	struct fsck_result r;
 	char why[1024], want[64];
@@ -350,7 +424,16 @@ static void lost_host(uint32_t in0)
 	CHECK(strstr(why, "chunk 69 offline") != NULL);
 	CHECK(strstr(why, "the volume is read-only") != NULL);
 	CHECK(strstr(why, "'s record is not found: its numbers cannot be reached") != NULL);
+	/* a record lost: not made again, read-only as before */
+	CHECK_EQ(fs_get_counters(v, &fc), 0);
+	CHECK_EQ(fc.read_only, 1);
+	CHECK_EQ(fc.ftab_lost, 1);
+	CHECK_EQ(fc.ftab_rebuilt, 0);
+	CHECK_EQ(fs_root(v, &root), 0);
+	CHECK_EQ(fs_mkdir(v, NULL, root, "after", 0755, &d, NULL), -EROFS);
 	CHECK_EQ(fs_close(v), 0);
+	r = check(FSCK_CHECK_ONLY);
+	CHECK_EQ(times_reported(0x010032), n69); /* nothing written */
 	r = check(FSCK_YES);
 	CHECK(reported(0x010009));
 	CHECK(reported(0x010031));
@@ -427,6 +510,55 @@ static void two_units(void)
 	CHECK_EQ(fs_close(v), 0);
 	printf("# two table units: unit 0 lost, both written again (unit 1 moved from block %u)\n",
 	       old1);
+	/* Unit 0 lost again, and a copy of unit 1 spoilt: a read-write open
+	 * cannot find unit 1 (its link went with unit 0, and only a unit
+	 * whose two copies agree is taken): nothing written, read-only. */
+	CHECK_EQ(on_disk(&h0, &l), 0);
+	old1 = l.units[1];
+	od_fosters_free(&l);
+	spoil_in(0, h0.ftab_start, 0);
+	spoil_in(0, h0.ftab_start, 1);
+	spoil_in(0, old1, 1);
+	{
+		char why[1024] = "";
+		struct fs_counters fc;
+		CHECK_EQ(fs_open_ex(image, 0, &v, why, sizeof(why)), 0);
+		CHECK(strstr(why, "178 of 178: the table is not made again (a unit of the old "
+				  "chain past the lost one is not found): the volume is read-only "
+				  "until fsck.chunkfs -fy makes it") != NULL);
+		CHECK_EQ(fs_get_counters(v, &fc), 0);
+		CHECK_EQ(fc.ftab_rebuilt, 0);
+		CHECK_EQ(fc.ftab_lost, 1);
+		CHECK_EQ(fc.read_only, 1);
+		CHECK_EQ(fs_close(v), 0);
+	}
+	spoil_in(0, old1, 1); /* (the byte back: unit 1 whole again) */
+	/* Now found: unit 1's block kept (it is found among chunk 0's pairs
+	 * in use: both copies the table's unit 1, with the records found
+	 * again), holding unit 0 now; unit 1 in a new pair, unit 0's old block
+	 * freed; then clean. */
+	{
+		char why[1024] = "", want[400];
+		struct fs_counters fc;
+		CHECK_EQ(fs_open_ex(image, 0, &v, why, sizeof(why)), 0);
+		snprintf(want, sizeof(want), "146 foster records found again in the other chunks' "
+			 "headers (32 in chunk 0), 178 of 178: the table is made again: 32 in the "
+			 "header, 146 in 2 units from block %u (1 old block freed), 146 retired "
+			 "chunks taken out of service; the volume is read-write", old1);
+		CHECK(strstr(why, want) != NULL);
+		CHECK_EQ(fs_get_counters(v, &fc), 0);
+		CHECK_EQ(fc.ftab_rebuilt, 1);
+		CHECK_EQ(fc.read_only, 0);
+		CHECK_EQ(fs_check_invariants(v, show_invariant, NULL), 0);
+		CHECK_EQ(fs_close(v), 0);
+		printf("# two table units, unit 0 lost: %s\n", why);
+	}
+	CHECK_EQ(on_disk(&h0, &l), 0);
+	CHECK_EQ(l.n, 178);
+	CHECK_EQ(l.nunits, 2);
+	CHECK_EQ(l.units[0], old1);
+	od_fosters_free(&l);
+	check_clean();
 	unlink(image);
 }
 
@@ -555,9 +687,10 @@ int main(void)
 	struct od_chunk_header h0;
 	struct od_fosters l;
 	struct fsck_result r;
+	struct fs_counters fc;
 	static uint8_t buf[12288];
-	char name[32], why[256];
-	uint32_t found = 0, steps = 0, bad_after = 0;
+	char name[32], why[1024];
+	uint32_t found = 0, steps = 0, bad_after = 0, ftab_block;
 	int ret;
 
 	snprintf(image, sizeof(image), "%s/foster_table_test.%d.img",
@@ -673,6 +806,7 @@ int main(void)
 	/* One copy of the table unit damaged: fsck -n finds exactly it, -y
 	 * heals it from the other, a second -n is clean. */
 	CHECK_EQ(on_disk(&h0, &l), 0);
+	ftab_block = h0.ftab_start;
 	spoil(h0.ftab_start, 1);
 	r = check(FSCK_CHECK_ONLY);
 	CHECK_EQ(r.problems, 1);
@@ -693,17 +827,23 @@ int main(void)
 	CHECK_EQ(r.problems, 1);
 	CHECK_EQ(r.unfixed, 1);
 	CHECK_EQ(r.exit_code, FSCK_EXIT_UNCORRECTED);
+	snapshot(damaged);
 	why[0] = '\0';
-	CHECK_EQ(fs_open_ex(image, 0, &v, why, sizeof(why)), 0);
-	printf("# open with the table lost: %s\n", why);
+	CHECK_EQ(fs_open_ex(image, FS_OPEN_RDONLY, &v, why, sizeof(why)), 0);
+	printf("# read-only open with the table lost: %s\n", why);
 	CHECK(strstr(why, "foster table unit 0") != NULL);
 	CHECK(strstr(why, "3 foster records found again in the other chunks' headers (32 in "
 			  "chunk 0), 35 of 35: the volume is read-only") != NULL);
 	CHECK_EQ(files_ok(v), 0);
+	CHECK_EQ(fs_get_counters(v, &fc), 0);
+	CHECK_EQ(fc.read_only, 1);
+	CHECK_EQ(fc.ftab_lost, 1);
+	CHECK_EQ(fc.ftab_rebuilt, 0);
 	CHECK_EQ(fs_mkdir(v, NULL, root, "after", 0755, &d, NULL), -EROFS);
 	CHECK_EQ(fs_close(v), 0);
+	snapshot(repaired);
+	CHECK(memcmp(damaged, repaired, IMAGE_BYTES) == 0); /* nothing written */
 	/* fsck -fy makes it again from the homes' headers; then clean */
-	snapshot(damaged);
 	r = check(FSCK_YES);
 	CHECK(reported(0x010031));
 	CHECK_EQ(r.problems, 1);
@@ -726,6 +866,7 @@ int main(void)
 	CHECK_EQ(files_ok(v), 0);
 	CHECK_EQ(fs_check_invariants(v, NULL, NULL), 0);
 	CHECK_EQ(fs_close(v), 0);
+	rebuilt_at_open(ftab_block);
 
 	/* Chunk 0's header lost in both copies: made again with all 35
 	 * records, 32 in it and 3 in a table unit written again. */

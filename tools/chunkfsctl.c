@@ -373,7 +373,7 @@ static void print_status(struct record *recs, int n)
 			       "(%llu committed since start, %llu of them with lists and first "
 			       "copies behind one flush, %llu flushes in all); "
 			       "%llu reads healed, %llu unreadable, %llu chunks needing repair; "
-			       "%llu store reads (%.1f MiB)%s%s\n\n",
+			       "%llu store reads (%.1f MiB)%s%s%s\n\n",
 			       get(r, "path"), num(r, "chunks"), num(r, "online"), num(r, "txid"),
 			       num(r, "txns"), num(r, "txns_one_flush"), num(r, "txn_flushes"),
 			       num(r, "healed"), num(r, "unreadable"), num(r, "needing_repair"),
@@ -381,7 +381,10 @@ static void print_status(struct record *recs, int n)
 			       num(r, "read_only") ? "; read-only" : "",
 			       num(r, "ftab_lost") ? " (chunk 0's foster table is not whole: "
 						     "fsck.chunkfs -fy makes it again)"
-						   : "");
+						   : "",
+			       num(r, "ftab_rebuilt") ? "; chunk 0's foster table was lost and "
+							"made again at open"
+						      : "");
 		else if (!strcmp(r->type, "dalloc"))
 			printf("delayed allocation: cap %llu MiB (0: off), placed after %llu s; "
 			       "%.1f MiB buffered in %llu files; %llu files placed\n"

@@ -17,7 +17,7 @@ void od_fosters_free(struct od_fosters *l)
 	free(l->retired);
 	l->rec = NULL;
 	l->retired = NULL;
-	l->n = l->cap = l->nunits = 0;
+	l->n = l->cap = l->nunits = l->lost_block = 0;
 }
 
 int od_fosters_add(struct od_fosters *l, const struct od_foster *rec, uint32_t retired)
@@ -68,6 +68,31 @@ void od_fosters_put_unit(const struct od_fosters *l, uint32_t k, uint8_t *payloa
 	for (uint32_t i = first; i < l->n && count < OD_FTAB_PER_UNIT; i++, count++)
 		od_put_ftab_entry(payload, count, &l->rec[i], l->retired[i]);
 	od_put_ftab_count(payload, count);
+}
+
+void od_fosters_put_header(const struct od_fosters *l, uint32_t start, struct od_chunk_header *h)
+{
+	uint32_t need = od_fosters_units_needed(l->n);
+
+	memset(h->fosters, 0, sizeof(h->fosters));
+	memset(h->retired_nblocks, 0, sizeof(h->retired_nblocks));
+	h->nfosters = l->n < OD_MAX_FOSTERS ? l->n : OD_MAX_FOSTERS;
+	for (uint32_t i = 0; i < h->nfosters; i++) {
+		h->fosters[i] = l->rec[i];
+		h->retired_nblocks[i] = l->retired[i];
+	}
+	h->ftab_start = need ? start : 0;
+	h->ftab_units = need;
+	h->ftab_count = need ? l->n - OD_MAX_FOSTERS : 0;
+	if (need)
+		h->feature_incompat |= OD_FEATURE_INCOMPAT_FTAB;
+	else
+		h->feature_incompat &= ~OD_FEATURE_INCOMPAT_FTAB;
+	for (uint32_t i = 0; i < l->n; i++) {
+		h->feature_incompat |= OD_FEATURE_INCOMPAT_FOSTER;
+		if (l->rec[i].flags & OD_FOSTER_RETIRED)
+			h->feature_incompat |= OD_FEATURE_INCOMPAT_RETIRED;
+	}
 }
 
 /* The size recorded for a retired home: its own header's, when valid. */
@@ -225,6 +250,13 @@ static int unit_copy(const struct od_header_src *src, uint64_t base,
 	return 0;
 }
 
+int od_fosters_shape_ok(const struct od_chunk_header *h0)
+{
+	return h0->ftab_units <= OD_FTAB_MAX_UNITS &&
+	       h0->ftab_count <= h0->ftab_units * OD_FTAB_PER_UNIT &&
+	       h0->ftab_count + OD_FTAB_PER_UNIT >= h0->ftab_units * OD_FTAB_PER_UNIT;
+}
+
 int od_fosters_read(const struct od_header_src *src, uint64_t base,
 		    const struct od_chunk_header *h0, int copy, struct od_fosters *out, char *why,
 		    size_t n)
@@ -248,8 +280,7 @@ int od_fosters_read(const struct od_header_src *src, uint64_t base,
 		goto out;
 	/* (the header may not have been checked yet: open reads the retired
 	 * chunks first) */
-	if (h0->ftab_units > OD_FTAB_MAX_UNITS || h0->ftab_count > h0->ftab_units * OD_FTAB_PER_UNIT ||
-	    h0->ftab_count + OD_FTAB_PER_UNIT < h0->ftab_units * OD_FTAB_PER_UNIT) {
+	if (!od_fosters_shape_ok(h0)) {
 		snprintf(why, n, "foster table of %u records in %u units", h0->ftab_count,
 			 h0->ftab_units);
 		ret = -EUCLEAN;
@@ -271,6 +302,7 @@ int od_fosters_read(const struct od_header_src *src, uint64_t base,
 		use = ok[1] && (!ok[0] || t[1] > t[0]);
 		if (!ok[use]) {
 			snprintf(why, n, "foster table unit %u (block %u) has no good copy", k, block);
+			out->lost_block = block;
 			ret = -EUCLEAN;
 			break;
 		}
@@ -280,6 +312,7 @@ int od_fosters_read(const struct od_header_src *src, uint64_t base,
 		if (od_get_ftab_count(p) != want || (k + 1 < h0->ftab_units) != (h.next != 0)) {
 			snprintf(why, n, "foster table unit %u (block %u): %u records, next %u; "
 					 "the header says %u", k, block, od_get_ftab_count(p), h.next, want);
+			out->lost_block = block;
 			ret = -EUCLEAN;
 			break;
 		}
@@ -292,6 +325,7 @@ int od_fosters_read(const struct od_header_src *src, uint64_t base,
 				snprintf(why, n, "foster table unit %u: bad record %u (home %u, chunk "
 						 "%u, blocks %u+%u, %u entries, flags 0x%x)", k, e,
 					 f.home, f.chunk, f.start, f.nblocks, f.entries, f.flags);
+				out->lost_block = block;
 				ret = -EUCLEAN;
 				break;
 			}

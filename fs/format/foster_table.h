@@ -22,7 +22,13 @@ struct od_fosters {
 	uint32_t *retired;
 	uint32_t nunits;
 	uint32_t units[OD_FTAB_MAX_UNITS];
+	uint32_t lost_block; /* od_fosters_read: the block of the unit it stopped at
+			      * (no good copy, or records that disagree with the
+			      * header), 0: whole, or not known */
 };
+
+/* Are chunk 0's table fields (ftab_units, ftab_count) of a possible shape? */
+int od_fosters_shape_ok(const struct od_chunk_header *h0);
 
 /* out (overwritten, to be freed with od_fosters_free) from chunk 0's
  * header h0 and its table at byte base of src: copy 0 or 1 of each unit,
@@ -75,5 +81,10 @@ uint32_t od_fosters_units_needed(uint32_t n);
 /* Table unit k's payload (OD_MB_PAYLOAD bytes: its count and records,
  * zeros after) made from l. */
 void od_fosters_put_unit(const struct od_fosters *l, uint32_t k, uint8_t *payload);
+/* Chunk 0's header h set to hold l (its table, when l needs one, from
+ * block start): its first OD_MAX_FOSTERS records, ftab_start, ftab_units,
+ * ftab_count, and the FTAB, FOSTER and RETIRED bits the records want (a
+ * table made again: fsck -fy, or the open, fs/ftab_rebuild.c). */
+void od_fosters_put_header(const struct od_fosters *l, uint32_t start, struct od_chunk_header *h);
 
 #endif

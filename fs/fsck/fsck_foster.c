@@ -167,9 +167,7 @@ static int read_table(struct fsck_ctx *c)
 	int ret = 0;
 
 	c->nftab = 0;
-	if (c->hdr.ftab_units > OD_FTAB_MAX_UNITS ||
-	    c->hdr.ftab_count + OD_FTAB_PER_UNIT < c->hdr.ftab_units * OD_FTAB_PER_UNIT ||
-	    c->hdr.ftab_count > c->hdr.ftab_units * OD_FTAB_PER_UNIT)
+	if (!od_fosters_shape_ok(&c->hdr))
 		snprintf(why, sizeof(why), "%u records in %u units", c->hdr.ftab_count,
 			 c->hdr.ftab_units);
 	memset(&have, 0, sizeof(have));

@@ -39,19 +39,53 @@ static int src_pread(void *ctx, void *buf, size_t len, uint64_t off)
 	return store_pread(ctx, buf, len, off);
 }
 
+/* The headers the records are looked for in (hdr, ok: n of each, to be
+ * freed): the volume's, and those of the chunks its view took for retired
+ * and did not read. That view reads chunk 0's newer copies, which this
+ * check may have rolled back (a crash in the transaction of the open that
+ * made the table again, fs/ftab_rebuild.c): the records of the chunks it
+ * named retired are then lost again, and only their own headers hold
+ * them. 0 or -ENOMEM. */
+static int headers_for(const struct fsck_vol *v, struct od_chunk_header **hdr, uint8_t **ok)
+{
+	struct fsck_vol probe = *v;
+
+	probe.hdr = malloc(v->nchunks * sizeof(*probe.hdr));
+	probe.hdr_ok = malloc(v->nchunks);
+	if (!probe.hdr || !probe.hdr_ok) {
+		free(probe.hdr);
+		free(probe.hdr_ok);
+		return -ENOMEM;
+	}
+	memcpy(probe.hdr, v->hdr, v->nchunks * sizeof(*probe.hdr));
+	memcpy(probe.hdr_ok, v->hdr_ok, v->nchunks);
+	for (uint32_t i = 1; i < v->nchunks; i++)
+		if (!v->hdr_ok[i] && od_fosters_retired(&v->fost0, i) && v->size[i])
+			fsck_vol_read_header(&probe, i, v->base[i], v->size[i], v->hdr[0].nblocks);
+	*hdr = probe.hdr;
+	*ok = probe.hdr_ok;
+	return 0;
+}
+
 int fsck_ftab_found(struct fsck_ctx *c, struct od_fosters *l, const struct od_chunk_header *h0,
 		    uint32_t block, const char *why)
 {
 	const struct fsck_vol *v = c->vol;
 	struct od_header_src hs = { .pread = src_pread, .ctx = c->st, .size = c->st->size };
 	struct od_fosters_chunk0 c0 = { .src = &hs, .h0 = h0, .allocated = allocated, .ctx = c };
+	struct od_chunk_header *hdr = NULL;
+	uint8_t *ok = NULL;
 	uint32_t *lost, nlost = 0;
 	int ret;
 
 	lost = calloc(v->nchunks + 1, sizeof(*lost));
-	if (!lost)
+	if (!lost || headers_for(v, &hdr, &ok) < 0) {
+		free(lost);
 		return fsck_oom(c);
-	ret = od_fosters_recover(l, v->hdr, v->hdr_ok, v->nchunks, h0->nblocks, &c0, lost, &nlost);
+	}
+	ret = od_fosters_recover(l, hdr, ok, v->nchunks, h0->nblocks, &c0, lost, &nlost);
+	free(hdr);
+	free(ok);
 	if (ret < 0) {
 		free(lost);
 		return fsck_oom(c);
@@ -206,25 +240,7 @@ int fsck_ftab_make(struct fsck_ctx *c)
 		c->ftab[k] = blocks[k];
 	}
 	c->nftab = need;
-	memset(h->fosters, 0, sizeof(h->fosters));
-	memset(h->retired_nblocks, 0, sizeof(h->retired_nblocks));
-	h->nfosters = l->n < OD_MAX_FOSTERS ? l->n : OD_MAX_FOSTERS;
-	for (uint32_t i = 0; i < h->nfosters; i++) {
-		h->fosters[i] = l->rec[i];
-		h->retired_nblocks[i] = l->retired[i];
-	}
-	h->ftab_start = need ? blocks[0] : 0;
-	h->ftab_units = need;
-	h->ftab_count = need ? l->n - OD_MAX_FOSTERS : 0;
-	if (need)
-		h->feature_incompat |= OD_FEATURE_INCOMPAT_FTAB;
-	else
-		h->feature_incompat &= ~OD_FEATURE_INCOMPAT_FTAB;
-	for (uint32_t i = 0; i < l->n; i++) {
-		h->feature_incompat |= OD_FEATURE_INCOMPAT_FOSTER;
-		if (l->rec[i].flags & OD_FOSTER_RETIRED)
-			h->feature_incompat |= OD_FEATURE_INCOMPAT_RETIRED;
-	}
+	od_fosters_put_header(l, need ? blocks[0] : 0, h);
 	c->hdr_changed = 1;
 	fsck_note(c, "foster records written again: %u in the header, %u in %u table unit%s "
 		     "from block %u", h->nfosters, h->ftab_count, need, need == 1 ? "" : "s",
