@@ -35,7 +35,8 @@ static void bitmap_set(struct chunk *c, uint32_t block, int used)
 static int block_busy(const struct chunk *c, uint32_t b)
 {
 	return bitmap_test(c, b) || ((c->reserved[b >> 3] >> (b & 7)) & 1) ||
-	       ((c->frozen[b >> 3] >> (b & 7)) & 1) || ((c->pa_map[b >> 3] >> (b & 7)) & 1);
+	       ((c->frozen[b >> 3] >> (b & 7)) & 1) || ((c->pa_map[b >> 3] >> (b & 7)) & 1) ||
+	       ((c->hold_map[b >> 3] >> (b & 7)) & 1);
 }
 
 void chunk_freeze_frees(struct chunk *c)
@@ -115,8 +116,10 @@ static int load_bitmap(struct chunk *c)
 	c->reserved = calloc(1, bytes);
 	c->frozen = calloc(1, bytes);
 	c->pa_map = calloc(1, bytes);
+	c->hold_map = calloc(1, bytes);
 	c->bitmap_dirty = calloc(h->bitmap_blocks, 1);
-	if (!c->bitmap || !c->reserved || !c->frozen || !c->pa_map || !c->bitmap_dirty)
+	if (!c->bitmap || !c->reserved || !c->frozen || !c->pa_map || !c->hold_map ||
+	    !c->bitmap_dirty)
 		return -ENOMEM;
 	if (h->flags & OD_CHF_BITMAP_UNINIT) {
 		/* Never written: the fixed metadata of both halves is used,
@@ -187,8 +190,9 @@ void chunk_unload(struct chunk *c)
 	prealloc_chunk_gone(c);       /* (its reservations with them) */
 	free(c->bitmap);
 	free(c->pa_map);
-	c->pa_map = NULL;
-	c->pa_blocks = 0;
+	free(c->hold_map);            /* (holds too: hold_alive sees unloads move) */
+	c->pa_map = c->hold_map = NULL;
+	c->pa_blocks = c->hold_blocks = 0;
 	free(c->reserved);
 	free(c->frozen);
 	free(c->bitmap_dirty);
@@ -350,13 +354,13 @@ static uint32_t zone_reserve(const struct chunk *c)
  * maps: all busy. */
 static uint64_t busy_word(const struct chunk *c, uint32_t w)
 {
-	const uint8_t *maps[4] = { c->bitmap, c->reserved, c->frozen, c->pa_map };
+	const uint8_t *maps[] = { c->bitmap, c->reserved, c->frozen, c->pa_map, c->hold_map };
 	size_t at = (size_t)w * 8;
 	uint64_t busy = 0;
 
 	if (at + 8 > (size_t)c->hdr.bitmap_blocks * OD_MB_PAYLOAD)
 		return ~0ull;
-	for (int m = 0; m < 4; m++)
+	for (size_t m = 0; m < sizeof(maps) / sizeof(maps[0]); m++)
 		for (int i = 0; i < 8; i++)
 			busy |= (uint64_t)maps[m][at + i] << (8 * i);
 	return busy;
@@ -921,27 +925,85 @@ void free_meta(struct chunk *c, uint32_t start, uint32_t units)
  * as used. */
 uint32_t chunk_avail_blocks(const struct chunk *c)
 {
-	return c->hdr.free_blocks > c->pa_blocks ? c->hdr.free_blocks - c->pa_blocks : 0;
+	uint64_t busy = (uint64_t)c->pa_blocks + c->hold_blocks;
+
+	return c->hdr.free_blocks > busy ? c->hdr.free_blocks - (uint32_t)busy : 0;
 }
 
-static int pa_test(const struct chunk *c, uint32_t b)
+/* A block's bit in a map of reserved blocks (pa_map, or hold_map for a
+ * placement's holds), set or cleared with its count (*count). */
+static int res_test(const uint8_t *map, uint32_t b)
 {
-	return (c->pa_map[b >> 3] >> (b & 7)) & 1;
+	return (map[b >> 3] >> (b & 7)) & 1;
 }
 
-static void pa_set(struct chunk *c, uint32_t b, int on)
+static void res_set(struct chunk *c, uint8_t *map, uint32_t *count, uint32_t b, int on)
 {
 	uint8_t bit = (uint8_t)(1u << (b & 7));
 
 	if (on) {
-		c->pa_map[b >> 3] |= bit;
-		c->pa_blocks++;
+		map[b >> 3] |= bit;
+		(*count)++;
 	} else {
-		c->pa_map[b >> 3] &= (uint8_t)~bit;
-		c->pa_blocks--;
+		map[b >> 3] &= (uint8_t)~bit;
+		(*count)--;
 	}
 	if (outside_zone(c, b)) /* (an evacuation's copy may lie inside) */
 		c->free_outside += on ? (uint32_t)-1 : 1u;
+}
+
+static void pa_set(struct chunk *c, uint32_t b, int on)
+{
+	res_set(c, c->pa_map, &c->pa_blocks, b, on);
+}
+
+/* Blocks [start, start + len) that the running operation allocated put
+ * back free in the bitmap (not as a free to commit: nothing on disk ever
+ * had them) and reserved in map instead. */
+static void unallocate_into(struct chunk *c, uint8_t *map, uint32_t *count, uint32_t start,
+			    uint32_t len)
+{
+	for (uint32_t b = start; b < start + len; b++) {
+		bitmap_set(c, b, 0);
+		if (outside_zone(c, b))
+			c->free_outside++;
+		res_set(c, map, count, b, 1);
+	}
+	c->hdr.free_blocks += len;
+}
+
+/* The reserved blocks of map from start on (at most want, while
+ * reserved) allocated: how many. */
+static uint32_t take_from(struct chunk *c, uint8_t *map, uint32_t *count, uint32_t start,
+			  uint32_t want)
+{
+	uint32_t len = 0;
+
+	if (!c->loaded)
+		return 0;
+	while (len < want && start + len < c->hdr.nblocks && res_test(map, start + len)) {
+		res_set(c, map, count, start + len, 0);
+		len++;
+	}
+	if (len)
+		mark_range(c, start, len, 1);
+	return len;
+}
+
+/* The blocks of [start, start + len) still reserved in map released. */
+static uint32_t release_from(struct chunk *c, uint8_t *map, uint32_t *count, uint32_t start,
+			     uint32_t len)
+{
+	uint32_t n = 0;
+
+	if (!c->loaded)
+		return 0;
+	for (uint32_t b = start; b < start + len && b < c->hdr.nblocks; b++)
+		if (res_test(map, b)) {
+			res_set(c, map, count, b, 0);
+			n++;
+		}
+	return n;
 }
 
 int chunk_pa_reserve_data(struct chunk *c, uint32_t goal, uint32_t want, uint32_t *start,
@@ -950,21 +1012,13 @@ int chunk_pa_reserve_data(struct chunk *c, uint32_t goal, uint32_t want, uint32_
 	int ret = alloc_data(c, goal, want, DATA_ANY, start, got);
 
 	if (ret == 0)
-		chunk_hold(c, *start, *got);
+		unallocate_into(c, c->pa_map, &c->pa_blocks, *start, *got);
 	return ret;
 }
 
 void chunk_hold(struct chunk *c, uint32_t start, uint32_t len)
 {
-	/* Put back free in the bitmap (not as a free to commit: nothing on
-	 * disk ever had them) and reserved instead. */
-	for (uint32_t b = start; b < start + len; b++) {
-		bitmap_set(c, b, 0);
-		if (outside_zone(c, b))
-			c->free_outside++;
-		pa_set(c, b, 1);
-	}
-	c->hdr.free_blocks += len;
+	unallocate_into(c, c->hold_map, &c->hold_blocks, start, len);
 }
 
 int chunk_pa_find(struct chunk *c, uint32_t goal, uint32_t want, uint32_t *start, uint32_t *got)
@@ -1005,22 +1059,17 @@ int chunk_pa_find(struct chunk *c, uint32_t goal, uint32_t want, uint32_t *start
 
 uint32_t chunk_hold_take(struct chunk *c, uint32_t start, uint32_t want)
 {
-	uint32_t len = 0;
+	return take_from(c, c->hold_map, &c->hold_blocks, start, want);
+}
 
-	if (!c->loaded)
-		return 0;
-	while (len < want && start + len < c->hdr.nblocks && pa_test(c, start + len)) {
-		pa_set(c, start + len, 0);
-		len++;
-	}
-	if (len)
-		mark_range(c, start, len, 1);
-	return len;
+uint32_t chunk_hold_release(struct chunk *c, uint32_t start, uint32_t len)
+{
+	return release_from(c, c->hold_map, &c->hold_blocks, start, len);
 }
 
 uint32_t chunk_pa_take(struct chunk *c, uint32_t start, uint32_t want)
 {
-	uint32_t len = chunk_hold_take(c, start, want);
+	uint32_t len = take_from(c, c->pa_map, &c->pa_blocks, start, want);
 
 	if (len)
 		c->alloc_hint_data = start + len < c->hdr.nblocks ? start + len : c->half;
@@ -1029,14 +1078,5 @@ uint32_t chunk_pa_take(struct chunk *c, uint32_t start, uint32_t want)
 
 uint32_t chunk_pa_release(struct chunk *c, uint32_t start, uint32_t len)
 {
-	uint32_t n = 0;
-
-	if (!c->loaded)
-		return 0;
-	for (uint32_t b = start; b < start + len && b < c->hdr.nblocks; b++)
-		if (pa_test(c, b)) {
-			pa_set(c, b, 0);
-			n++;
-		}
-	return n;
+	return release_from(c, c->pa_map, &c->pa_blocks, start, len);
 }

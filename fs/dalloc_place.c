@@ -82,7 +82,7 @@ static void release_holds(struct fs_volume *v, const struct held_run *h,
 {
 	for (uint32_t k = 0; k < nh; k++)
 		if (hold_alive(v, &h[k], &a[k]))
-			chunk_pa_release(vol_chunk(v, h[k].chunk), h[k].pblk, h[k].len);
+			chunk_hold_release(vol_chunk(v, h[k].chunk), h[k].pblk, h[k].len);
 }
 
 /* The snapshot's pages settled in f (NULL: freed meanwhile): placed, the
@@ -290,7 +290,7 @@ int dalloc_place_unlocked(struct fs_volume *v, struct da_file *f, uint8_t **data
 	chain_release(&fc);
 	if (ret == 0 && !(a = calloc(nh ? nh : 1, sizeof(*a)))) {
 		for (uint32_t k = 0; k < nh; k++) /* (held: given back) */
-			chunk_pa_release(vol_chunk(v, h[k].chunk), h[k].pblk, h[k].len);
+			chunk_hold_release(vol_chunk(v, h[k].chunk), h[k].pblk, h[k].len);
 		ret = -ENOMEM;
 	}
 	if (ret < 0) {
@@ -328,7 +328,7 @@ int dalloc_place_unlocked(struct fs_volume *v, struct da_file *f, uint8_t **data
 		if (!hold_alive(v, &h[k], &a[k]))
 			continue; /* (gone with its chunk's state) */
 		if (!a[k].ok || chunk_draining(c)) {
-			chunk_pa_release(vol_chunk(v, h[k].chunk), h[k].pblk, h[k].len);
+			chunk_hold_release(vol_chunk(v, h[k].chunk), h[k].pblk, h[k].len);
 			continue;
 		}
 		h[live] = h[k];

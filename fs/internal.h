@@ -139,6 +139,9 @@ struct chunk {
 	uint32_t nfree_map, cap_free_map;
 	uint8_t *pa_map;              /* reserved for a file (prealloc.c), not in the bitmap */
 	uint32_t pa_blocks;           /* ... how many */
+	uint8_t *hold_map;            /* held by a placement in flight (dalloc_place.c), apart
+				       * from pa_map: a reservation's release never frees them */
+	uint32_t hold_blocks;         /* ... how many */
 	uint64_t unloads;             /* times this state was dropped (reservations with it) */
 	uint32_t *free_slots;         /* free inode-area slots below the watermark */
 	uint32_t nfree_slots, cap_free_slots;
@@ -506,11 +509,14 @@ int chunk_pa_reserve_data(struct chunk *c, uint32_t goal, uint32_t want, uint32_
 			  uint32_t *got);
 /* Delayed allocation's placement outside the lock (fs/dalloc_place.c):
  * hold: blocks [start, start + len) that the running operation allocated
- * (in the bitmap, not committed) reserved instead; hold_take: as
- * pa_take, without moving the chunk's data hint (the allocation that
- * chose them moved it already). */
+ * (in the bitmap, not committed) held instead, in hold_map (busy as a
+ * reservation is, but no reservation's: pa_release leaves them);
+ * hold_take: as pa_take for held blocks, without moving the chunk's data
+ * hint (the allocation that chose them moved it already); hold_release:
+ * as pa_release for held blocks. */
 void chunk_hold(struct chunk *c, uint32_t start, uint32_t len);
 uint32_t chunk_hold_take(struct chunk *c, uint32_t start, uint32_t want);
+uint32_t chunk_hold_release(struct chunk *c, uint32_t start, uint32_t len);
 
 /* prealloc.c: per file reservations, keyed by stable number. take: data
  * for file blocks [lblk, lblk + want) of the file in chunk c from its

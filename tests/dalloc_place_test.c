@@ -6,7 +6,9 @@
  * at its old size. Meanwhile: a write to a page being placed and an
  * append stay buffered and are placed by the next commit; a remove frees
  * the held blocks; a truncate places the file under the lock and the
- * placement leaves it to it. Two threads committing files of their own
+ * placement leaves it to it; the file's reservation released (its held
+ * blocks taken from it) leaves the held blocks to the placement, which
+ * another placement meanwhile does not get. Two threads committing files of their own
  * (and one the same file) at once, with a reader beside them: every byte
  * where it belongs, every placement unlocked, fsck clean after a reopen. */
 #include "config.h"
@@ -14,6 +16,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -337,6 +340,119 @@ static void test_truncated_meanwhile(struct fs_volume *v)
 	CHECK_EQ(fs_check_invariants(v, NULL, NULL), 0);
 }
 
+/* A placement's held blocks are not its file's reservation's: released
+ * meanwhile (fs_prealloc_release, as a truncate, remove, stable write or
+ * expiry releases it), the reservation gives back only what it still
+ * reserves. Before holds had a map of their own, the release freed the
+ * held blocks, a second placement (B's, in a thread, its hook run while
+ * A's waits) held and wrote the same blocks, and A's took them: A read
+ * B's bytes. */
+struct race {
+	struct fs_volume *v;
+	struct fs_ino a, b;
+	sem_t b_written, a_done;
+	pthread_t th;
+	int calls, started, b_ret, release_ret;
+};
+
+static void *race_commit_b(void *arg)
+{
+	struct race *r = arg;
+
+	r->b_ret = fs_commit(r->v, r->b);
+	return NULL;
+}
+
+static void race_hook(void *arg)
+{
+	struct race *r = arg;
+	int c = __atomic_add_fetch(&r->calls, 1, __ATOMIC_SEQ_CST);
+
+	if (c == 1) { /* A's placement, its data written to its held blocks */
+		r->release_ret = fs_prealloc_release(r->v, r->a);
+		r->started = pthread_create(&r->th, NULL, race_commit_b, r) == 0;
+		if (r->started)
+			sem_wait(&r->b_written);
+	} else if (c == 2) { /* B's, in the thread: A's step 3 runs now */
+		sem_post(&r->b_written);
+		sem_wait(&r->a_done);
+	}
+}
+
+/* A's extents gathered (fs_file_extents calls back under the lock: no
+ * nested call), then B's compared with them: blocks in both. */
+struct extset {
+	struct fs_extent e[64];
+	int n, shared;
+};
+
+static int gather_ext(void *ctx, const struct fs_extent *e)
+{
+	struct extset *x = ctx;
+
+	if (x->n == 64)
+		return -E2BIG;
+	x->e[x->n++] = *e;
+	return 0;
+}
+
+static int shared_ext(void *ctx, const struct fs_extent *e)
+{
+	struct extset *x = ctx;
+
+	for (int i = 0; i < x->n; i++) {
+		const struct fs_extent *a = &x->e[i];
+		if (a->chunk == e->chunk && a->pblk < e->pblk + e->len && e->pblk < a->pblk + a->len)
+			x->shared++;
+	}
+	return 0;
+}
+
+static void test_prealloc_released_meanwhile(struct fs_volume *v)
+{
+	static struct race r;
+	static struct extset x;
+	uint64_t res = 0;
+
+	r = (struct race){ .v = v, .b = make_file(v, "pa-b") };
+	sem_init(&r.b_written, 0, 0);
+	sem_init(&r.a_done, 0, 0);
+	fs_set_alloc_policy(v, FS_ALLOC_FIRST_FIT); /* (B takes the first free blocks) */
+	/* B's first 2 MiB placed before A's reservation: B's next blocks
+	 * are sought right after them, where A's reservation begins. */
+	put(v, r.b, 0, 2 * MiB, 21);
+	CHECK_EQ(fs_commit(v, r.b), 0);
+	r.a = make_file(v, "pa-a");
+	CHECK_EQ(fs_prealloc(v, r.a, 8 * MiB, 0, &res), 0);
+	CHECK_EQ(res, 8 * MiB / 4096);
+	for (uint64_t off = 0; off < 4 * MiB; off += MiB)
+		put(v, r.a, off, MiB, 20);
+	for (uint64_t off = 2 * MiB; off < 6 * MiB; off += MiB)
+		put(v, r.b, off, MiB, 21);
+	fs_dalloc_set_written_hook(v, race_hook, &r);
+	CHECK_EQ(fs_commit(v, r.a), 0);
+	sem_post(&r.a_done);
+	if (r.started)
+		pthread_join(r.th, NULL);
+	fs_dalloc_set_written_hook(v, NULL, NULL);
+	fs_set_alloc_policy(v, FS_ALLOC_RUNS);
+	CHECK_EQ(r.started, 1);
+	CHECK_EQ(r.calls, 2);
+	CHECK_EQ(r.release_ret, 0);
+	CHECK_EQ(r.b_ret, 0);
+	CHECK(reads(v, r.a, 0, 4 * MiB, 20));
+	CHECK(reads(v, r.b, 0, 6 * MiB, 21));
+	/* No block in both. */
+	CHECK_EQ(fs_file_extents(v, r.a, gather_ext, &x), 0);
+	CHECK(x.n > 0);
+	CHECK_EQ(fs_file_extents(v, r.b, shared_ext, &x), 0);
+	CHECK_EQ(x.shared, 0);
+	CHECK_EQ(fs_sync(v), 0);
+	CHECK_EQ(fs_check_invariants(v, NULL, NULL), 0);
+	sem_destroy(&r.b_written);
+	sem_destroy(&r.a_done);
+}
+
 /* Two threads commit files of their own, 2 MiB each, 8 rounds, then the
  * same file at once; a third reads and stats beside them. */
 #define ROUNDS 8
@@ -442,6 +558,7 @@ int main(void)
 	test_removed_meanwhile(v);
 	test_reserved_locked(v);
 	test_truncated_meanwhile(v);
+	test_prealloc_released_meanwhile(v);
 	test_threads(v);
 	CHECK_EQ(fs_close(v), 0);
 	CHECK_EQ(fsck_problems(image), 0);
