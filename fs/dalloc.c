@@ -561,15 +561,9 @@ again:
 				i0 = f->n;
 		}
 		/* Large enough to be worth two holds of the lock: the data
-		 * written outside it (fs/dalloc_place.c). Not for a file with a
-		 * preallocation: its blocks would be taken from the reservation,
-		 * whose release meanwhile (truncate, remove, expiry, ENOSPC's
-		 * give-back) clears the busy bits the held blocks share with it,
-		 * and another placement could hold and write them (a review
-		 * found file A reading file B's bytes, its COMMIT answered). */
+		 * written outside it (fs/dalloc_place.c). */
 		if (unlock && ret == 0 && i0 == 0 && !f->rewrite && !f->placing &&
-		    f->n >= DA_UNLOCKED_MIN && !(r.ino.flags & OD_INF_INLINE) && !vol_nowait(v) &&
-		    !prealloc_held(v, f->stable)) {
+		    f->n >= DA_UNLOCKED_MIN && !(r.ino.flags & OD_INF_INLINE) && !vol_nowait(v)) {
 			ret = dalloc_place_unlocked(v, f, data, t0);
 			free(data);
 			if (ret != -EAGAIN)
