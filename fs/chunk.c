@@ -528,6 +528,18 @@ static uint32_t zone_free_pairs(const struct chunk *c)
 	return n;
 }
 
+uint32_t chunk_zone_reserve(const struct chunk *c)
+{
+	return zone_reserve(c);
+}
+
+uint32_t chunk_meta_room(struct chunk *c)
+{
+	uint32_t pairs = zone_free_pairs(c), keep = zone_reserve(c);
+
+	return pairs < keep ? pairs : keep;
+}
+
 /* Free pairs of the zones taken for data (first a run that holds it,
  * else the longest of at least min) while more than reserve stay free
  * for metadata units (the extent units recording the data, directory
@@ -872,16 +884,28 @@ uint32_t chunk_free_after(struct chunk *c, uint32_t b, uint32_t want)
 
 int alloc_meta(struct chunk *c, uint32_t units, uint32_t *start)
 {
-	uint32_t lo = c->hdr.data_start, hi = c->half - units;
+	uint32_t lo = c->hdr.data_start, hi = c->half - units, ze = meta_zone_end(c);
+	uint32_t keep = 0, zpairs = 0;
 	int ret = chunk_load(c);
 
 	if (ret < 0)
 		return ret;
 	if (chunk_avail_blocks(c) < 2 * units || hi < lo)
 		return -ENOSPC;
+	if (!dalloc_may_take(c->vol, 2 * units)) /* (the blocks of buffered pages) */
+		return -ENOSPC;
+	/* The zone's pairs promised to buffered data's extent units
+	 * (fs/dalloc_room.c) are left to its placement. */
+	if (c->vol->da_units && !dalloc_placing) {
+		keep = (uint32_t)c->vol->da_units;
+		zpairs = zone_free_pairs(c);
+	}
 	for (uint32_t i = 0; i <= hi - lo; i++) {
 		uint32_t b = lo + (c->alloc_hint_meta - lo + i) % (hi - lo + 1);
+		uint32_t in_zone = b < ze ? (ze - b < units ? ze - b : units) : 0;
 		uint32_t k;
+		if (keep && in_zone && zpairs < keep + in_zone)
+			continue;
 		for (k = 0; k < units; k++)
 			if (block_busy(c, b + k) || block_busy(c, chunk_mirror(c, b + k)))
 				break;

@@ -79,6 +79,7 @@ int dalloc_init(struct fs_volume *v)
 	if (!d)
 		return -ENOMEM;
 	d->head.prev = d->head.next = &d->head;
+	d->vol = v;
 	d->limit = DALLOC_DEFAULT_LIMIT;
 	d->give_up_ms = DA_GIVE_UP_MS;
 	d->give_up_fails = DA_GIVE_UP_FAILS;
@@ -117,9 +118,10 @@ void dalloc_file_free(struct dalloc *d, struct da_file *f)
 	d->bytes -= (uint64_t)f->n * DA_PAGE;
 	d->files--;
 	free(f->pg);
+	f->pg = NULL;
+	f->n = f->cap = 0;
+	dalloc_units_note(d->vol, f, NULL);
 	if (f->placing) {
-		f->pg = NULL;
-		f->n = f->cap = 0;
 		f->dead = 1;
 		return;
 	}
@@ -265,30 +267,9 @@ int dalloc_read(struct fs_volume *v, const struct iref *r, uint64_t off, size_t 
 	return 0;
 }
 
-/* May n more pages be buffered? Only while the free blocks cover every
- * buffered page twice over, with an eighth of the volume to spare (as
- * ext4 falls back from delayed allocation when free space runs low), so
- * that placing them later finds space: a placement can still need
- * extent units and continuations, whose mirrored pairs run out before
- * the blocks do. A write that cannot be buffered is placed at once and
- * meets ENOSPC there, as before. */
-static int room_for(struct fs_volume *v, uint64_t n)
-{
-	uint64_t free_blocks = 0, total = 0, want;
-
-	for (uint32_t i = 0; i < v->nchunks; i++) {
-		const struct chunk *c = &v->chunks[i];
-		total += c->hdr.nblocks;
-		if (!c->offline && !chunk_draining(c)) /* (a draining chunk takes no new data) */
-			free_blocks += chunk_avail_blocks(c); /* (less reservations) */
-	}
-	want = v->da->bytes / DA_PAGE + n;
-	return free_blocks > 2 * want + total / 8 + DA_SLACK_BLOCKS;
-}
-
 int dalloc_tight(struct fs_volume *v, uint64_t blocks)
 {
-	return v->da->bytes && !room_for(v, blocks);
+	return v->da->bytes && !dalloc_room_for(v, NULL, NULL, blocks);
 }
 
 static int page_insert(struct dalloc *d, struct da_file *f, uint32_t p, uint64_t idx,
@@ -326,7 +307,7 @@ int dalloc_write(struct fs_volume *v, const struct iref *r, uint64_t off, size_t
 	const uint8_t *in = buf;
 	uint64_t first = off / DA_PAGE, last = (off + len - 1) / DA_PAGE, fresh = 0;
 	uint64_t placed_pages = r->ino.size / DA_PAGE;
-	int rewrite = 0;
+	int rewrite = 0, ret = 0;
 
 	if (!d->limit || len == 0)
 		return -EAGAIN;
@@ -355,7 +336,9 @@ int dalloc_write(struct fs_volume *v, const struct iref *r, uint64_t off, size_t
 			return -EAGAIN;
 		fresh++;
 	}
-	if (!room_for(v, fresh))
+	/* (a write that cannot be buffered is written at once, and meets
+	 * ENOSPC there: never later, at its placement, fs/dalloc_room.c) */
+	if (!dalloc_room_for(v, f, r, fresh))
 		return -EAGAIN;
 	if (!f) {
 		f = calloc(1, sizeof(*f));
@@ -381,15 +364,16 @@ int dalloc_write(struct fs_volume *v, const struct iref *r, uint64_t off, size_t
 		size_t n = DA_PAGE - at < len ? DA_PAGE - at : len;
 		uint32_t p = page_pos(f, idx);
 		uint8_t *pg = p < f->n && f->pg[p].idx == idx ? f->pg[p].data : NULL;
-		int ret;
 
 		if (pg && f->pg[p].busy) {
 			/* A placement in flight writes this page's bytes as
 			 * they were: the write goes to a copy, which stays
 			 * buffered after it (fs/dalloc_place.c). */
 			uint8_t *copy = malloc(DA_PAGE);
-			if (!copy)
-				return -ENOMEM;
+			if (!copy) {
+				ret = -ENOMEM;
+				break;
+			}
 			memcpy(copy, pg, DA_PAGE);
 			f->pg[p].data = pg = copy;
 			f->pg[p].busy = 0;
@@ -398,7 +382,7 @@ int dalloc_write(struct fs_volume *v, const struct iref *r, uint64_t off, size_t
 			uint64_t base = idx * DA_PAGE;
 			ret = page_insert(d, f, p, idx, &pg);
 			if (ret < 0)
-				return ret; /* the pages before hold their bytes */
+				break; /* the pages before hold their bytes */
 			memset(pg, 0, DA_PAGE);
 			/* A page written in part starts as the file's block:
 			 * placed bytes below the placed size, zeros past it. */
@@ -414,7 +398,7 @@ int dalloc_write(struct fs_volume *v, const struct iref *r, uint64_t off, size_t
 						(f->n - p - 1) * sizeof(*f->pg));
 					f->n--;
 					d->bytes -= DA_PAGE;
-					return ret;
+					break;
 				}
 			}
 		}
@@ -427,7 +411,8 @@ int dalloc_write(struct fs_volume *v, const struct iref *r, uint64_t off, size_t
 	}
 	while (f->rewrite && page_get(f, f->lead))
 		f->lead++;
-	return 0;
+	dalloc_units_note(v, f, r);
+	return ret;
 }
 
 /* Is the file's chunk offline (its number's home, where its map entry
@@ -503,7 +488,7 @@ int dalloc_place_finish(struct fs_volume *v, struct iref *r, const struct da_fil
  * back to its placed size on disk and f is kept (failed()), unless the
  * cut fails too (then its blocks may hold pages that the buffer would
  * place again: given up). */
-int dalloc_place_file(struct fs_volume *v, struct da_file *f, int last, int unlock, int64_t *t0)
+static int place_file(struct fs_volume *v, struct da_file *f, int last, int unlock, int64_t *t0)
 {
 	struct fs_ino id = { f->stable, f->gen };
 	struct iref r;
@@ -597,6 +582,16 @@ out:
 		v->da->retried++;
 	dalloc_file_free(v->da, f);
 	return 0;
+}
+
+int dalloc_place_file(struct fs_volume *v, struct da_file *f, int last, int unlock, int64_t *t0)
+{
+	int was = dalloc_placing, ret;
+
+	dalloc_placing = 1; /* (its extent units take the pairs promised) */
+	ret = place_file(v, f, last, unlock, t0);
+	dalloc_placing = was;
+	return ret;
 }
 
 int dalloc_place(struct fs_volume *v, uint64_t stable)
@@ -793,20 +788,6 @@ void dalloc_counters(struct fs_volume *v, struct fs_counters *out)
 	out->dalloc_unlocked = v->da->unlocked;
 	out->dalloc_unlocked_blocks = v->da->unlocked_blocks;
 	out->dalloc_unlocked_redone = v->da->unlocked_redone;
-}
-
-uint64_t dalloc_bytes(struct fs_volume *v)
-{
-	/* (pages whose blocks a placement in flight holds are counted
-	 * there, as reserved blocks; a file freed during its placement has
-	 * left bytes before its holds are given back: never below 0, which
-	 * made FSSTAT answer 0 free blocks meanwhile) */
-	uint64_t held;
-
-	if (!v->da)
-		return 0;
-	held = v->da->held_blocks * DA_PAGE;
-	return v->da->bytes > held ? v->da->bytes - held : 0;
 }
 
 /* --- the public calls -------------------------------------------------- */

@@ -15,7 +15,8 @@
 /* Placements of at least this many pages (1 MiB) write their data
  * outside the volume lock when their caller allows it (dalloc_place.c). */
 #define DA_UNLOCKED_MIN 256u
-/* Free blocks kept beyond room_for's share before a write may be buffered. */
+/* Free blocks kept beyond the pages' share before a write may be buffered
+ * (fs/dalloc_room.c). */
 #define DA_SLACK_BLOCKS 64u
 /* A rewrite's write may start this many pages (16 MiB) past those
  * buffered in a row from the file's start (NFS clients send several
@@ -54,11 +55,15 @@ struct da_file {
 	int placing;                  /* a placement writes its data outside the lock */
 	uint32_t epoch;               /* moves when it is placed under the lock meanwhile */
 	int dead;                     /* freed while placing: the placement frees it */
+	int few;                      /* one segment, no extent unit, ext0 extents: */
+	uint32_t ext0;                /* ... (as its inode was at the last write) */
+	uint32_t units;               /* extent units its placement may need (v->da_units) */
 	struct da_file *hnext;
 	struct da_file *prev, *next;  /* age order: oldest at head.next */
 };
 
 struct dalloc {
+	struct fs_volume *vol;
 	struct da_file *hash[DA_HASH];
 	struct da_file head;          /* list head of the age order */
 	uint64_t bytes;               /* buffered page bytes */
@@ -113,5 +118,14 @@ void dalloc_note_hold(struct dalloc *d, int64_t t0);
 void dalloc_placed_wake(struct dalloc *d);
 /* f's placement failed with err (kept, retried or given up). */
 void dalloc_failed(struct fs_volume *v, struct da_file *f, int err, int last);
+
+/* fs/dalloc_room.c. May n more pages of the file of r (f: its
+ * buffer, or NULL) be buffered, their placement sure to find blocks and
+ * extent units? (f and r NULL: of any file, with no more units.) */
+int dalloc_room_for(struct fs_volume *v, const struct da_file *f, const struct iref *r,
+		    uint64_t n);
+/* f's pages changed in number (r: its inode now, or NULL): the units its
+ * placement may need counted again, in v->da_units. */
+void dalloc_units_note(struct fs_volume *v, struct da_file *f, const struct iref *r);
 
 #endif

@@ -112,8 +112,12 @@ static void settle_pages(struct dalloc *d, struct da_file *f, struct snap *s, in
 		}
 		f->pg[out++] = *pg;
 	}
-	if (f)
+	if (f) {
 		f->n = out;
+		if (placed)
+			f->few = 0; /* (its extents changed: no longer known) */
+		dalloc_units_note(d->vol, f, NULL);
+	}
 }
 
 /* The snapshot's pages left to it freed: with the lock left while there

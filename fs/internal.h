@@ -281,6 +281,10 @@ struct fs_volume {
 
 	/* Delayed allocation: files' buffered data (dalloc.c). */
 	struct dalloc *da;
+	/* Extent units its placement may need in any one chunk
+	 * (fs/dalloc_room.c): other metadata leaves that many of a chunk's
+	 * free pairs alone (alloc_meta). */
+	uint64_t da_units;
 
 	/* Evacuation: the step's data copied outside the lock, and what it
 	 * planned (evac_pre.c); a test's call between the copy and the move
@@ -499,6 +503,12 @@ void chunk_thaw_frees(struct chunk *c, int committed);
  * (at most want, while reserved) allocated: how many. pa_release: the
  * blocks of [start, start + len) still reserved released: how many. */
 uint32_t chunk_avail_blocks(const struct chunk *c);
+/* The free metadata pairs of c's zones that data leaves to metadata units
+ * (it takes pairs only while more than a reserve stay free): fewer than
+ * the reserve when fewer are free. The allocation state loaded. */
+uint32_t chunk_meta_room(struct chunk *c);
+/* The pairs of c's zones that data leaves free (for metadata units). */
+uint32_t chunk_zone_reserve(const struct chunk *c);
 int chunk_pa_find(struct chunk *c, uint32_t goal, uint32_t want, uint32_t *start, uint32_t *got);
 uint32_t chunk_pa_take(struct chunk *c, uint32_t start, uint32_t want);
 uint32_t chunk_pa_release(struct chunk *c, uint32_t start, uint32_t len);
@@ -788,15 +798,25 @@ int dalloc_place_sliced(struct fs_volume *v, int64_t max_age_ms, uint32_t *place
 void dalloc_drop(struct fs_volume *v, uint64_t stable);
 int dalloc_over_limit(struct fs_volume *v);
 /* Is anything buffered while the free blocks, less blocks about to be
- * written, no longer keep room_for's margin? Then it is placed before
+ * written, no longer keep dalloc_room_for's margin? Then it is placed before
  * more data is written, while the blocks it was promised are there. */
 int dalloc_tight(struct fs_volume *v, uint64_t blocks);
+/* dalloc_room.c: set while this thread places buffered data: its extent
+ * units may take the pairs promised to it (v->da_units). */
+extern __thread int dalloc_placing;
 /* (called without the lock) */
 void dalloc_relieve(struct fs_volume *v);
 /* Set the size of a buffered file to size, at least its buffered size:
  * -ENOENT when nothing of it is buffered. */
 int dalloc_extend(struct fs_volume *v, uint64_t stable, uint64_t size);
-uint64_t dalloc_bytes(struct fs_volume *v);
+/* dalloc_room.c: blocks promised to buffered data, not free to promise
+ * again (FSSTAT): its pages not held yet, and the pairs of the extent
+ * units its placement may need. */
+uint64_t dalloc_promised_blocks(struct fs_volume *v);
+/* May an allocation other than a placement of buffered data take blocks
+ * more? Only while the blocks that data may take keep room for the
+ * buffered pages not held yet (a placement may take any). */
+int dalloc_may_take(struct fs_volume *v, uint64_t blocks);
 void dalloc_counters(struct fs_volume *v, struct fs_counters *out);
 void vol_attr(struct fs_volume *v, const struct od_inode *ino, struct fs_attr *a);
 
