@@ -117,6 +117,7 @@ void dalloc_file_free(struct dalloc *d, struct da_file *f)
 			free(f->pg[i].data);
 	d->bytes -= (uint64_t)f->n * DA_PAGE;
 	d->files--;
+	dalloc_unhold(d, f, f->held); /* (the blocks stay held until its placement ends) */
 	free(f->pg);
 	f->pg = NULL;
 	f->n = f->cap = 0;
@@ -377,6 +378,7 @@ int dalloc_write(struct fs_volume *v, const struct iref *r, uint64_t off, size_t
 			memcpy(copy, pg, DA_PAGE);
 			f->pg[p].data = pg = copy;
 			f->pg[p].busy = 0;
+			dalloc_unhold(d, f, 1); /* (its copy takes a block of its own) */
 		}
 		if (!pg) {
 			uint64_t base = idx * DA_PAGE;

@@ -55,6 +55,7 @@ struct da_file {
 	int placing;                  /* a placement writes its data outside the lock */
 	uint32_t epoch;               /* moves when it is placed under the lock meanwhile */
 	int dead;                     /* freed while placing: the placement frees it */
+	uint32_t held;                /* pages whose blocks that placement holds */
 	int few;                      /* one segment, no extent unit, ext0 extents: */
 	uint32_t ext0;                /* ... (as its inode was at the last write) */
 	uint32_t units;               /* extent units its placement may need (v->da_units) */
@@ -82,7 +83,8 @@ struct dalloc {
 	uint64_t unlocked;            /* placements whose data was written outside the lock */
 	uint64_t unlocked_blocks;     /* ... blocks so */
 	uint64_t unlocked_redone;     /* ... whose plan did not hold: placed again locked */
-	uint64_t held_blocks;         /* blocks held by placements in flight for their pages */
+	uint64_t held_pages;          /* buffered pages whose blocks placements in flight
+				       * hold (counted there, as held blocks) */
 	/* Placements in flight: done_gen moves (under wait_lock) as each
 	 * ends; a call that needs one ended waits for it on wait_cond. */
 	pthread_mutex_t wait_lock;
@@ -127,5 +129,8 @@ int dalloc_room_for(struct fs_volume *v, const struct da_file *f, const struct i
 /* f's pages changed in number (r: its inode now, or NULL): the units its
  * placement may need counted again, in v->da_units. */
 void dalloc_units_note(struct fs_volume *v, struct da_file *f, const struct iref *r);
+/* A page of f shared with its placement in flight no longer is (copied
+ * for a write, or f freed): held counted so no more. */
+void dalloc_unhold(struct dalloc *d, struct da_file *f, uint32_t pages);
 
 #endif

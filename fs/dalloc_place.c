@@ -309,7 +309,9 @@ int dalloc_place_unlocked(struct fs_volume *v, struct da_file *f, uint8_t **data
 		chunk_pin(c); /* (its store stays while the data is written) */
 		held += h[k].len;
 	}
-	d->held_blocks += held; /* (counted once, as reserved: fs_statfs) */
+	/* (counted once, as held blocks: fs/dalloc_room.c) */
+	f->held = held < f->n ? (uint32_t)held : f->n;
+	d->held_pages += f->held;
 	for (uint32_t i = 0; i < f->n; i++)
 		f->pg[i].busy = 1;
 	f->placing = 1;
@@ -326,7 +328,7 @@ int dalloc_place_unlocked(struct fs_volume *v, struct da_file *f, uint8_t **data
 	/* 3. Under it again: the file checked, the held blocks taken. */
 	for (uint32_t k = 0; k < nh; k++)
 		chunk_unpin(vol_chunk(v, h[k].chunk));
-	d->held_blocks -= held;
+	dalloc_unhold(d, f, f->held);
 	for (uint32_t k = 0; k < nh; k++) {
 		const struct chunk *c = vol_chunk(v, h[k].chunk);
 		if (!hold_alive(v, &h[k], &a[k]))

@@ -52,14 +52,12 @@ void dalloc_units_note(struct fs_volume *v, struct da_file *f, const struct iref
 	v->da_units += f->units;
 }
 
-/* The buffered pages whose blocks no placement in flight holds (those
- * are counted as held blocks; a file freed during its placement has left
- * its pages before its holds are given back: never below 0). */
-static uint64_t unheld(const struct dalloc *d)
+void dalloc_unhold(struct dalloc *d, struct da_file *f, uint32_t pages)
 {
-	uint64_t pages = d->bytes / DA_PAGE;
-
-	return pages > d->held_blocks ? pages - d->held_blocks : 0;
+	if (pages > f->held)
+		pages = f->held;
+	f->held -= pages;
+	d->held_pages -= pages;
 }
 
 /* Does every chunk that may take data keep units pairs for metadata? */
@@ -87,7 +85,8 @@ int dalloc_room_for(struct fs_volume *v, const struct da_file *f, const struct i
 		if (!c->offline && !chunk_draining(c)) /* (a draining chunk takes no new data) */
 			free_blocks += chunk_avail_blocks(c); /* (less reservations and holds) */
 	}
-	want = d->bytes / DA_PAGE + n;
+	/* (pages whose blocks a placement holds are counted there) */
+	want = d->bytes / DA_PAGE - d->held_pages + n;
 	if (free_blocks <= 2 * want + total / 8 + DA_SLACK_BLOCKS)
 		return 0;
 	if (r) {
@@ -103,7 +102,7 @@ int dalloc_may_take(struct fs_volume *v, uint64_t blocks)
 
 	if (!v->da || dalloc_placing || !v->da->bytes)
 		return 1;
-	promised = unheld(v->da);
+	promised = v->da->bytes / DA_PAGE - v->da->held_pages;
 	for (uint32_t i = 0; i < v->nchunks; i++) {
 		struct chunk *c = &v->chunks[i];
 		uint32_t avail = chunk_avail_blocks(c), keep = 2 * chunk_zone_reserve(c);
@@ -117,5 +116,5 @@ uint64_t dalloc_promised_blocks(struct fs_volume *v)
 {
 	if (!v->da)
 		return 0;
-	return unheld(v->da) + 2 * v->da_units;
+	return v->da->bytes / DA_PAGE - v->da->held_pages + 2 * v->da_units;
 }

@@ -10,7 +10,9 @@
  * blocks taken from it) leaves the held blocks to the placement, which
  * another placement meanwhile does not get. Two threads committing files of their own
  * (and one the same file) at once, with a reader beside them: every byte
- * where it belongs, every placement unlocked, fsck clean after a reopen. */
+ * where it belongs, every placement unlocked, fsck clean after a reopen.
+ * The held pages counted once by admission and FSSTAT, also once their
+ * file is removed meanwhile. */
 #include "config.h"
 
 #include <errno.h>
@@ -513,6 +515,82 @@ static void test_threads(struct fs_volume *v)
 	CHECK_EQ(fs_check_invariants(v, NULL, NULL), 0);
 }
 
+/* Review F2: the pages whose blocks a placement holds are counted once,
+ * by admission and by FSSTAT. While A's 4 MiB are written, free blocks
+ * enough for one more page beside them (1,000 over the margin, not A's
+ * 1,024 twice) let a page of C be buffered; A removed meanwhile takes its
+ * held count with it, and B's buffered pages stay counted. Before: C's
+ * page was refused (A's pages counted as buffered and as held blocks),
+ * and FSSTAT hid B's 64 pages under A's holds. */
+struct held_hook {
+	struct fs_volume *v;
+	struct fs_ino c;
+	int calls, put_ok;
+	uint64_t bytes_before, bytes_after, free_before, free_after;
+	int removed;
+};
+
+static void held_hook(void *arg)
+{
+	struct held_hook *h = arg;
+	struct fs_counters k;
+
+	h->calls++;
+	fs_get_counters(h->v, &k);
+	h->bytes_before = k.dalloc_bytes;
+	h->put_ok = write_ok(h->v, h->c, 4096, 4096, 7); /* (page 1: not inline) */
+	fs_get_counters(h->v, &k);
+	h->bytes_after = k.dalloc_bytes;
+	h->free_before = free_blocks(h->v);
+	h->removed = fs_remove(h->v, NULL, root, "held.a");
+	h->free_after = free_blocks(h->v);
+}
+
+static void test_held_once(struct fs_volume *v)
+{
+	static struct held_hook h;
+	struct fs_ino a = make_file(v, "held.a"), b = make_file(v, "held.b");
+	struct fs_ino c = make_file(v, "held.c"), filler = make_file(v, "held.filler");
+	uint64_t margin, free0, left;
+
+	/* The volume filled (written at once) down to A's 1,024 blocks, the
+	 * margin (an eighth of it and 64 blocks, B's 64 pages twice and
+	 * C's page twice) and 1,000 more. */
+	margin = (2u * (64u << 20) / 4096) / 8 + 64;
+	left = 1024 + margin + 2 * 64 + 2 + 1000;
+	fs_set_dalloc_limit(v, 0);
+	for (uint64_t off = 0; free_blocks(v) > left + 512; off += MiB)
+		put(v, filler, off, MiB, 9);
+	fs_set_dalloc_limit(v, 64u << 20);
+	CHECK_EQ(fs_sync(v), 0);
+	for (uint64_t off = 0; off < 4 * MiB; off += MiB)
+		put(v, a, off, MiB, 6);
+	put(v, b, 4096, 64 * 4096, 8);
+	CHECK_EQ(counters(v).dalloc_bytes, 4 * MiB + 64 * 4096);
+	free0 = free_blocks(v);
+	h = (struct held_hook){ .v = v, .c = c };
+	fs_dalloc_set_written_hook(v, held_hook, &h);
+	CHECK_EQ(fs_commit(v, a), -ESTALE);
+	fs_dalloc_set_written_hook(v, NULL, NULL);
+	CHECK_EQ(h.calls, 1);
+	CHECK_EQ(h.put_ok, 1);
+	CHECK_EQ(h.bytes_after - h.bytes_before, 4096); /* (buffered) */
+	CHECK_EQ(h.removed, 0);
+	CHECK_EQ(h.free_before, free0 - 1);
+	/* A's held blocks stay held until its placement gives them back;
+	 * the pairs of its 5 extent units (1,024 pages) are no longer
+	 * promised; B's pages still are. */
+	CHECK_EQ(h.free_after, h.free_before + 2 * 5);
+	CHECK_EQ(fs_commit(v, b), 0);
+	CHECK_EQ(fs_commit(v, c), 0);
+	CHECK(reads(v, b, 4096, 64 * 4096, 8));
+	CHECK(reads(v, c, 4096, 4096, 7));
+	CHECK_EQ(fs_remove(v, NULL, root, "held.filler"), 0);
+	CHECK_EQ(fs_sync(v), 0);
+	CHECK_EQ(counters(v).dalloc_bytes, 0);
+	CHECK_EQ(fs_check_invariants(v, NULL, NULL), 0);
+}
+
 int main(void)
 {
 	struct fs_mkfs_opts o = { .chunk_size = 64u << 20, .chunk_count = 2, .force = 1 };
@@ -537,6 +615,7 @@ int main(void)
 	test_truncated_meanwhile(v);
 	test_prealloc_released_meanwhile(v);
 	test_threads(v);
+	test_held_once(v);
 	CHECK_EQ(fs_close(v), 0);
 	CHECK_EQ(fsck_problems(image), 0);
 	/* Everything where it was put, after a reopen. */
