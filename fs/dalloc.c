@@ -472,15 +472,20 @@ int dalloc_place_finish(struct fs_volume *v, struct iref *r, const struct da_fil
 
 	if (ret == 0 && grow && r->ino.size < f->size)
 		ret = file_truncate(v, r, f->size); /* a size set past the data */
-	/* Failed part way: the file is cut back to its size before, so that
-	 * no block whose data was not written is left in it, and the pages
-	 * wait to be placed again from the same place. */
-	if (ret < 0 && r->ino.size > before)
+	if (ret == 0) {
+		ret = ino_write(v, r);
+		if (ret == 0)
+			return 0;
+	}
+	/* Failed part way, or the inode's write failed (its blocks then
+	 * taken in the bitmap, and nothing pointing at them): the file is
+	 * cut back to its size before, so that no block whose data was not
+	 * written is left in it, and the pages wait to be placed again from
+	 * the same place. */
+	if (r->ino.size > before)
 		*cut = file_truncate(v, r, before);
 	wret = ino_write(v, r);
-	if (ret == 0)
-		ret = wret;
-	else if (*cut == 0)
+	if (*cut == 0)
 		*cut = wret;
 	return ret;
 }

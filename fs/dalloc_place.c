@@ -120,6 +120,21 @@ static void settle_pages(struct dalloc *d, struct da_file *f, struct snap *s, in
 	}
 }
 
+/* Would f keep pages once the snapshot's are placed (written meanwhile:
+ * copied, or new)? */
+static int pages_left(const struct da_file *f, const struct snap *s)
+{
+	uint32_t i = 0;
+
+	for (uint32_t p = 0; p < f->n; p++) {
+		while (i < s->n && s->idx[i] < f->pg[p].idx)
+			i++;
+		if (i == s->n || s->idx[i] != f->pg[p].idx || s->data[i] != f->pg[p].data)
+			return 1;
+	}
+	return 0;
+}
+
 /* The snapshot's pages left to it freed: with the lock left while there
  * are many (16,384 for 64 MiB took 0.5-5 ms of CPU) and the caller is
  * done with the file (may_unlock), *t0 moved when it is taken again. */
@@ -374,9 +389,10 @@ int dalloc_place_unlocked(struct fs_volume *v, struct da_file *f, uint8_t **data
 		goto out;
 	}
 	/* Written meanwhile: those pages stay buffered, and so does the size
-	 * set past the data until they are placed. */
+	 * set past the data until they are placed. The pages settle once
+	 * the inode is written: failed, they stay buffered (review F3). */
+	ret = dalloc_place_finish(v, &r, f, ret, before, ret == 0 && !pages_left(f, &s), &cut);
 	settle_pages(d, f, &s, ret == 0);
-	ret = dalloc_place_finish(v, &r, f, ret, before, f->n == 0, &cut);
 	if (ret < 0) {
 		dalloc_failed(v, f, ret, cut < 0);
 		goto out;

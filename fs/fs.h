@@ -370,6 +370,9 @@ void fs_set_dalloc_give_up(struct fs_volume *vol, uint32_t fails, unsigned ms);
  * buffered), after the data was written and before the lock is taken
  * again to store the extents (NULL: none). */
 void fs_dalloc_set_written_hook(struct fs_volume *vol, void (*fn)(void *arg), void *arg);
+/* For tests: the nth inode write from now on (1: the next; 0: none) fails
+ * with err (a negative errno), once. */
+void fs_fault_ino_write(struct fs_volume *vol, unsigned nth, int err);
 /* Place every file whose oldest buffered byte is max_age_ms old or more,
  * and commit them: the number of files placed, or a negative errno. */
 int fs_place_old(struct fs_volume *vol, unsigned max_age_ms);

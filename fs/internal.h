@@ -294,6 +294,8 @@ struct fs_volume {
 	void (*evac_copied_hook)(void *arg);
 	void *evac_copied_arg;
 	void (*evac_window_hook)(void *arg); /* after each window of the copy (tests) */
+	unsigned ino_write_fault;     /* fs_fault_ino_write: the nth ino_write fails */
+	int ino_write_fault_err;
 	void *evac_window_arg;
 	struct evac_lindex *evac_lindex; /* evac_linked.c: K's entries, for one step's hold */
 	int evac_trace_fd;            /* fs_evac_set_trace: each step's holds, a line each (-1) */
