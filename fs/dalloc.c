@@ -36,6 +36,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "fs/dalloc.h"
 
@@ -637,21 +638,41 @@ static void wait_placed(struct fs_volume *v)
 	vol_lock(v);
 }
 
+/* A placement gave way to a pin waiter (a reopen, an offline, a
+ * retirement) of d->gave_way_chunk: the lock left until the waiter has
+ * had it (its count back to 0), DA_GIVE_WAY_MS at most. Called locked. */
+static void give_way(struct fs_volume *v)
+{
+	const struct chunk *c = vol_chunk(v, v->da->gave_way_chunk);
+
+	vol_unlock(v);
+	for (int ms = 0; c && ms < DA_GIVE_WAY_MS &&
+			 __atomic_load_n(&c->pin_waiters, __ATOMIC_SEQ_CST);
+	     ms++)
+		usleep(1000);
+	vol_lock(v);
+}
+
 int dalloc_place_wait(struct fs_volume *v, uint64_t stable)
 {
 	struct da_file *f;
 	int64_t t0;
-	int ret;
+	int ret, tries = 0;
 
-	/* A placement of it in flight places what it took; what came
-	 * after (or all, if that one failed) is placed here. */
-	while ((f = find(v->da, stable)) && f->placing)
-		wait_placed(v);
-	if (!f)
-		return 0;
-	t0 = dalloc_now_us();
-	ret = dalloc_place_file(v, f, 0, 1, &t0);
-	dalloc_note_hold(v->da, t0);
+	do {
+		/* A placement of it in flight places what it took; what
+		 * came after (or all, if that one failed) is placed here. */
+		while ((f = find(v->da, stable)) && f->placing)
+			wait_placed(v);
+		if (!f)
+			return 0;
+		t0 = dalloc_now_us();
+		/* (after giving way DA_GIVE_WAY_TRIES times: under the lock) */
+		ret = dalloc_place_file(v, f, 0, tries < DA_GIVE_WAY_TRIES, &t0);
+		dalloc_note_hold(v->da, t0);
+		if (ret == -EINTR)
+			give_way(v);
+	} while (ret == -EINTR && ++tries);
 	return ret;
 }
 
@@ -715,6 +736,8 @@ int dalloc_step(struct fs_volume *v, uint64_t upto, uint64_t pass, int64_t max_a
 	t0 = dalloc_now_us();
 	/* (its callers take and leave the lock per file: a large one's data
 	 * is written with it left) */
+	/* (one that gave way to a pin waiter stays buffered for a later
+	 * pass: -EINTR) */
 	if (dalloc_place_file(v, f, 0, 1, &t0) == 0)
 		(*placed)++;
 	dalloc_note_hold(d, t0);
@@ -795,6 +818,7 @@ void dalloc_counters(struct fs_volume *v, struct fs_counters *out)
 	out->dalloc_unlocked = v->da->unlocked;
 	out->dalloc_unlocked_blocks = v->da->unlocked_blocks;
 	out->dalloc_unlocked_redone = v->da->unlocked_redone;
+	out->dalloc_unlocked_stops = v->da->unlocked_stops;
 }
 
 /* --- the public calls -------------------------------------------------- */
@@ -829,6 +853,14 @@ void fs_dalloc_set_written_hook(struct fs_volume *v, void (*fn)(void *arg), void
 	vol_unlock(v);
 }
 
+void fs_dalloc_set_window_hook(struct fs_volume *v, void (*fn)(void *arg), void *arg)
+{
+	vol_lock(v);
+	v->da->window_hook = fn;
+	v->da->window_arg = arg;
+	vol_unlock(v);
+}
+
 void fs_set_dalloc_give_up(struct fs_volume *v, uint32_t fails, unsigned ms)
 {
 	vol_lock(v);
@@ -836,7 +868,7 @@ void fs_set_dalloc_give_up(struct fs_volume *v, uint32_t fails, unsigned ms)
 	vol_unlock(v);
 }
 
-int dalloc_place_sliced(struct fs_volume *v, int64_t max_age_ms, uint32_t *placed)
+int dalloc_place_sliced(struct fs_volume *v, int64_t max_age_ms, int wait, uint32_t *placed)
 {
 	uint64_t upto, pass;
 	int more;
@@ -854,7 +886,7 @@ int dalloc_place_sliced(struct fs_volume *v, int64_t max_age_ms, uint32_t *place
 	/* Files of the pass whose placement was in flight in another call
 	 * (skipped by the steps): placed once it ends. */
 	vol_lock(v);
-	for (;;) {
+	while (wait) {
 		struct da_file *f;
 		for (f = v->da->head.next; f != &v->da->head; f = f->next)
 			if (f->placing && f->seq < upto)
@@ -876,7 +908,7 @@ int fs_place_old(struct fs_volume *v, unsigned max_age_ms)
 		return 0;
 	/* Those old enough, and those whose failed placement's backoff has
 	 * passed: one file per hold of the lock (dalloc_step). */
-	dalloc_place_sliced(v, max_age_ms, &placed);
+	dalloc_place_sliced(v, max_age_ms, 1, &placed);
 	if (placed)
 		ret = vol_sync_unlocked(v);
 	return ret < 0 ? ret : (int)placed;

@@ -29,6 +29,10 @@
 /* Given up after this many failures over at least this long. */
 #define DA_GIVE_UP_FAILS 4u
 #define DA_GIVE_UP_MS 30000
+/* A placement that gave way to a chunk's pin waiter waits at most this
+ * long (ms) for it, and is made under the lock after this many. */
+#define DA_GIVE_WAY_MS 1000
+#define DA_GIVE_WAY_TRIES 8
 
 struct da_page {
 	uint64_t idx;                 /* file block */
@@ -83,6 +87,8 @@ struct dalloc {
 	uint64_t unlocked;            /* placements whose data was written outside the lock */
 	uint64_t unlocked_blocks;     /* ... blocks so */
 	uint64_t unlocked_redone;     /* ... whose plan did not hold: placed again locked */
+	uint64_t unlocked_stops;      /* ... that gave way to a chunk's pin waiter */
+	uint32_t gave_way_chunk;      /* ... the last one's chunk */
 	uint64_t held_pages;          /* buffered pages whose blocks placements in flight
 				       * hold (counted there, as held blocks) */
 	/* Placements in flight: done_gen moves (under wait_lock) as each
@@ -92,6 +98,8 @@ struct dalloc {
 	uint64_t done_gen;
 	void (*written_hook)(void *arg); /* fs_dalloc_set_written_hook */
 	void *written_arg;
+	void (*window_hook)(void *arg);  /* fs_dalloc_set_window_hook */
+	void *window_arg;
 };
 
 void dalloc_file_free(struct dalloc *d, struct da_file *f);
@@ -105,8 +113,11 @@ int dalloc_place_file(struct fs_volume *v, struct da_file *f, int last, int unlo
 /* fs/dalloc_place.c: f's runs of pages data[0..n) placed with their data
  * written outside the lock (f->n pages, none inline, no rewrite): 0 or
  * the error of the placement, as dalloc_place_file's; -EAGAIN when it
- * must be placed under the lock after all (nothing changed). Called and
- * returning with the lock held, left while the data is written. */
+ * must be placed under the lock after all (nothing changed); -EINTR when
+ * it gave way to a pin waiter of a chunk it writes to (d->gave_way_chunk:
+ * nothing placed, the pages still buffered, f not to be used: the lock
+ * may have been left). Called and returning with the lock held, left
+ * while the data is written. */
 int dalloc_place_unlocked(struct fs_volume *v, struct da_file *f, uint8_t **data, int64_t *t0);
 /* The end of f's placement, its runs placed with ret: the size set past
  * the data stored (when grow: nothing of f is left buffered), or, failed,

@@ -56,6 +56,8 @@ struct snap {
 	const uint64_t *idx;
 	uint8_t **data;               /* (taken out as they stay with the file) */
 	uint64_t size;                /* the file's size then */
+	void (*window_hook)(void *arg); /* d->window_hook then, and its argument */
+	void *window_arg;
 };
 
 /* The end of the run of consecutive pages starting at s->idx[i]. */
@@ -244,14 +246,31 @@ fallback:
 	return -EAGAIN;
 }
 
-/* Without the lock: each held run's pages written to its blocks. */
-static void write_holds(const struct snap *s, const struct held_run *h, struct hold_at *a,
-			uint32_t nh)
+/* Has a chunk of the holds a pin waiter (a reopen, an offline or a
+ * retirement in chunk_wait_unpinned) that the placement's pins keep out?
+ * Its index in *at. */
+static int holds_waited(struct fs_volume *v, const struct held_run *h, uint32_t nh, uint32_t *at)
+{
+	for (uint32_t k = 0; k < nh; k++)
+		if (__atomic_load_n(&vol_chunk(v, h[k].chunk)->pin_waiters, __ATOMIC_SEQ_CST)) {
+			*at = h[k].chunk;
+			return 1;
+		}
+	return 0;
+}
+
+/* Without the lock: each held run's pages written to its blocks, 1 MiB a
+ * write; before each, a pin waiter of the chunks stops it (1, the chunk
+ * in *at): the waiter waits for one write at most, not the file's. */
+static int write_holds(struct fs_volume *v, const struct snap *s, const struct held_run *h,
+		       struct hold_at *a, uint32_t nh, uint32_t *at)
 {
 	uint8_t *bounce = malloc(BOUNCE_BLOCKS * OD_BLOCK_SIZE);
+	void (*hook)(void *arg) = s->window_hook;
 	uint32_t p = 0;
+	int stop = 0;
 
-	for (uint32_t k = 0; bounce && k < nh; k++) {
+	for (uint32_t k = 0; bounce && !stop && k < nh; k++) {
 		int ret = 0;
 		/* (the page of its first block: the snapshot holds every
 		 * block of a held run, found from the start) */
@@ -261,31 +280,36 @@ static void write_holds(const struct snap *s, const struct held_run *h, struct h
 			continue;
 		for (uint32_t off = 0; ret == 0 && off < h[k].len; off += BOUNCE_BLOCKS) {
 			uint32_t b = h[k].len - off < BOUNCE_BLOCKS ? h[k].len - off : BOUNCE_BLOCKS;
+			if ((stop = holds_waited(v, h, nh, at)))
+				break;
 			for (uint32_t j = 0; j < b; j++)
 				memcpy(bounce + (size_t)j * OD_BLOCK_SIZE, s->data[p + off + j],
 				       OD_BLOCK_SIZE);
 			ret = store_pwrite(a[k].st, bounce, (size_t)b * OD_BLOCK_SIZE,
 					   (uint64_t)(h[k].pblk + off) * OD_BLOCK_SIZE);
+			if (hook)
+				hook(s->window_arg);
 		}
-		a[k].ok = ret == 0;
+		a[k].ok = ret == 0 && !stop;
 	}
 	free(bounce);
+	return stop;
 }
 
 int dalloc_place_unlocked(struct fs_volume *v, struct da_file *f, uint8_t **data, int64_t *t0)
 {
 	struct dalloc *d = v->da;
 	struct fs_ino id = { f->stable, f->gen };
-	struct snap s = { f->n, NULL, data, f->size };
+	struct snap s = { f->n, NULL, data, f->size, d->window_hook, d->window_arg };
 	void (*hook)(void *arg) = d->written_hook;
 	void *hook_arg = d->written_arg;
 	struct held_run *h = NULL;
 	struct hold_at *a = NULL;
-	uint32_t nh = 0, epoch = f->epoch, live = 0;
+	uint32_t nh = 0, epoch = f->epoch, live = 0, waited_at = 0;
 	uint64_t *idx = malloc(f->n * sizeof(*idx)), before, blocks = 0, held = 0;
 	struct fchain fc;
 	struct iref r;
-	int ret = idx ? ino_get(v, id, &r) : -ENOMEM, cut = 0;
+	int ret = idx ? ino_get(v, id, &r) : -ENOMEM, cut = 0, stopped;
 
 	/* 1. Under the lock: the blocks chosen and held. */
 	if (ret < 0) {
@@ -307,15 +331,24 @@ int dalloc_place_unlocked(struct fs_volume *v, struct da_file *f, uint8_t **data
 	if (ret < 0)
 		chain_undo(v, &fc);
 	chain_release(&fc);
-	if (ret == 0 && !(a = calloc(nh ? nh : 1, sizeof(*a)))) {
+	/* (a chunk it would write to waited for, for its pins: it gives way
+	 * at once, nothing pinned) */
+	if (ret == 0 && (!(a = calloc(nh ? nh : 1, sizeof(*a))) ||
+			 holds_waited(v, h, nh, &waited_at))) {
 		for (uint32_t k = 0; k < nh; k++) /* (held: given back) */
 			chunk_hold_release(vol_chunk(v, h[k].chunk), h[k].pblk, h[k].len);
-		ret = -ENOMEM;
+		ret = a ? -EINTR : -ENOMEM;
 	}
 	if (ret < 0) {
+		if (ret == -EINTR) {
+			d->unlocked_stops++;
+			d->gave_way_chunk = waited_at;
+		}
+		free(a);
 		free(h);
 		free(idx);
-		return -EAGAIN; /* (placed under the lock, which reports the error) */
+		/* (-EAGAIN: placed under the lock, which reports the error) */
+		return ret == -EINTR ? ret : -EAGAIN;
 	}
 	for (uint32_t k = 0; k < nh; k++) {
 		struct chunk *c = vol_chunk(v, h[k].chunk);
@@ -334,8 +367,8 @@ int dalloc_place_unlocked(struct fs_volume *v, struct da_file *f, uint8_t **data
 
 	/* 2. Without it: the data written. */
 	vol_unlock(v);
-	write_holds(&s, h, a, nh);
-	if (hook)
+	stopped = write_holds(v, &s, h, a, nh, &waited_at);
+	if (hook && !stopped)
 		hook(hook_arg); /* (the chunks still pinned, the blocks held) */
 	vol_lock(v);
 	*t0 = dalloc_now_us();
@@ -361,6 +394,16 @@ int dalloc_place_unlocked(struct fs_volume *v, struct da_file *f, uint8_t **data
 		settle_pages(d, NULL, &s, 0);
 		free(f);
 		ret = 0;
+		goto out;
+	}
+	if (stopped) {
+		/* Given way: nothing placed, the pages stay buffered; the
+		 * caller makes it again once the waiter has had the lock. */
+		release_holds(v, h, a, live);
+		settle_pages(d, f, &s, 0);
+		d->unlocked_stops++;
+		d->gave_way_chunk = waited_at;
+		ret = -EINTR;
 		goto out;
 	}
 	ret = f->epoch != epoch ? -EAGAIN : ino_get(v, id, &r);

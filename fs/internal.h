@@ -790,13 +790,13 @@ void dalloc_set_give_up(struct fs_volume *v, uint32_t fails, int64_t ms);
  * 0 when none is left (a large file's data written with the lock left
  * meanwhile: fs/dalloc_place.c; one another call is placing is skipped);
  * place_sliced: every such file, taking and leaving the lock per file
- * (called without it), then waits for those of the pass another call was
- * placing. */
+ * (called without it), then (wait) waits for those of the pass another
+ * call was placing. */
 uint64_t dalloc_seq(struct fs_volume *v);
 uint64_t dalloc_new_pass(struct fs_volume *v);
 int dalloc_step(struct fs_volume *v, uint64_t upto, uint64_t pass, int64_t max_age_ms,
 		uint32_t *placed);
-int dalloc_place_sliced(struct fs_volume *v, int64_t max_age_ms, uint32_t *placed);
+int dalloc_place_sliced(struct fs_volume *v, int64_t max_age_ms, int wait, uint32_t *placed);
 void dalloc_drop(struct fs_volume *v, uint64_t stable);
 int dalloc_over_limit(struct fs_volume *v);
 /* Is anything buffered while the free blocks, less blocks about to be

@@ -699,7 +699,7 @@ int fs_sync(struct fs_volume *v)
 	 * not make durable. */
 	{
 		uint32_t placed;
-		(void)dalloc_place_sliced(v, -1, &placed); /* a file per lock hold */
+		(void)dalloc_place_sliced(v, -1, 1, &placed); /* a file per lock hold */
 	}
 	ret = vol_sync_unlocked(v);
 	/* A chunk whose server is gone cannot commit, and must not keep the
