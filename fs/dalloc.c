@@ -735,9 +735,8 @@ int dalloc_step(struct fs_volume *v, uint64_t upto, uint64_t pass, int64_t max_a
 	f->pass = pass;
 	t0 = dalloc_now_us();
 	/* (its callers take and leave the lock per file: a large one's data
-	 * is written with it left) */
-	/* (one that gave way to a pin waiter stays buffered for a later
-	 * pass: -EINTR) */
+	 * is written with it left; one that gave way to a pin waiter,
+	 * -EINTR, stays buffered for a later pass) */
 	if (dalloc_place_file(v, f, 0, 1, &t0) == 0)
 		(*placed)++;
 	dalloc_note_hold(d, t0);
