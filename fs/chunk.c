@@ -22,10 +22,12 @@ static void bitmap_set(struct chunk *c, uint32_t block, int used)
 {
 	uint8_t bit = (uint8_t)(1u << (block & 7));
 
-	if (used)
+	if (used) {
 		c->bitmap[block >> 3] |= bit;
-	else
+		c->pairs_low -= c->pairs_low != 0; /* (a pair spoiled, at most) */
+	} else {
 		c->bitmap[block >> 3] &= (uint8_t)~bit;
+	}
 	c->bitmap_dirty[block / OD_BITMAP_BITS_PER_BLOCK] = 1;
 }
 
@@ -192,7 +194,7 @@ void chunk_unload(struct chunk *c)
 	free(c->pa_map);
 	free(c->hold_map);            /* (holds too: hold_alive sees unloads move) */
 	c->pa_map = c->hold_map = NULL;
-	c->pa_blocks = c->hold_blocks = 0;
+	c->pa_blocks = c->hold_blocks = c->pairs_low = 0;
 	free(c->reserved);
 	free(c->frozen);
 	free(c->bitmap_dirty);
@@ -533,11 +535,23 @@ uint32_t chunk_zone_reserve(const struct chunk *c)
 	return zone_reserve(c);
 }
 
-uint32_t chunk_meta_room(struct chunk *c)
+/* The zone's pairs that data leaves free: reserve, or the pairs promised
+ * to buffered data's extent units (fs/dalloc_room.c) when more. */
+static uint32_t pairs_kept(const struct chunk *c, uint32_t reserve)
 {
-	uint32_t pairs = zone_free_pairs(c), keep = zone_reserve(c);
+	uint64_t promised = c->vol->da_units;
 
-	return pairs < keep ? pairs : keep;
+	return promised > reserve ? (promised > UINT32_MAX ? UINT32_MAX : (uint32_t)promised)
+				  : reserve;
+}
+
+int chunk_meta_room(struct chunk *c, uint64_t want)
+{
+	/* (counted again only when the bound kept since is short: a
+	 * buffered write asks at every call) */
+	if (c->pairs_low < want)
+		c->pairs_low = zone_free_pairs(c);
+	return c->pairs_low >= want;
 }
 
 /* Free pairs of the zones taken for data (first a run that holds it,
@@ -550,6 +564,7 @@ static int pair_run(struct chunk *c, uint32_t want, uint32_t min, uint32_t reser
 {
 	uint32_t pairs = zone_free_pairs(c);
 
+	reserve = pairs_kept(c, reserve);
 	if (pairs <= reserve || pairs - reserve < min)
 		return -ENOSPC;
 	want = want < pairs - reserve ? want : pairs - reserve;
@@ -673,7 +688,7 @@ static int dense_region(struct chunk *c, struct pack_cursor *cur, uint32_t size,
 		cur->end = *start + len;
 		return 0;
 	}
-	if (zone_free_pairs(c) < (meta_zone_end(c) - c->hdr.data_start) / 2 + size ||
+	if (zone_free_pairs(c) < pairs_kept(c, (meta_zone_end(c) - c->hdr.data_start) / 2) + size ||
 	    best_run(c, PASS_PAIRS, size, 0, start, &len) < 0)
 		return -ENOSPC;
 	cur->end = *start + len;
@@ -732,7 +747,8 @@ static int take_packed(struct chunk *c, struct pack_cursor *cur, uint32_t want, 
 	/* (a run of the zones' pairs is left while half of them stay free;
 	 * a burst's region only while it goes on free from the cursor: other
 	 * data may have taken its blocks since) */
-	if (cur->pairs && zone_free_pairs(c) < (meta_zone_end(c) - c->hdr.data_start) / 2 + want)
+	if (cur->pairs &&
+	    zone_free_pairs(c) < pairs_kept(c, (meta_zone_end(c) - c->hdr.data_start) / 2) + want)
 		cur->end = 0;
 	if (cur->at >= cur->end || !pick_in(c, cur->at, cur->end, cur->end, &pk) ||
 	    (burst && pk.want_at != cur->at)) {
@@ -885,8 +901,7 @@ uint32_t chunk_free_after(struct chunk *c, uint32_t b, uint32_t want)
 int alloc_meta(struct chunk *c, uint32_t units, uint32_t *start)
 {
 	uint32_t lo = c->hdr.data_start, hi = c->half - units, ze = meta_zone_end(c);
-	uint32_t keep = 0, zpairs = 0;
-	int ret = chunk_load(c);
+	int keep = 0, ret = chunk_load(c);
 
 	if (ret < 0)
 		return ret;
@@ -895,16 +910,14 @@ int alloc_meta(struct chunk *c, uint32_t units, uint32_t *start)
 	if (!dalloc_may_take(c->vol, 2 * units)) /* (the blocks of buffered pages) */
 		return -ENOSPC;
 	/* The zone's pairs promised to buffered data's extent units
-	 * (fs/dalloc_room.c) are left to its placement. */
-	if (c->vol->da_units && !dalloc_placing) {
-		keep = (uint32_t)c->vol->da_units;
-		zpairs = zone_free_pairs(c);
-	}
+	 * (fs/dalloc_room.c) are left to its placement: none of the zone
+	 * taken unless it has that many and these free. */
+	if (c->vol->da_units && !dalloc_placing)
+		keep = !chunk_meta_room(c, c->vol->da_units + units);
 	for (uint32_t i = 0; i <= hi - lo; i++) {
 		uint32_t b = lo + (c->alloc_hint_meta - lo + i) % (hi - lo + 1);
-		uint32_t in_zone = b < ze ? (ze - b < units ? ze - b : units) : 0;
 		uint32_t k;
-		if (keep && in_zone && zpairs < keep + in_zone)
+		if (keep && b < ze)
 			continue;
 		for (k = 0; k < units; k++)
 			if (block_busy(c, b + k) || block_busy(c, chunk_mirror(c, b + k)))
@@ -968,6 +981,7 @@ static void res_set(struct chunk *c, uint8_t *map, uint32_t *count, uint32_t b, 
 	if (on) {
 		map[b >> 3] |= bit;
 		(*count)++;
+		c->pairs_low -= c->pairs_low != 0;
 	} else {
 		map[b >> 3] &= (uint8_t)~bit;
 		(*count)--;

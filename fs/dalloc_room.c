@@ -14,8 +14,8 @@
  * file may need, in whichever chunk its pages go to, one unit per
  * OD_EXT_PER_UNIT pages (one extent a page), none while its extents all
  * fit in its inode whatever comes; the sum (v->da_units) must be kept
- * free in every chunk that may take data, among the pairs its data leaves
- * to metadata (chunk_meta_room). Other allocations (a stable write, a
+ * free in every chunk that may take data: data leaves that many of a
+ * zone's pairs (fs/chunk.c's pair_run), and so does other metadata. Other allocations (a stable write, a
  * directory's unit, a symbolic link's block) leave both alone: they meet
  * ENOSPC first (dalloc_may_take, alloc_meta). */
 #include "config.h"
@@ -67,7 +67,7 @@ static int meta_room(struct fs_volume *v, uint64_t units)
 		struct chunk *c = &v->chunks[i];
 		if (c->offline || chunk_draining(c) || chunk_avail_blocks(c) == 0)
 			continue;
-		if (chunk_load(c) < 0 || chunk_meta_room(c) < units)
+		if (chunk_load(c) < 0 || !chunk_meta_room(c, units))
 			return 0;
 	}
 	return 1;
@@ -105,7 +105,9 @@ int dalloc_may_take(struct fs_volume *v, uint64_t blocks)
 	promised = v->da->bytes / DA_PAGE - v->da->held_pages;
 	for (uint32_t i = 0; i < v->nchunks; i++) {
 		struct chunk *c = &v->chunks[i];
-		uint32_t avail = chunk_avail_blocks(c), keep = 2 * chunk_zone_reserve(c);
+		uint64_t avail = chunk_avail_blocks(c), keep = chunk_zone_reserve(c);
+		/* (the pairs data leaves free: fs/chunk.c's pair_run) */
+		keep = 2 * (keep > v->da_units ? keep : v->da_units);
 		if (!c->offline && !chunk_draining(c) && avail > keep)
 			free_blocks += avail - keep;
 	}

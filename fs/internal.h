@@ -142,6 +142,8 @@ struct chunk {
 	uint8_t *hold_map;            /* held by a placement in flight (dalloc_place.c), apart
 				       * from pa_map: a reservation's release never frees them */
 	uint32_t hold_blocks;         /* ... how many */
+	uint32_t pairs_low;           /* free pairs of the zones, at least (chunk_meta_room:
+				       * counted, then one less per block made busy) */
 	uint64_t unloads;             /* times this state was dropped (reservations with it) */
 	uint32_t *free_slots;         /* free inode-area slots below the watermark */
 	uint32_t nfree_slots, cap_free_slots;
@@ -505,10 +507,10 @@ void chunk_thaw_frees(struct chunk *c, int committed);
  * (at most want, while reserved) allocated: how many. pa_release: the
  * blocks of [start, start + len) still reserved released: how many. */
 uint32_t chunk_avail_blocks(const struct chunk *c);
-/* The free metadata pairs of c's zones that data leaves to metadata units
- * (it takes pairs only while more than a reserve stay free): fewer than
- * the reserve when fewer are free. The allocation state loaded. */
-uint32_t chunk_meta_room(struct chunk *c);
+/* Has c's metadata zone want free pairs (a unit each)? Data leaves the
+ * pairs promised to buffered data's units (v->da_units, or the zone's
+ * reserve when more) to metadata. The allocation state loaded. */
+int chunk_meta_room(struct chunk *c, uint64_t want);
 /* The pairs of c's zones that data leaves free (for metadata units). */
 uint32_t chunk_zone_reserve(const struct chunk *c);
 int chunk_pa_find(struct chunk *c, uint32_t goal, uint32_t want, uint32_t *start, uint32_t *got);
