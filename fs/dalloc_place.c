@@ -259,6 +259,14 @@ static int holds_waited(struct fs_volume *v, const struct held_run *h, uint32_t 
 	return 0;
 }
 
+/* The placement gives way to the pin waiter of chunk at: counted. */
+static int gave_way(struct dalloc *d, uint32_t at)
+{
+	d->unlocked_stops++;
+	d->gave_way_chunk = at;
+	return -EINTR;
+}
+
 /* Without the lock: each held run's pages written to its blocks, 1 MiB a
  * write; before each, a pin waiter of the chunks stops it (1, the chunk
  * in *at): the waiter waits for one write at most, not the file's. */
@@ -340,15 +348,11 @@ int dalloc_place_unlocked(struct fs_volume *v, struct da_file *f, uint8_t **data
 		ret = a ? -EINTR : -ENOMEM;
 	}
 	if (ret < 0) {
-		if (ret == -EINTR) {
-			d->unlocked_stops++;
-			d->gave_way_chunk = waited_at;
-		}
 		free(a);
 		free(h);
 		free(idx);
 		/* (-EAGAIN: placed under the lock, which reports the error) */
-		return ret == -EINTR ? ret : -EAGAIN;
+		return ret == -EINTR ? gave_way(d, waited_at) : -EAGAIN;
 	}
 	for (uint32_t k = 0; k < nh; k++) {
 		struct chunk *c = vol_chunk(v, h[k].chunk);
@@ -401,9 +405,7 @@ int dalloc_place_unlocked(struct fs_volume *v, struct da_file *f, uint8_t **data
 		 * caller makes it again once the waiter has had the lock. */
 		release_holds(v, h, a, live);
 		settle_pages(d, f, &s, 0);
-		d->unlocked_stops++;
-		d->gave_way_chunk = waited_at;
-		ret = -EINTR;
+		ret = gave_way(d, waited_at);
 		goto out;
 	}
 	ret = f->epoch != epoch ? -EAGAIN : ino_get(v, id, &r);

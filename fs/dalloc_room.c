@@ -15,9 +15,10 @@
  * OD_EXT_PER_UNIT pages (one extent a page), none while its extents all
  * fit in its inode whatever comes; the sum (v->da_units) must be kept
  * free in every chunk that may take data: data leaves that many of a
- * zone's pairs (fs/chunk.c's pair_run), and so does other metadata. Other allocations (a stable write, a
- * directory's unit, a symbolic link's block) leave both alone: they meet
- * ENOSPC first (dalloc_may_take, alloc_meta). */
+ * zone's pairs (fs/chunk.c's pair_run). Other allocations (a stable
+ * write, a directory's unit, a symbolic link's block) leave the blocks
+ * and the pairs alone: they meet ENOSPC first (dalloc_may_take,
+ * alloc_meta). */
 #include "config.h"
 
 #include "fs/dalloc.h"
@@ -73,8 +74,7 @@ static int meta_room(struct fs_volume *v, uint64_t units)
 	return 1;
 }
 
-int dalloc_room_for(struct fs_volume *v, const struct da_file *f, const struct iref *r,
-		    uint64_t n)
+int dalloc_room_for(struct fs_volume *v, const struct da_file *f, const struct iref *r, uint64_t n)
 {
 	struct dalloc *d = v->da;
 	uint64_t free_blocks = 0, total = 0, want, units = v->da_units;

@@ -124,8 +124,8 @@ int main(void)
 		snprintf(name, sizeof(name), "u%05d", nunit);
 		ret = fs_create(v, NULL, root, name, 0644, FS_CREATE_GUARDED, 0, &d, NULL);
 		for (uint32_t p = 1; ret == 0 && p < 16; p += 2)
-			ret = fs_write(v, NULL, d, (uint64_t)p * 4 * KiB, 4 * KiB, buf, FS_FILE_SYNC,
-				       NULL);
+			ret = fs_write(v, NULL, d, (uint64_t)p * 4 * KiB, 4 * KiB, buf,
+				       FS_FILE_SYNC, NULL);
 		nunit++;
 	}
 	CHECK_EQ(ret, -ENOSPC);
