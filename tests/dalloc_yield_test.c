@@ -25,7 +25,7 @@
 
 #define MB (1u << 20)
 #define SIZE (8 * MB)
-#define WIN_MS 50 /* a 1 MiB write, as the hook makes it last */
+#define WIN_MS 100 /* a 1 MiB write, as the hook makes it last */
 
 #include "tests/pin_waiter.h"
 
@@ -87,8 +87,9 @@ int main(void)
 	CHECK_EQ(k1.dalloc_gave_up_offline, 0);
 	CHECK_EQ(fs_drop_count(v), 0);
 	/* The offline waited for that one write (WIN_MS), not for the seven
-	 * left (7 * WIN_MS more). */
-	CHECK(w.t_done - w.t_call < 4 * WIN_MS);
+	 * left (7 * WIN_MS more); its own placement of the file and commit
+	 * take the rest (230 ms under ThreadSanitizer on a loaded machine). */
+	CHECK(w.t_done - w.t_call < 6 * WIN_MS);
 	printf("# the offline waited %llu ms (a write is %d ms, the file's %d); writes made: %u, "
 	       "commit %d\n",
 	       (unsigned long long)(w.t_done - w.t_call), WIN_MS, 8 * WIN_MS, w.windows, ret);
