@@ -392,6 +392,9 @@ int chain_alloc(struct fs_volume *v, struct fchain *fc, uint64_t lblk, uint64_t 
 	uint8_t *tried = NULL;
 	int ret = 0;
 
+	/* (blocks promised to buffered data are its placement's, fs/dalloc_room.c) */
+	if (!dalloc_may_take(v, n))
+		return -ENOSPC;
 	while (n) {
 		uint32_t si = seg_for(fc, lblk);
 		struct seg *s = &fc->s[si];

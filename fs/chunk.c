@@ -22,10 +22,12 @@ static void bitmap_set(struct chunk *c, uint32_t block, int used)
 {
 	uint8_t bit = (uint8_t)(1u << (block & 7));
 
-	if (used)
+	if (used) {
 		c->bitmap[block >> 3] |= bit;
-	else
+		c->pairs_low -= c->pairs_low != 0; /* (a pair spoiled, at most) */
+	} else {
 		c->bitmap[block >> 3] &= (uint8_t)~bit;
+	}
 	c->bitmap_dirty[block / OD_BITMAP_BITS_PER_BLOCK] = 1;
 }
 
@@ -35,7 +37,8 @@ static void bitmap_set(struct chunk *c, uint32_t block, int used)
 static int block_busy(const struct chunk *c, uint32_t b)
 {
 	return bitmap_test(c, b) || ((c->reserved[b >> 3] >> (b & 7)) & 1) ||
-	       ((c->frozen[b >> 3] >> (b & 7)) & 1) || ((c->pa_map[b >> 3] >> (b & 7)) & 1);
+	       ((c->frozen[b >> 3] >> (b & 7)) & 1) || ((c->pa_map[b >> 3] >> (b & 7)) & 1) ||
+	       ((c->hold_map[b >> 3] >> (b & 7)) & 1);
 }
 
 void chunk_freeze_frees(struct chunk *c)
@@ -115,8 +118,10 @@ static int load_bitmap(struct chunk *c)
 	c->reserved = calloc(1, bytes);
 	c->frozen = calloc(1, bytes);
 	c->pa_map = calloc(1, bytes);
+	c->hold_map = calloc(1, bytes);
 	c->bitmap_dirty = calloc(h->bitmap_blocks, 1);
-	if (!c->bitmap || !c->reserved || !c->frozen || !c->pa_map || !c->bitmap_dirty)
+	if (!c->bitmap || !c->reserved || !c->frozen || !c->pa_map || !c->hold_map ||
+	    !c->bitmap_dirty)
 		return -ENOMEM;
 	if (h->flags & OD_CHF_BITMAP_UNINIT) {
 		/* Never written: the fixed metadata of both halves is used,
@@ -187,8 +192,9 @@ void chunk_unload(struct chunk *c)
 	prealloc_chunk_gone(c);       /* (its reservations with them) */
 	free(c->bitmap);
 	free(c->pa_map);
-	c->pa_map = NULL;
-	c->pa_blocks = 0;
+	free(c->hold_map);            /* (holds too: hold_alive sees unloads move) */
+	c->pa_map = c->hold_map = NULL;
+	c->pa_blocks = c->hold_blocks = c->pairs_low = 0;
 	free(c->reserved);
 	free(c->frozen);
 	free(c->bitmap_dirty);
@@ -350,13 +356,13 @@ static uint32_t zone_reserve(const struct chunk *c)
  * maps: all busy. */
 static uint64_t busy_word(const struct chunk *c, uint32_t w)
 {
-	const uint8_t *maps[4] = { c->bitmap, c->reserved, c->frozen, c->pa_map };
+	const uint8_t *maps[] = { c->bitmap, c->reserved, c->frozen, c->pa_map, c->hold_map };
 	size_t at = (size_t)w * 8;
 	uint64_t busy = 0;
 
 	if (at + 8 > (size_t)c->hdr.bitmap_blocks * OD_MB_PAYLOAD)
 		return ~0ull;
-	for (int m = 0; m < 4; m++)
+	for (size_t m = 0; m < sizeof(maps) / sizeof(maps[0]); m++)
 		for (int i = 0; i < 8; i++)
 			busy |= (uint64_t)maps[m][at + i] << (8 * i);
 	return busy;
@@ -524,6 +530,30 @@ static uint32_t zone_free_pairs(const struct chunk *c)
 	return n;
 }
 
+uint32_t chunk_zone_reserve(const struct chunk *c)
+{
+	return zone_reserve(c);
+}
+
+/* The zone's pairs that data leaves free: reserve, or the pairs promised
+ * to buffered data's extent units (fs/dalloc_room.c) when more. */
+static uint32_t pairs_kept(const struct chunk *c, uint32_t reserve)
+{
+	uint64_t promised = c->vol->da_units;
+
+	return promised > reserve ? (promised > UINT32_MAX ? UINT32_MAX : (uint32_t)promised)
+				  : reserve;
+}
+
+int chunk_meta_room(struct chunk *c, uint64_t want)
+{
+	/* (counted again only when the bound kept since is short: a
+	 * buffered write asks at every call) */
+	if (c->pairs_low < want)
+		c->pairs_low = zone_free_pairs(c);
+	return c->pairs_low >= want;
+}
+
 /* Free pairs of the zones taken for data (first a run that holds it,
  * else the longest of at least min) while more than reserve stay free
  * for metadata units (the extent units recording the data, directory
@@ -534,6 +564,7 @@ static int pair_run(struct chunk *c, uint32_t want, uint32_t min, uint32_t reser
 {
 	uint32_t pairs = zone_free_pairs(c);
 
+	reserve = pairs_kept(c, reserve);
 	if (pairs <= reserve || pairs - reserve < min)
 		return -ENOSPC;
 	want = want < pairs - reserve ? want : pairs - reserve;
@@ -657,7 +688,7 @@ static int dense_region(struct chunk *c, struct pack_cursor *cur, uint32_t size,
 		cur->end = *start + len;
 		return 0;
 	}
-	if (zone_free_pairs(c) < (meta_zone_end(c) - c->hdr.data_start) / 2 + size ||
+	if (zone_free_pairs(c) < pairs_kept(c, (meta_zone_end(c) - c->hdr.data_start) / 2) + size ||
 	    best_run(c, PASS_PAIRS, size, 0, start, &len) < 0)
 		return -ENOSPC;
 	cur->end = *start + len;
@@ -716,7 +747,8 @@ static int take_packed(struct chunk *c, struct pack_cursor *cur, uint32_t want, 
 	/* (a run of the zones' pairs is left while half of them stay free;
 	 * a burst's region only while it goes on free from the cursor: other
 	 * data may have taken its blocks since) */
-	if (cur->pairs && zone_free_pairs(c) < (meta_zone_end(c) - c->hdr.data_start) / 2 + want)
+	if (cur->pairs &&
+	    zone_free_pairs(c) < pairs_kept(c, (meta_zone_end(c) - c->hdr.data_start) / 2) + want)
 		cur->end = 0;
 	if (cur->at >= cur->end || !pick_in(c, cur->at, cur->end, cur->end, &pk) ||
 	    (burst && pk.want_at != cur->at)) {
@@ -868,16 +900,25 @@ uint32_t chunk_free_after(struct chunk *c, uint32_t b, uint32_t want)
 
 int alloc_meta(struct chunk *c, uint32_t units, uint32_t *start)
 {
-	uint32_t lo = c->hdr.data_start, hi = c->half - units;
-	int ret = chunk_load(c);
+	uint32_t lo = c->hdr.data_start, hi = c->half - units, ze = meta_zone_end(c);
+	int keep = 0, ret = chunk_load(c);
 
 	if (ret < 0)
 		return ret;
 	if (chunk_avail_blocks(c) < 2 * units || hi < lo)
 		return -ENOSPC;
+	if (!dalloc_may_take(c->vol, 2 * units)) /* (the blocks of buffered pages) */
+		return -ENOSPC;
+	/* The zone's pairs promised to buffered data's extent units
+	 * (fs/dalloc_room.c) are left to its placement: none of the zone
+	 * taken unless it has that many and these free. */
+	if (c->vol->da_units && !dalloc_placing)
+		keep = !chunk_meta_room(c, c->vol->da_units + units);
 	for (uint32_t i = 0; i <= hi - lo; i++) {
 		uint32_t b = lo + (c->alloc_hint_meta - lo + i) % (hi - lo + 1);
 		uint32_t k;
+		if (keep && b < ze)
+			continue;
 		for (k = 0; k < units; k++)
 			if (block_busy(c, b + k) || block_busy(c, chunk_mirror(c, b + k)))
 				break;
@@ -921,27 +962,86 @@ void free_meta(struct chunk *c, uint32_t start, uint32_t units)
  * as used. */
 uint32_t chunk_avail_blocks(const struct chunk *c)
 {
-	return c->hdr.free_blocks > c->pa_blocks ? c->hdr.free_blocks - c->pa_blocks : 0;
+	uint64_t busy = (uint64_t)c->pa_blocks + c->hold_blocks;
+
+	return c->hdr.free_blocks > busy ? c->hdr.free_blocks - (uint32_t)busy : 0;
 }
 
-static int pa_test(const struct chunk *c, uint32_t b)
+/* A block's bit in a map of reserved blocks (pa_map, or hold_map for a
+ * placement's holds), set or cleared with its count (*count). */
+static int res_test(const uint8_t *map, uint32_t b)
 {
-	return (c->pa_map[b >> 3] >> (b & 7)) & 1;
+	return (map[b >> 3] >> (b & 7)) & 1;
 }
 
-static void pa_set(struct chunk *c, uint32_t b, int on)
+static void res_set(struct chunk *c, uint8_t *map, uint32_t *count, uint32_t b, int on)
 {
 	uint8_t bit = (uint8_t)(1u << (b & 7));
 
 	if (on) {
-		c->pa_map[b >> 3] |= bit;
-		c->pa_blocks++;
+		map[b >> 3] |= bit;
+		(*count)++;
+		c->pairs_low -= c->pairs_low != 0;
 	} else {
-		c->pa_map[b >> 3] &= (uint8_t)~bit;
-		c->pa_blocks--;
+		map[b >> 3] &= (uint8_t)~bit;
+		(*count)--;
 	}
 	if (outside_zone(c, b)) /* (an evacuation's copy may lie inside) */
 		c->free_outside += on ? (uint32_t)-1 : 1u;
+}
+
+static void pa_set(struct chunk *c, uint32_t b, int on)
+{
+	res_set(c, c->pa_map, &c->pa_blocks, b, on);
+}
+
+/* Blocks [start, start + len) that the running operation allocated put
+ * back free in the bitmap (not as a free to commit: nothing on disk ever
+ * had them) and reserved in map instead. */
+static void unallocate_into(struct chunk *c, uint8_t *map, uint32_t *count, uint32_t start,
+			    uint32_t len)
+{
+	for (uint32_t b = start; b < start + len; b++) {
+		bitmap_set(c, b, 0);
+		if (outside_zone(c, b))
+			c->free_outside++;
+		res_set(c, map, count, b, 1);
+	}
+	c->hdr.free_blocks += len;
+}
+
+/* The reserved blocks of map from start on (at most want, while
+ * reserved) allocated: how many. */
+static uint32_t take_from(struct chunk *c, uint8_t *map, uint32_t *count, uint32_t start,
+			  uint32_t want)
+{
+	uint32_t len = 0;
+
+	if (!c->loaded)
+		return 0;
+	while (len < want && start + len < c->hdr.nblocks && res_test(map, start + len)) {
+		res_set(c, map, count, start + len, 0);
+		len++;
+	}
+	if (len)
+		mark_range(c, start, len, 1);
+	return len;
+}
+
+/* The blocks of [start, start + len) still reserved in map released. */
+static uint32_t release_from(struct chunk *c, uint8_t *map, uint32_t *count, uint32_t start,
+			     uint32_t len)
+{
+	uint32_t n = 0;
+
+	if (!c->loaded)
+		return 0;
+	for (uint32_t b = start; b < start + len && b < c->hdr.nblocks; b++)
+		if (res_test(map, b)) {
+			res_set(c, map, count, b, 0);
+			n++;
+		}
+	return n;
 }
 
 int chunk_pa_reserve_data(struct chunk *c, uint32_t goal, uint32_t want, uint32_t *start,
@@ -950,21 +1050,13 @@ int chunk_pa_reserve_data(struct chunk *c, uint32_t goal, uint32_t want, uint32_
 	int ret = alloc_data(c, goal, want, DATA_ANY, start, got);
 
 	if (ret == 0)
-		chunk_hold(c, *start, *got);
+		unallocate_into(c, c->pa_map, &c->pa_blocks, *start, *got);
 	return ret;
 }
 
 void chunk_hold(struct chunk *c, uint32_t start, uint32_t len)
 {
-	/* Put back free in the bitmap (not as a free to commit: nothing on
-	 * disk ever had them) and reserved instead. */
-	for (uint32_t b = start; b < start + len; b++) {
-		bitmap_set(c, b, 0);
-		if (outside_zone(c, b))
-			c->free_outside++;
-		pa_set(c, b, 1);
-	}
-	c->hdr.free_blocks += len;
+	unallocate_into(c, c->hold_map, &c->hold_blocks, start, len);
 }
 
 int chunk_pa_find(struct chunk *c, uint32_t goal, uint32_t want, uint32_t *start, uint32_t *got)
@@ -1005,22 +1097,17 @@ int chunk_pa_find(struct chunk *c, uint32_t goal, uint32_t want, uint32_t *start
 
 uint32_t chunk_hold_take(struct chunk *c, uint32_t start, uint32_t want)
 {
-	uint32_t len = 0;
+	return take_from(c, c->hold_map, &c->hold_blocks, start, want);
+}
 
-	if (!c->loaded)
-		return 0;
-	while (len < want && start + len < c->hdr.nblocks && pa_test(c, start + len)) {
-		pa_set(c, start + len, 0);
-		len++;
-	}
-	if (len)
-		mark_range(c, start, len, 1);
-	return len;
+uint32_t chunk_hold_release(struct chunk *c, uint32_t start, uint32_t len)
+{
+	return release_from(c, c->hold_map, &c->hold_blocks, start, len);
 }
 
 uint32_t chunk_pa_take(struct chunk *c, uint32_t start, uint32_t want)
 {
-	uint32_t len = chunk_hold_take(c, start, want);
+	uint32_t len = take_from(c, c->pa_map, &c->pa_blocks, start, want);
 
 	if (len)
 		c->alloc_hint_data = start + len < c->hdr.nblocks ? start + len : c->half;
@@ -1029,14 +1116,5 @@ uint32_t chunk_pa_take(struct chunk *c, uint32_t start, uint32_t want)
 
 uint32_t chunk_pa_release(struct chunk *c, uint32_t start, uint32_t len)
 {
-	uint32_t n = 0;
-
-	if (!c->loaded)
-		return 0;
-	for (uint32_t b = start; b < start + len && b < c->hdr.nblocks; b++)
-		if (pa_test(c, b)) {
-			pa_set(c, b, 0);
-			n++;
-		}
-	return n;
+	return release_from(c, c->pa_map, &c->pa_blocks, start, len);
 }

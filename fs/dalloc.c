@@ -36,6 +36,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "fs/dalloc.h"
 
@@ -79,6 +80,7 @@ int dalloc_init(struct fs_volume *v)
 	if (!d)
 		return -ENOMEM;
 	d->head.prev = d->head.next = &d->head;
+	d->vol = v;
 	d->limit = DALLOC_DEFAULT_LIMIT;
 	d->give_up_ms = DA_GIVE_UP_MS;
 	d->give_up_fails = DA_GIVE_UP_FAILS;
@@ -116,10 +118,12 @@ void dalloc_file_free(struct dalloc *d, struct da_file *f)
 			free(f->pg[i].data);
 	d->bytes -= (uint64_t)f->n * DA_PAGE;
 	d->files--;
+	dalloc_unhold(d, f, f->held); /* (the blocks stay held until its placement ends) */
 	free(f->pg);
+	f->pg = NULL;
+	f->n = f->cap = 0;
+	dalloc_units_note(d->vol, f, NULL);
 	if (f->placing) {
-		f->pg = NULL;
-		f->n = f->cap = 0;
 		f->dead = 1;
 		return;
 	}
@@ -265,30 +269,9 @@ int dalloc_read(struct fs_volume *v, const struct iref *r, uint64_t off, size_t 
 	return 0;
 }
 
-/* May n more pages be buffered? Only while the free blocks cover every
- * buffered page twice over, with an eighth of the volume to spare (as
- * ext4 falls back from delayed allocation when free space runs low), so
- * that placing them later finds space: a placement can still need
- * extent units and continuations, whose mirrored pairs run out before
- * the blocks do. A write that cannot be buffered is placed at once and
- * meets ENOSPC there, as before. */
-static int room_for(struct fs_volume *v, uint64_t n)
-{
-	uint64_t free_blocks = 0, total = 0, want;
-
-	for (uint32_t i = 0; i < v->nchunks; i++) {
-		const struct chunk *c = &v->chunks[i];
-		total += c->hdr.nblocks;
-		if (!c->offline && !chunk_draining(c)) /* (a draining chunk takes no new data) */
-			free_blocks += chunk_avail_blocks(c); /* (less reservations) */
-	}
-	want = v->da->bytes / DA_PAGE + n;
-	return free_blocks > 2 * want + total / 8 + DA_SLACK_BLOCKS;
-}
-
 int dalloc_tight(struct fs_volume *v, uint64_t blocks)
 {
-	return v->da->bytes && !room_for(v, blocks);
+	return v->da->bytes && !dalloc_room_for(v, NULL, NULL, blocks);
 }
 
 static int page_insert(struct dalloc *d, struct da_file *f, uint32_t p, uint64_t idx,
@@ -326,7 +309,7 @@ int dalloc_write(struct fs_volume *v, const struct iref *r, uint64_t off, size_t
 	const uint8_t *in = buf;
 	uint64_t first = off / DA_PAGE, last = (off + len - 1) / DA_PAGE, fresh = 0;
 	uint64_t placed_pages = r->ino.size / DA_PAGE;
-	int rewrite = 0;
+	int rewrite = 0, ret = 0;
 
 	if (!d->limit || len == 0)
 		return -EAGAIN;
@@ -355,7 +338,9 @@ int dalloc_write(struct fs_volume *v, const struct iref *r, uint64_t off, size_t
 			return -EAGAIN;
 		fresh++;
 	}
-	if (!room_for(v, fresh))
+	/* (a write that cannot be buffered is written at once, and meets
+	 * ENOSPC there: never later, at its placement, fs/dalloc_room.c) */
+	if (!dalloc_room_for(v, f, r, fresh))
 		return -EAGAIN;
 	if (!f) {
 		f = calloc(1, sizeof(*f));
@@ -381,24 +366,26 @@ int dalloc_write(struct fs_volume *v, const struct iref *r, uint64_t off, size_t
 		size_t n = DA_PAGE - at < len ? DA_PAGE - at : len;
 		uint32_t p = page_pos(f, idx);
 		uint8_t *pg = p < f->n && f->pg[p].idx == idx ? f->pg[p].data : NULL;
-		int ret;
 
 		if (pg && f->pg[p].busy) {
 			/* A placement in flight writes this page's bytes as
 			 * they were: the write goes to a copy, which stays
 			 * buffered after it (fs/dalloc_place.c). */
 			uint8_t *copy = malloc(DA_PAGE);
-			if (!copy)
-				return -ENOMEM;
+			if (!copy) {
+				ret = -ENOMEM;
+				break;
+			}
 			memcpy(copy, pg, DA_PAGE);
 			f->pg[p].data = pg = copy;
 			f->pg[p].busy = 0;
+			dalloc_unhold(d, f, 1); /* (its copy takes a block of its own) */
 		}
 		if (!pg) {
 			uint64_t base = idx * DA_PAGE;
 			ret = page_insert(d, f, p, idx, &pg);
 			if (ret < 0)
-				return ret; /* the pages before hold their bytes */
+				break; /* the pages before hold their bytes */
 			memset(pg, 0, DA_PAGE);
 			/* A page written in part starts as the file's block:
 			 * placed bytes below the placed size, zeros past it. */
@@ -414,7 +401,7 @@ int dalloc_write(struct fs_volume *v, const struct iref *r, uint64_t off, size_t
 						(f->n - p - 1) * sizeof(*f->pg));
 					f->n--;
 					d->bytes -= DA_PAGE;
-					return ret;
+					break;
 				}
 			}
 		}
@@ -427,7 +414,8 @@ int dalloc_write(struct fs_volume *v, const struct iref *r, uint64_t off, size_t
 	}
 	while (f->rewrite && page_get(f, f->lead))
 		f->lead++;
-	return 0;
+	dalloc_units_note(v, f, r);
+	return ret;
 }
 
 /* Is the file's chunk offline (its number's home, where its map entry
@@ -485,15 +473,20 @@ int dalloc_place_finish(struct fs_volume *v, struct iref *r, const struct da_fil
 
 	if (ret == 0 && grow && r->ino.size < f->size)
 		ret = file_truncate(v, r, f->size); /* a size set past the data */
-	/* Failed part way: the file is cut back to its size before, so that
-	 * no block whose data was not written is left in it, and the pages
-	 * wait to be placed again from the same place. */
-	if (ret < 0 && r->ino.size > before)
+	if (ret == 0) {
+		ret = ino_write(v, r);
+		if (ret == 0)
+			return 0;
+	}
+	/* Failed part way, or the inode's write failed (its blocks then
+	 * taken in the bitmap, and nothing pointing at them): the file is
+	 * cut back to its size before, so that no block whose data was not
+	 * written is left in it, and the pages wait to be placed again from
+	 * the same place. */
+	if (r->ino.size > before)
 		*cut = file_truncate(v, r, before);
 	wret = ino_write(v, r);
-	if (ret == 0)
-		ret = wret;
-	else if (*cut == 0)
+	if (*cut == 0)
 		*cut = wret;
 	return ret;
 }
@@ -503,7 +496,7 @@ int dalloc_place_finish(struct fs_volume *v, struct iref *r, const struct da_fil
  * back to its placed size on disk and f is kept (failed()), unless the
  * cut fails too (then its blocks may hold pages that the buffer would
  * place again: given up). */
-int dalloc_place_file(struct fs_volume *v, struct da_file *f, int last, int unlock, int64_t *t0)
+static int place_file(struct fs_volume *v, struct da_file *f, int last, int unlock, int64_t *t0)
 {
 	struct fs_ino id = { f->stable, f->gen };
 	struct iref r;
@@ -561,15 +554,9 @@ again:
 				i0 = f->n;
 		}
 		/* Large enough to be worth two holds of the lock: the data
-		 * written outside it (fs/dalloc_place.c). Not for a file with a
-		 * preallocation: its blocks would be taken from the reservation,
-		 * whose release meanwhile (truncate, remove, expiry, ENOSPC's
-		 * give-back) clears the busy bits the held blocks share with it,
-		 * and another placement could hold and write them (a review
-		 * found file A reading file B's bytes, its COMMIT answered). */
+		 * written outside it (fs/dalloc_place.c). */
 		if (unlock && ret == 0 && i0 == 0 && !f->rewrite && !f->placing &&
-		    f->n >= DA_UNLOCKED_MIN && !(r.ino.flags & OD_INF_INLINE) && !vol_nowait(v) &&
-		    !prealloc_held(v, f->stable)) {
+		    f->n >= DA_UNLOCKED_MIN && !(r.ino.flags & OD_INF_INLINE) && !vol_nowait(v)) {
 			ret = dalloc_place_unlocked(v, f, data, t0);
 			free(data);
 			if (ret != -EAGAIN)
@@ -603,6 +590,16 @@ out:
 		v->da->retried++;
 	dalloc_file_free(v->da, f);
 	return 0;
+}
+
+int dalloc_place_file(struct fs_volume *v, struct da_file *f, int last, int unlock, int64_t *t0)
+{
+	int was = dalloc_placing, ret;
+
+	dalloc_placing = 1; /* (its extent units take the pairs promised) */
+	ret = place_file(v, f, last, unlock, t0);
+	dalloc_placing = was;
+	return ret;
 }
 
 int dalloc_place(struct fs_volume *v, uint64_t stable)
@@ -641,21 +638,41 @@ static void wait_placed(struct fs_volume *v)
 	vol_lock(v);
 }
 
+/* A placement gave way to a pin waiter (a reopen, an offline, a
+ * retirement) of d->gave_way_chunk: the lock left until the waiter has
+ * had it (its count back to 0), DA_GIVE_WAY_MS at most. Called locked. */
+static void give_way(struct fs_volume *v)
+{
+	const struct chunk *c = vol_chunk(v, v->da->gave_way_chunk);
+
+	vol_unlock(v);
+	for (int ms = 0; c && ms < DA_GIVE_WAY_MS &&
+			 __atomic_load_n(&c->pin_waiters, __ATOMIC_SEQ_CST);
+	     ms++)
+		usleep(1000);
+	vol_lock(v);
+}
+
 int dalloc_place_wait(struct fs_volume *v, uint64_t stable)
 {
 	struct da_file *f;
 	int64_t t0;
-	int ret;
+	int ret, tries = 0;
 
-	/* A placement of it in flight places what it took; what came
-	 * after (or all, if that one failed) is placed here. */
-	while ((f = find(v->da, stable)) && f->placing)
-		wait_placed(v);
-	if (!f)
-		return 0;
-	t0 = dalloc_now_us();
-	ret = dalloc_place_file(v, f, 0, 1, &t0);
-	dalloc_note_hold(v->da, t0);
+	do {
+		/* A placement of it in flight places what it took; what
+		 * came after (or all, if that one failed) is placed here. */
+		while ((f = find(v->da, stable)) && f->placing)
+			wait_placed(v);
+		if (!f)
+			return 0;
+		t0 = dalloc_now_us();
+		/* (after giving way DA_GIVE_WAY_TRIES times: under the lock) */
+		ret = dalloc_place_file(v, f, 0, tries < DA_GIVE_WAY_TRIES, &t0);
+		dalloc_note_hold(v->da, t0);
+		if (ret == -EINTR)
+			give_way(v);
+	} while (ret == -EINTR && ++tries);
 	return ret;
 }
 
@@ -718,7 +735,8 @@ int dalloc_step(struct fs_volume *v, uint64_t upto, uint64_t pass, int64_t max_a
 	f->pass = pass;
 	t0 = dalloc_now_us();
 	/* (its callers take and leave the lock per file: a large one's data
-	 * is written with it left) */
+	 * is written with it left; one that gave way to a pin waiter,
+	 * -EINTR, stays buffered for a later pass) */
 	if (dalloc_place_file(v, f, 0, 1, &t0) == 0)
 		(*placed)++;
 	dalloc_note_hold(d, t0);
@@ -799,20 +817,7 @@ void dalloc_counters(struct fs_volume *v, struct fs_counters *out)
 	out->dalloc_unlocked = v->da->unlocked;
 	out->dalloc_unlocked_blocks = v->da->unlocked_blocks;
 	out->dalloc_unlocked_redone = v->da->unlocked_redone;
-}
-
-uint64_t dalloc_bytes(struct fs_volume *v)
-{
-	/* (pages whose blocks a placement in flight holds are counted
-	 * there, as reserved blocks; a file freed during its placement has
-	 * left bytes before its holds are given back: never below 0, which
-	 * made FSSTAT answer 0 free blocks meanwhile) */
-	uint64_t held;
-
-	if (!v->da)
-		return 0;
-	held = v->da->held_blocks * DA_PAGE;
-	return v->da->bytes > held ? v->da->bytes - held : 0;
+	out->dalloc_unlocked_stops = v->da->unlocked_stops;
 }
 
 /* --- the public calls -------------------------------------------------- */
@@ -847,6 +852,14 @@ void fs_dalloc_set_written_hook(struct fs_volume *v, void (*fn)(void *arg), void
 	vol_unlock(v);
 }
 
+void fs_dalloc_set_window_hook(struct fs_volume *v, void (*fn)(void *arg), void *arg)
+{
+	vol_lock(v);
+	v->da->window_hook = fn;
+	v->da->window_arg = arg;
+	vol_unlock(v);
+}
+
 void fs_set_dalloc_give_up(struct fs_volume *v, uint32_t fails, unsigned ms)
 {
 	vol_lock(v);
@@ -854,7 +867,7 @@ void fs_set_dalloc_give_up(struct fs_volume *v, uint32_t fails, unsigned ms)
 	vol_unlock(v);
 }
 
-int dalloc_place_sliced(struct fs_volume *v, int64_t max_age_ms, uint32_t *placed)
+int dalloc_place_sliced(struct fs_volume *v, int64_t max_age_ms, int wait, uint32_t *placed)
 {
 	uint64_t upto, pass;
 	int more;
@@ -872,7 +885,7 @@ int dalloc_place_sliced(struct fs_volume *v, int64_t max_age_ms, uint32_t *place
 	/* Files of the pass whose placement was in flight in another call
 	 * (skipped by the steps): placed once it ends. */
 	vol_lock(v);
-	for (;;) {
+	while (wait) {
 		struct da_file *f;
 		for (f = v->da->head.next; f != &v->da->head; f = f->next)
 			if (f->placing && f->seq < upto)
@@ -894,7 +907,7 @@ int fs_place_old(struct fs_volume *v, unsigned max_age_ms)
 		return 0;
 	/* Those old enough, and those whose failed placement's backoff has
 	 * passed: one file per hold of the lock (dalloc_step). */
-	dalloc_place_sliced(v, max_age_ms, &placed);
+	dalloc_place_sliced(v, max_age_ms, 1, &placed);
 	if (placed)
 		ret = vol_sync_unlocked(v);
 	return ret < 0 ? ret : (int)placed;

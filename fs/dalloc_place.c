@@ -56,6 +56,8 @@ struct snap {
 	const uint64_t *idx;
 	uint8_t **data;               /* (taken out as they stay with the file) */
 	uint64_t size;                /* the file's size then */
+	void (*window_hook)(void *arg); /* d->window_hook then, and its argument */
+	void *window_arg;
 };
 
 /* The end of the run of consecutive pages starting at s->idx[i]. */
@@ -82,7 +84,7 @@ static void release_holds(struct fs_volume *v, const struct held_run *h,
 {
 	for (uint32_t k = 0; k < nh; k++)
 		if (hold_alive(v, &h[k], &a[k]))
-			chunk_pa_release(vol_chunk(v, h[k].chunk), h[k].pblk, h[k].len);
+			chunk_hold_release(vol_chunk(v, h[k].chunk), h[k].pblk, h[k].len);
 }
 
 /* The snapshot's pages settled in f (NULL: freed meanwhile): placed, the
@@ -112,8 +114,27 @@ static void settle_pages(struct dalloc *d, struct da_file *f, struct snap *s, in
 		}
 		f->pg[out++] = *pg;
 	}
-	if (f)
+	if (f) {
 		f->n = out;
+		if (placed)
+			f->few = 0; /* (its extents changed: no longer known) */
+		dalloc_units_note(d->vol, f, NULL);
+	}
+}
+
+/* Would f keep pages once the snapshot's are placed (written meanwhile:
+ * copied, or new)? */
+static int pages_left(const struct da_file *f, const struct snap *s)
+{
+	uint32_t i = 0;
+
+	for (uint32_t p = 0; p < f->n; p++) {
+		while (i < s->n && s->idx[i] < f->pg[p].idx)
+			i++;
+		if (i == s->n || s->idx[i] != f->pg[p].idx || s->data[i] != f->pg[p].data)
+			return 1;
+	}
+	return 0;
 }
 
 /* The snapshot's pages left to it freed: with the lock left while there
@@ -225,14 +246,39 @@ fallback:
 	return -EAGAIN;
 }
 
-/* Without the lock: each held run's pages written to its blocks. */
-static void write_holds(const struct snap *s, const struct held_run *h, struct hold_at *a,
-			uint32_t nh)
+/* Has a chunk of the holds a pin waiter (a reopen, an offline or a
+ * retirement in chunk_wait_unpinned) that the placement's pins keep out?
+ * Its index in *at. */
+static int holds_waited(struct fs_volume *v, const struct held_run *h, uint32_t nh, uint32_t *at)
+{
+	for (uint32_t k = 0; k < nh; k++)
+		if (__atomic_load_n(&vol_chunk(v, h[k].chunk)->pin_waiters, __ATOMIC_SEQ_CST)) {
+			*at = h[k].chunk;
+			return 1;
+		}
+	return 0;
+}
+
+/* The placement gives way to the pin waiter of chunk at: counted. */
+static int gave_way(struct dalloc *d, uint32_t at)
+{
+	d->unlocked_stops++;
+	d->gave_way_chunk = at;
+	return -EINTR;
+}
+
+/* Without the lock: each held run's pages written to its blocks, 1 MiB a
+ * write; before each, a pin waiter of the chunks stops it (1, the chunk
+ * in *at): the waiter waits for one write at most, not the file's. */
+static int write_holds(struct fs_volume *v, const struct snap *s, const struct held_run *h,
+		       struct hold_at *a, uint32_t nh, uint32_t *at)
 {
 	uint8_t *bounce = malloc(BOUNCE_BLOCKS * OD_BLOCK_SIZE);
+	void (*hook)(void *arg) = s->window_hook;
 	uint32_t p = 0;
+	int stop = 0;
 
-	for (uint32_t k = 0; bounce && k < nh; k++) {
+	for (uint32_t k = 0; bounce && !stop && k < nh; k++) {
 		int ret = 0;
 		/* (the page of its first block: the snapshot holds every
 		 * block of a held run, found from the start) */
@@ -242,31 +288,36 @@ static void write_holds(const struct snap *s, const struct held_run *h, struct h
 			continue;
 		for (uint32_t off = 0; ret == 0 && off < h[k].len; off += BOUNCE_BLOCKS) {
 			uint32_t b = h[k].len - off < BOUNCE_BLOCKS ? h[k].len - off : BOUNCE_BLOCKS;
+			if ((stop = holds_waited(v, h, nh, at)))
+				break;
 			for (uint32_t j = 0; j < b; j++)
 				memcpy(bounce + (size_t)j * OD_BLOCK_SIZE, s->data[p + off + j],
 				       OD_BLOCK_SIZE);
 			ret = store_pwrite(a[k].st, bounce, (size_t)b * OD_BLOCK_SIZE,
 					   (uint64_t)(h[k].pblk + off) * OD_BLOCK_SIZE);
+			if (hook)
+				hook(s->window_arg);
 		}
-		a[k].ok = ret == 0;
+		a[k].ok = ret == 0 && !stop;
 	}
 	free(bounce);
+	return stop;
 }
 
 int dalloc_place_unlocked(struct fs_volume *v, struct da_file *f, uint8_t **data, int64_t *t0)
 {
 	struct dalloc *d = v->da;
 	struct fs_ino id = { f->stable, f->gen };
-	struct snap s = { f->n, NULL, data, f->size };
+	struct snap s = { f->n, NULL, data, f->size, d->window_hook, d->window_arg };
 	void (*hook)(void *arg) = d->written_hook;
 	void *hook_arg = d->written_arg;
 	struct held_run *h = NULL;
 	struct hold_at *a = NULL;
-	uint32_t nh = 0, epoch = f->epoch, live = 0;
+	uint32_t nh = 0, epoch = f->epoch, live = 0, waited_at = 0;
 	uint64_t *idx = malloc(f->n * sizeof(*idx)), before, blocks = 0, held = 0;
 	struct fchain fc;
 	struct iref r;
-	int ret = idx ? ino_get(v, id, &r) : -ENOMEM, cut = 0;
+	int ret = idx ? ino_get(v, id, &r) : -ENOMEM, cut = 0, stopped;
 
 	/* 1. Under the lock: the blocks chosen and held. */
 	if (ret < 0) {
@@ -288,15 +339,20 @@ int dalloc_place_unlocked(struct fs_volume *v, struct da_file *f, uint8_t **data
 	if (ret < 0)
 		chain_undo(v, &fc);
 	chain_release(&fc);
-	if (ret == 0 && !(a = calloc(nh ? nh : 1, sizeof(*a)))) {
+	/* (a chunk it would write to waited for, for its pins: it gives way
+	 * at once, nothing pinned) */
+	if (ret == 0 && (!(a = calloc(nh ? nh : 1, sizeof(*a))) ||
+			 holds_waited(v, h, nh, &waited_at))) {
 		for (uint32_t k = 0; k < nh; k++) /* (held: given back) */
-			chunk_pa_release(vol_chunk(v, h[k].chunk), h[k].pblk, h[k].len);
-		ret = -ENOMEM;
+			chunk_hold_release(vol_chunk(v, h[k].chunk), h[k].pblk, h[k].len);
+		ret = a ? -EINTR : -ENOMEM;
 	}
 	if (ret < 0) {
+		free(a);
 		free(h);
 		free(idx);
-		return -EAGAIN; /* (placed under the lock, which reports the error) */
+		/* (-EAGAIN: placed under the lock, which reports the error) */
+		return ret == -EINTR ? gave_way(d, waited_at) : -EAGAIN;
 	}
 	for (uint32_t k = 0; k < nh; k++) {
 		struct chunk *c = vol_chunk(v, h[k].chunk);
@@ -305,7 +361,9 @@ int dalloc_place_unlocked(struct fs_volume *v, struct da_file *f, uint8_t **data
 		chunk_pin(c); /* (its store stays while the data is written) */
 		held += h[k].len;
 	}
-	d->held_blocks += held; /* (counted once, as reserved: fs_statfs) */
+	/* (counted once, as held blocks: fs/dalloc_room.c) */
+	f->held = held < f->n ? (uint32_t)held : f->n;
+	d->held_pages += f->held;
 	for (uint32_t i = 0; i < f->n; i++)
 		f->pg[i].busy = 1;
 	f->placing = 1;
@@ -313,8 +371,8 @@ int dalloc_place_unlocked(struct fs_volume *v, struct da_file *f, uint8_t **data
 
 	/* 2. Without it: the data written. */
 	vol_unlock(v);
-	write_holds(&s, h, a, nh);
-	if (hook)
+	stopped = write_holds(v, &s, h, a, nh, &waited_at);
+	if (hook && !stopped)
 		hook(hook_arg); /* (the chunks still pinned, the blocks held) */
 	vol_lock(v);
 	*t0 = dalloc_now_us();
@@ -322,13 +380,13 @@ int dalloc_place_unlocked(struct fs_volume *v, struct da_file *f, uint8_t **data
 	/* 3. Under it again: the file checked, the held blocks taken. */
 	for (uint32_t k = 0; k < nh; k++)
 		chunk_unpin(vol_chunk(v, h[k].chunk));
-	d->held_blocks -= held;
+	dalloc_unhold(d, f, f->held);
 	for (uint32_t k = 0; k < nh; k++) {
 		const struct chunk *c = vol_chunk(v, h[k].chunk);
 		if (!hold_alive(v, &h[k], &a[k]))
 			continue; /* (gone with its chunk's state) */
 		if (!a[k].ok || chunk_draining(c)) {
-			chunk_pa_release(vol_chunk(v, h[k].chunk), h[k].pblk, h[k].len);
+			chunk_hold_release(vol_chunk(v, h[k].chunk), h[k].pblk, h[k].len);
 			continue;
 		}
 		h[live] = h[k];
@@ -340,6 +398,14 @@ int dalloc_place_unlocked(struct fs_volume *v, struct da_file *f, uint8_t **data
 		settle_pages(d, NULL, &s, 0);
 		free(f);
 		ret = 0;
+		goto out;
+	}
+	if (stopped) {
+		/* Given way: nothing placed, the pages stay buffered; the
+		 * caller makes it again once the waiter has had the lock. */
+		release_holds(v, h, a, live);
+		settle_pages(d, f, &s, 0);
+		ret = gave_way(d, waited_at);
 		goto out;
 	}
 	ret = f->epoch != epoch ? -EAGAIN : ino_get(v, id, &r);
@@ -368,9 +434,10 @@ int dalloc_place_unlocked(struct fs_volume *v, struct da_file *f, uint8_t **data
 		goto out;
 	}
 	/* Written meanwhile: those pages stay buffered, and so does the size
-	 * set past the data until they are placed. */
+	 * set past the data until they are placed. The pages settle once
+	 * the inode is written: failed, they stay buffered (review F3). */
+	ret = dalloc_place_finish(v, &r, f, ret, before, ret == 0 && !pages_left(f, &s), &cut);
 	settle_pages(d, f, &s, ret == 0);
-	ret = dalloc_place_finish(v, &r, f, ret, before, f->n == 0, &cut);
 	if (ret < 0) {
 		dalloc_failed(v, f, ret, cut < 0);
 		goto out;

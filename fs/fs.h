@@ -182,6 +182,7 @@ struct fs_counters {
 	uint64_t dalloc_unlocked;        /* placements whose data was written outside the lock */
 	uint64_t dalloc_unlocked_blocks; /* ... blocks so */
 	uint64_t dalloc_unlocked_redone; /* ... placed again under it (the file changed meanwhile) */
+	uint64_t dalloc_unlocked_stops;  /* ... stopped to give way to a chunk's pin waiter */
 	uint64_t large_continues;    /* continuations the continuation policy made
 				      * (fs_set_large_continue) since open */
 	/* The volume lock since open: holds, the longest (and the function
@@ -370,6 +371,13 @@ void fs_set_dalloc_give_up(struct fs_volume *vol, uint32_t fails, unsigned ms);
  * buffered), after the data was written and before the lock is taken
  * again to store the extents (NULL: none). */
 void fs_dalloc_set_written_hook(struct fs_volume *vol, void (*fn)(void *arg), void *arg);
+/* For tests: fn(arg) runs after each 1 MiB write of a placement whose data
+ * is written outside the volume lock (its chunks pinned, the lock free;
+ * NULL: none). */
+void fs_dalloc_set_window_hook(struct fs_volume *vol, void (*fn)(void *arg), void *arg);
+/* For tests: the nth inode write from now on (1: the next; 0: none) fails
+ * with err (a negative errno), once. */
+void fs_fault_ino_write(struct fs_volume *vol, unsigned nth, int err);
 /* Place every file whose oldest buffered byte is max_age_ms old or more,
  * and commit them: the number of files placed, or a negative errno. */
 int fs_place_old(struct fs_volume *vol, unsigned max_age_ms);

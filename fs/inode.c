@@ -54,11 +54,22 @@ int ino_read(struct fs_volume *v, struct od_loc loc, struct iref *out)
 	return 0;
 }
 
+void fs_fault_ino_write(struct fs_volume *v, unsigned nth, int err)
+{
+	vol_lock(v);
+	v->ino_write_fault = nth;
+	v->ino_write_fault_err = err;
+	vol_unlock(v);
+}
+
 int ino_write(struct fs_volume *v, const struct iref *r)
 {
 	struct buf *b;
-	int ret = loc_buf(v, r->loc, &b);
+	int ret;
 
+	if (v->ino_write_fault && --v->ino_write_fault == 0)
+		return v->ino_write_fault_err;
+	ret = loc_buf(v, r->loc, &b);
 	if (ret < 0)
 		return ret;
 	od_put_inode(b->data + r->loc.off, &r->ino);

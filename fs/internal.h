@@ -139,6 +139,11 @@ struct chunk {
 	uint32_t nfree_map, cap_free_map;
 	uint8_t *pa_map;              /* reserved for a file (prealloc.c), not in the bitmap */
 	uint32_t pa_blocks;           /* ... how many */
+	uint8_t *hold_map;            /* held by a placement in flight (dalloc_place.c), apart
+				       * from pa_map: a reservation's release never frees them */
+	uint32_t hold_blocks;         /* ... how many */
+	uint32_t pairs_low;           /* free pairs of the zones, at least (chunk_meta_room:
+				       * counted, then one less per block made busy) */
 	uint64_t unloads;             /* times this state was dropped (reservations with it) */
 	uint32_t *free_slots;         /* free inode-area slots below the watermark */
 	uint32_t nfree_slots, cap_free_slots;
@@ -278,6 +283,10 @@ struct fs_volume {
 
 	/* Delayed allocation: files' buffered data (dalloc.c). */
 	struct dalloc *da;
+	/* Extent units its placement may need in any one chunk
+	 * (fs/dalloc_room.c): other metadata leaves that many of a chunk's
+	 * free pairs alone (alloc_meta). */
+	uint64_t da_units;
 
 	/* Evacuation: the step's data copied outside the lock, and what it
 	 * planned (evac_pre.c); a test's call between the copy and the move
@@ -287,6 +296,8 @@ struct fs_volume {
 	void (*evac_copied_hook)(void *arg);
 	void *evac_copied_arg;
 	void (*evac_window_hook)(void *arg); /* after each window of the copy (tests) */
+	unsigned ino_write_fault;     /* fs_fault_ino_write: the nth ino_write fails */
+	int ino_write_fault_err;
 	void *evac_window_arg;
 	struct evac_lindex *evac_lindex; /* evac_linked.c: K's entries, for one step's hold */
 	int evac_trace_fd;            /* fs_evac_set_trace: each step's holds, a line each (-1) */
@@ -496,6 +507,12 @@ void chunk_thaw_frees(struct chunk *c, int committed);
  * (at most want, while reserved) allocated: how many. pa_release: the
  * blocks of [start, start + len) still reserved released: how many. */
 uint32_t chunk_avail_blocks(const struct chunk *c);
+/* Has c's metadata zone want free pairs (a unit each)? Data leaves the
+ * pairs promised to buffered data's units (v->da_units, or the zone's
+ * reserve when more) to metadata. The allocation state loaded. */
+int chunk_meta_room(struct chunk *c, uint64_t want);
+/* The pairs of c's zones that data leaves free (for metadata units). */
+uint32_t chunk_zone_reserve(const struct chunk *c);
 int chunk_pa_find(struct chunk *c, uint32_t goal, uint32_t want, uint32_t *start, uint32_t *got);
 uint32_t chunk_pa_take(struct chunk *c, uint32_t start, uint32_t want);
 uint32_t chunk_pa_release(struct chunk *c, uint32_t start, uint32_t len);
@@ -506,11 +523,14 @@ int chunk_pa_reserve_data(struct chunk *c, uint32_t goal, uint32_t want, uint32_
 			  uint32_t *got);
 /* Delayed allocation's placement outside the lock (fs/dalloc_place.c):
  * hold: blocks [start, start + len) that the running operation allocated
- * (in the bitmap, not committed) reserved instead; hold_take: as
- * pa_take, without moving the chunk's data hint (the allocation that
- * chose them moved it already). */
+ * (in the bitmap, not committed) held instead, in hold_map (busy as a
+ * reservation is, but no reservation's: pa_release leaves them);
+ * hold_take: as pa_take for held blocks, without moving the chunk's data
+ * hint (the allocation that chose them moved it already); hold_release:
+ * as pa_release for held blocks. */
 void chunk_hold(struct chunk *c, uint32_t start, uint32_t len);
 uint32_t chunk_hold_take(struct chunk *c, uint32_t start, uint32_t want);
+uint32_t chunk_hold_release(struct chunk *c, uint32_t start, uint32_t len);
 
 /* prealloc.c: per file reservations, keyed by stable number. take: data
  * for file blocks [lblk, lblk + want) of the file in chunk c from its
@@ -772,25 +792,35 @@ void dalloc_set_give_up(struct fs_volume *v, uint32_t fails, int64_t ms);
  * 0 when none is left (a large file's data written with the lock left
  * meanwhile: fs/dalloc_place.c; one another call is placing is skipped);
  * place_sliced: every such file, taking and leaving the lock per file
- * (called without it), then waits for those of the pass another call was
- * placing. */
+ * (called without it), then (wait) waits for those of the pass another
+ * call was placing. */
 uint64_t dalloc_seq(struct fs_volume *v);
 uint64_t dalloc_new_pass(struct fs_volume *v);
 int dalloc_step(struct fs_volume *v, uint64_t upto, uint64_t pass, int64_t max_age_ms,
 		uint32_t *placed);
-int dalloc_place_sliced(struct fs_volume *v, int64_t max_age_ms, uint32_t *placed);
+int dalloc_place_sliced(struct fs_volume *v, int64_t max_age_ms, int wait, uint32_t *placed);
 void dalloc_drop(struct fs_volume *v, uint64_t stable);
 int dalloc_over_limit(struct fs_volume *v);
 /* Is anything buffered while the free blocks, less blocks about to be
- * written, no longer keep room_for's margin? Then it is placed before
+ * written, no longer keep dalloc_room_for's margin? Then it is placed before
  * more data is written, while the blocks it was promised are there. */
 int dalloc_tight(struct fs_volume *v, uint64_t blocks);
+/* dalloc_room.c: set while this thread places buffered data: its extent
+ * units may take the pairs promised to it (v->da_units). */
+extern __thread int dalloc_placing;
 /* (called without the lock) */
 void dalloc_relieve(struct fs_volume *v);
 /* Set the size of a buffered file to size, at least its buffered size:
  * -ENOENT when nothing of it is buffered. */
 int dalloc_extend(struct fs_volume *v, uint64_t stable, uint64_t size);
-uint64_t dalloc_bytes(struct fs_volume *v);
+/* dalloc_room.c: blocks promised to buffered data, not free to promise
+ * again (FSSTAT): its pages not held yet, and the pairs of the extent
+ * units its placement may need. */
+uint64_t dalloc_promised_blocks(struct fs_volume *v);
+/* May an allocation other than a placement of buffered data take blocks
+ * more? Only while the blocks that data may take keep room for the
+ * buffered pages not held yet (a placement may take any). */
+int dalloc_may_take(struct fs_volume *v, uint64_t blocks);
 void dalloc_counters(struct fs_volume *v, struct fs_counters *out);
 void vol_attr(struct fs_volume *v, const struct od_inode *ino, struct fs_attr *a);
 

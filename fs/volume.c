@@ -699,7 +699,7 @@ int fs_sync(struct fs_volume *v)
 	 * not make durable. */
 	{
 		uint32_t placed;
-		(void)dalloc_place_sliced(v, -1, &placed); /* a file per lock hold */
+		(void)dalloc_place_sliced(v, -1, 1, &placed); /* a file per lock hold */
 	}
 	ret = vol_sync_unlocked(v);
 	/* A chunk whose server is gone cannot commit, and must not keep the
@@ -770,9 +770,10 @@ int fs_statfs(struct fs_volume *v, struct fs_statfs *out)
 		out->free_blocks += chunk_avail_blocks(c);
 		out->free_inodes += c->hdr.max_inodes - c->hdr.used_inodes;
 	}
-	/* Buffered pages will take blocks: they are not free to promise. */
+	/* Buffered pages will take blocks, and their extents units: they are
+	 * not free to promise. */
 	{
-		uint64_t held = dalloc_bytes(v) / OD_BLOCK_SIZE;
+		uint64_t held = dalloc_promised_blocks(v);
 		out->free_blocks = out->free_blocks > held ? out->free_blocks - held : 0;
 	}
 	vol_unlock(v);

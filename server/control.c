@@ -421,7 +421,8 @@ static void cmd_status(struct control *ctl, struct answer *a)
 	    " reallocs=%" PRIu64 " realloc_blocks=%" PRIu64 " realloc_no_run=%" PRIu64
 	    " alloc_policy=%s realloc_append_kb=%" PRIu64 " append_moves=%" PRIu64
 	    " append_move_blocks=%" PRIu64 " unlocked=%" PRIu64 " unlocked_blocks=%" PRIu64
-	    " unlocked_redone=%" PRIu64 " small_pack_kb=%" PRIu64 " small_packs=%" PRIu64
+	    " unlocked_redone=%" PRIu64 " unlocked_stops=%" PRIu64 " small_pack_kb=%" PRIu64
+	    " small_packs=%" PRIu64
 	    " pack_regions=%" PRIu64 "\n",
 	    ctl->srv->cfg.dalloc_mb, ctl->srv->cfg.dalloc_age, fc.dalloc_bytes, fc.dalloc_files,
 	    fc.dalloc_placed, fc.dalloc_failures, fc.dalloc_retried, fc.dalloc_failing,
@@ -430,7 +431,8 @@ static void cmd_status(struct control *ctl, struct answer *a)
 	    fc.realloc_min_extents, fc.reallocs, fc.realloc_blocks, fc.realloc_no_run,
 	    fc.alloc_first_fit ? "first-fit" : "runs", fc.realloc_append_max >> 10, fc.append_moves,
 	    fc.append_move_blocks, fc.dalloc_unlocked, fc.dalloc_unlocked_blocks,
-	    fc.dalloc_unlocked_redone, fc.small_pack >> 10, fc.small_packs, fc.pack_regions);
+	    fc.dalloc_unlocked_redone, fc.dalloc_unlocked_stops, fc.small_pack >> 10,
+	    fc.small_packs, fc.pack_regions);
 	add(a, "readahead kb=%u hints=%" PRIu64 " hint_bytes=%" PRIu64 "\n", fc.readahead >> 10,
 	    fc.ra_hints, fc.ra_hint_bytes);
 	add(a, "lock holds=%" PRIu64 " hold_max_us=%" PRIu64 " holds_over_1ms=%" PRIu64

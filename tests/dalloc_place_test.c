@@ -6,14 +6,20 @@
  * at its old size. Meanwhile: a write to a page being placed and an
  * append stay buffered and are placed by the next commit; a remove frees
  * the held blocks; a truncate places the file under the lock and the
- * placement leaves it to it. Two threads committing files of their own
+ * placement leaves it to it; the file's reservation released (its held
+ * blocks taken from it) leaves the held blocks to the placement, which
+ * another placement meanwhile does not get. Two threads committing files of their own
  * (and one the same file) at once, with a reader beside them: every byte
- * where it belongs, every placement unlocked, fsck clean after a reopen. */
+ * where it belongs, every placement unlocked, fsck clean after a reopen.
+ * The held pages counted once by admission and FSSTAT, also once their
+ * file is removed meanwhile. The inode's write at the end failing: the
+ * file cut back, the pages kept, placed by the next commit. */
 #include "config.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -118,7 +124,7 @@ static int fsck_problems(const char *path)
 }
 
 /* What the hook does, run once between the unlocked write and the lock. */
-enum { H_LOOK, H_WRITE, H_REMOVE, H_TRUNCATE };
+enum { H_LOOK, H_WRITE, H_REMOVE, H_TRUNCATE, H_INO_FAULT };
 struct hook {
 	struct fs_volume *v;
 	struct fs_ino f;
@@ -166,6 +172,9 @@ static void written_hook(void *arg)
 	case H_TRUNCATE:
 		h->ret = fs_setattr(h->v, NULL, h->f, &sa, NULL);
 		break;
+	case H_INO_FAULT:
+		fs_fault_ino_write(h->v, 1, -EIO); /* (the inode's write at the end) */
+		break;
 	}
 }
 
@@ -199,7 +208,9 @@ static void test_lock_free(struct fs_volume *v)
 	CHECK_EQ(k1.dalloc_unlocked_blocks - k0.dalloc_unlocked_blocks, 4096);
 	CHECK_EQ(k1.dalloc_unlocked_redone, k0.dalloc_unlocked_redone);
 	CHECK_EQ(k1.dalloc_files, 0);
-	CHECK_EQ(free_blocks(v), free0);
+	/* (the pairs of the 17 extent units 4096 pages may have needed,
+	 * promised until it was placed, fs/dalloc_room.c) */
+	CHECK_EQ(free_blocks(v), free0 + 2 * 17);
 	CHECK_EQ(extents(v, f), 1);
 	CHECK_EQ(size_of(v, f), 16 * MiB);
 	CHECK(reads(v, f, 0, 16 * MiB, 1));
@@ -283,30 +294,6 @@ static void test_removed_meanwhile(struct fs_volume *v)
 	CHECK_EQ(fs_check_invariants(v, NULL, NULL), 0);
 }
 
-/* A file with a preallocation is placed under the lock: its blocks come
- * from its reservation, which a release meanwhile (a truncate, a remove,
- * expiry, ENOSPC's give-back) would clear under the held blocks. Its
- * bytes are its own. */
-static void test_reserved_locked(struct fs_volume *v)
-{
-	struct fs_counters k0, k1;
-	struct fs_ino f = make_file(v, "reserved");
-	uint64_t got = 0;
-
-	CHECK_EQ(fs_prealloc(v, f, 8 * MiB, 0, &got), 0);
-	CHECK_EQ(got, 2048);
-	for (uint64_t off = 0; off < 4 * MiB; off += MiB)
-		put(v, f, off, MiB, 6);
-	k0 = counters(v);
-	CHECK_EQ(fs_commit(v, f), 0);
-	k1 = counters(v);
-	CHECK_EQ(k1.dalloc_unlocked, k0.dalloc_unlocked);
-	CHECK_EQ(k1.dalloc_files, 0);
-	CHECK(reads(v, f, 0, 4 * MiB, 6));
-	CHECK_EQ(fs_prealloc_release(v, f), 0);
-	CHECK_EQ(fs_check_invariants(v, NULL, NULL), 0);
-}
-
 /* Cut while its data is written: the truncate places it under the lock
  * first, and the placement in flight leaves it to that. */
 static void test_truncated_meanwhile(struct fs_volume *v)
@@ -335,6 +322,171 @@ static void test_truncated_meanwhile(struct fs_volume *v)
 	CHECK_EQ(fs_sync(v), 0);
 	CHECK_EQ(free_blocks(v), free0 - 2);
 	CHECK_EQ(fs_check_invariants(v, NULL, NULL), 0);
+}
+
+/* Review F3: the inode's write at the end of the placement fails. The
+ * file is cut back and its pages stay buffered: the commit answers the
+ * error, the next one places every byte. Before, the pages were settled
+ * (freed) first: the error answered, the data gone (the next commit
+ * answered 0 with the file empty). */
+static void test_finish_fails(struct fs_volume *v)
+{
+	static struct hook h;
+	struct fs_counters k0, k1;
+	struct fs_ino f = make_file(v, "finish");
+	uint64_t free0 = free_blocks(v);
+
+	for (uint64_t off = 0; off < 4 * MiB; off += MiB)
+		put(v, f, off, MiB, 11);
+	k0 = counters(v);
+	h = (struct hook){ .v = v, .f = f, .what = H_INO_FAULT };
+	fs_dalloc_set_written_hook(v, written_hook, &h);
+	CHECK_EQ(fs_commit(v, f), -EIO);
+	fs_dalloc_set_written_hook(v, NULL, NULL);
+	k1 = counters(v);
+	CHECK_EQ(h.calls, 1);
+	CHECK_EQ(k1.dalloc_failures - k0.dalloc_failures, 1);
+	CHECK_EQ(k1.dalloc_files, 1);
+	CHECK_EQ(k1.dalloc_bytes, 4 * MiB);
+	CHECK_EQ(fs_drop_count(v), 0);
+	CHECK_EQ(size_of(v, f), 4 * MiB);
+	CHECK(reads(v, f, 0, 4 * MiB, 11));
+	CHECK_EQ(fs_commit(v, f), 0);
+	k1 = counters(v);
+	CHECK_EQ(k1.dalloc_files, 0);
+	CHECK_EQ(k1.dalloc_retried - k0.dalloc_retried, 1);
+	CHECK_EQ(extents(v, f), 1);
+	CHECK_EQ(size_of(v, f), 4 * MiB);
+	CHECK(reads(v, f, 0, 4 * MiB, 11));
+	CHECK_EQ(fs_sync(v), 0);
+	CHECK_EQ(free_blocks(v), free0 - 1024);
+	CHECK_EQ(fs_check_invariants(v, NULL, NULL), 0);
+	/* The same under the lock (64 KiB): before, the blocks stayed taken
+	 * with the inode not pointing at them (fs_check_invariants: 16). */
+	f = make_file(v, "finish.small");
+	put(v, f, 0, 16 * 4096, 12);
+	fs_fault_ino_write(v, 1, -EIO);
+	CHECK_EQ(fs_commit(v, f), -EIO);
+	fs_fault_ino_write(v, 0, 0);
+	CHECK_EQ(counters(v).dalloc_bytes, 16 * 4096);
+	CHECK_EQ(fs_check_invariants(v, NULL, NULL), 0);
+	CHECK_EQ(fs_commit(v, f), 0);
+	CHECK_EQ(counters(v).dalloc_files, 0);
+	CHECK(reads(v, f, 0, 16 * 4096, 12));
+	CHECK_EQ(fs_check_invariants(v, NULL, NULL), 0);
+}
+
+/* A placement's held blocks are not its file's reservation's: released
+ * meanwhile (fs_prealloc_release, as a truncate, remove, stable write or
+ * expiry releases it), the reservation gives back only what it still
+ * reserves. Before holds had a map of their own, the release freed the
+ * held blocks, a second placement (B's, in a thread, its hook run while
+ * A's waits) held and wrote the same blocks, and A's took them: A read
+ * B's bytes. */
+struct race {
+	struct fs_volume *v;
+	struct fs_ino a, b;
+	sem_t b_written, a_done;
+	pthread_t th;
+	int calls, started, b_ret, release_ret;
+};
+
+static void *race_commit_b(void *arg)
+{
+	struct race *r = arg;
+
+	r->b_ret = fs_commit(r->v, r->b);
+	return NULL;
+}
+
+static void race_hook(void *arg)
+{
+	struct race *r = arg;
+	int c = __atomic_add_fetch(&r->calls, 1, __ATOMIC_SEQ_CST);
+
+	if (c == 1) { /* A's placement, its data written to its held blocks */
+		r->release_ret = fs_prealloc_release(r->v, r->a);
+		r->started = pthread_create(&r->th, NULL, race_commit_b, r) == 0;
+		if (r->started)
+			sem_wait(&r->b_written);
+	} else if (c == 2) { /* B's, in the thread: A's step 3 runs now */
+		sem_post(&r->b_written);
+		sem_wait(&r->a_done);
+	}
+}
+
+/* A's extents gathered (fs_file_extents calls back under the lock: no
+ * nested call), then B's compared with them: blocks in both. */
+struct extset {
+	struct fs_extent e[64];
+	int n, shared;
+};
+
+static int gather_ext(void *ctx, const struct fs_extent *e)
+{
+	struct extset *x = ctx;
+
+	if (x->n == 64)
+		return -E2BIG;
+	x->e[x->n++] = *e;
+	return 0;
+}
+
+static int shared_ext(void *ctx, const struct fs_extent *e)
+{
+	struct extset *x = ctx;
+
+	for (int i = 0; i < x->n; i++) {
+		const struct fs_extent *a = &x->e[i];
+		if (a->chunk == e->chunk && a->pblk < e->pblk + e->len && e->pblk < a->pblk + a->len)
+			x->shared++;
+	}
+	return 0;
+}
+
+static void test_prealloc_released_meanwhile(struct fs_volume *v)
+{
+	static struct race r;
+	static struct extset x;
+	uint64_t res = 0;
+
+	r = (struct race){ .v = v, .b = make_file(v, "pa-b") };
+	sem_init(&r.b_written, 0, 0);
+	sem_init(&r.a_done, 0, 0);
+	fs_set_alloc_policy(v, FS_ALLOC_FIRST_FIT); /* (B takes the first free blocks) */
+	/* B's first 2 MiB placed before A's reservation: B's next blocks
+	 * are sought right after them, where A's reservation begins. */
+	put(v, r.b, 0, 2 * MiB, 21);
+	CHECK_EQ(fs_commit(v, r.b), 0);
+	r.a = make_file(v, "pa-a");
+	CHECK_EQ(fs_prealloc(v, r.a, 8 * MiB, 0, &res), 0);
+	CHECK(res >= 4 * MiB / 4096); /* (A's pages placed in it) */
+	for (uint64_t off = 0; off < 4 * MiB; off += MiB)
+		put(v, r.a, off, MiB, 20);
+	for (uint64_t off = 2 * MiB; off < 6 * MiB; off += MiB)
+		put(v, r.b, off, MiB, 21);
+	fs_dalloc_set_written_hook(v, race_hook, &r);
+	CHECK_EQ(fs_commit(v, r.a), 0);
+	sem_post(&r.a_done);
+	if (r.started)
+		pthread_join(r.th, NULL);
+	fs_dalloc_set_written_hook(v, NULL, NULL);
+	fs_set_alloc_policy(v, FS_ALLOC_RUNS);
+	CHECK_EQ(r.started, 1);
+	CHECK_EQ(r.calls, 2);
+	CHECK_EQ(r.release_ret, 0);
+	CHECK_EQ(r.b_ret, 0);
+	CHECK(reads(v, r.a, 0, 4 * MiB, 20));
+	CHECK(reads(v, r.b, 0, 6 * MiB, 21));
+	/* No block in both. */
+	CHECK_EQ(fs_file_extents(v, r.a, gather_ext, &x), 0);
+	CHECK(x.n > 0);
+	CHECK_EQ(fs_file_extents(v, r.b, shared_ext, &x), 0);
+	CHECK_EQ(x.shared, 0);
+	CHECK_EQ(fs_sync(v), 0);
+	CHECK_EQ(fs_check_invariants(v, NULL, NULL), 0);
+	sem_destroy(&r.b_written);
+	sem_destroy(&r.a_done);
 }
 
 /* Two threads commit files of their own, 2 MiB each, 8 rounds, then the
@@ -419,6 +571,82 @@ static void test_threads(struct fs_volume *v)
 	CHECK_EQ(fs_check_invariants(v, NULL, NULL), 0);
 }
 
+/* Review F2: the pages whose blocks a placement holds are counted once,
+ * by admission and by FSSTAT. While A's 4 MiB are written, free blocks
+ * enough for one more page beside them (1,000 over the margin, not A's
+ * 1,024 twice) let a page of C be buffered; A removed meanwhile takes its
+ * held count with it, and B's buffered pages stay counted. Before: C's
+ * page was refused (A's pages counted as buffered and as held blocks),
+ * and FSSTAT hid B's 64 pages under A's holds. */
+struct held_hook {
+	struct fs_volume *v;
+	struct fs_ino c;
+	int calls, put_ok;
+	uint64_t bytes_before, bytes_after, free_before, free_after;
+	int removed;
+};
+
+static void held_hook(void *arg)
+{
+	struct held_hook *h = arg;
+	struct fs_counters k;
+
+	h->calls++;
+	fs_get_counters(h->v, &k);
+	h->bytes_before = k.dalloc_bytes;
+	h->put_ok = write_ok(h->v, h->c, 4096, 4096, 7); /* (page 1: not inline) */
+	fs_get_counters(h->v, &k);
+	h->bytes_after = k.dalloc_bytes;
+	h->free_before = free_blocks(h->v);
+	h->removed = fs_remove(h->v, NULL, root, "held.a");
+	h->free_after = free_blocks(h->v);
+}
+
+static void test_held_once(struct fs_volume *v)
+{
+	static struct held_hook h;
+	struct fs_ino a = make_file(v, "held.a"), b = make_file(v, "held.b");
+	struct fs_ino c = make_file(v, "held.c"), filler = make_file(v, "held.filler");
+	uint64_t margin, free0, left;
+
+	/* The volume filled (written at once) down to A's 1,024 blocks, the
+	 * margin (an eighth of it and 64 blocks, B's 64 pages twice and
+	 * C's page twice) and 1,000 more. */
+	margin = (2u * (64u << 20) / 4096) / 8 + 64;
+	left = 1024 + margin + 2 * 64 + 2 + 1000;
+	fs_set_dalloc_limit(v, 0);
+	for (uint64_t off = 0; free_blocks(v) > left + 512; off += MiB)
+		put(v, filler, off, MiB, 9);
+	fs_set_dalloc_limit(v, 64u << 20);
+	CHECK_EQ(fs_sync(v), 0);
+	for (uint64_t off = 0; off < 4 * MiB; off += MiB)
+		put(v, a, off, MiB, 6);
+	put(v, b, 4096, 64 * 4096, 8);
+	CHECK_EQ(counters(v).dalloc_bytes, 4 * MiB + 64 * 4096);
+	free0 = free_blocks(v);
+	h = (struct held_hook){ .v = v, .c = c };
+	fs_dalloc_set_written_hook(v, held_hook, &h);
+	CHECK_EQ(fs_commit(v, a), -ESTALE);
+	fs_dalloc_set_written_hook(v, NULL, NULL);
+	CHECK_EQ(h.calls, 1);
+	CHECK_EQ(h.put_ok, 1);
+	CHECK_EQ(h.bytes_after - h.bytes_before, 4096); /* (buffered) */
+	CHECK_EQ(h.removed, 0);
+	CHECK_EQ(h.free_before, free0 - 1);
+	/* A's held blocks stay held until its placement gives them back;
+	 * the pairs of its 5 extent units (1,024 pages) are no longer
+	 * promised; B's pages still are. */
+	CHECK_EQ(h.free_after, h.free_before + 2 * 5);
+	CHECK_EQ(fs_commit(v, b), 0);
+	CHECK_EQ(fs_commit(v, c), 0);
+	CHECK(reads(v, b, 4096, 64 * 4096, 8));
+	CHECK(reads(v, c, 4096, 4096, 7));
+	CHECK_EQ(fs_remove(v, NULL, root, "held.filler"), 0);
+	CHECK_EQ(fs_sync(v), 0);
+	CHECK_EQ(counters(v).dalloc_bytes, 0);
+	CHECK_EQ(fs_check_invariants(v, NULL, NULL), 0);
+}
+
 int main(void)
 {
 	struct fs_mkfs_opts o = { .chunk_size = 64u << 20, .chunk_count = 2, .force = 1 };
@@ -440,9 +668,11 @@ int main(void)
 	test_lock_free(v);
 	test_write_meanwhile(v);
 	test_removed_meanwhile(v);
-	test_reserved_locked(v);
 	test_truncated_meanwhile(v);
+	test_finish_fails(v);
+	test_prealloc_released_meanwhile(v);
 	test_threads(v);
+	test_held_once(v);
 	CHECK_EQ(fs_close(v), 0);
 	CHECK_EQ(fsck_problems(image), 0);
 	/* Everything where it was put, after a reopen. */
@@ -459,6 +689,8 @@ int main(void)
 		CHECK_EQ(fs_lookup(v, NULL, root, "removed", &f, NULL), -ENOENT);
 		CHECK_EQ(fs_lookup(v, NULL, root, "cut", &f, NULL), 0);
 		CHECK_EQ(size_of(v, f), 5000);
+		CHECK_EQ(fs_lookup(v, NULL, root, "finish", &f, NULL), 0);
+		CHECK(reads(v, f, 0, 4 * MiB, 11));
 		for (int i = 0; i < 2; i++)
 			for (int r = 0; r < ROUNDS; r++) {
 				snprintf(name, sizeof(name), "w%d.%d", i, r);

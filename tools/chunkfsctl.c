@@ -394,7 +394,8 @@ static void print_status(struct record *recs, int n)
 			       "too long, %llu chunk offline, %llu over the cap, %llu at close\n"
 			       "  placement under one hold of the volume lock: at most %.1f ms, "
 			       "%llu times over 10 ms; %llu placements wrote their data outside "
-			       "it (%.1f MiB), %llu of them placed again under it\n"
+			       "it (%.1f MiB), %llu of them placed again under it, %llu stopped "
+			       "for a chunk's reopen or offline\n"
 			       "  reallocation on rewrite (files of %llu extents or more; 0: off): "
 			       "%llu files gathered into new runs, %llu blocks; %llu written in "
 			       "place for want of a run\n\n",
@@ -405,7 +406,8 @@ static void print_status(struct record *recs, int n)
 			       num(r, "gave_up_memory"), num(r, "gave_up_close"),
 			       (double)num(r, "hold_max_us") / 1000.0, num(r, "holds_over_10ms"),
 			       num(r, "unlocked"), (double)num(r, "unlocked_blocks") / 256.0,
-			       num(r, "unlocked_redone"), num(r, "realloc_extents"), num(r, "reallocs"),
+			       num(r, "unlocked_redone"), num(r, "unlocked_stops"),
+			       num(r, "realloc_extents"), num(r, "reallocs"),
 			       num(r, "realloc_blocks"), num(r, "realloc_no_run"));
 		else if (!strcmp(r->type, "readahead"))
 			printf("read-ahead: %llu KiB ahead of files read in order (0: off); %llu "
