@@ -59,7 +59,6 @@ int main(void)
 	struct fs_mkfs_opts o = {
 		.chunk_size = 16u << 20, .chunk_count = 1, .bytes_per_inode = 2048, .force = 1
 	};
-	const char *dir = getenv("TMPDIR");
 	static uint8_t buf[SIZE];
 	struct fs_volume *v = NULL;
 	struct fs_ino root, f, safe, d, g;
@@ -67,15 +66,13 @@ int main(void)
 	struct fs_attr a;
 	struct fs_statfs st0, st1;
 	uint64_t drops;
-	int fd, ndirs = 0, ret = 0, ext = 0;
+	int ndirs = 0, ret = 0, ext = 0;
 	char name[32], target[2048] = "";
 
-	snprintf(image, sizeof(image), "%s/dalloc_nospc_test.XXXXXX", dir && *dir ? dir : "/tmp");
-	fd = mkstemp(image);
-	if (fd < 0)
+	ret = mkfs_temp(image, sizeof(image), "dalloc_nospc_test", &o);
+	if (ret == -1)
 		return 99;
-	close(fd);
-	CHECK_EQ(fs_mkfs(image, &o), 0);
+	CHECK_EQ(ret, 0);
 	CHECK_EQ(fs_open(image, 0, &v), 0);
 	if (!v)
 		return test_done("dalloc_nospc");

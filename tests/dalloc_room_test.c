@@ -67,7 +67,6 @@ int main(void)
 	struct fs_mkfs_opts o = {
 		.chunk_size = 16u << 20, .chunk_count = 1, .bytes_per_inode = 2048, .force = 1
 	};
-	const char *dir = getenv("TMPDIR");
 	static uint8_t buf[4 * KiB];
 	static struct fs_ino small[MAXFILES];
 	static uint32_t where[MAXFILES];
@@ -75,15 +74,13 @@ int main(void)
 	struct fs_ino root, f, d;
 	struct fs_attr a;
 	char name[32];
-	int fd, nsmall = 0, removed = 0, nunit = 0, ret = 0, ext = 0;
+	int nsmall = 0, removed = 0, nunit = 0, ret = 0, ext = 0;
 	uint32_t half = (16u << 20) / 4096 / 2, lower = 0;
 
-	snprintf(image, sizeof(image), "%s/dalloc_room_test.XXXXXX", dir && *dir ? dir : "/tmp");
-	fd = mkstemp(image);
-	if (fd < 0)
+	ret = mkfs_temp(image, sizeof(image), "dalloc_room_test", &o);
+	if (ret == -1)
 		return 99;
-	close(fd);
-	CHECK_EQ(fs_mkfs(image, &o), 0);
+	CHECK_EQ(ret, 0);
 	CHECK_EQ(fs_open(image, 0, &v), 0);
 	if (!v)
 		return test_done("dalloc_room");

@@ -488,16 +488,13 @@ static void test_reopen(struct fs_volume **vp)
 int main(void)
 {
 	struct fs_mkfs_opts o = { .chunk_size = 64u << 20, .chunk_count = 1, .force = 1 };
-	const char *dir = getenv("TMPDIR");
 	struct fs_volume *v = NULL;
-	int fd;
+	int ret;
 
-	snprintf(image, sizeof(image), "%s/realloc_test.XXXXXX", dir && *dir ? dir : "/tmp");
-	fd = mkstemp(image);
-	if (fd < 0)
+	ret = mkfs_temp(image, sizeof(image), "realloc_test", &o);
+	if (ret == -1)
 		return 99;
-	close(fd);
-	CHECK_EQ(fs_mkfs(image, &o), 0);
+	CHECK_EQ(ret, 0);
 	CHECK_EQ(fs_open(image, 0, &v), 0);
 	if (!v)
 		return test_done("realloc");

@@ -8,6 +8,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #include "fs/fs.h"
@@ -46,6 +48,23 @@ static inline int copy_file(const char *from, const char *to)
 	if (out >= 0)
 		close(out);
 	return ret;
+}
+
+/* A fresh image made by o, in $TMPDIR (or /tmp) under a name beginning
+ * with name; its path in image[len]: 0, -1 when no file could be made, or
+ * fs_mkfs's negative errno. */
+static inline int mkfs_temp(char *image, size_t len, const char *name,
+			    const struct fs_mkfs_opts *o)
+{
+	const char *dir = getenv("TMPDIR");
+	int fd;
+
+	snprintf(image, len, "%s/%s.XXXXXX", dir && *dir ? dir : "/tmp", name);
+	fd = mkstemp(image);
+	if (fd < 0)
+		return -1;
+	close(fd);
+	return fs_mkfs(image, o);
 }
 
 #endif
