@@ -25,6 +25,16 @@ int vol_fosters_load(struct fs_volume *v, char *why, size_t n)
 	return od_fosters_read(&hs, 0, &c0->hdr, -1, &v->fost, why, n);
 }
 
+/* Is block b of chunk 0 in use (od_fosters_chunk0's allocated: a map
+ * found in chunk 0 is one in use, not a copy left in free blocks)? Its
+ * bitmap loaded on first use; unknown counts as in use. */
+static int c0_allocated(void *ctx, uint32_t b)
+{
+	struct chunk *c0 = ctx;
+
+	return chunk_load(c0) < 0 || bitmap_test(c0, b);
+}
+
 int vol_fosters_degraded(struct fs_volume *v, const char *fwhy, char *why, size_t whylen)
 {
 	uint32_t n = v->nchunks, nlost = 0, had = v->fost.n;
@@ -35,7 +45,8 @@ int vol_fosters_degraded(struct fs_volume *v, const char *fwhy, char *why, size_
 	int ret = -ENOMEM;
 	char tail[400] = "the volume is read-only until fsck.chunkfs -fy makes the table again";
 	struct od_header_src hs = store_header_src(v->chunks[0].store);
-	struct od_fosters_chunk0 c0 = { .src = &hs, .h0 = &v->chunks[0].hdr };
+	struct od_fosters_chunk0 c0 = { .src = &hs, .h0 = &v->chunks[0].hdr,
+					.allocated = c0_allocated, .ctx = &v->chunks[0] };
 
 	if (!hdr || !lost || !ok)
 		goto out;

@@ -21,6 +21,12 @@ int ftab_complete(const struct fs_volume *v, uint32_t nlost)
 {
 	const struct od_chunk_header *h0 = &v->chunks[0].hdr;
 
+	/* A chunk offline and not known retired may be the home or host
+	 * whose header says more (a retired home's size, where its map
+	 * went): what was found without it is not written. */
+	for (uint32_t i = 1; i < v->nchunks; i++)
+		if (v->chunks[i].offline && !v->chunks[i].retired)
+			return 0;
 	return !v->rdonly && nlost == 0 && od_fosters_shape_ok(h0) &&
 	       v->fost.n == h0->nfosters + h0->ftab_count;
 }
@@ -111,14 +117,17 @@ static int find_rest(struct fs_volume *v, uint32_t *old, uint32_t from, uint32_t
 	struct chunk *c0 = &v->chunks[0];
 	struct od_header_src hs = store_header_src(c0->store);
 	uint8_t *buf = malloc(2 * OD_BLOCK_SIZE);
-	uint32_t found = 0, twice = 0, seq;
+	uint32_t found = 0, seq;
+	int twice = 0;
 	int ret = 0;
 
 	if (!buf)
 		return -ENOMEM;
 	for (uint32_t k = from; k < to; k++)
 		old[k] = 0;
-	for (uint32_t b = c0->hdr.data_start; b < c0->half && found < to - from && ret == 0; b++) {
+	/* every pair in use is looked at: a unit found twice is a block
+	 * left in use that nothing would name */
+	for (uint32_t b = c0->hdr.data_start; b < c0->half && !twice && ret == 0; b++) {
 		if (!old_block(c0, b, old, to))
 			continue;
 		if (hs.pread(hs.ctx, buf, OD_BLOCK_SIZE, (uint64_t)b * OD_BLOCK_SIZE) < 0 ||
@@ -128,10 +137,8 @@ static int find_rest(struct fs_volume *v, uint32_t *old, uint32_t from, uint32_t
 			     (uint64_t)chunk_mirror(c0, b) * OD_BLOCK_SIZE) < 0 ||
 		    memcmp(buf, buf + OD_BLOCK_SIZE, OD_BLOCK_SIZE) != 0)
 			continue;
-		if (old[seq])
-			twice = seq;
-		else
-			found++;
+		twice = old[seq] != 0;
+		found += !twice;
 		old[seq] = b;
 	}
 	free(buf);

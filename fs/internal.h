@@ -873,7 +873,8 @@ int ftab_rewrite(struct fs_volume *v, uint32_t block);
 
 /* ftab_rebuild.c: chunk 0's table lost at a read-write open.
  * ftab_complete: are the records found again (v->fost, nlost homes lost)
- * all of them, so that the table may be made from them? ftab_rebuild: the
+ * all of them, every chunk online, so that the table may be made from
+ * them? ftab_rebuild: the
  * table made again from v->fost (the old chain's blocks first, then free
  * metadata pairs, the rest freed), chunk 0's header with it, the chunks
  * the records name retired taken out of service, committed (vol_sync);

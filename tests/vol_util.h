@@ -1,6 +1,6 @@
 /* Small helpers several library tests share: a volume's free blocks, an
  * extent counter for fs_file_extents, a file copied (a crash copy of an
- * image). Header only, so that their CHECKs count in the including test's
+ * image), a fresh temporary image. Header only, so that their CHECKs count in the including test's
  * own tap.h counters; include it after tests/tap.h. */
 #ifndef CHUNKFS_TESTS_VOL_UTIL_H
 #define CHUNKFS_TESTS_VOL_UTIL_H
@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "fs/fs.h"
+#include "fs/layout.h"
 
 static inline uint64_t free_blocks(struct fs_volume *v)
 {
