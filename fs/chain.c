@@ -386,14 +386,37 @@ static int held_take(struct fs_volume *v, struct fchain *fc, uint32_t si, uint64
 	return 0;
 }
 
+/* The blocks of [lblk, lblk + n) not mapped yet. */
+static uint64_t chain_missing(const struct fchain *fc, uint64_t lblk, uint64_t n)
+{
+	uint64_t missing = 0;
+
+	while (n) {
+		uint32_t si = seg_for(fc, lblk);
+		uint64_t run, k;
+		int mapped = seg_map(&fc->s[si], lblk, &run) != 0;
+
+		k = run < n ? run : n;
+		if (!mapped && si + 1 < fc->n && fc->s[si + 1].r.ino.cont_start - lblk < k)
+			k = fc->s[si + 1].r.ino.cont_start - lblk;
+		if (!k)
+			k = 1;
+		missing += mapped ? 0 : k;
+		lblk += k;
+		n -= k;
+	}
+	return missing;
+}
+
 /* Map [lblk, lblk + n) to blocks, allocating what is missing. */
 int chain_alloc(struct fs_volume *v, struct fchain *fc, uint64_t lblk, uint64_t n)
 {
 	uint8_t *tried = NULL;
 	int ret = 0;
 
-	/* (blocks promised to buffered data are its placement's, fs/dalloc_room.c) */
-	if (!dalloc_may_take(v, n))
+	/* (blocks promised to buffered data are its placement's,
+	 * fs/dalloc_room.c: a write in place takes none of them) */
+	if (!dalloc_may_take(v, chain_missing(fc, lblk, n)))
 		return -ENOSPC;
 	while (n) {
 		uint32_t si = seg_for(fc, lblk);

@@ -30,6 +30,14 @@ int fs_chunk_drain(struct fs_volume *v, uint32_t i, int on, char *why, size_t wh
 	uint32_t old;
 	int ret;
 
+	/* What is buffered goes first, a file per lock hold and committed
+	 * without the lock (as fs_chunk_offline does); what comes meanwhile
+	 * is placed below, under the lock. */
+	if (on && !v->rdonly) {
+		uint32_t placed;
+		(void)dalloc_place_sliced(v, -1, 0, &placed);
+		(void)vol_sync_unlocked(v);
+	}
 	vol_lock(v);
 	c = vol_chunk(v, i);
 	if (!c) {
@@ -56,6 +64,17 @@ int fs_chunk_drain(struct fs_volume *v, uint32_t i, int on, char *why, size_t wh
 	if (!!chunk_draining(c) == !!on) {
 		ret = 0; /* already */
 		goto out;
+	}
+	/* Buffered data was admitted against this chunk's free blocks too:
+	 * placed first, while they are there, or the drain is refused. */
+	if (on) {
+		ret = dalloc_place_all(v, DA_FORCE);
+		if (ret < 0) {
+			snprintf(why, whylen, "placing the data buffered so far failed (%s): "
+					      "the chunk's free space was promised to it",
+				 strerror(-ret));
+			goto out;
+		}
 	}
 	/* The flag goes in a transaction of its own, so that once the call
 	 * has returned a restart goes on excluding the chunk. */
