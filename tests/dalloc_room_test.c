@@ -8,9 +8,8 @@
  * needs one, is answered -ENOSPC at once. Before, every page was buffered
  * and the close placed them into 8 and more extents and answered -ENOSPC:
  * data whose WRITE had been answered was lost (model_test, seed
- * 1796586095610699, sequence 149). Then the placement's held pages are
- * counted once in admission and FSSTAT (review F2), also when the file is
- * removed while its placement is in flight. */
+ * 1796586095610699, sequence 149). (That a placement's held pages are
+ * counted once, review F2, is dalloc_place_test's test_held_once.) */
 #include "config.h"
 
 #include <errno.h>
