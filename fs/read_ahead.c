@@ -3,11 +3,11 @@
  * and how far ahead of each reader the range ahead has been looked at
  * (read_unlocked.c tells the stores the pieces there where the file's
  * bytes jump, or all of them to a store with told reads, and reads a
- * reader's bytes told). A file's extents need not follow each other in its chunk,
- * nor its segments share a chunk, so the kernel's read-ahead of an image,
- * which follows the image's offsets, stops at each extent's end; an aged
- * volume read in order then waits at every one (doc/design.md,
- * "Read-ahead by a file's offsets"). */
+ * reader's bytes told). A file's extents need not follow each other in
+ * its chunk, nor its segments share a chunk, so the kernel's read-ahead
+ * of an image, which follows the image's offsets, stops at each extent's
+ * end; an aged volume read in order then waits at every one
+ * (doc/design.md, "Read-ahead by a file's offsets"). */
 #include "config.h"
 
 #include "fs/internal.h"
