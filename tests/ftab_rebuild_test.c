@@ -41,6 +41,7 @@ static int on_disk(struct od_chunk_header *h0, struct od_fosters *l)
 	char why[160] = "";
 	int ret = od_header_read(&src, 0, 0, 0, h0, NULL);
 
+	memset(l, 0, sizeof(*l));
 	if (ret == 0)
 		ret = od_fosters_read(&src, 0, h0, -1, l, why, sizeof(why));
 	close(fd);
@@ -174,6 +175,7 @@ static void open_without(uint32_t k)
 	free(before);
 	free(after);
 	CHECK_EQ(on_disk(&h0, &l), -EUCLEAN);
+	od_fosters_free(&l);
 }
 
 /* Opened with every chunk there: rebuilt, home's size right, clean. */
