@@ -31,6 +31,7 @@
 #include "fs/fs.h"
 #include "fs/fsck/fsck.h"
 #include "tap.h"
+#include "vol_util.h"
 
 #define MB (1u << 20)
 #define NCHUNKS 40u
@@ -331,24 +332,6 @@ static void drain_range(struct fs_volume *v, uint32_t from, uint32_t to, int on)
 
 	for (uint32_t k = from; k <= to; k++)
 		CHECK_EQ(fs_chunk_drain(v, k, on, why, sizeof(why)), 0);
-}
-
-/* Chunk k evacuated to the end: 0 when it retired. */
-static int retire(struct fs_volume *v, uint32_t k)
-{
-	struct fs_evac_info ei;
-	char why[256];
-	unsigned n = 0;
-	int ret;
-
-	if (fs_chunk_drain(v, k, 1, why, sizeof(why)) < 0)
-		return -1;
-	while ((ret = fs_evac_step(v, k, 0, &ei)) == 1 && n < 500)
-		n++;
-	if (ret != 0 || !ei.retired)
-		printf("# chunk %u: step %d, fostered %u in %u, retired %u, %u maps hosted\n", k,
-		       ret, ei.fostered, ei.foster_chunk, ei.retired, ei.maps_hosted);
-	return ret == 0 && ei.retired ? 0 : -1;
 }
 
 static uint32_t maps_hosted(struct fs_volume *v, uint32_t k)

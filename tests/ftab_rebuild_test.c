@@ -59,20 +59,6 @@ static void spoil_at(off_t off)
 	close(fd);
 }
 
-static int retire(struct fs_volume *v, uint32_t k)
-{
-	struct fs_evac_info ei;
-	char why[256];
-	unsigned n = 0;
-	int ret;
-
-	if (fs_chunk_drain(v, k, 1, why, sizeof(why)) < 0)
-		return -1;
-	while ((ret = fs_evac_step(v, k, 0, &ei)) == 1 && n < 500)
-		n++;
-	return ret == 0 && ei.retired ? 0 : -1;
-}
-
 /* The volume described above, closed; *home: a retired home hosted by a
  * chunk other than 0, *host that chunk. */
 static void build(struct od_chunk_header *h0, uint32_t *home, uint32_t *host)

@@ -1,6 +1,6 @@
 /* Small helpers several library tests share: a volume's free blocks, an
  * extent counter for fs_file_extents, a file copied (a crash copy of an
- * image), a fresh temporary image. Header only, so that their CHECKs count in the including test's
+ * image), a fresh temporary image, a chunk evacuated until it retires. Header only, so that their CHECKs count in the including test's
  * own tap.h counters; include it after tests/tap.h. */
 #ifndef CHUNKFS_TESTS_VOL_UTIL_H
 #define CHUNKFS_TESTS_VOL_UTIL_H
@@ -66,6 +66,24 @@ static inline int mkfs_temp(char *image, size_t len, const char *name,
 		return -1;
 	close(fd);
 	return fs_mkfs(image, o);
+}
+
+/* Chunk k evacuated to the end: 0 when it retired. */
+static inline int retire(struct fs_volume *v, uint32_t k)
+{
+	struct fs_evac_info ei;
+	char why[256];
+	unsigned n = 0;
+	int ret;
+
+	if (fs_chunk_drain(v, k, 1, why, sizeof(why)) < 0)
+		return -1;
+	while ((ret = fs_evac_step(v, k, 0, &ei)) == 1 && n < 500)
+		n++;
+	if (ret != 0 || !ei.retired)
+		printf("# chunk %u: step %d, fostered %u in %u, retired %u, %u maps hosted\n", k,
+		       ret, ei.fostered, ei.foster_chunk, ei.retired, ei.maps_hosted);
+	return ret == 0 && ei.retired ? 0 : -1;
 }
 
 #endif
