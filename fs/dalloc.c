@@ -898,6 +898,16 @@ int dalloc_place_sliced(struct fs_volume *v, int64_t max_age_ms, int wait, uint3
 	return 0;
 }
 
+void dalloc_settle_unlocked(struct fs_volume *v)
+{
+	uint32_t placed;
+
+	if (v->rdonly)
+		return;
+	(void)dalloc_place_sliced(v, -1, 0, &placed);
+	(void)vol_sync_unlocked(v);
+}
+
 int fs_place_old(struct fs_volume *v, unsigned max_age_ms)
 {
 	uint32_t placed = 0;

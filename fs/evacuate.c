@@ -30,14 +30,10 @@ int fs_chunk_drain(struct fs_volume *v, uint32_t i, int on, char *why, size_t wh
 	uint32_t old;
 	int ret;
 
-	/* What is buffered goes first, a file per lock hold and committed
-	 * without the lock (as fs_chunk_offline does); what comes meanwhile
-	 * is placed below, under the lock. */
-	if (on && !v->rdonly) {
-		uint32_t placed;
-		(void)dalloc_place_sliced(v, -1, 0, &placed);
-		(void)vol_sync_unlocked(v);
-	}
+	/* What is buffered goes first (as fs_chunk_offline does); what comes
+	 * meanwhile is placed below, under the lock. */
+	if (on)
+		dalloc_settle_unlocked(v);
 	vol_lock(v);
 	c = vol_chunk(v, i);
 	if (!c) {

@@ -799,6 +799,12 @@ uint64_t dalloc_new_pass(struct fs_volume *v);
 int dalloc_step(struct fs_volume *v, uint64_t upto, uint64_t pass, int64_t max_age_ms,
 		uint32_t *placed);
 int dalloc_place_sliced(struct fs_volume *v, int64_t max_age_ms, int wait, uint32_t *placed);
+/* What is buffered placed a file per lock hold and committed, called
+ * without the lock: before a call that must place everything under one
+ * hold (offline, drain), so that the hold has only what came meanwhile
+ * (a failure here is met again there). A placement in flight is not
+ * waited for. */
+void dalloc_settle_unlocked(struct fs_volume *v);
 void dalloc_drop(struct fs_volume *v, uint64_t stable);
 int dalloc_over_limit(struct fs_volume *v);
 /* Is anything buffered while the free blocks, less blocks about to be

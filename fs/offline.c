@@ -58,11 +58,7 @@ int fs_chunk_offline(struct fs_volume *v, uint32_t i, int force, char *why, size
 	 * (a failure here is met again there). A placement in flight is not
 	 * waited for: it gives way to this call's wait for the chunk's pins
 	 * (fs/dalloc_place.c), and what it leaves is placed below. */
-	if (!v->rdonly) {
-		uint32_t placed;
-		(void)dalloc_place_sliced(v, -1, 0, &placed);
-		(void)vol_sync_unlocked(v);
-	}
+	dalloc_settle_unlocked(v);
 	c = lock_chunk(v, i, why, whylen);
 	if (!c) {
 		ret = -EINVAL;
